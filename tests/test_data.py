@@ -1,0 +1,106 @@
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vitviz.config import Preprocess
+from vitviz.data import ImageError, image_notes, load_image, resize_and_crop, to_tensor
+
+
+def encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **kwargs)
+    return buffer.getvalue()
+
+
+def rgb(size=(8, 6), colour=(200, 30, 10)) -> Image.Image:
+    return Image.new("RGB", size, colour)
+
+
+def test_plain_jpeg_and_png():
+    for fmt in ("JPEG", "PNG", "WEBP", "BMP"):
+        image = load_image(encode(rgb(), fmt))
+        assert image.mode == "RGB" and image.size == (8, 6)
+
+
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"", "empty"),
+        (b"hello, this is text", "not an image"),
+        (b"%PDF-1.4\n%...", "not an image"),
+    ],
+)
+def test_non_images_get_a_sentence(data, words):
+    with pytest.raises(ImageError, match=words):
+        load_image(data)
+
+
+@pytest.mark.parametrize("fmt", ["JPEG", "PNG"])
+def test_truncated_files(fmt):
+    noise = Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8))
+    data = encode(noise, fmt)
+    with pytest.raises(ImageError, match="damaged or incomplete"):
+        load_image(data[: len(data) // 2])
+
+
+def test_pixel_limit():
+    data = encode(Image.new("L", (3000, 3000)), "PNG")
+    with pytest.raises(ImageError, match="megapixels"):
+        load_image(data, max_pixels=1_000_000)
+
+
+def test_modes_become_rgb():
+    sixteen = Image.fromarray(np.full((4, 4), 65535, dtype=np.uint16))
+    assert np.asarray(load_image(encode(sixteen, "PNG")))[0, 0].tolist() == [255, 255, 255]
+    cmyk = Image.new("CMYK", (4, 4), (0, 255, 255, 0))
+    out = np.asarray(load_image(encode(cmyk, "JPEG")))
+    assert out[0, 0, 0] > 200 and out[0, 0, 1] < 60
+    grey = load_image(encode(Image.new("L", (4, 4), 77), "PNG"))
+    assert np.asarray(grey)[0, 0].tolist() == [77, 77, 77]
+    assert load_image(encode(Image.new("1", (4, 4), 1), "PNG")).mode == "RGB"
+
+
+def test_transparency_is_composited_on_white():
+    clear = Image.new("RGBA", (4, 4), (255, 0, 0, 0))
+    assert np.asarray(load_image(encode(clear, "PNG")))[0, 0].tolist() == [255, 255, 255]
+    half = Image.new("LA", (4, 4), (0, 128))
+    assert np.asarray(load_image(encode(half, "PNG")))[0, 0].tolist() == [127, 127, 127]
+    palette = Image.new("P", (4, 4), 0)
+    palette.putpalette([0, 0, 0] * 256)
+    palette.info["transparency"] = 0
+    assert np.asarray(load_image(encode(palette, "PNG", transparency=0)))[0, 0].tolist() == [255, 255, 255]
+
+
+def test_animated_gif_gives_first_frame_and_says_so():
+    frames = [Image.new("RGB", (4, 4), c) for c in ((255, 0, 0), (0, 0, 255))]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, "GIF", save_all=True, append_images=frames[1:])
+    image = load_image(buffer.getvalue())
+    assert np.asarray(image)[0, 0, 0] > 200
+    assert "first frame" in " ".join(image_notes(image))
+
+
+def test_exif_rotation_is_applied():
+    tall = rgb((4, 10))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90 degrees clockwise to display
+    image = load_image(encode(tall, "JPEG", exif=exif.tobytes()))
+    assert image.size == (10, 4)
+
+
+def test_tiny_and_extreme_images_preprocess():
+    pre = Preprocess(resize=32, crop=(32, 32))
+    assert to_tensor(load_image(encode(rgb((1, 1)), "PNG")), pre).shape == (1, 3, 32, 32)
+    strip = load_image(encode(rgb((10000, 20)), "PNG"))
+    assert resize_and_crop(strip, pre).size == (32, 32)
+
+
+def test_resize_and_crop_matches_resize_then_crop():
+    rng = np.random.default_rng(0)
+    image = Image.fromarray(rng.integers(0, 255, (60, 90, 3), dtype=np.uint8)).resize((300, 200), Image.BICUBIC)
+    pre = Preprocess(resize=100, crop=(80, 80), interpolation="bilinear")
+    ours = np.asarray(resize_and_crop(image, pre), dtype=np.float32)
+    two_step = image.resize((150, 100), Image.BILINEAR).crop((35, 10, 115, 90))
+    assert np.abs(ours - np.asarray(two_step, dtype=np.float32)).mean() < 3.0

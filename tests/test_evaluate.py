@@ -1,0 +1,78 @@
+import json
+
+import pytest
+import torch
+
+from tests.helpers import CLASSES, make_image_folder
+from vitviz import zoo
+from vitviz.data import load_split, spread_subset
+from vitviz.evaluate import evaluate, main, prepare_batch, weights_hash
+from vitviz.model import VisionTransformer
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return make_image_folder(tmp_path_factory.mktemp("data"), per_class=12, splits=("test",))
+
+
+@pytest.fixture
+def model(tiny_config):
+    torch.manual_seed(0)
+    return VisionTransformer(tiny_config.replace(num_classes=3, class_names=CLASSES)).eval()
+
+
+def test_counts_match_a_direct_forward(folder, model):
+    data = load_split(folder, "test")
+    result = evaluate(model, data, name="tiny")
+    with torch.no_grad():
+        predictions = model(prepare_batch(data.images, model)).argmax(-1)
+    wrong = torch.nonzero(predictions != data.labels).flatten()
+    assert result.n == 36
+    assert torch.equal(result.wrong, wrong)
+    assert result.misclassified == len(wrong)
+    assert result.accuracy == pytest.approx(1 - len(wrong) / 36)
+    confusion = result.confusion()
+    assert confusion.sum() == 36 and confusion.sum(1).tolist() == [12, 12, 12]
+    assert confusion.trace() == 36 - len(wrong)
+    assert result.summary()["misclassified"] == len(wrong)
+
+
+def test_second_evaluation_reads_the_cache(folder, model, monkeypatch):
+    data = load_split(folder, "test")
+    first = evaluate(model, data)
+    monkeypatch.setattr(model, "forward", lambda *_: pytest.fail("the model ran again"))
+    second = evaluate(model, data)
+    assert second.cached and not first.cached
+    assert torch.equal(first.probs, second.probs)
+
+
+def test_cache_key_changes_with_the_weights(model):
+    before = weights_hash(model)
+    with torch.no_grad():
+        model.head.bias[0] += 1
+    assert weights_hash(model) != before
+
+
+def test_refuses_a_model_for_other_classes(folder, tiny_config):
+    data = load_split(folder, "test")
+    with pytest.raises(ValueError, match="10 classes but the dataset has 3"):
+        evaluate(VisionTransformer(tiny_config), data)
+
+
+def test_spread_subset_keeps_every_class(folder):
+    data = spread_subset(load_split(folder, "test"), 6)
+    assert len(data) == 6 and sorted(set(data.labels.tolist())) == [0, 1, 2]
+
+
+def test_command_prints_json_last(folder, model, tmp_path, capsys):
+    zoo.save(model, tmp_path / "tiny.safetensors")
+    code = main(["--model", str(tmp_path / "tiny.safetensors"), "--data", str(folder), "--json", "--limit", "30"])
+    assert code == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"accuracy", "n", "misclassified", "images_per_s", "model", "data"} <= set(last)
+    assert last["n"] == 30
+
+
+def test_command_says_what_is_wrong(tmp_path, capsys):
+    assert main(["--model", "nope", "--data", str(tmp_path)]) == 2
+    assert "no model called" in capsys.readouterr().err

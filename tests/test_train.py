@@ -1,0 +1,103 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from tests.helpers import make_image_folder
+from vitviz import train as train_module
+from vitviz.train import TrainConfig, learning_rate, parse_args, train
+
+TINY = {"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0}
+
+
+def tiny_recipe(data, **changes) -> TrainConfig:
+    base = dict(
+        name="tiny", data=str(data), epochs=3, batch_size=32, lr=3e-3, warmup_epochs=0, augment="none",
+        mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.0, amp="off", threads=1, model=TINY,
+    )  # fmt: skip
+    return TrainConfig(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    return make_image_folder(tmp_path_factory.mktemp("data"), per_class=100)
+
+
+def test_loss_falls_and_card_is_written(dataset, tmp_path):
+    card = train(tiny_recipe(dataset), out=tmp_path)
+    losses = [row["train_loss"] for row in card["history"]]
+    assert losses[-1] < losses[0] * 0.8
+    assert card["test_accuracy"] > 0.6  # three colour classes, chance is 1/3
+    saved = json.loads((tmp_path / "tiny.json").read_text())
+    assert saved["epochs"] == 3 and saved["config"]["num_classes"] == 3
+    assert {"train_loss", "train_accuracy", "test_accuracy", "lr", "seconds"} <= set(saved["history"][0])
+    weights = load_file(str(tmp_path / "tiny.safetensors"))
+    assert "blocks.0.attn.qkv.weight" in weights
+
+
+def test_resume_continues_where_it_stopped(dataset, tmp_path, monkeypatch):
+    recipe = tiny_recipe(dataset, epochs=2, augment="trivialaugment", mixup_alpha=0.8, cutmix_alpha=1.0, random_erasing=0.25)
+    straight = train(recipe, out=tmp_path / "straight")
+
+    real_save = train_module._save_atomic
+
+    def save_then_stop(obj, path):
+        real_save(obj, path)
+        raise KeyboardInterrupt  # the machine went away after epoch 1
+
+    monkeypatch.setattr(train_module, "_save_atomic", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        train(recipe, out=tmp_path / "resumed")
+    monkeypatch.setattr(train_module, "_save_atomic", real_save)
+    assert torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=True)["epoch"] == 1
+    resumed = train(recipe, out=tmp_path / "resumed")
+
+    assert [r["epoch"] for r in resumed["history"]] == [1, 2]
+    a = load_file(str(tmp_path / "straight" / "tiny.safetensors"))
+    b = load_file(str(tmp_path / "resumed" / "tiny.safetensors"))
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], msg=key)
+    assert resumed["history"][1]["train_loss"] == pytest.approx(straight["history"][1]["train_loss"], rel=1e-5)
+
+
+def test_changed_recipe_is_not_resumed(dataset, tmp_path):
+    train(tiny_recipe(dataset, epochs=1), out=tmp_path)
+    with pytest.raises(ValueError, match="different recipe"):
+        train(tiny_recipe(dataset, epochs=1, lr=1e-4), out=tmp_path)
+
+
+def test_schedule_warms_up_then_decays():
+    recipe = TrainConfig(epochs=10, warmup_epochs=2, lr=1e-3, min_lr=1e-5)
+    lrs = [learning_rate(step, 10, recipe) for step in range(100)]
+    assert lrs[0] == pytest.approx(1e-3 / 20)
+    assert max(lrs) == pytest.approx(1e-3)
+    assert lrs[19] == pytest.approx(1e-3)
+    assert lrs[-1] < 2e-5
+    assert all(a >= b for a, b in zip(lrs[20:], lrs[21:]))
+
+
+def test_command_line_reads_flags_and_environment(monkeypatch):
+    monkeypatch.setenv("VITVIZ_DATA", "/somewhere")
+    recipe = parse_args(["--epochs", "7", "--model", '{"depth": 2}', "--limit-train", "100"])
+    assert recipe.epochs == 7 and recipe.model == {"depth": 2} and recipe.limit_train == 100
+    assert recipe.data == "/somewhere"
+
+
+def test_torchrun_two_processes(dataset, tmp_path):
+    env = dict(os.environ, VITVIZ_CACHE=str(tmp_path), OMP_NUM_THREADS="1")
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
+        "-m", "vitviz.train", "--data", str(dataset), "--name", "ddp", "--epochs", "1", "--batch-size", "16",
+        "--augment", "none", "--mixup-alpha", "0", "--cutmix-alpha", "0", "--amp", "off", "--threads", "1",
+        "--warmup-epochs", "0", "--model", json.dumps(TINY),
+    ]  # fmt: skip
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    card = json.loads((tmp_path / "runs" / "ddp" / "ddp.json").read_text())
+    assert card["processes"] == 2
+    assert card["history"][0]["epoch"] == 1
+    assert 0.0 <= card["test_accuracy"] <= 1.0

@@ -1,0 +1,148 @@
+import json
+import pickle
+
+import pytest
+import torch
+
+from vitviz import zoo
+from vitviz.config import ViTConfig
+from vitviz.model import VisionTransformer
+
+# Parameter counts per registry entry (google-research style): a new entry without a row fails.
+EXPECTED_PARAMS = {
+    "cifar10-vit": 2_693_578,
+    "untrained-cifar10-vit": 2_693_578,
+    "untrained-vit-b16": 86_567_656,
+    "timm:vit_base_patch16_224.augreg2_in21k_ft_in1k": 86_567_656,
+    "timm:vit_small_patch16_224.augreg_in21k_ft_in1k": 22_050_664,
+    "timm:deit_tiny_patch16_224": 5_717_416,
+    "hf:google/vit-base-patch16-224": 86_567_656,
+}
+
+
+@pytest.mark.parametrize("name", list(zoo.REGISTRY))
+def test_every_entry_has_its_parameter_count(name):
+    assert name in EXPECTED_PARAMS, f"add {name} to EXPECTED_PARAMS"
+    with torch.device("meta"):
+        model = VisionTransformer(zoo.REGISTRY[name].config)
+    assert model.num_params() == EXPECTED_PARAMS[name]
+
+
+@pytest.mark.parametrize("name", [n for n in zoo.REGISTRY if n.startswith("timm:")])
+def test_timm_entries_match_timm_architectures(name):
+    timm = pytest.importorskip("timm")
+    with torch.device("meta"):
+        source = timm.create_model(name.removeprefix("timm:").split(".")[0], pretrained=False)
+    assert sum(p.numel() for p in source.parameters()) == EXPECTED_PARAMS[name]
+
+
+def test_untrained_model_is_marked_and_deterministic():
+    model, spec = zoo.load(zoo.UNTRAINED)
+    again, _ = zoo.load(zoo.UNTRAINED)
+    assert not spec.trained and "untrained" in spec.title.lower()
+    assert not model.training
+    assert next(model.parameters()).device == zoo.pick_device()
+    for a, b in zip(model.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_default_is_shipped_when_present():
+    expected = zoo.SHIPPED if (zoo.MODELS_DIR / f"{zoo.SHIPPED}.safetensors").exists() else zoo.UNTRAINED
+    assert zoo.default_name() == expected
+
+
+def test_unknown_name_lists_what_exists():
+    with pytest.raises(zoo.ModelLoadError, match="no model called"):
+        zoo.load("no-such-model")
+
+
+@pytest.mark.parametrize("name", ["timm:deit_tiny_patch16_224", "hf:google/vit-base-patch16-224"])
+def test_hub_download_without_network_says_so(name):
+    with pytest.raises(zoo.ModelLoadError) as err:
+        zoo.load(name)
+    message = str(err.value)
+    assert "no network" in message and zoo.UNTRAINED in message
+
+
+def test_timm_pretrained_loading_from_a_local_file(tmp_path):
+    timm = pytest.importorskip("timm")
+    torch.manual_seed(0)
+    source = timm.create_model("deit_tiny_patch16_224", pretrained=False).eval()
+    path = tmp_path / "deit_tiny.pth"
+    torch.save(source.state_dict(), path)
+    model = zoo._load_timm("deit_tiny_patch16_224", checkpoint_file=path).eval()
+    pixels = torch.randn(1, 3, 224, 224)
+    with torch.no_grad():
+        assert (model(pixels) - source(pixels)).abs().max() < 1e-4
+    assert model.config.class_names[:1] == ("tench",) or len(model.config.class_names) in (0, 1000)
+
+
+def test_hugging_face_folder(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    hf_config = transformers.ViTConfig(
+        image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, num_labels=3, id2label={0: "cat", 1: "dog", 2: "fox"}, label2id={"cat": 0, "dog": 1, "fox": 2},
+    )  # fmt: skip
+    torch.manual_seed(0)
+    source = transformers.ViTForImageClassification(hf_config).eval()
+    source.save_pretrained(tmp_path)
+    model, spec = zoo.load(str(tmp_path))
+    pixels = torch.randn(2, 3, 32, 32)
+    with torch.no_grad():
+        assert (model(pixels) - source(pixel_values=pixels).logits).abs().max() < 1e-4
+    assert model.config.class_names == ("cat", "dog", "fox")
+    assert spec.source == "path"
+
+
+def test_safetensors_with_json_round_trip(tmp_path, tiny_config):
+    torch.manual_seed(1)
+    model = VisionTransformer(tiny_config)
+    zoo.save(model, tmp_path / "mine.safetensors", card={"note": "test"})
+    loaded, spec = zoo.load(str(tmp_path / "mine.safetensors"))
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, loaded.state_dict()[key])
+    assert spec.config == tiny_config
+
+
+def test_checkpoint_that_does_not_match_its_config(tmp_path, tiny_config):
+    zoo.save(VisionTransformer(tiny_config), tmp_path / "m.safetensors")
+    meta = json.loads((tmp_path / "m.json").read_text())
+    meta["config"]["depth"] = 3
+    (tmp_path / "m.json").write_text(json.dumps(meta))
+    with pytest.raises(zoo.ModelLoadError, match="blocks.2"):
+        zoo.load(str(tmp_path / "m.safetensors"))
+
+
+class _Boom:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_pickle_that_would_run_code_is_refused(tmp_path):
+    marker = tmp_path / "pwned.txt"
+    path = tmp_path / "evil.pth"
+    with open(path, "wb") as f:
+        pickle.dump({"weight": _Boom(str(marker))}, f)
+    with pytest.raises(zoo.ModelLoadError, match="refused"):
+        zoo.load(str(path))
+    assert not marker.exists()
+
+
+def test_not_a_checkpoint(tmp_path):
+    path = tmp_path / "notes.pt"
+    path.write_text("just text")
+    with pytest.raises(zoo.ModelLoadError, match="not a checkpoint"):
+        zoo.load(str(path))
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"\x00" * 20)
+    with pytest.raises(zoo.ModelLoadError, match="not a valid safetensors"):
+        zoo.load(str(bad))
+
+
+def test_registry_configs_are_valid():
+    for spec in zoo.REGISTRY.values():
+        assert isinstance(spec.config, ViTConfig)
+        assert spec.offline == (spec.source in ("shipped", "random"))

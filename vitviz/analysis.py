@@ -1,0 +1,701 @@
+"""What a trained ViT has learned, computed from a Trace: pure functions, tensors in and out.
+
+Every function here answers one question a student can ask about the model, and returns plain
+tensors that ``plots.py`` can draw:
+
+- Where does [CLS] (or any token) look?       ``cls_attention``, ``query_attention``
+- Where does information flow over all layers? ``attention_rollout``, ``rollout_map``
+  (Abnar & Zuidema, "Quantifying Attention Flow in Transformers", ACL 2020)
+- How far does each head look?                 ``mean_attention_distance`` (ViT paper, Fig. 7 right)
+- What did the position embeddings learn?      ``pos_embed_similarity`` (Fig. 7 centre)
+- What do the patch filters look like?         ``patch_embed_components`` (Fig. 7 left)
+- When does the model know the answer?         ``logit_lens``, ``class_rank_by_layer``
+- One attention step with real numbers.        ``worked_attention``
+
+Token order everywhere is the model's: the prefix tokens first ([CLS] at index 0 when the model
+has one), then the patches in row-major grid order, so patch (row, col) is token
+``num_prefix_tokens + row * grid_w + col``. Nothing here draws, caches or talks to Streamlit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from vitviz.trace import Trace
+
+if TYPE_CHECKING:
+    from vitviz.model import VisionTransformer
+
+logger = logging.getLogger(__name__)
+
+HeadFusion = Literal["mean", "max", "min"]
+HEAD_FUSIONS = ("mean", "max", "min")
+
+
+# --------------------------------------------------------------------------------------------
+# Grid helpers and token indices
+# --------------------------------------------------------------------------------------------
+
+
+def grid(values: Tensor, grid_size: tuple[int, int]) -> Tensor:
+    """Lay one value per patch out on the patch grid, row by row.
+
+    Args:
+        values: (..., N) with N = grid_h * grid_w, in token order (patches only).
+        grid_size: (grid_h, grid_w).
+
+    Returns:
+        (..., grid_h, grid_w): entry [..., row, col] is the value of patch row * grid_w + col,
+        so the map sits on the image the way the patches were cut from it.
+    """
+    grid_h, grid_w = grid_size
+    if values.shape[-1] != grid_h * grid_w:
+        raise ValueError(
+            f"Got {values.shape[-1]} values for a {grid_h}x{grid_w} grid of "
+            f"{grid_h * grid_w} patches: pass the patch tokens only, without [CLS]."
+        )
+    return values.reshape(*values.shape[:-1], grid_h, grid_w)  # (..., grid_h, grid_w)
+
+
+def upsample_map(
+    values: Tensor, size: tuple[int, int], mode: Literal["nearest", "bilinear"] = "nearest"
+) -> Tensor:
+    """Stretch a patch-grid map to the image size, to lay it over the photo.
+
+    Args:
+        values: (..., grid_h, grid_w), e.g. the output of ``cls_attention``.
+        size: (height, width) of the image in pixels.
+        mode: "nearest" shows every patch as a flat square (honest: the model sees patches);
+            "bilinear" blends neighbouring patches into a smooth heat map.
+
+    Returns:
+        (..., height, width) in the dtype of ``values`` (integers come back as float).
+    """
+    if mode not in ("nearest", "bilinear"):
+        raise ValueError(f'mode must be "nearest" or "bilinear", not {mode!r}.')
+    if values.dim() < 2:
+        raise ValueError("upsample_map needs a map with at least two dimensions (grid_h, grid_w).")
+    lead = values.shape[:-2]
+    x = values.reshape(-1, 1, *values.shape[-2:])  # (L, 1, grid_h, grid_w)
+    if not x.is_floating_point():
+        x = x.float()
+    kwargs = {"align_corners": False} if mode == "bilinear" else {}
+    x = F.interpolate(x, size=tuple(size), mode=mode, **kwargs)  # (L, 1, height, width)
+    return x.reshape(*lead, *x.shape[-2:])  # (..., height, width)
+
+
+def _check_index(value: int, size: int, what: str) -> int:
+    """Python-style index check (negative counts from the end); returns the index in [0, size)."""
+    if not -size <= value < size:
+        raise ValueError(f"{what} {value} does not exist: choose a number from 0 to {size - 1}.")
+    return value % size
+
+
+def patch_index(row: int, col: int, grid_size: tuple[int, int], num_prefix_tokens: int) -> int:
+    """Token index of the patch at (row, col): ``num_prefix_tokens + row * grid_w + col``."""
+    grid_h, grid_w = grid_size
+    if not (0 <= row < grid_h and 0 <= col < grid_w):
+        raise ValueError(
+            f"Patch ({row}, {col}) is outside the {grid_h}x{grid_w} grid: rows go from 0 to "
+            f"{grid_h - 1} and columns from 0 to {grid_w - 1}."
+        )
+    return num_prefix_tokens + row * grid_w + col
+
+
+def token_to_patch(
+    index: int, grid_size: tuple[int, int], num_prefix_tokens: int
+) -> tuple[int, int] | None:
+    """(row, col) of the patch at token ``index``, or None for a prefix token such as [CLS]."""
+    grid_h, grid_w = grid_size
+    num_tokens = num_prefix_tokens + grid_h * grid_w
+    if not 0 <= index < num_tokens:
+        raise ValueError(
+            f"Token {index} does not exist: this model has tokens 0 to {num_tokens - 1}."
+        )
+    if index < num_prefix_tokens:
+        return None
+    return divmod(index - num_prefix_tokens, grid_w)
+
+
+# --------------------------------------------------------------------------------------------
+# Raw attention maps
+# --------------------------------------------------------------------------------------------
+
+
+def query_attention(trace: Trace, layer: int, query: int, head: int | None = None) -> Tensor:
+    """How much one token (the query) attends to every patch, in one block, on the patch grid.
+
+    Args:
+        trace: from ``VisionTransformer.explain``.
+        layer: block index (negative counts from the end, -1 = last block).
+        query: token index in token order: 0 is [CLS] when the model has one, patch k is
+            ``k + num_prefix_tokens`` (see ``patch_index``).
+        head: one head, or None for all heads.
+
+    Returns:
+        (B, grid_h, grid_w) for one head, (B, heads, grid_h, grid_w) when head is None. Entry
+        [b, (h,) row, col] is the softmax weight the query gives the patch at (row, col): the
+        share of that patch's value vector in the query's new vector. Attention to prefix
+        tokens is left out, so a map sums to 1 minus what the query gave to [CLS].
+    """
+    attention = trace.attentions[_check_index(layer, trace.depth, "Layer")]  # (B, heads, T, T)
+    query = _check_index(query, attention.shape[-2], "Token")
+    rows = attention[:, :, query, trace.num_prefix_tokens :]  # (B, heads, N)
+    if head is not None:
+        rows = rows[:, _check_index(head, attention.shape[1], "Head")]  # (B, N)
+    return grid(rows, trace.grid_size)
+
+
+def cls_attention(trace: Trace, layer: int, head: int | None = None) -> Tensor:
+    """How much the [CLS] token attends to every patch, in one block, on the patch grid.
+
+    [CLS] is the token the classifier reads, so this map shows which patches feed the answer
+    directly in this block (it ignores how earlier blocks mixed the patches; see ``rollout_map``).
+
+    Args:
+        trace: from ``VisionTransformer.explain`` of a model with a class token.
+        layer: block index (negative counts from the end).
+        head: one head, or None for all heads.
+
+    Returns:
+        (B, grid_h, grid_w) for one head, (B, heads, grid_h, grid_w) when head is None.
+
+    Raises:
+        ValueError: the model has no [CLS] token (it averages the patch tokens instead).
+    """
+    if trace.num_prefix_tokens == 0:
+        raise ValueError(
+            "This model has no [CLS] token: it averages its patch tokens instead. Look at the "
+            "attention of a patch with query_attention, or at rollout_map for the whole image."
+        )
+    return query_attention(trace, layer, 0, head)
+
+
+# --------------------------------------------------------------------------------------------
+# Attention rollout
+# --------------------------------------------------------------------------------------------
+
+
+def attention_rollout(
+    attentions: Sequence[Tensor],
+    head_fusion: HeadFusion = "mean",
+    residual: bool = True,
+    discard_ratio: float = 0.0,
+    start_layer: int = 0,
+) -> Tensor:
+    """Attention rollout (Abnar & Zuidema 2020): how much each token's final vector draws on
+    each input token, following attention through every block.
+
+    Per block: fuse the heads into one (T, T) matrix A, optionally zero each row's weakest
+    links, add the identity for the residual connection (A + I: a token also keeps itself),
+    renormalise every row to sum 1, then multiply through the blocks with later blocks on the
+    left: R = A_L ... A_start.
+
+    Args:
+        attentions: depth entries of (B, heads, T, T), e.g. ``trace.attentions``.
+        head_fusion: "mean", "max" or "min" over the heads.
+        residual: add the identity before renormalising (the paper's 0.5 A + 0.5 I).
+        discard_ratio: in [0, 1): in every row of the fused matrix, the lowest
+            ``floor(discard_ratio * T)`` weights are set to 0 before the identity is added
+            (the strongest weight of a row is always kept). Sharper maps, less faithful.
+        start_layer: blocks before this one are skipped.
+
+    Returns:
+        (B, T, T) with rows that sum to 1 (or 0 for a row whose every fused weight is 0, which
+        only "min" without the residual can produce). Row i says where token i's information
+        came from at the input: R[b, 0, k] is the share of input token k in [CLS]'s final vector.
+    """
+    if head_fusion not in HEAD_FUSIONS:
+        raise ValueError(f"head_fusion must be one of {HEAD_FUSIONS}, not {head_fusion!r}.")
+    if not 0.0 <= discard_ratio < 1.0:
+        raise ValueError(f"discard_ratio must be in [0, 1), not {discard_ratio}.")
+    if not attentions:
+        raise ValueError("There are no attention maps to roll out: the model has no blocks.")
+    if not 0 <= start_layer < len(attentions):
+        raise ValueError(
+            f"start_layer {start_layer} does not exist: choose a block from 0 to "
+            f"{len(attentions) - 1}."
+        )
+    rollout: Tensor | None = None
+    for attention in attentions[start_layer:]:  # each (B, heads, T, T)
+        if head_fusion == "mean":
+            fused = attention.mean(dim=1)  # (B, T, T)
+        elif head_fusion == "max":
+            fused = attention.amax(dim=1)
+        else:
+            fused = attention.amin(dim=1)
+        num_tokens = fused.shape[-1]
+        num_discard = min(int(discard_ratio * num_tokens), num_tokens - 1)
+        if num_discard > 0:
+            lowest = fused.topk(num_discard, dim=-1, largest=False).indices  # (B, T, num_discard)
+            fused = fused.scatter(-1, lowest, 0.0)
+        if residual:
+            fused = fused + torch.eye(num_tokens, dtype=fused.dtype, device=fused.device)
+        row_sums = fused.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(fused.dtype).tiny)
+        fused = fused / row_sums  # (B, T, T), rows sum to 1
+        rollout = fused if rollout is None else fused @ rollout  # later blocks on the left
+    assert rollout is not None
+    return rollout
+
+
+def rollout_map(
+    trace: Trace,
+    *,
+    head_fusion: HeadFusion = "mean",
+    residual: bool = True,
+    discard_ratio: float = 0.0,
+    start_layer: int = 0,
+) -> Tensor:
+    """Attention rollout as one map over the image: which patches the prediction draws on.
+
+    With a [CLS] token this is [CLS]'s row of ``attention_rollout``; a model without one pools
+    the average of its patch tokens, so the map is the mean of the patch rows. Keyword
+    arguments are those of ``attention_rollout``.
+
+    Returns:
+        (B, grid_h, grid_w): the share of every input patch in the pooled token. The share of
+        [CLS]'s own input vector is left out, so with [CLS] the map sums to less than 1.
+    """
+    rollout = attention_rollout(
+        trace.attentions,
+        head_fusion=head_fusion,
+        residual=residual,
+        discard_ratio=discard_ratio,
+        start_layer=start_layer,
+    )  # (B, T, T)
+    prefix = trace.num_prefix_tokens
+    if prefix:
+        rows = rollout[:, 0, prefix:]  # (B, N)
+    else:
+        rows = rollout[:, prefix:, prefix:].mean(dim=1)  # (B, N): mean over patch queries
+    return grid(rows, trace.grid_size)
+
+
+# --------------------------------------------------------------------------------------------
+# Mean attention distance (ViT paper, Fig. 7 right)
+# --------------------------------------------------------------------------------------------
+
+
+def patch_distances(grid_size: tuple[int, int], patch_size: int) -> Tensor:
+    """Distance in pixels between the centres of every pair of patches.
+
+    Returns:
+        (N, N) float32 in token order (patches only): entry [i, j] is the Euclidean distance
+        from the centre of patch i to the centre of patch j; neighbours are ``patch_size`` apart.
+    """
+    grid_h, grid_w = grid_size
+    rows, cols = torch.meshgrid(
+        torch.arange(grid_h, dtype=torch.float32),
+        torch.arange(grid_w, dtype=torch.float32),
+        indexing="ij",
+    )  # each (grid_h, grid_w)
+    centres = (torch.stack([rows, cols], dim=-1).reshape(-1, 2) + 0.5) * patch_size  # (N, 2)
+    return (centres[:, None, :] - centres[None, :, :]).norm(dim=-1)  # (N, N)
+
+
+def mean_attention_distance(trace: Trace, patch_size: int | None = None) -> Tensor:
+    """How far each head looks, in pixels: the ViT paper's "attention distance" (Fig. 7 right).
+
+    For every patch query: take its attention to the patch keys (prefix tokens dropped, the
+    rest renormalised to sum 1) and average the pixel distance to each key's centre with those
+    weights. Then average over the query patches and the batch.
+
+    Args:
+        trace: from ``VisionTransformer.explain``.
+        patch_size: side of a patch in pixels; None reads it from ``trace.pixels``.
+
+    Returns:
+        (depth, heads): entry [l, h] is the mean distance in pixels over which head h of block
+        l gathers information. Small values are local heads (like a convolution's small
+        kernel); large values are heads that look across the whole image.
+    """
+    grid_h, grid_w = trace.grid_size
+    if patch_size is None:
+        patch_size = trace.pixels.shape[-2] // grid_h
+    distances = patch_distances(trace.grid_size, patch_size)  # (N, N)
+    prefix = trace.num_prefix_tokens
+    per_layer = []
+    for attention in trace.attentions:  # each (B, heads, T, T)
+        weights = attention[:, :, prefix:, prefix:]  # (B, heads, N, N)
+        weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-12)
+        d = distances.to(device=weights.device, dtype=weights.dtype)
+        per_query = (weights * d).sum(dim=-1)  # (B, heads, N)
+        per_layer.append(per_query.mean(dim=(0, 2)))  # (heads,)
+    if not per_layer:
+        return torch.zeros(0, 0)
+    return torch.stack(per_layer)  # (depth, heads)
+
+
+# --------------------------------------------------------------------------------------------
+# Learned embeddings (ViT paper, Fig. 7 left and centre)
+# --------------------------------------------------------------------------------------------
+
+
+def pos_embed_similarity(
+    pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int
+) -> Tensor:
+    """Cosine similarity between the position embeddings of every pair of patches (Fig. 7 centre).
+
+    Args:
+        pos_embed: (1, T, D) or (T, D), e.g. ``model.pos_embed``; the first
+            ``num_prefix_tokens`` rows belong to [CLS] and are left out.
+        grid_size: (grid_h, grid_w).
+        num_prefix_tokens: 1 with a [CLS] token, else 0.
+
+    Returns:
+        (grid_h, grid_w, grid_h, grid_w): entry [r1, c1, r2, c2] is the cosine similarity of
+        patch (r1, c1)'s embedding with patch (r2, c2)'s, in [-1, 1]. Drawing the tile
+        [r1, c1] as an image shows which positions the model thinks are near patch (r1, c1);
+        a model that learned 2D structure lights up its row and column.
+    """
+    table = pos_embed.detach()
+    if table.dim() == 3:
+        if table.shape[0] != 1:
+            raise ValueError(f"pos_embed must be (1, T, D) or (T, D), got {tuple(table.shape)}.")
+        table = table[0]  # (T, D)
+    if table.dim() != 2:
+        raise ValueError(f"pos_embed must be (1, T, D) or (T, D), got {tuple(table.shape)}.")
+    grid_h, grid_w = grid_size
+    patches = table[num_prefix_tokens:]  # (N, D)
+    if patches.shape[0] != grid_h * grid_w:
+        raise ValueError(
+            f"pos_embed has {patches.shape[0]} patch positions after {num_prefix_tokens} prefix "
+            f"token(s), but a {grid_h}x{grid_w} grid has {grid_h * grid_w}."
+        )
+    unit = F.normalize(patches.float(), dim=-1)  # (N, D), zero rows stay zero
+    similarity = unit @ unit.T  # (N, N)
+    return similarity.reshape(grid_h, grid_w, grid_h, grid_w)  # (gh, gw, gh, gw)
+
+
+def patch_embed_components(weight: Tensor, k: int = 28) -> tuple[Tensor, Tensor]:
+    """Principal components of the patch-embedding filters (ViT paper, Fig. 7 left).
+
+    Each of the D rows of ``weight.reshape(D, -1)`` is one filter, a P x P colour picture the
+    model compares every patch with. The rows are centred and decomposed with an SVD; the top
+    components are the patterns the filters vary along most (in trained models: smooth blobs,
+    edges and stripes, like the first layer of a CNN).
+
+    Args:
+        weight: (D, C, P, P), e.g. ``model.patch_embed.proj.weight``.
+        k: components wanted; clipped to min(D, C*P*P).
+
+    Returns:
+        components: (k, C, P, P), unit-length directions, each signed so that its entry of
+            largest magnitude is positive (so the result does not depend on the SVD's sign).
+        explained_variance_ratio: (k,), the share of the filters' variance along each
+            component, largest first; it sums to 1 when k keeps every component.
+    """
+    if weight.dim() != 4:
+        raise ValueError(f"weight must be (D, C, P, P), got {tuple(weight.shape)}.")
+    if k < 1:
+        raise ValueError(f"k must be at least 1, not {k}.")
+    dim, chans, p1, p2 = weight.shape
+    filters = weight.detach().reshape(dim, -1).double()  # (D, C*P*P)
+    filters = filters - filters.mean(dim=0, keepdim=True)
+    _, singular, vh = torch.linalg.svd(filters, full_matrices=False)  # vh: (min(D, CPP), CPP)
+    available = vh.shape[0]
+    if k > available:
+        logger.debug("Asked for %d components, only %d exist.", k, available)
+        k = available
+    components = vh[:k]  # (k, C*P*P)
+    largest = components.abs().argmax(dim=-1, keepdim=True)  # (k, 1)
+    signs = torch.where(components.gather(-1, largest) < 0, -1.0, 1.0).to(components.dtype)
+    components = components * signs
+    variance = singular.square()  # (min(D, CPP),)
+    total = variance.sum()
+    ratio = variance[:k] / total if total > 0 else torch.zeros_like(variance[:k])
+    out_dtype = weight.dtype if weight.is_floating_point() else torch.float32
+    components = components.reshape(k, chans, p1, p2)  # (k, C, P, P)
+    return components.to(out_dtype), ratio.to(out_dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Logit lens
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def logit_lens(model: VisionTransformer, trace: Trace, softmax: bool = True) -> Tensor:
+    """What the model would answer if it stopped after each block: the "logit lens".
+
+    The model's own readout (final norm, pooling, head) is applied to every hidden state, from
+    the embedded tokens (entry 0) to the output of the last block (entry depth, which equals
+    ``trace.logits``). No gradients are kept.
+
+    Args:
+        model: the model that made ``trace``.
+        trace: from ``model.explain``.
+        softmax: return probabilities (True) or logits (False).
+
+    Returns:
+        (depth + 1, B, num_classes): the class scores after each block.
+
+    Raises:
+        ValueError: the model has no classification head.
+    """
+    if model.config.num_classes == 0:
+        raise ValueError(
+            "This model has no classification head, so there are no class scores to read: "
+            "choose a model with classes."
+        )
+    lens = torch.stack([model.readout(hidden) for hidden in trace.hidden_states])  # (L+1, B, K)
+    return lens.softmax(dim=-1) if softmax else lens
+
+
+def class_rank_by_layer(lens: Tensor, class_index: int | Tensor) -> Tensor:
+    """Rank of one class after every block (0 = the model's top answer at that point).
+
+    Args:
+        lens: (depth + 1, B, K) from ``logit_lens`` (probabilities or logits alike).
+        class_index: one class for every image, or a (B,) tensor with one class per image
+            (e.g. the true labels).
+
+    Returns:
+        (depth + 1, B) long: how many classes score strictly higher than the class. Reading
+        down a column shows where the true class rose to the top, or where it lost.
+    """
+    num_classes = lens.shape[-1]
+    index = torch.as_tensor(class_index, device=lens.device, dtype=torch.long)
+    if ((index < 0) | (index >= num_classes)).any():
+        raise ValueError(f"class_index must be from 0 to {num_classes - 1}.")
+    index = index.expand(lens.shape[1])  # (B,)
+    index = index[None, :, None].expand(lens.shape[0], -1, 1)  # (L+1, B, 1)
+    score = lens.gather(-1, index)  # (L+1, B, 1)
+    return (lens > score).sum(dim=-1)  # (L+1, B)
+
+
+# --------------------------------------------------------------------------------------------
+# One attention step with real numbers
+# --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def worked_attention(
+    model: VisionTransformer,
+    trace: Trace,
+    layer: int,
+    head: int,
+    query: int,
+    batch_index: int = 0,
+) -> dict[str, Tensor]:
+    """Recompute one head's attention for one query token, keeping every number on the way.
+
+    The block's input ``trace.hidden_states[layer]`` goes through ``norm1`` and the qkv
+    projection; then scores = K q / sqrt(head_dim), weights = softmax(scores), and
+    output = weights @ V. The weights are checked against ``trace.attentions``.
+
+    Args:
+        model: the model that made ``trace``.
+        trace: from ``model.explain``.
+        layer: block index (negative counts from the end).
+        head: head index.
+        query: token index of the query (0 = [CLS] when present; see ``patch_index``).
+        batch_index: which image of the batch.
+
+    Returns:
+        A dict of tensors, T = number of tokens:
+            "q": (head_dim,) the query vector of the chosen token.
+            "k": (T, head_dim) the key vector of every token.
+            "v": (T, head_dim) the value vector of every token.
+            "scores": (T,) q . k_j / sqrt(head_dim) for every token j.
+            "weights": (T,) softmax of the scores; sums to 1; equals the trace's attention row.
+            "output": (head_dim,) the weighted sum of the value vectors, this head's share of
+                the token's update (before the output projection mixes the heads).
+            "scale": () the factor 1 / sqrt(head_dim).
+
+    Raises:
+        RuntimeError: the recomputed weights differ from the trace (it came from another
+            model, or the model changed since).
+    """
+    layer = _check_index(layer, trace.depth, "Layer")
+    block = model.blocks[layer]
+    attn = block.attn
+    head = _check_index(head, attn.num_heads, "Head")
+    batch_index = _check_index(batch_index, trace.hidden_states[layer].shape[0], "Image")
+    hidden = trace.hidden_states[layer][batch_index : batch_index + 1]  # (1, T, D)
+    query = _check_index(query, hidden.shape[1], "Token")
+    q, k, v = attn.qkv_heads(block.norm1(hidden))  # each (1, heads, T, head_dim)
+    q_vec = q[0, head, query]  # (head_dim,)
+    keys = k[0, head]  # (T, head_dim)
+    values = v[0, head]  # (T, head_dim)
+    scale = torch.tensor(attn.scale, dtype=q_vec.dtype, device=q_vec.device)
+    scores = (keys @ q_vec) * scale  # (T,)
+    weights = scores.softmax(dim=-1)  # (T,)
+    output = weights @ values  # (head_dim,)
+    expected = trace.attentions[layer][batch_index, head, query].to(weights.device)  # (T,)
+    atol = max(1e-5, 10 * torch.finfo(weights.dtype).eps)
+    if not torch.allclose(weights, expected.to(weights.dtype), atol=atol, rtol=1e-3):
+        raise RuntimeError(
+            "The recomputed attention weights differ from the trace: explain the image again "
+            "with this model."
+        )
+    return {
+        "q": q_vec,
+        "k": keys,
+        "v": values,
+        "scores": scores,
+        "weights": weights,
+        "output": output,
+        "scale": scale,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Position embeddings beside hand-made references (page 4)
+# --------------------------------------------------------------------------------------------
+
+
+def position_similarities(
+    pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int
+) -> dict[str, Tensor]:
+    """The model's position-embedding similarity beside two fixed schemes of the same width.
+
+    Args:
+        pos_embed: (1, T, D) or (T, D), e.g. ``model.pos_embed``.
+        grid_size: (grid_h, grid_w).
+        num_prefix_tokens: rows of ``pos_embed`` that belong to [CLS] (left out).
+
+    Returns:
+        Three (grid_h, grid_w, grid_h, grid_w) cosine-similarity tables, as
+        ``pos_embed_similarity`` computes them:
+            "model": the model's own embeddings (learned, or fixed 2D sine-cosine).
+            "sincos_1d": the 1D sinusoidal embeddings of "Attention is all you need" over the
+                N patches in reading order: neighbours in a row are close, the patch below is
+                grid_w steps away.
+            "sincos_2d": fixed 2D sine-cosine embeddings (a quarter of the channels each for
+                sin/cos of the row and of the column): similarity depends only on the row
+                and column offsets.
+    """
+    from vitviz.model import sincos_1d, sincos_2d  # model imports nothing from analysis
+
+    grid_h, grid_w = grid_size
+    dim = pos_embed.shape[-1]
+    return {
+        "model": pos_embed_similarity(pos_embed, grid_size, num_prefix_tokens),
+        "sincos_1d": pos_embed_similarity(sincos_1d(grid_h * grid_w, dim), grid_size, 0),
+        "sincos_2d": pos_embed_similarity(sincos_2d(grid_size, dim), grid_size, 0),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# 5. attention page: the readout's map, head choice, clicks, the worked example's top keys
+# --------------------------------------------------------------------------------------------
+
+
+def readout_attention(trace: Trace, layer: int, head: int | None = None) -> Tensor:
+    """Where the token the classifier reads looks, in one block, on the patch grid.
+
+    With a [CLS] token this is ``cls_attention``. A model without one averages its patch
+    tokens, so there is no single readout query: the map is then the mean over every patch
+    query of its attention to the patches (the same fallback as ``rollout_map``).
+
+    Args:
+        trace: from ``VisionTransformer.explain``.
+        layer: block index (negative counts from the end).
+        head: one head, or None for all heads.
+
+    Returns:
+        (B, grid_h, grid_w) for one head, (B, heads, grid_h, grid_w) when head is None.
+    """
+    if trace.num_prefix_tokens:
+        return cls_attention(trace, layer, head)
+    attention = trace.attentions[_check_index(layer, trace.depth, "Layer")]  # (B, heads, N, N)
+    rows = attention.mean(dim=2)  # (B, heads, N): mean over the patch queries
+    if head is not None:
+        rows = rows[:, _check_index(head, attention.shape[1], "Head")]  # (B, N)
+    return grid(rows, trace.grid_size)
+
+
+def select_head(maps: Tensor, head: int | None) -> Tensor:
+    """One head's map out of (..., heads, grid_h, grid_w), or the mean over heads for None."""
+    if head is None:
+        return maps.mean(dim=-3)  # (..., grid_h, grid_w)
+    return maps[..., _check_index(head, maps.shape[-3], "Head"), :, :]
+
+
+def patch_from_selection(selection: dict | None, num_patches: int, curve: int | None = None) -> int | None:
+    """The patch a user clicked, from the state of ``st.plotly_chart(..., on_select=...)``.
+
+    The clickable figures carry one marker per patch centre whose ``customdata`` starts with
+    the patch's index among the patches (as in ``plots.patch_grid``); that is read first.
+    A point without customdata counts only when it lies on trace ``curve``, whose point
+    index is then the patch index.
+
+    Args:
+        selection: the chart's state, ``{"selection": {"points": [...]}}``, or just its
+            ``{"points": [...]}``; None or an empty selection gives None.
+        num_patches: N, to refuse indices outside the grid.
+        curve: the trace number of the patch markers, for points without customdata.
+
+    Returns:
+        The patch index in [0, N) of the last clicked point (row-major, without [CLS]; the
+        token index is ``num_prefix_tokens`` more), or None when nothing usable was clicked.
+    """
+    if not selection:
+        return None
+    inner = selection.get("selection", selection)
+    points = (inner or {}).get("points") or []
+    for point in reversed(points):
+        customdata = point.get("customdata")
+        if isinstance(customdata, (list, tuple)) and customdata:
+            value = customdata[0]
+        elif curve is not None and point.get("curve_number") == curve:
+            value = point.get("point_index", point.get("point_number"))
+        else:
+            continue
+        if isinstance(value, (int, float)) and float(value).is_integer() and 0 <= value < num_patches:
+            return int(value)
+    return None
+
+
+def top_keys(
+    worked: dict[str, Tensor], grid_size: tuple[int, int], num_prefix_tokens: int, k: int = 8
+) -> tuple[list[dict[str, float | int | None]], float]:
+    """The keys a query attends to most, for the worked softmax(q K^T / sqrt(d)) V example.
+
+    Args:
+        worked: from ``worked_attention`` (needs "scores" and "weights", each (T,)).
+        grid_size: (grid_h, grid_w).
+        num_prefix_tokens: 1 with a [CLS] token, else 0.
+        k: how many keys to keep (clipped to T).
+
+    Returns:
+        rows: the k keys with the largest weights, largest first, each a dict with "token"
+            (index), "row" and "col" (the patch position, None for [CLS]), "score"
+            (q . k / sqrt(d)) and "weight" (its softmax weight).
+        other_weight: the total weight of the keys not shown, so the rows' weights plus
+            other_weight make 1.
+    """
+    weights = worked["weights"].detach().double()  # (T,)
+    scores = worked["scores"].detach().double()  # (T,)
+    k = max(0, min(k, weights.numel()))
+    order = weights.topk(k).indices.tolist()  # largest first
+    rows: list[dict[str, float | int | None]] = []
+    for token in order:
+        patch = token_to_patch(token, grid_size, num_prefix_tokens)
+        rows.append(
+            {
+                "token": token,
+                "row": None if patch is None else patch[0],
+                "col": None if patch is None else patch[1],
+                "score": float(scores[token]),
+                "weight": float(weights[token]),
+            }
+        )
+    other_weight = float(weights.sum()) - sum(float(row["weight"]) for row in rows)
+    return rows, max(other_weight, 0.0)
+
+
+def uniform_attention_distance(grid_size: tuple[int, int], patch_size: int) -> float:
+    """The mean attention distance a head would have if it attended to every patch equally.
+
+    A reference line for ``mean_attention_distance``: heads below it look nearby, heads above
+    it look far; random (untrained) attention sits close to it.
+    """
+    return float(patch_distances(grid_size, patch_size).mean())

@@ -1,0 +1,413 @@
+"""Images in, tensors out: decoding uploads, preprocessing, and datasets.
+
+``load_image`` is the one way in for every image a user gives: bytes become a checked,
+upright, 8-bit RGB PIL image, or an ImageError whose message says what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import struct
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image, ImageOps, UnidentifiedImageError
+from torch import Tensor
+
+from vitviz.config import CIFAR10_CLASSES, Preprocess
+
+log = logging.getLogger(__name__)
+
+MAX_PIXELS = 50_000_000
+NOTES_KEY = "vitviz.notes"
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
+
+
+class ImageError(ValueError):
+    """An image could not be used; the message is one sentence a user can act on."""
+
+
+def _composite(image: Image.Image, background: tuple[int, int, int] = (255, 255, 255)) -> Image.Image:
+    """Flatten transparency onto a solid background (white by default)."""
+    rgba = image.convert("RGBA")
+    base = Image.new("RGBA", rgba.size, background + (255,))
+    return Image.alpha_composite(base, rgba).convert("RGB")
+
+
+def _to_8bit(image: Image.Image) -> Image.Image:
+    """16-bit and 32-bit single-channel images scaled to 0..255 grey."""
+    values = np.asarray(image, dtype=np.float64)
+    if image.mode == "F":
+        low, high = float(values.min()), float(values.max())
+        scaled = (values - low) / (high - low or 1.0)
+    else:
+        scaled = values / (65535.0 if values.max() > 255 else 255.0)
+    return Image.fromarray(np.clip(scaled * 255.0 + 0.5, 0, 255).astype(np.uint8), mode="L")
+
+
+def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
+    """Decode an uploaded file into an upright 8-bit RGB image.
+
+    Transparent images (RGBA, LA, palette with transparency) are composited on white.
+    Animated images give their first frame. Notes about such changes are listed in
+    ``image.info["vitviz.notes"]`` so the app can tell the user.
+
+    Args:
+        data: the file's bytes.
+        max_pixels: larger images are refused before they are decoded.
+
+    Returns:
+        A PIL image in mode "RGB" with its EXIF orientation applied.
+
+    Raises:
+        ImageError: with a sentence that says what is wrong and what to do.
+    """
+    if not data:
+        raise ImageError("The file is empty: choose an image file such as a JPEG or PNG.")
+    notes: list[str] = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+            width, height = image.size
+            if width * height > max_pixels:
+                raise ImageError(
+                    f"The image is {width}x{height} pixels ({width * height / 1e6:.0f} megapixels), "
+                    f"over the limit of {max_pixels / 1e6:.0f} megapixels: resize it and upload it again."
+                )
+            if width < 1 or height < 1:
+                raise ImageError("The image has no pixels: choose another file.")
+            if getattr(image, "n_frames", 1) > 1:
+                notes.append(
+                    f"This is an animated image with {image.n_frames} frames; the first frame is shown."
+                )
+                image.seek(0)
+            image.load()
+    except ImageError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ImageError(
+            f"The image is too large to open safely (over {max_pixels / 1e6:.0f} megapixels): "
+            "resize it and upload it again."
+        ) from None
+    except UnidentifiedImageError:
+        raise ImageError(
+            "This file is not an image that can be read: upload a JPEG, PNG, WebP, GIF, BMP or TIFF."
+        ) from None
+    except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError, struct.error) as err:
+        log.info("image decode failed: %r", err)
+        raise ImageError(
+            "The image file is damaged or incomplete: open it in an image viewer, save it again, "
+            "and upload the new file."
+        ) from None
+    try:
+        image = ImageOps.exif_transpose(image) or image
+    except Exception as err:  # a broken EXIF block must not stop an otherwise good image
+        log.info("EXIF orientation ignored: %r", err)
+        notes.append("The photo's orientation tag could not be read, so it is shown as stored.")
+    try:
+        image = _to_rgb(image)
+    except (OSError, ValueError) as err:
+        log.info("colour conversion failed: %r", err)
+        raise ImageError(
+            "The image's colour format could not be converted to RGB: save it as a JPEG or PNG and try again."
+        ) from None
+    image.info[NOTES_KEY] = notes
+    return image
+
+
+def _to_rgb(image: Image.Image) -> Image.Image:
+    mode = image.mode
+    if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
+        return _to_8bit(image).convert("RGB")
+    if mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in image.info:
+        return _composite(image)
+    return image.convert("RGB") if mode != "RGB" else image
+
+
+def image_notes(image: Image.Image) -> list[str]:
+    """What load_image changed about the image, as sentences for the user."""
+    return list(image.info.get(NOTES_KEY, []))
+
+
+_RESAMPLE = {
+    "nearest": Image.Resampling.NEAREST,
+    "bilinear": Image.Resampling.BILINEAR,
+    "bicubic": Image.Resampling.BICUBIC,
+}
+
+
+def resize_and_crop(image: Image.Image, pre: Preprocess) -> Image.Image:
+    """Apply the spec's resize and centre crop in one resampling step.
+
+    The crop box is mapped back onto the original image and only that region is resampled,
+    so a 10000x20 strip never becomes a huge intermediate image.
+    """
+    width, height = image.size
+    if isinstance(pre.resize, int):
+        scale = pre.resize / min(width, height)
+        resized_w, resized_h = max(1, round(width * scale)), max(1, round(height * scale))
+    else:
+        resized_h, resized_w = pre.resize
+    out_h, out_w = pre.crop if pre.crop is not None else (resized_h, resized_w)
+    scale_x, scale_y = width / resized_w, height / resized_h
+    left = (resized_w - out_w) / 2 * scale_x
+    top = (resized_h - out_h) / 2 * scale_y
+    box = (left, top, left + out_w * scale_x, top + out_h * scale_y)
+    return image.resize((out_w, out_h), _RESAMPLE[pre.interpolation], box=box)
+
+
+def to_tensor(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> Tensor:
+    """PIL image -> normalised (1, C, H, W) float tensor for the model."""
+    image = resize_and_crop(image, pre).convert("L" if in_chans == 1 else "RGB")
+    array = np.asarray(image, dtype=np.float32) / 255.0
+    if array.ndim == 2:
+        array = array[:, :, None]
+    pixels = torch.from_numpy(array.copy()).permute(2, 0, 1)  # (C, H, W)
+    mean = torch.tensor(pre.mean).view(-1, 1, 1)
+    std = torch.tensor(pre.std).view(-1, 1, 1)
+    return ((pixels - mean) / std)[None]  # (1, C, H, W)
+
+
+def denormalize(pixels: Tensor, pre: Preprocess) -> np.ndarray:
+    """(C, H, W) normalised tensor -> (H, W, C) float array in [0, 1] for display."""
+    mean = torch.tensor(pre.mean).view(-1, 1, 1)
+    std = torch.tensor(pre.std).view(-1, 1, 1)
+    array = (pixels.detach().cpu().float() * std + mean).clamp(0, 1)
+    return array.permute(1, 2, 0).numpy()
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+# ---------------------------------------------------------------------------------------------
+
+
+def default_data_dir() -> Path:
+    """VITVIZ_DATA if set, else ~/.cache/vitviz/data (where torchvision downloads CIFAR-10)."""
+    env = os.environ.get("VITVIZ_DATA")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "vitviz" / "data"
+
+
+def cache_dir() -> Path:
+    """Where vitviz keeps decoded datasets, evaluation results and training runs."""
+    env = os.environ.get("VITVIZ_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "vitviz"
+
+
+def _is_image_folder(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    for sub in path.iterdir():
+        if sub.is_dir() and any(f.suffix.lower() in IMAGE_SUFFIXES for f in sub.iterdir()):
+            return True
+    return False
+
+
+def find_image_folder(root: Path, split: str) -> Path | None:
+    """The ImageFolder for a split: root/<split>/<class>/*.jpg, or root/<class>/*.jpg itself."""
+    root = Path(root)
+    if _is_image_folder(root / split):
+        return root / split
+    if _is_image_folder(root) and not (root / "train").exists() and not (root / "test").exists():
+        return root
+    return None
+
+
+@dataclass
+class ImageSet:
+    """A labelled image set held in memory as uint8 pixels.
+
+    Attributes:
+        images: (N, C, H, W) uint8.
+        labels: (N,) int64.
+        classes: class names in label order.
+        files: a name per image (relative path for a folder, "cifar10/<split>/<index>" otherwise).
+        source: where it came from, for reports.
+        fingerprint: sha256 that changes when any file or label changes.
+    """
+
+    images: Tensor
+    labels: Tensor
+    classes: list[str]
+    files: list[str]
+    source: str
+    fingerprint: str
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, indices: list[int] | Tensor) -> ImageSet:
+        index = torch.as_tensor(indices, dtype=torch.long)
+        digest = hashlib.sha256(self.fingerprint.encode() + index.numpy().tobytes()).hexdigest()
+        return ImageSet(
+            images=self.images[index],
+            labels=self.labels[index],
+            classes=self.classes,
+            files=[self.files[i] for i in index.tolist()],
+            source=self.source,
+            fingerprint=digest,
+        )
+
+
+def fingerprint_folder(folder: Path) -> tuple[str, list[Path]]:
+    """sha256 over (relative path + bytes) of every image in sorted order, and the files."""
+    files = sorted(
+        p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.relative_to(folder).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest(), files
+
+
+def _decode_folder(folder: Path, files: list[Path], size: tuple[int, int] | None) -> ImageSet:
+    classes = sorted(p.name for p in folder.iterdir() if p.is_dir())
+    index = {name: i for i, name in enumerate(classes)}
+    if size is None:
+        width, height = load_image(files[0].read_bytes()).size
+    else:
+        height, width = size
+    images = torch.empty((len(files), 3, height, width), dtype=torch.uint8)
+    labels = torch.empty(len(files), dtype=torch.long)
+    pre = Preprocess(resize=(height, width), interpolation="bicubic")
+    for i, path in enumerate(files):
+        image = load_image(path.read_bytes())
+        if image.size != (width, height):
+            image = resize_and_crop(image, pre)
+        images[i] = torch.from_numpy(np.asarray(image).copy()).permute(2, 0, 1)
+        labels[i] = index[path.relative_to(folder).parts[0]]
+    names = [p.relative_to(folder).as_posix() for p in files]
+    return ImageSet(images, labels, classes, names, str(folder), "")
+
+
+def load_image_folder(folder: Path, size: tuple[int, int] | None = None, use_cache: bool = True) -> ImageSet:
+    """Decode an ImageFolder (class subfolders of images) into memory, caching the result.
+
+    Images are held at ``size`` (height, width), or at the size of the first image when None
+    (32x32 for CIFAR-10); others are resized to it.
+
+    The decoded tensors are cached under cache_dir()/datasets keyed by the folder's
+    fingerprint, so a second load reads one file instead of thousands of JPEGs.
+    """
+    folder = Path(folder).resolve()
+    fingerprint, files = fingerprint_folder(folder)
+    if not files:
+        raise FileNotFoundError(f"No images found under {folder}.")
+    size_tag = f"{size[0]}x{size[1]}" if size else "native"
+    cache = cache_dir() / "datasets" / f"{fingerprint[:24]}-{size_tag}.pt"
+    if use_cache and cache.exists():
+        stored = torch.load(cache, weights_only=True)
+        return ImageSet(
+            stored["images"], stored["labels"], list(stored["classes"]), list(stored["files"]),
+            str(folder), fingerprint,
+        )  # fmt: skip
+    log.info("decoding %d images from %s", len(files), folder)
+    data = _decode_folder(folder, files, size)
+    data.fingerprint = fingerprint
+    if use_cache:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(".tmp")
+        torch.save(
+            {"images": data.images, "labels": data.labels, "classes": data.classes, "files": data.files},
+            tmp,
+        )
+        tmp.replace(cache)
+    return data
+
+
+def load_torchvision_cifar10(root: Path, split: str, download: bool = True) -> ImageSet:
+    """CIFAR-10 through torchvision (downloads the original files when allowed)."""
+    from torchvision.datasets import CIFAR10
+
+    dataset = CIFAR10(str(root), train=(split == "train"), download=download)
+    images = torch.from_numpy(dataset.data).permute(0, 3, 1, 2).contiguous()  # (N, 3, 32, 32)
+    labels = torch.tensor(dataset.targets, dtype=torch.long)
+    digest = hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest()
+    files = [f"cifar10/{split}/{i}" for i in range(len(labels))]
+    return ImageSet(images, labels, list(dataset.classes), files, f"torchvision CIFAR10 ({root})", digest)
+
+
+def load_split(root: Path | str | None, split: str, size: tuple[int, int] | None = None, download: bool = True) -> ImageSet:
+    """One function for every place data can come from.
+
+    An ImageFolder (root/<split>/<class>/ or root/<class>/) is read as folders of images;
+    anything else is treated as torchvision's CIFAR-10 root and downloaded if allowed.
+
+    Args:
+        root: the data folder; None means VITVIZ_DATA or the default cache folder.
+        split: "train" or "test".
+        size: (height, width) the images are held at; None keeps a folder's own size.
+        download: whether torchvision may download CIFAR-10 when it is missing.
+    """
+    root = Path(root).expanduser() if root is not None else default_data_dir()
+    folder = find_image_folder(root, split)
+    if folder is not None:
+        return load_image_folder(folder, size)
+    try:
+        return load_torchvision_cifar10(root, split, download=download)
+    except RuntimeError as err:
+        raise FileNotFoundError(
+            f"No dataset at {root}: point --data or VITVIZ_DATA at an ImageFolder "
+            f"(class subfolders of images) or let torchvision download CIFAR-10 there ({err})."
+        ) from None
+    except OSError as err:
+        raise FileNotFoundError(
+            f"CIFAR-10 could not be downloaded to {root} ({err.__class__.__name__}): with no network, "
+            "point --data or VITVIZ_DATA at an ImageFolder copy such as ../shared/data/cifar10-jpeg."
+        ) from None
+
+
+def spread_subset(data: ImageSet, limit: int | None) -> ImageSet:
+    """At most ``limit`` images taken at even steps through the set (so every class is present
+    in a class-sorted folder); the whole set when limit is None or not smaller."""
+    if not limit or limit >= len(data):
+        return data
+    step = len(data) / limit
+    return data.subset([int(i * step) for i in range(limit)])
+
+
+def is_cifar10(classes: list[str]) -> bool:
+    return tuple(classes) == CIFAR10_CLASSES
+
+
+def find_cifar_test_folder() -> Path | None:
+    """A test-split ImageFolder to browse: VITVIZ_DATA's, else the development machines'
+    ``../shared/data/cifar10-jpeg`` beside the repository, else None."""
+    candidates = []
+    if os.environ.get("VITVIZ_DATA"):
+        candidates.append(Path(os.environ["VITVIZ_DATA"]).expanduser())
+    candidates.append(Path(__file__).resolve().parents[2] / "shared" / "data" / "cifar10-jpeg")
+    for root in candidates:
+        folder = find_image_folder(root, "test") if root.is_dir() else None
+        if folder is not None:
+            return folder
+    return None
+
+
+def folder_classes(folder: Path) -> list[str]:
+    """Class names of an ImageFolder, in label order."""
+    return sorted(p.name for p in Path(folder).iterdir() if p.is_dir())
+
+
+def _class_files(folder: Path) -> list[Path]:
+    return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+
+
+def count_images(class_folder: Path) -> int:
+    return len(_class_files(class_folder)) if Path(class_folder).is_dir() else 0
+
+
+def folder_image_bytes(folder: Path, class_name: str, index: int) -> bytes | None:
+    """The bytes of the index-th image (in sorted order) of a class, or None if out of range."""
+    class_folder = Path(folder) / Path(class_name).name
+    if not class_folder.is_dir():
+        return None
+    files = _class_files(class_folder)
+    return files[index].read_bytes() if 0 <= index < len(files) else None

@@ -1,0 +1,268 @@
+"""Evaluate a model on a labelled image set: accuracy, per-class accuracy, confusion matrix.
+
+    python -m vitviz.evaluate --model cifar10-vit --data ../shared/data/cifar10-jpeg [--json] [--limit N]
+
+Results, with every test image's class probabilities, are cached on disk keyed by
+(weights hash, dataset fingerprint), so the app's second look at the same model and data is
+instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from tqdm import tqdm
+
+from vitviz.data import ImageSet, cache_dir, load_split, spread_subset
+from vitviz.model import VisionTransformer
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+
+
+@dataclass
+class EvalResult:
+    """The outcome of one evaluation; probs keeps every image's class probabilities.
+
+    Attributes:
+        model: the model's name.
+        data: where the images came from.
+        classes: class names in label order.
+        files: one name per image, in the order of labels and probs.
+        labels: (n,) true classes.
+        probs: (n, num_classes) softmax probabilities.
+        images_per_s: throughput of the evaluation that produced these numbers.
+        seconds: its wall time.
+        cached: whether this result was read from the disk cache.
+    """
+
+    model: str
+    data: str
+    classes: list[str]
+    files: list[str]
+    labels: Tensor
+    probs: Tensor
+    images_per_s: float
+    seconds: float
+    cached: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.labels)
+
+    @property
+    def predictions(self) -> Tensor:
+        return self.probs.argmax(dim=1)
+
+    @property
+    def confidence(self) -> Tensor:
+        """The probability of the predicted class, (n,)."""
+        return self.probs.max(dim=1).values
+
+    @property
+    def wrong(self) -> Tensor:
+        """Indices of the misclassified images, (m,)."""
+        return torch.nonzero(self.predictions != self.labels).flatten()
+
+    @property
+    def accuracy(self) -> float:
+        return float((self.predictions == self.labels).float().mean()) if self.n else 0.0
+
+    @property
+    def misclassified(self) -> int:
+        return int(len(self.wrong))
+
+    def confusion(self) -> Tensor:
+        """(K, K) counts: rows are true classes, columns predicted classes."""
+        k = len(self.classes)
+        return torch.bincount(self.labels * k + self.predictions, minlength=k * k).reshape(k, k)
+
+    def per_class_accuracy(self) -> list[float]:
+        matrix = self.confusion().float()
+        totals = matrix.sum(dim=1).clamp(min=1)
+        return (matrix.diag() / totals).tolist()
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON object the command prints last."""
+        return {
+            "model": self.model,
+            "data": self.data,
+            "n": self.n,
+            "accuracy": round(self.accuracy, 6),
+            "misclassified": self.misclassified,
+            "images_per_s": round(self.images_per_s, 1),
+            "per_class_accuracy": dict(zip(self.classes, [round(a, 4) for a in self.per_class_accuracy()])),
+            "confusion": self.confusion().tolist(),
+            "cached": self.cached,
+        }
+
+
+def weights_hash(model: torch.nn.Module) -> str:
+    """sha256 over every parameter and buffer (names, shapes and bytes), in name order."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(str(tuple(tensor.shape)).encode())
+        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _cache_path(model: VisionTransformer, data: ImageSet) -> Path:
+    key = f"{weights_hash(model)[:20]}-{data.fingerprint[:20]}"
+    return cache_dir() / "eval" / f"{key}.pt"
+
+
+def prepare_batch(images: Tensor, model: VisionTransformer) -> Tensor:
+    """uint8 (B, C, H, W) -> the model's normalised input, resized when the sizes differ."""
+    config = model.config
+    pre = config.preprocess
+    pixels = images.float() / 255.0
+    if config.in_chans == 1 and pixels.shape[1] == 3:
+        pixels = (pixels * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1, keepdim=True)
+    if tuple(pixels.shape[-2:]) != tuple(config.image_size):
+        mode = "bilinear" if pre.interpolation == "nearest" else pre.interpolation
+        pixels = F.interpolate(pixels, size=config.image_size, mode=mode, antialias=True, align_corners=False).clamp(0, 1)
+    mean = torch.tensor(pre.mean).view(1, -1, 1, 1)
+    std = torch.tensor(pre.std).view(1, -1, 1, 1)
+    return (pixels - mean) / std
+
+
+def check_classes(model: VisionTransformer, data: ImageSet) -> None:
+    """Refuse to score a model on a dataset whose classes it does not predict."""
+    config = model.config
+    if config.num_classes != len(data.classes):
+        raise ValueError(
+            f"The model predicts {config.num_classes} classes but the dataset has {len(data.classes)}: "
+            "choose a model trained on these classes."
+        )
+    if config.class_names and list(config.class_names) != list(data.classes):
+        raise ValueError(
+            "The model's class names differ from the dataset's folders "
+            f"({', '.join(config.class_names[:3])}... vs {', '.join(data.classes[:3])}...)."
+        )
+
+
+@torch.no_grad()
+def evaluate(
+    model: VisionTransformer,
+    data: ImageSet,
+    name: str = "model",
+    batch_size: int = 256,
+    progress: Progress | None = None,
+    use_cache: bool = True,
+) -> EvalResult:
+    """Run the model over a dataset (or read the cached result of having done so).
+
+    Args:
+        model: the model, in eval mode, on any device.
+        data: images and labels in memory.
+        name: the model's name for reports.
+        batch_size: images per forward pass.
+        progress: called with (done, total) after every batch.
+        use_cache: read and write the disk cache.
+    """
+    check_classes(model, data)
+    path = _cache_path(model, data)
+    if use_cache and path.exists():
+        stored = torch.load(path, weights_only=True)
+        if progress is not None:
+            progress(len(data), len(data))
+        return EvalResult(
+            model=name, data=data.source, classes=list(data.classes), files=list(data.files),
+            labels=stored["labels"], probs=stored["probs"], images_per_s=float(stored["images_per_s"]),
+            seconds=float(stored["seconds"]), cached=True,
+        )  # fmt: skip
+    model.eval()
+    device = next(model.parameters()).device
+    probs = torch.empty((len(data), model.config.num_classes))
+    started = time.perf_counter()
+    for start in range(0, len(data), batch_size):
+        stop = min(start + batch_size, len(data))
+        pixels = prepare_batch(data.images[start:stop], model).to(device)
+        probs[start:stop] = model(pixels).float().softmax(dim=-1).cpu()
+        if progress is not None:
+            progress(stop, len(data))
+    seconds = time.perf_counter() - started
+    result = EvalResult(
+        model=name, data=data.source, classes=list(data.classes), files=list(data.files),
+        labels=data.labels.clone(), probs=probs, images_per_s=len(data) / max(seconds, 1e-9), seconds=seconds,
+    )  # fmt: skip
+    if use_cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save(
+            {"labels": result.labels, "probs": result.probs, "images_per_s": result.images_per_s, "seconds": seconds},
+            tmp,
+        )
+        tmp.replace(path)
+    return result
+
+
+def format_report(result: EvalResult) -> str:
+    """A plain-text report: accuracy, per-class accuracy and the confusion matrix."""
+    lines = [
+        f"model {result.model} on {result.data}: {result.n} images",
+        f"top-1 accuracy {result.accuracy:.2%}, misclassified {result.misclassified}, "
+        f"{result.images_per_s:.0f} images/s{' (cached)' if result.cached else ''}",
+        "",
+        "per-class accuracy:",
+    ]
+    width = max(len(c) for c in result.classes)
+    for cls, acc in zip(result.classes, result.per_class_accuracy()):
+        lines.append(f"  {cls:<{width}}  {acc:6.1%}")
+    lines += ["", "confusion matrix (rows: true, columns: predicted):"]
+    short = [c[:5] for c in result.classes]
+    lines.append(" " * (width + 2) + " ".join(f"{s:>5}" for s in short))
+    for cls, row in zip(result.classes, result.confusion().tolist()):
+        lines.append(f"  {cls:<{width}}" + " ".join(f"{v:>5}" for v in row))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from vitviz import zoo
+
+    parser = argparse.ArgumentParser(prog="python -m vitviz.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path")
+    parser.add_argument("--data", default=None, help="ImageFolder root or CIFAR-10 root (default: VITVIZ_DATA, else a cache folder)")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate on N images spread evenly through the set")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    try:
+        model, spec = zoo.load(args.model, device=args.device)
+        data = spread_subset(load_split(args.data, args.split), args.limit)
+        bar = tqdm(total=len(data), unit="img", desc="evaluating", disable=args.json and not sys.stderr.isatty())
+
+        def advance(done: int, total: int) -> None:
+            bar.update(done - bar.n)
+
+        result = evaluate(model, data, name=spec.name, batch_size=args.batch_size, progress=advance, use_cache=not args.no_cache)
+        bar.close()
+    except (zoo.ModelLoadError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_report(result))
+    if args.json:
+        print(json.dumps(result.summary()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Trace one image through a ViT and print the top-5 classes and every tensor's shape.
+
+    python -m vitviz.explain photo.jpg [--model NAME] [--device cpu]
+
+The table is the one people build by hand when they first read the paper:
+(1,3,224,224) -> (1,768,14,14) -> (1,196,768) -> (1,197,768) -> ... -> (1,1000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from vitviz import zoo
+from vitviz.data import ImageError, image_notes, load_image, to_tensor
+from vitviz.model import VisionTransformer
+from vitviz.trace import Trace
+
+
+def shape_table(model: VisionTransformer, trace: Trace) -> list[tuple[str, tuple[int, ...]]]:
+    """(step, shape) rows in the order the data flows, the conv output included."""
+    config = model.config
+    batch = trace.pixels.shape[0]
+    grid_h, grid_w = trace.grid_size
+    rows: list[tuple[str, tuple[int, ...]]] = [
+        ("input image (preprocessed)", tuple(trace.pixels.shape)),
+        (f"patch_embed.proj: Conv2d(k={config.patch_size}, s={config.patch_size})", (batch, config.embed_dim, grid_h, grid_w)),
+        ("patches: raw pixels, (c p1 p2) order", tuple(trace.patches.shape)),
+        ("patch tokens: flatten(2).transpose(1, 2)", tuple(trace.patch_tokens.shape)),
+        (("[CLS] prepended + " if config.class_token else "") + "pos_embed added", tuple(trace.tokens.shape)),
+    ]
+    for i in range(trace.depth):
+        rows.append((f"blocks.{i}.attn: softmax(QK^T/sqrt(d))", tuple(trace.attentions[i].shape)))
+        rows.append((f"blocks.{i} output", tuple(trace.hidden_states[i + 1].shape)))
+    pool = "[CLS] token" if config.global_pool == "token" else "mean of patch tokens"
+    rows.append((f"norm, then {pool} (pre_logits)", tuple(trace.pre_logits.shape)))
+    rows.append(("head: logits", tuple(trace.logits.shape)))
+    return rows
+
+
+def pipeline(model: VisionTransformer, trace: Trace) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The forward pass condensed to one row per kind of step: (step id, code, shape).
+
+    Step ids are stable names ("input", "conv", "patches", "tokens", "sequence", "attention",
+    "block", "pre_logits", "logits") that the app translates into an explanation.
+    """
+    config = model.config
+    batch = trace.pixels.shape[0]
+    grid_h, grid_w = trace.grid_size
+    last = trace.depth - 1
+    return [
+        ("input", "pixels", tuple(trace.pixels.shape)),
+        ("conv", f"patch_embed.proj  Conv2d(k=s={config.patch_size})", (batch, config.embed_dim, grid_h, grid_w)),
+        ("patches", "patchify  (c p1 p2)", tuple(trace.patches.shape)),
+        ("tokens", "flatten(2).transpose(1, 2)", tuple(trace.patch_tokens.shape)),
+        ("sequence", ("cat([CLS], x) + " if config.class_token else "x + ") + "pos_embed", tuple(trace.tokens.shape)),
+        ("attention", f"blocks[0..{last}].attn  softmax(QK^T/sqrt(d))", tuple(trace.attentions[0].shape)),
+        ("block", f"blocks[0..{last}]  x + MHSA(LN(x)); x + MLP(LN(x))", tuple(trace.hidden_states[-1].shape)),
+        ("pre_logits", "norm(x)[:, 0]" if config.global_pool == "token" else "norm(x[:, 1:].mean(1))", tuple(trace.pre_logits.shape)),
+        ("logits", "head  Linear", tuple(trace.logits.shape)),
+    ]
+
+
+def top_k(model: VisionTransformer, logits: torch.Tensor, k: int = 5) -> list[tuple[str, float]]:
+    """(class name, probability) of the k most likely classes of the first image."""
+    probs = logits[0].float().softmax(dim=-1)
+    values, indices = probs.topk(min(k, probs.numel()))
+    names = model.config.class_names
+    return [(names[i] if names else f"class {i}", float(v)) for v, i in zip(values.tolist(), indices.tolist())]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vitviz.explain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("image", help="an image file (JPEG, PNG, WebP, ...)")
+    parser.add_argument("--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path")
+    parser.add_argument("--device", default=None)
+    args = parser.parse_args(argv)
+    try:
+        image = load_image(Path(args.image).read_bytes())
+        model, spec = zoo.load(args.model, device=args.device)
+    except FileNotFoundError:
+        print(f"error: there is no file {args.image}.", file=sys.stderr)
+        return 2
+    except (ImageError, zoo.ModelLoadError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for note in image_notes(image):
+        print(f"note: {note}")
+    device = next(model.parameters()).device
+    pixels = to_tensor(image, model.config.preprocess, model.config.in_chans).to(device)
+    with torch.no_grad():
+        trace = model.explain(pixels)
+    print(f"model: {spec.name}{'' if spec.trained else '  (UNTRAINED: random weights)'}")
+    print(f"image: {args.image} ({image.width}x{image.height})\n")
+    print("top-5:")
+    for name, prob in top_k(model, trace.logits):
+        print(f"  {prob:7.2%}  {name}")
+    print("\nshapes:")
+    rows = shape_table(model, trace)
+    width = max(len(step) for step, _ in rows)
+    for step, shape in rows:
+        print(f"  {step:<{width}}  ({','.join(map(str, shape))})")
+    print("\n" + " -> ".join(f"({','.join(map(str, shape))})" for _, shape in rows[:5]) + " -> ... -> " + f"({','.join(map(str, rows[-1][1]))})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

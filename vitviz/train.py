@@ -1,0 +1,411 @@
+"""Train a ViT on CIFAR-10 (or any ImageFolder): the recipe behind the shipped model.
+
+    python -m vitviz.train --data ../shared/data/cifar10-jpeg --name cifar10-vit --epochs 100
+    torchrun --nproc_per_node 2 -m vitviz.train --data ... --name ...   # DistributedDataParallel
+
+Runs resume by themselves: every epoch writes a checkpoint to ~/.cache/vitviz/runs/<name>/,
+and starting the same command again continues from it. When the last epoch ends, the weights
+(safetensors) and a json card with the config, the recipe and the per-epoch history are written
+beside the checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import math
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from safetensors.torch import save_file
+from torch import Tensor, nn
+from torchvision.transforms import v2
+from tqdm import tqdm
+
+from vitviz.config import Preprocess, ViTConfig, cifar10_vit_config
+from vitviz.data import ImageSet, cache_dir, load_split, spread_subset
+from vitviz.model import VisionTransformer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrainConfig:
+    """The training recipe (AdamW, warmup + cosine, label smoothing, strong augmentation)."""
+
+    name: str = "cifar10-vit"
+    data: str | None = None
+    epochs: int = 100
+    batch_size: int = 128
+    lr: float = 1e-3
+    min_lr: float = 1e-5
+    weight_decay: float = 0.05
+    warmup_epochs: int = 5
+    label_smoothing: float = 0.1
+    augment: str = "autoaugment"  # "autoaugment", "trivialaugment", "randaugment" or "none"
+    mixup_alpha: float = 0.8
+    cutmix_alpha: float = 1.0
+    mix_prob: float = 1.0
+    random_erasing: float = 0.25
+    grad_clip: float = 1.0
+    amp: str = "auto"  # "auto", "bf16" or "off"
+    seed: int = 0
+    limit_train: int | None = None
+    limit_test: int | None = None
+    threads: int | None = None
+    eval_every: int = 1
+    model: dict[str, Any] = field(default_factory=dict)  # ViTConfig overrides
+
+    def model_config(self, classes: list[str]) -> ViTConfig:
+        overrides = dict(self.model)
+        overrides.setdefault("num_classes", len(classes))
+        overrides.setdefault("class_names", tuple(classes))
+        return cifar10_vit_config(**overrides)
+
+
+def run_dir(name: str) -> Path:
+    return cache_dir() / "runs" / name
+
+
+# ---------------------------------------------------------------------------------------------
+# Distributed helpers (torchrun sets RANK / WORLD_SIZE; a plain run is rank 0 of 1)
+# ---------------------------------------------------------------------------------------------
+
+
+def _dist_setup() -> tuple[int, int]:
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return (dist.get_rank(), world) if world > 1 else (0, 1)
+
+
+def _all_sum(values: list[float], device: torch.device) -> list[float]:
+    if not dist.is_initialized():
+        return values
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+# ---------------------------------------------------------------------------------------------
+# Augmentation on uint8 tensors held in memory
+# ---------------------------------------------------------------------------------------------
+
+
+def build_augment(cfg: TrainConfig, size: tuple[int, int]) -> v2.Transform:
+    """Per-image augmentation of one uint8 (C, H, W) tensor."""
+    policies = {
+        "autoaugment": lambda: v2.AutoAugment(v2.AutoAugmentPolicy.CIFAR10),
+        "trivialaugment": v2.TrivialAugmentWide,
+        "randaugment": v2.RandAugment,
+    }
+    steps: list[v2.Transform] = [v2.RandomCrop(size, padding=4, padding_mode="reflect"), v2.RandomHorizontalFlip()]
+    if cfg.augment != "none":
+        if cfg.augment not in policies:
+            raise ValueError(f"augment must be one of {sorted(policies)} or 'none', not {cfg.augment!r}.")
+        steps.append(policies[cfg.augment]())
+    return v2.Compose(steps)
+
+
+def normalise(images: Tensor, pre: Preprocess) -> Tensor:
+    """uint8 (B, C, H, W) -> float, scaled to [0, 1] and normalised with the spec's mean and std."""
+    mean = torch.tensor(pre.mean, device=images.device).view(1, -1, 1, 1)
+    std = torch.tensor(pre.std, device=images.device).view(1, -1, 1, 1)
+    return (images.float() / 255.0 - mean) / std
+
+
+def random_erase(pixels: Tensor, prob: float, generator: torch.Generator) -> Tensor:
+    """Erase one random rectangle (2-33% of the area) with noise in a fraction of the images."""
+    if prob <= 0:
+        return pixels
+    eraser = v2.RandomErasing(p=1.0, value=0.0)
+    chosen = torch.rand(pixels.shape[0], generator=generator) < prob
+    for i in torch.nonzero(chosen).flatten().tolist():
+        pixels[i] = eraser(pixels[i])
+    return pixels
+
+
+def mix_batch(
+    pixels: Tensor, labels: Tensor, num_classes: int, cfg: TrainConfig, generator: torch.Generator
+) -> tuple[Tensor, Tensor]:
+    """Mixup or CutMix (chosen at random) on a batch; returns pixels and soft targets."""
+    targets = F.one_hot(labels, num_classes).float()
+    use = cfg.mixup_alpha > 0 or cfg.cutmix_alpha > 0
+    if not use or torch.rand(1, generator=generator).item() >= cfg.mix_prob:
+        return pixels, targets
+    perm = torch.randperm(pixels.shape[0], generator=generator)
+    use_cutmix = cfg.cutmix_alpha > 0 and (cfg.mixup_alpha <= 0 or torch.rand(1, generator=generator).item() < 0.5)
+    alpha = cfg.cutmix_alpha if use_cutmix else cfg.mixup_alpha
+    lam = torch.distributions.Beta(alpha, alpha).sample().item()
+    if use_cutmix:
+        height, width = pixels.shape[-2:]
+        cut_h, cut_w = int(height * math.sqrt(1 - lam)), int(width * math.sqrt(1 - lam))
+        cy = int(torch.randint(height, (1,), generator=generator))
+        cx = int(torch.randint(width, (1,), generator=generator))
+        top, bottom = max(cy - cut_h // 2, 0), min(cy + cut_h // 2, height)
+        left, right = max(cx - cut_w // 2, 0), min(cx + cut_w // 2, width)
+        pixels = pixels.clone()
+        pixels[:, :, top:bottom, left:right] = pixels[perm, :, top:bottom, left:right]
+        lam = 1 - (bottom - top) * (right - left) / (height * width)
+    else:
+        pixels = lam * pixels + (1 - lam) * pixels[perm]
+    return pixels, lam * targets + (1 - lam) * targets[perm]
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedule, precision, evaluation
+# ---------------------------------------------------------------------------------------------
+
+
+def learning_rate(step: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
+    """Linear warmup for warmup_epochs, then cosine decay to min_lr."""
+    warmup = cfg.warmup_epochs * steps_per_epoch
+    total = cfg.epochs * steps_per_epoch
+    if step < warmup:
+        return cfg.lr * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:
+    """bf16 where it is faster (CUDA with bf16, CPUs with AVX-512), else full precision."""
+    if amp == "off":
+        return None
+    if amp == "bf16":
+        return torch.bfloat16
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
+    capability = torch.backends.cpu.get_cpu_capability()
+    return torch.bfloat16 if "AVX512" in capability or "AMX" in capability else None
+
+
+@torch.no_grad()
+def evaluate_accuracy(
+    model: nn.Module, data: ImageSet, pre: Preprocess, device: torch.device,
+    dtype: torch.dtype | None, batch_size: int = 500, rank: int = 0, world: int = 1,
+) -> tuple[float, float]:  # fmt: skip
+    """(top-1 accuracy, mean loss) on a dataset, sharded across ranks."""
+    model.eval()
+    correct = total = loss_sum = 0.0
+    indices = torch.arange(rank, len(data), world)
+    for start in range(0, len(indices), batch_size):
+        batch = indices[start : start + batch_size]
+        pixels = normalise(data.images[batch].to(device), pre)
+        labels = data.labels[batch].to(device)
+        with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            logits = model(pixels)
+        loss_sum += F.cross_entropy(logits.float(), labels, reduction="sum").item()
+        correct += (logits.argmax(-1) == labels).sum().item()
+        total += len(batch)
+    correct, total, loss_sum = _all_sum([correct, total, loss_sum], device)
+    return correct / max(total, 1), loss_sum / max(total, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The loop
+# ---------------------------------------------------------------------------------------------
+
+
+def _save_atomic(obj: Any, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    torch.save(obj, tmp)
+    tmp.replace(path)
+
+
+def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
+    """Train (or resume) a run; returns its card (config, recipe, history, accuracy).
+
+    Args:
+        cfg: the recipe.
+        out: the run folder; defaults to ~/.cache/vitviz/runs/<cfg.name>.
+    """
+    rank, world = _dist_setup()
+    device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu":
+        torch.set_num_threads(cfg.threads or max(1, (os.cpu_count() or 1) // world))
+    out = Path(out) if out is not None else run_dir(cfg.name)
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+
+    size = (32, 32)
+    model_size = cfg.model.get("image_size", 32)
+    if model_size:
+        size = (model_size, model_size) if isinstance(model_size, int) else tuple(model_size)
+    train_set = load_split(cfg.data, "train", size)
+    test_set = load_split(cfg.data, "test", size)
+    if cfg.limit_train:
+        train_set = train_set.subset(torch.randperm(len(train_set), generator=torch.Generator().manual_seed(cfg.seed))[: cfg.limit_train])
+    if cfg.limit_test:
+        test_set = spread_subset(test_set, cfg.limit_test)
+    vit_config = cfg.model_config(train_set.classes)
+    pre = vit_config.preprocess
+
+    torch.manual_seed(cfg.seed)
+    model = VisionTransformer(vit_config).to(device)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n)]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.999),
+    )  # fmt: skip
+    dtype = autocast_dtype(cfg.amp, device)
+    steps_per_epoch = len(train_set) // (cfg.batch_size * world)
+    if steps_per_epoch == 0:
+        raise ValueError(f"{len(train_set)} training images are fewer than one batch of {cfg.batch_size * world}.")
+
+    start_epoch, history, wall = 0, [], 0.0
+    checkpoint_path = out / "checkpoint.pt"
+    if checkpoint_path.exists():
+        state = torch.load(checkpoint_path, weights_only=True, map_location=device)
+        saved = state["train_config"]
+        if saved != _jsonable(dataclasses.asdict(cfg)):
+            raise ValueError(
+                f"A run named {cfg.name!r} with a different recipe exists at {out}: "
+                "resume it with the same flags, or choose another --name."
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_epoch, history, wall = state["epoch"], state["history"], state["wall_s"]
+        torch.set_rng_state(state["rng"])
+        if rank == 0:
+            log.info("resumed %s at epoch %d", out, start_epoch)
+    ddp_model: nn.Module = model
+    if world > 1:
+        ddp_model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+
+    augment = build_augment(cfg, size)
+    criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
+    for epoch in range(start_epoch, cfg.epochs):
+        generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
+        torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # the augmentation policies' draws
+        order = torch.randperm(len(train_set), generator=generator)[rank::world]
+        ddp_model.train()
+        started = time.perf_counter()
+        loss_sum = correct = seen = 0.0
+        bar = tqdm(
+            range(steps_per_epoch), desc=f"epoch {epoch + 1}/{cfg.epochs}", disable=rank != 0,
+            mininterval=1.0 if sys.stderr.isatty() else 60.0, leave=sys.stderr.isatty(),
+        )  # fmt: skip
+        for step in bar:
+            batch = order[step * cfg.batch_size : (step + 1) * cfg.batch_size]
+            images = torch.stack([augment(img) for img in train_set.images[batch]])
+            pixels = random_erase(normalise(images, pre), cfg.random_erasing, generator)
+            labels = train_set.labels[batch]
+            pixels, targets = mix_batch(pixels, labels, vit_config.num_classes, cfg, generator)
+            pixels, targets, labels = pixels.to(device), targets.to(device), labels.to(device)
+            lr = learning_rate(epoch * steps_per_epoch + step, steps_per_epoch, cfg)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                logits = ddp_model(pixels)
+            loss = criterion(logits.float(), targets)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if cfg.grad_clip:
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            optimizer.step()
+            loss_sum += loss.item() * len(batch)
+            correct += (logits.argmax(-1) == labels).sum().item()
+            seen += len(batch)
+            bar.set_postfix(loss=f"{loss_sum / seen:.3f}", lr=f"{lr:.2e}", refresh=False)
+        loss_sum, correct, seen = _all_sum([loss_sum, correct, seen], device)
+        seconds = time.perf_counter() - started
+        wall += seconds
+        row: dict[str, Any] = {
+            "epoch": epoch + 1, "train_loss": loss_sum / seen, "train_accuracy": correct / seen,
+            "lr": lr, "seconds": round(seconds, 1), "images_per_s": round(seen / seconds, 1),
+        }  # fmt: skip
+        if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
+            acc, test_loss = evaluate_accuracy(model, test_set, pre, device, dtype, rank=rank, world=world)
+            row.update(test_accuracy=acc, test_loss=test_loss)
+        history.append(row)
+        if rank == 0:
+            log.info("epoch %s", json.dumps(row))
+            _save_atomic(
+                {
+                    "model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1,
+                    "history": history, "wall_s": wall, "rng": torch.get_rng_state(),
+                    "train_config": _jsonable(dataclasses.asdict(cfg)), "vit_config": vit_config.to_dict(),
+                },
+                checkpoint_path,
+            )  # fmt: skip
+            (out / "history.json").write_text(json.dumps(history, indent=1))
+        if dist.is_initialized():
+            dist.barrier()
+
+    card = _card(cfg, vit_config, history, wall, train_set, test_set, world, dtype)
+    if rank == 0:
+        weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        save_file(weights, str(out / f"{cfg.name}.safetensors"), metadata={"format": "pt", "vitviz": "1"})
+        (out / f"{cfg.name}.json").write_text(json.dumps(card, indent=1))
+        log.info("wrote %s", out / f"{cfg.name}.safetensors")
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+    return card
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _card(
+    cfg: TrainConfig, vit_config: ViTConfig, history: list[dict], wall: float,
+    train_set: ImageSet, test_set: ImageSet, world: int, dtype: torch.dtype | None,
+) -> dict[str, Any]:  # fmt: skip
+    final = history[-1] if history else {}
+    hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    return {
+        "name": cfg.name,
+        "config": vit_config.to_dict(),
+        "recipe": _jsonable(dataclasses.asdict(cfg)),
+        "precision": str(dtype).replace("torch.", "") if dtype else "float32",
+        "processes": world,
+        "trained_on": {"source": train_set.source, "images": len(train_set), "fingerprint": train_set.fingerprint},
+        "tested_on": {"source": test_set.source, "images": len(test_set), "fingerprint": test_set.fingerprint},
+        "test_accuracy": final.get("test_accuracy"),
+        "epochs": len(history),
+        "wall_time_s": round(wall, 1),
+        "hardware": hardware,
+        "torch": torch.__version__,
+        "history": history,
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> TrainConfig:
+    parser = argparse.ArgumentParser(prog="python -m vitviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    defaults = TrainConfig()
+    for f in dataclasses.fields(TrainConfig):
+        if f.name == "model":
+            continue
+        default = getattr(defaults, f.name)
+        kind = type(default) if default is not None else (int if f.name.startswith(("limit", "threads")) else str)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=default, help=f"default: {default}")
+    parser.add_argument("--model", default="{}", help='ViTConfig overrides as JSON, e.g. \'{"depth": 2, "embed_dim": 32}\'')
+    args = vars(parser.parse_args(argv))
+    args["model"] = json.loads(args["model"])
+    if args["data"] is None and os.environ.get("VITVIZ_DATA"):
+        args["data"] = os.environ["VITVIZ_DATA"]
+    return TrainConfig(**args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    cfg = parse_args(argv)
+    card = train(cfg)
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(json.dumps({k: card[k] for k in ("name", "test_accuracy", "epochs", "wall_time_s")}))
+
+
+if __name__ == "__main__":
+    main()

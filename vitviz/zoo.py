@@ -1,0 +1,417 @@
+"""One registry of model specs, and one ``load`` for every kind of name.
+
+Names ``load`` understands:
+
+- a registry name: the shipped CIFAR-10 model, its untrained twin, and well-known hub models;
+- ``timm:<model name>``, e.g. ``timm:deit_tiny_patch16_224`` (downloads through timm);
+- ``hf:<repo id>``, e.g. ``hf:google/vit-base-patch16-224`` (downloads through transformers);
+- a local path: a ``.safetensors`` file with a json config beside it, a timm or Hugging Face
+  checkpoint file (``.pth``, ``.pt``, ``.bin``, ``.safetensors``), or a Hugging Face model folder.
+
+Files from users are read with safetensors or ``torch.load(weights_only=True)``: nothing in
+them can run code.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, Preprocess, ViTConfig, cifar10_vit_config
+from vitviz.model import VisionTransformer
+
+log = logging.getLogger(__name__)
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+MODELS_DIR = ASSETS / "models"
+SHIPPED = "cifar10-vit"
+UNTRAINED = "untrained-cifar10-vit"
+
+
+class ModelLoadError(RuntimeError):
+    """A model could not be loaded; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One entry of the registry.
+
+    Attributes:
+        name: what ``load`` and the app call it.
+        title: a short human-readable label.
+        source: "shipped", "random", "timm", "hf" or "path".
+        config: the architecture, preprocessing and classes.
+        trained: False for random-init models, which the app marks as untrained.
+        offline: whether it loads with no network.
+        description: one sentence on where it comes from.
+        card: the json card of a shipped model (training recipe, accuracy, history).
+        path: the weights file of a shipped or local model.
+    """
+
+    name: str
+    title: str
+    source: str
+    config: ViTConfig
+    trained: bool
+    offline: bool
+    description: str
+    card: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    path: Path | None = None
+
+
+class Loaded(NamedTuple):
+    """What ``load`` returns: the model in eval mode on its device, and its spec."""
+
+    model: VisionTransformer
+    spec: ModelSpec
+
+
+def _imagenet_preprocess(crop_pct: float = 0.9, interpolation: str = "bicubic", mean=IMAGENET_MEAN, std=IMAGENET_STD) -> Preprocess:
+    return Preprocess(resize=int(224 / crop_pct), crop=(224, 224), interpolation=interpolation, mean=mean, std=std)
+
+
+VIT_B16 = ViTConfig(image_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12, num_classes=1000)
+VIT_TI16 = VIT_B16.replace(embed_dim=192, num_heads=3)
+VIT_S16 = VIT_B16.replace(embed_dim=384, num_heads=6)
+
+
+def _registry() -> dict[str, ModelSpec]:
+    specs: list[ModelSpec] = []
+    shipped_json = MODELS_DIR / f"{SHIPPED}.json"
+    if shipped_json.exists():
+        card = json.loads(shipped_json.read_text())
+        acc = card.get("test_accuracy")
+        specs.append(
+            ModelSpec(
+                name=SHIPPED,
+                title=f"CIFAR-10 ViT (shipped{f', {acc:.1%} test' if acc else ''})",
+                source="shipped",
+                config=ViTConfig.from_dict(card["config"]),
+                trained=True,
+                offline=True,
+                description="A ViT this project trained from scratch on CIFAR-10 (JPEG copy); 32x32 inputs, 4x4 patches.",
+                card=card,
+                path=MODELS_DIR / f"{SHIPPED}.safetensors",
+            )
+        )
+    specs += [
+        ModelSpec(
+            name=UNTRAINED,
+            title="CIFAR-10 ViT, untrained (random weights)",
+            source="random",
+            config=cifar10_vit_config(),
+            trained=False,
+            offline=True,
+            description="The shipped architecture with random weights (seed 0): its predictions mean nothing.",
+        ),
+        ModelSpec(
+            name="untrained-vit-b16",
+            title="ViT-B/16, untrained (random weights)",
+            source="random",
+            config=VIT_B16.replace(preprocess=_imagenet_preprocess()),
+            trained=False,
+            offline=True,
+            description="ViT-B/16 at 224 px with random weights (seed 0), for shapes and speed.",
+        ),
+        ModelSpec(
+            name="timm:vit_base_patch16_224.augreg2_in21k_ft_in1k",
+            title="ViT-B/16, ImageNet-21k -> 1k (timm, download)",
+            source="timm",
+            config=VIT_B16.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
+            trained=True,
+            offline=False,
+            description="timm's ViT-B/16 (AugReg 2), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k.",
+        ),
+        ModelSpec(
+            name="timm:vit_small_patch16_224.augreg_in21k_ft_in1k",
+            title="ViT-S/16, ImageNet-21k -> 1k (timm, download)",
+            source="timm",
+            config=VIT_S16.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
+            trained=True,
+            offline=False,
+            description="timm's ViT-S/16 (AugReg), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k.",
+        ),
+        ModelSpec(
+            name="timm:deit_tiny_patch16_224",
+            title="DeiT-Ti/16, ImageNet-1k (timm, download)",
+            source="timm",
+            config=VIT_TI16.replace(preprocess=_imagenet_preprocess(0.875, "bicubic")),
+            trained=True,
+            offline=False,
+            description="Facebook's DeiT-Tiny (a ViT-Ti/16) trained on ImageNet-1k only.",
+        ),
+        ModelSpec(
+            name="hf:google/vit-base-patch16-224",
+            title="ViT-B/16, ImageNet-21k -> 1k (Hugging Face, download)",
+            source="hf",
+            config=VIT_B16.replace(
+                layer_norm_eps=1e-12,
+                preprocess=Preprocess(resize=(224, 224), interpolation="bilinear", mean=HALF, std=HALF),
+            ),
+            trained=True,
+            offline=False,
+            description="Google's ViT-B/16 from the paper, through Hugging Face transformers.",
+        ),
+    ]
+    return {spec.name: spec for spec in specs}
+
+
+REGISTRY: dict[str, ModelSpec] = _registry()
+
+
+def default_name() -> str:
+    """The shipped model when its weights are present, else its untrained twin."""
+    return SHIPPED if SHIPPED in REGISTRY else UNTRAINED
+
+
+def offline_names() -> list[str]:
+    return [name for name, spec in REGISTRY.items() if spec.offline]
+
+
+def pick_device(device: str | torch.device | None = None) -> torch.device:
+    """The device asked for, else CUDA, then Apple's MPS, then the CPU."""
+    if device is not None:
+        return torch.device(device)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def device_label(device: torch.device) -> str:
+    """'NVIDIA H100 (cuda)' or 'CPU (2 threads)' for the sidebar."""
+    if device.type == "cuda":
+        return f"GPU: {torch.cuda.get_device_name(device)}"
+    if device.type == "mps":
+        return "GPU: Apple (MPS)"
+    return f"CPU ({torch.get_num_threads()} threads)"
+
+
+def load(name: str, device: str | torch.device | None = None) -> Loaded:
+    """Load a model by name (see the module docstring) in eval mode on a device.
+
+    Args:
+        name: a registry name, ``timm:<name>``, ``hf:<repo id>`` or a local path.
+        device: None picks CUDA, then MPS, then the CPU.
+
+    Raises:
+        ModelLoadError: with a sentence naming what works offline when a download fails.
+    """
+    if name in REGISTRY and REGISTRY[name].source in ("shipped", "random"):
+        spec = REGISTRY[name]
+        model = _load_shipped(spec) if spec.source == "shipped" else _random(spec.config)
+    elif name.startswith("timm:"):
+        model = _load_timm(name.removeprefix("timm:"))
+        spec = _hub_spec(name, "timm", model)
+    elif name.startswith("hf:"):
+        model = _load_hf(name.removeprefix("hf:"))
+        spec = _hub_spec(name, "hf", model)
+    elif Path(name).expanduser().exists():
+        model, spec = load_path(Path(name).expanduser())
+    else:
+        raise ModelLoadError(
+            f"There is no model called {name!r}: use one of {', '.join(REGISTRY)}, "
+            "timm:<model name>, hf:<repo id>, or the path of a checkpoint."
+        )
+    return Loaded(model.to(pick_device(device)).eval(), spec)
+
+
+def _random(config: ViTConfig, seed: int = 0) -> VisionTransformer:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return VisionTransformer(config)
+
+
+def _load_shipped(spec: ModelSpec) -> VisionTransformer:
+    from vitviz.convert import load_state_dict_strict
+
+    model = VisionTransformer(spec.config)
+    load_state_dict_strict(model, load_file(str(spec.path)))
+    return model
+
+
+def _hub_spec(name: str, source: str, model: VisionTransformer) -> ModelSpec:
+    known = REGISTRY.get(name)
+    return ModelSpec(
+        name=name,
+        title=known.title if known else name,
+        source=source,
+        config=model.config,
+        trained=True,
+        offline=False,
+        description=known.description if known else f"Downloaded through {'timm' if source == 'timm' else 'Hugging Face transformers'}.",
+    )
+
+
+def _offline_error(what: str, err: BaseException) -> ModelLoadError:
+    return ModelLoadError(
+        f"{what} could not be downloaded ({type(err).__name__}), probably because there is no network: "
+        f"models that work offline are {', '.join(offline_names())}, or the path of a checkpoint file."
+    )
+
+
+def _is_network_error(err: BaseException) -> bool:
+    names = {cls.__name__ for cls in type(err).__mro__}
+    network = {"LocalEntryNotFoundError", "ConnectionError", "OfflineModeIsEnabled", "Timeout", "HTTPError", "ConnectError"}
+    return bool(names & network) or isinstance(err, (ConnectionError, TimeoutError)) or (
+        isinstance(err, OSError) and any(s in str(err).lower() for s in ("connect", "offline", "network", "resolve", "internet"))
+    )
+
+
+def _load_timm(model_name: str, checkpoint_file: str | Path | None = None) -> VisionTransformer:
+    """A timm model with pretrained weights, from the hub or from a local file."""
+    import timm
+
+    from vitviz.convert import from_timm
+
+    overlay = {"pretrained_cfg_overlay": {"file": str(checkpoint_file)}} if checkpoint_file else {}
+    try:
+        source = timm.create_model(model_name, pretrained=True, **overlay)
+    except RuntimeError as err:
+        if "Unknown model" in str(err):
+            raise ModelLoadError(f"timm has no model called {model_name!r}: check the name with timm.list_models().") from None
+        if _is_network_error(err):
+            raise _offline_error(f"timm:{model_name}", err) from None
+        raise ModelLoadError(f"timm could not build {model_name!r}: {err}") from None
+    except Exception as err:
+        if _is_network_error(err):
+            raise _offline_error(f"timm:{model_name}", err) from None
+        raise ModelLoadError(f"timm could not load {model_name!r} ({type(err).__name__}: {err}).") from None
+    try:
+        return from_timm(source.eval())
+    except ValueError as err:
+        raise ModelLoadError(f"timm:{model_name} cannot be shown by vitviz: {err}") from None
+
+
+def _load_hf(repo_id: str) -> VisionTransformer:
+    """A Hugging Face ViT (with its classifier when it has one) from the hub or a folder."""
+    from transformers import AutoConfig, ViTForImageClassification, ViTModel
+
+    from vitviz.convert import from_hf
+
+    try:
+        hf_config = AutoConfig.from_pretrained(repo_id)
+        if getattr(hf_config, "model_type", None) != "vit":
+            raise ModelLoadError(
+                f"{repo_id} is a {hf_config.model_type!r} model; vitviz shows ViT models (model_type 'vit')."
+            )
+        has_head = any(a.endswith("ForImageClassification") for a in (hf_config.architectures or []))
+        cls = ViTForImageClassification if has_head else ViTModel
+        source = cls.from_pretrained(repo_id, attn_implementation="eager")
+    except ModelLoadError:
+        raise
+    except Exception as err:
+        if _is_network_error(err) or not Path(repo_id).exists():
+            raise _offline_error(f"hf:{repo_id}", err) from None
+        raise ModelLoadError(f"Hugging Face could not load {repo_id} ({type(err).__name__}: {err}).") from None
+    model = from_hf(source.eval())
+    processor = Path(repo_id) / "preprocessor_config.json"
+    if processor.exists():
+        model.config = model.config.replace(preprocess=_hf_preprocess(json.loads(processor.read_text()), model.config))
+    return model
+
+
+def _hf_preprocess(processor: dict[str, Any], config: ViTConfig) -> Preprocess:
+    size = processor.get("size", {})
+    height = size.get("height", config.image_size[0]) if isinstance(size, dict) else size
+    width = size.get("width", config.image_size[1]) if isinstance(size, dict) else size
+    resample = {0: "nearest", 2: "bilinear", 3: "bicubic"}.get(processor.get("resample", 2), "bilinear")
+    return Preprocess(
+        resize=(height, width),
+        interpolation=resample,
+        mean=tuple(processor.get("image_mean", HALF)),
+        std=tuple(processor.get("image_std", HALF)),
+    )
+
+
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """Tensors from a safetensors file or a torch checkpoint, never running code in it.
+
+    Raises:
+        ModelLoadError: for a file that is not a checkpoint, or a pickle that holds more than
+            tensors (which could run code if loaded unsafely).
+    """
+    path = Path(path)
+    if path.suffix == ".safetensors":
+        try:
+            return load_file(str(path))
+        except (SafetensorError, OSError, ValueError) as err:
+            raise ModelLoadError(f"{path.name} is not a valid safetensors file ({err}).") from None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:
+        if "weights_only" in str(err) or "Unsupported global" in str(err) or "GLOBAL" in str(err):
+            raise ModelLoadError(
+                f"{path.name} holds Python objects besides tensors, which could run code when loaded, "
+                "so it was refused: save a plain state dict (or safetensors) and try again."
+            ) from None
+        raise ModelLoadError(f"{path.name} is not a checkpoint that torch can read ({type(err).__name__}).") from None
+    for key in ("model", "state_dict", "model_state_dict", "model_ema"):
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            state = state[key]
+            break
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+        raise ModelLoadError(f"{path.name} does not hold a state dict of tensors.")
+    return state
+
+
+def _json_beside(path: Path) -> dict[str, Any] | None:
+    candidate = path.with_suffix(".json")
+    return json.loads(candidate.read_text()) if candidate.exists() else None
+
+
+def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
+    """A model from a local file or folder (see the module docstring for what is accepted)."""
+    from vitviz.convert import CheckpointError, from_hf, from_timm, load_state_dict_strict
+
+    path = Path(path)
+    if path.is_dir():
+        if (path / "config.json").exists():
+            model = _load_hf(str(path))
+            return model, ModelSpec(str(path), path.name, "path", model.config, True, True, f"Hugging Face folder {path}.", path=path)
+        raise ModelLoadError(f"{path} is a folder without a config.json: point at a checkpoint file or a Hugging Face model folder.")
+    state = read_weights(path)
+    meta = _json_beside(path)
+    try:
+        if meta is not None and ("config" in meta or "patch_size" in meta):
+            config = ViTConfig.from_dict(meta.get("config", meta))
+            model = VisionTransformer(config)
+            load_state_dict_strict(model, state)
+        elif any(k.startswith(("vit.", "embeddings.")) for k in state):
+            if not (path.parent / "config.json").exists():
+                raise ModelLoadError(f"{path.name} looks like a Hugging Face checkpoint: put its config.json beside it.")
+            from transformers import ViTConfig as HFViTConfig
+
+            model = from_hf(state, config=HFViTConfig.from_pretrained(str(path.parent)))
+        else:
+            num_heads = meta.get("num_heads") if meta else None
+            model = from_timm(state, num_heads=num_heads)
+    except CheckpointError as err:
+        raise ModelLoadError(f"{path.name} does not match its config: {err}") from None
+    except (ValueError, TypeError, KeyError) as err:
+        raise ModelLoadError(f"{path.name} could not be loaded: {err}") from None
+    card = meta if meta and "config" in meta else {}
+    spec = ModelSpec(str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path)
+    return model, spec
+
+
+def save(model: VisionTransformer, path: Path, card: dict[str, Any] | None = None) -> None:
+    """Write weights as safetensors and the config (plus any card fields) as json beside them."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    meta = dict(card or {})
+    meta["config"] = model.config.to_dict()
+    path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+
