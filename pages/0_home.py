@@ -1,0 +1,32 @@
+"""Overview: the whole forward pass of the chosen image, with its shapes."""
+
+import streamlit as st
+
+from vitviz import plots, ui
+from vitviz.data import denormalize
+from vitviz.explain import pipeline, top_k
+
+cur = ui.current()
+config = cur.model.config
+ui.header("page.home", "home.intro", shape=tuple(cur.trace.pixels.shape))
+
+left, right = st.columns([1, 1])
+model_input = denormalize(cur.trace.pixels[0], config.preprocess)
+left.plotly_chart(plots.patch_grid(model_input, config.patch_size, height=360), width="stretch", key="home_grid")
+ranked = top_k(cur.model, cur.trace.logits, 5)
+right.plotly_chart(
+    plots.bars([name for name, _ in ranked], [p for _, p in ranked], title=ui.tr("home.prediction"), height=360),
+    width="stretch", key="home_topk",
+)
+
+st.subheader(ui.tr("home.pipeline"))
+rows = [
+    {
+        ui.tr("home.col.step"): code,
+        ui.tr("home.col.shape"): "(" + ", ".join(map(str, shape)) + ")",
+        ui.tr("home.col.meaning"): ui.tr(f"home.step.{step}"),
+    }
+    for step, code, shape in pipeline(cur.model, cur.trace)
+]
+st.dataframe(rows, hide_index=True, width="stretch")
+ui.nav("pages/0_home.py")

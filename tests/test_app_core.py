@@ -1,0 +1,130 @@
+"""AppTests of the shared sidebar and the first tour pages (overview, input, patches, model card)."""
+
+import json
+
+import pytest
+import torch
+
+from tests.apptest import errors, open_page, plotly_figures
+from vitviz import zoo
+from vitviz.model import VisionTransformer
+
+
+def metric_values(at) -> list[str]:
+    return [m.value for m in at.metric]
+
+
+def test_home_shows_the_pipeline_and_a_next_button():
+    at = open_page()
+    assert errors(at) == []
+    table = at.dataframe[0].value
+    shapes = list(table.iloc[:, 1])
+    assert shapes[0] == "(1, 3, 32, 32)" and shapes[2] == "(1, 64, 48)" and shapes[4] == "(1, 65, 192)"
+    assert shapes[-1] == "(1, 10)"
+    assert at.button(key="nav_next") is not None
+    at.button(key="nav_next").click().run()
+    assert errors(at) == []
+    assert any("Image to input" in t.value for t in at.title)
+
+
+def test_input_page_shows_original_resized_and_channels():
+    at = open_page("pages/1_input.py", sample="coffee.jpg")
+    assert errors(at) == []
+    figures = plotly_figures(at)
+    assert len(figures) == 5
+    assert "600 x 400" in figures[0]["layout"]["title"]["text"]
+    assert "32 x 32" in figures[1]["layout"]["title"]["text"]
+
+
+def test_patch_page_counts_and_concept_slider():
+    at = open_page("pages/2_patches.py")
+    assert errors(at) == []
+    values = metric_values(at)
+    assert "8 x 8 = 64" in values and "4 x 4 x 3 = 48" in values
+    # the concept slider's default: a 512x512 image with P = 16 gives 1024 patches of 768 numbers
+    assert "32 x 32 = 1024" in values and "16 x 16 x 3 = 768" in values
+    at.select_slider(key="concept_p").set_value(32).run()
+    assert "16 x 16 = 256" in metric_values(at)
+
+
+def test_vit_b16_shapes_on_the_overview():
+    at = open_page(model="untrained-vit-b16")
+    assert errors(at) == []
+    shapes = list(at.dataframe[0].value.iloc[:, 1])
+    assert shapes[:5] == ["(1, 3, 224, 224)", "(1, 768, 14, 14)", "(1, 196, 768)", "(1, 196, 768)", "(1, 197, 768)"]
+    assert shapes[-1] == "(1, 1000)"
+    assert any("random weights" in w.value for w in at.sidebar.warning)
+
+
+def test_korean_and_url_parameters():
+    at = open_page(query={"lang": "ko", "sample": "rocket.jpg"})
+    assert errors(at) == []
+    assert at.session_state["sample"] == "rocket.jpg"
+    assert any("전체 흐름" in t.value for t in at.title)
+    assert at.query_params["lang"] in ("ko", ["ko"])
+    assert at.query_params["step"] in ("0", ["0"])
+
+
+def _truncated_jpeg() -> bytes:
+    from pathlib import Path
+
+    data = (Path(__file__).resolve().parents[1] / "assets" / "samples" / "coffee.jpg").read_bytes()
+    return data[: len(data) // 3]
+
+
+@pytest.mark.parametrize(
+    "data, words", [(b"", "empty"), (b"just some text", "not an image"), (_truncated_jpeg(), "damaged")]
+)
+def test_bad_upload_gets_a_sentence_not_a_traceback(data, words):
+    at = open_page(source="upload", upload_bytes=data)
+    assert [e.value for e in at.exception] == []
+    assert any(words in e.value for e in at.error)
+
+
+def test_page_switch_does_not_rerun_the_model(monkeypatch):
+    calls = []
+    original = VisionTransformer.explain
+
+    def counting(self, pixels):
+        calls.append(1)
+        return original(self, pixels)
+
+    monkeypatch.setattr(VisionTransformer, "explain", counting)
+    at = open_page(sample="astronaut.jpg")
+    first = len(calls)
+    for page in ("pages/1_input.py", "pages/2_patches.py", "pages/0_home.py"):
+        at.switch_page(page).run()
+        assert errors(at) == []
+    assert len(calls) == first <= 1
+
+
+def test_model_card_with_training_history(tmp_path, tiny_config):
+    history = [
+        {"epoch": e, "train_loss": 2.0 / e, "train_accuracy": 0.3 * e, "lr": 1e-3, "seconds": 1.0, "test_loss": 2.1 / e, "test_accuracy": 0.25 * e}
+        for e in (1, 2, 3)
+    ]
+    torch.manual_seed(0)
+    path = tmp_path / "mine.safetensors"
+    zoo.save(VisionTransformer(tiny_config), path, card={"history": history, "test_accuracy": 0.75, "epochs": 3})
+    at = open_page("pages/8_card.py", custom_model=str(path))
+    assert errors(at) == []
+    assert "75.00%" in metric_values(at)
+    curves = plotly_figures(at)[0]
+    test_acc = [trace for trace in curves["data"] if trace["name"] == "test accuracy"][0]
+    assert test_acc["y"] == [0.25, 0.5, 0.75]
+    total = VisionTransformer(tiny_config).num_params()
+    assert f"{total:,}" in metric_values(at)
+
+
+def test_unknown_custom_model_says_so():
+    at = open_page(custom_model="timm:no_such_model_at_all")
+    assert [e.value for e in at.exception] == []
+    assert any("could not be loaded" in e.value for e in at.error)
+
+
+def test_shapes_json_roundtrip_of_config_on_card():
+    at = open_page("pages/8_card.py")
+    assert errors(at) == []
+    keys = list(at.dataframe[1].value["key"])
+    assert "embed_dim" in keys and "patch_size" in keys
+    assert json.dumps(keys)

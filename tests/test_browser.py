@@ -1,0 +1,118 @@
+"""A real browser visits every page of `streamlit run app.py` and keeps a screenshot of each.
+
+Screenshots go to screenshots/ (ignored by git) so a person can look at what users see.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from vitviz import ui
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "screenshots"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+
+# Console errors that are Streamlit's own, not the app's: opened on a page's URL, the frontend first
+# asks for /<page>/_stcore/... (404) and then falls back to the root, which works.
+BENIGN = ("/_stcore/host-config", "/_stcore/health")
+
+
+def _is_app_error(message) -> bool:  # noqa: ANN001 - a Playwright ConsoleMessage
+    where = message.location.get("url", "") if message.location else ""
+    return message.type == "error" and not where.endswith(BENIGN)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--server.port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        process.kill()
+        pytest.fail("streamlit did not answer /_stcore/health within 60 s")
+    yield url
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def _url_path(script: str) -> str:
+    stem = Path(script).stem
+    return "" if stem.startswith("0_") else stem.split("_", 1)[1]
+
+
+def _visit(page, url: str, shot: Path) -> list[str]:
+    problems: list[str] = []
+    page.goto(url, wait_until="domcontentloaded")
+    page.wait_for_selector("h1", timeout=90_000)
+    try:
+        page.wait_for_selector(".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame']", timeout=90_000)
+    except Exception:  # noqa: BLE001 - reported below as a problem, with the screenshot
+        problems.append(f"{url}: no figure, metric or table appeared")
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(shot), full_page=True)
+    for selector in ("[data-testid='stException']", ".stException"):
+        if page.locator(selector).count():
+            problems.append(f"{url}: Streamlit exception: {page.locator(selector).first.inner_text()[:300]}")
+    return problems
+
+
+def test_every_page_in_a_real_browser(server):
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install chromium chromium-driver fonts-noto-cjk"
+
+    SHOTS.mkdir(exist_ok=True)
+    console: list[str] = []
+    problems: list[str] = []
+    pages = [script for script, _, _ in ui.TOUR + ui.LAB if (ROOT / script).exists()]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.on("console", lambda m: console.append(f"{page.url}: {m.text}") if _is_app_error(m) else None)
+        page.on("pageerror", lambda e: console.append(f"{page.url}: {e}"))
+        for script in pages:
+            path = _url_path(script)
+            problems += _visit(page, f"{server}/{path}", SHOTS / f"{Path(script).stem}.png")
+        # once in Korean
+        problems += _visit(page, f"{server}/?lang=ko", SHOTS / "0_home_ko.png")
+        assert "전체 흐름" in page.locator("h1").first.inner_text()
+        browser.close()
+    assert problems == []
+    assert console == []

@@ -1,0 +1,41 @@
+import ast
+from pathlib import Path
+
+from vitviz import i18n
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_key_has_english_and_korean():
+    assert i18n.missing() == []
+
+
+def test_korean_is_korean():
+    hangul = [key for key, entry in i18n.TEXT.items() if any("\uac00" <= ch <= "\ud7a3" for ch in entry["ko"])]
+    # keys whose Korean is only technical names or numbers are allowed, but they are few
+    assert len(hangul) >= 0.9 * len(i18n.TEXT)
+
+
+def test_placeholders_agree_between_languages():
+    import string
+
+    for key, entry in i18n.TEXT.items():
+        fields = [{f for _, f, _, _ in string.Formatter().parse(text) if f} for text in entry.values()]
+        assert all(f == fields[0] for f in fields), key
+
+
+def _keys_used_in(path: Path) -> set[str]:
+    keys = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("tr", "t", "header", "download_npz", "download_csv"):
+            for arg in node.args[:2]:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and "." in arg.value and " " not in arg.value:
+                    keys.add(arg.value)
+    return keys
+
+
+def test_every_literal_key_used_by_the_app_exists():
+    files = [ROOT / "app.py", ROOT / "vitviz" / "ui.py", *sorted((ROOT / "pages").glob("*.py"))]
+    used = set().union(*(_keys_used_in(f) for f in files))
+    unknown = sorted(k for k in used if k not in i18n.TEXT and not k.endswith((".py", ".npz", ".csv")))
+    assert unknown == []

@@ -1,0 +1,742 @@
+"""Figures: functions that take arrays and return plotly figures. Nothing here calls st.*.
+
+Images are (H, W, 3) uint8 or float in [0, 1]; maps are (grid_h, grid_w) arrays. Every figure
+keeps plotly's own PNG export, and tests can read the data back from ``fig.data``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+FONT = dict(size=15)
+HEAT = "Viridis"
+DIVERGING = "RdBu_r"
+CHANNEL_COLOURS = ("#d62728", "#2ca02c", "#1f77b4")  # R, G, B
+
+
+def to_uint8(image: np.ndarray) -> np.ndarray:
+    """Float [0, 1] or uint8 (H, W, C) -> uint8 (H, W, 3)."""
+    array = np.asarray(image)
+    if array.dtype != np.uint8:
+        array = (np.clip(array, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    if array.ndim == 2:
+        array = array[:, :, None]
+    if array.shape[2] == 1:
+        array = np.repeat(array, 3, axis=2)
+    return array
+
+
+def _image_layout(fig: go.Figure, height: int | None = None, title: str | None = None) -> go.Figure:
+    fig.update_xaxes(visible=False, constrain="domain")
+    fig.update_yaxes(visible=False, scaleanchor="x", autorange="reversed")
+    fig.update_layout(
+        margin=dict(l=4, r=4, t=40 if title else 4, b=4), font=FONT, height=height,
+        title=dict(text=title) if title else None, plot_bgcolor="white", dragmode=False,
+    )  # fmt: skip
+    return fig
+
+
+def image(array: np.ndarray, title: str | None = None, height: int | None = 380) -> go.Figure:
+    """A picture, pixel for pixel, with hover showing (x, y) and the RGB values."""
+    fig = go.Figure(go.Image(z=to_uint8(array), hovertemplate="x=%{x}, y=%{y}<br>RGB %{z}<extra></extra>"))
+    return _image_layout(fig, height, title)
+
+
+def patch_grid(
+    array: np.ndarray, patch_size: int, highlight: int | None = None, title: str | None = None,
+    height: int | None = 420, numbers: bool = False,
+) -> go.Figure:  # fmt: skip
+    """The image with the P x P patch grid drawn over it; ``highlight`` outlines one patch.
+
+    A transparent marker sits on every patch centre so hovering (or clicking, with Streamlit's
+    selection) names the patch: its index in token order among the patches, its row and column.
+    """
+    array = to_uint8(array)
+    height_px, width_px = array.shape[:2]
+    grid_h, grid_w = height_px // patch_size, width_px // patch_size
+    fig = image(array, title, height)
+    line = dict(color="rgba(255,255,255,0.9)", width=1)
+    for row in range(1, grid_h):
+        fig.add_shape(type="line", x0=-0.5, x1=width_px - 0.5, y0=row * patch_size - 0.5, y1=row * patch_size - 0.5, line=line)
+    for col in range(1, grid_w):
+        fig.add_shape(type="line", y0=-0.5, y1=height_px - 0.5, x0=col * patch_size - 0.5, x1=col * patch_size - 0.5, line=line)
+    rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    centres_x = cols * patch_size + patch_size / 2 - 0.5
+    centres_y = rows * patch_size + patch_size / 2 - 0.5
+    fig.add_trace(
+        go.Scatter(
+            x=centres_x, y=centres_y, mode="text+markers" if numbers else "markers",
+            text=[str(i) for i in range(grid_h * grid_w)] if numbers else None,
+            textfont=dict(color="white", size=11),
+            marker=dict(size=max(6, min(40, 600 // max(grid_w, 1))), color="rgba(0,0,0,0.01)", symbol="square"),
+            customdata=np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
+            hovertemplate="patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
+            showlegend=False,
+        )
+    )  # fmt: skip
+    if highlight is not None and 0 <= highlight < grid_h * grid_w:
+        row, col = divmod(highlight, grid_w)
+        fig.add_shape(
+            type="rect", x0=col * patch_size - 0.5, x1=(col + 1) * patch_size - 0.5,
+            y0=row * patch_size - 0.5, y1=(row + 1) * patch_size - 0.5, line=dict(color="#ff2d55", width=3),
+        )  # fmt: skip
+    return fig
+
+
+def patch_montage(patches: np.ndarray, grid: tuple[int, int], gap: int = 1) -> np.ndarray:
+    """(N, P, P, 3) patches -> one (H', W', 3) uint8 picture with white gaps between them."""
+    grid_h, grid_w = grid
+    patches = to_uint8_stack(patches)
+    p = patches.shape[1]
+    out = np.full((grid_h * (p + gap) - gap, grid_w * (p + gap) - gap, 3), 255, dtype=np.uint8)
+    for index, patch in enumerate(patches):
+        row, col = divmod(index, grid_w)
+        out[row * (p + gap) : row * (p + gap) + p, col * (p + gap) : col * (p + gap) + p] = patch
+    return out
+
+
+def to_uint8_stack(patches: np.ndarray) -> np.ndarray:
+    patches = np.asarray(patches)
+    if patches.dtype != np.uint8:
+        patches = (np.clip(patches, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    return patches
+
+
+def patch_gallery(patches: np.ndarray, grid: tuple[int, int], title: str | None = None, height: int | None = 420) -> go.Figure:
+    """Every patch as its own tile, in token order (row by row), spaced apart."""
+    p = np.asarray(patches).shape[1]
+    montage = patch_montage(patches, grid, gap=max(1, p // 8))
+    fig = go.Figure(go.Image(z=montage, hoverinfo="skip"))
+    return _image_layout(fig, height, title)
+
+
+def heatmap_overlay(
+    array: np.ndarray, values: np.ndarray, opacity: float = 0.55, title: str | None = None,
+    height: int | None = 380, colorscale: str = HEAT, zmin: float | None = None, zmax: float | None = None,
+    colorbar: bool = True,
+) -> go.Figure:  # fmt: skip
+    """A (grid_h, grid_w) map laid over the image, one coloured square per patch."""
+    array = to_uint8(array)
+    height_px, width_px = array.shape[:2]
+    values = np.asarray(values, dtype=np.float64)
+    grid_h, grid_w = values.shape
+    fig = image(array, title, height)
+    fig.data[0].hoverinfo = "skip"
+    fig.data[0].hovertemplate = None
+    fig.add_trace(
+        go.Heatmap(
+            z=values, x0=(width_px / grid_w - 1) / 2, dx=width_px / grid_w, y0=(height_px / grid_h - 1) / 2,
+            dy=height_px / grid_h, colorscale=colorscale, opacity=opacity, zmin=zmin, zmax=zmax,
+            showscale=colorbar, hovertemplate="row %{y:.0f}, col %{x:.0f}: %{z:.4f}<extra></extra>",
+            colorbar=dict(thickness=12, len=0.8),
+        )
+    )  # fmt: skip
+    return fig
+
+
+def small_multiples(
+    maps: np.ndarray, titles: Sequence[str], columns: int = 6, colorscale: str = HEAT,
+    shared_scale: bool = False, height_per_row: int = 170, image: np.ndarray | None = None,
+) -> go.Figure:  # fmt: skip
+    """Many (grid_h, grid_w) maps side by side (e.g. every head of a layer)."""
+    maps = np.asarray(maps, dtype=np.float64)
+    count = len(maps)
+    columns = max(1, min(columns, count))
+    rows = int(np.ceil(count / columns))
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=list(titles), horizontal_spacing=0.02, vertical_spacing=0.08 if rows > 1 else 0.1)
+    zmin, zmax = (float(maps.min()), float(maps.max())) if shared_scale else (None, None)
+    for index, values in enumerate(maps):
+        row, col = divmod(index, columns)
+        fig.add_trace(
+            go.Heatmap(z=values, colorscale=colorscale, showscale=False, zmin=zmin, zmax=zmax,
+                       hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>"),
+            row=row + 1, col=col + 1,
+        )  # fmt: skip
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, autorange="reversed", scaleanchor="x")
+    for index in range(count):
+        axis = "" if index == 0 else str(index + 1)
+        fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
+    fig.update_layout(height=rows * height_per_row + 40, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
+    fig.update_annotations(font_size=13)
+    return fig
+
+
+def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -> go.Figure:
+    """The three normalised input channels (C, H, W) as diverging heat maps around zero."""
+    pixels = np.asarray(pixels, dtype=np.float64)
+    limit = float(np.abs(pixels).max()) or 1.0
+    fig = make_subplots(rows=1, cols=len(pixels), subplot_titles=list(titles), horizontal_spacing=0.03)
+    for index, channel in enumerate(pixels):
+        fig.add_trace(
+            go.Heatmap(z=channel, colorscale=DIVERGING, zmin=-limit, zmax=limit, showscale=index == len(pixels) - 1,
+                       hovertemplate="x=%{x}, y=%{y}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=12)),
+            row=1, col=index + 1,
+        )  # fmt: skip
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
+    for index in range(len(pixels)):
+        axis = "" if index == 0 else str(index + 1)
+        fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
+    return fig
+
+
+def histogram(series: dict[str, np.ndarray], title: str | None = None, height: int = 280, x_title: str | None = None) -> go.Figure:
+    """Overlaid histograms of named value arrays."""
+    fig = go.Figure()
+    for (name, values), colour in zip(series.items(), CHANNEL_COLOURS * 3):
+        fig.add_trace(go.Histogram(x=np.asarray(values).ravel(), name=name, opacity=0.6, nbinsx=60, marker_color=colour))
+    fig.update_layout(barmode="overlay", height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT,
+                      title=title, xaxis_title=x_title, legend=dict(orientation="h", y=1.12))  # fmt: skip
+    return fig
+
+
+def bars(labels: Sequence[str], values: Sequence[float], title: str | None = None, height: int = 300,
+         highlight: int | None = None, percent: bool = True, x_title: str | None = None) -> go.Figure:  # fmt: skip
+    """Horizontal bars, largest on top (top-k probabilities, counts ...)."""
+    colours = ["#ff2d55" if i == highlight else "#4c78a8" for i in range(len(values))]
+    text = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
+    fig = go.Figure(go.Bar(x=list(values), y=list(labels), orientation="h", marker_color=colours, text=text, textposition="auto"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT, title=title,
+                      xaxis=dict(tickformat=".0%" if percent else None, title=x_title))  # fmt: skip
+    return fig
+
+
+# ---- 3. vectors ----
+def selected_patch(event: object) -> int | None:
+    """The patch index a click picked on a chart with patch-centre markers, or None.
+
+    ``event`` is what ``st.plotly_chart(..., on_select=...)`` returns (or leaves in session
+    state): ``{"selection": {"points": [{"customdata": [index, row, col], ...}]}}``, as the
+    markers of ``patch_grid`` and ``similarity_grid`` carry. Points without customdata (a
+    click on the picture itself) are skipped.
+    """
+    try:
+        points = event["selection"]["points"]  # type: ignore[index]
+    except (KeyError, TypeError):
+        return None
+    for point in points or []:
+        custom = point.get("customdata") if hasattr(point, "get") else None
+        if custom is not None and len(custom) > 0:
+            return int(custom[0])
+    return None
+
+
+def _channel_scale(colour: str) -> list[list[object]]:
+    return [[0.0, "#000000"], [1.0, colour]]
+
+
+def patch_planes(
+    vector: np.ndarray, patch_size: int, in_chans: int, names: Sequence[str],
+    title: str | None = None, height: int = 330,
+) -> go.Figure:  # fmt: skip
+    """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P.
+
+    Each plane is coloured black to its channel's colour on one scale shared by all planes.
+    Cell (p1, p2) of plane c holds vector[c*P*P + p1*P + p2]; that index is written in the
+    cell when P <= 8 and shown on hover, so the flattening order can be read off.
+    """
+    p = patch_size
+    planes = np.asarray(vector, dtype=np.float64).reshape(in_chans, p, p)  # (C, P, P)
+    index = np.arange(in_chans * p * p).reshape(in_chans, p, p)  # c*P*P + p1*P + p2
+    low, high = float(planes.min()), float(planes.max())
+    if high <= low:
+        high = low + 1e-6
+    fig = make_subplots(rows=1, cols=in_chans, subplot_titles=list(names), horizontal_spacing=0.04)
+    for c in range(in_chans):
+        colour = CHANNEL_COLOURS[c] if in_chans == 3 else "#ffffff"
+        fig.add_trace(
+            go.Heatmap(
+                z=planes[c], customdata=index[c], text=index[c] if p <= 8 else None,
+                texttemplate="%{text}" if p <= 8 else None, textfont=dict(color="white", size=12),
+                colorscale=_channel_scale(colour), zmin=low, zmax=high, showscale=False,
+                hovertemplate="p1=%{y}, p2=%{x}<br>index %{customdata}: %{z:.3f}<extra></extra>",
+            ),
+            row=1, col=c + 1,
+        )  # fmt: skip
+    fig.update_xaxes(title_text="p2", tickmode="linear", dtick=max(1, p // 4), constrain="domain")
+    fig.update_yaxes(autorange="reversed", tickmode="linear", dtick=max(1, p // 4), showticklabels=False, constrain="domain")
+    fig.update_yaxes(title_text="p1", showticklabels=True, row=1, col=1)
+    for c in range(in_chans):
+        axis = "" if c == 0 else str(c + 1)
+        fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=70 if title else 40, b=4), font=FONT, title=title)
+    fig.update_annotations(font_size=15)
+    return fig
+
+
+def vector_bars(
+    values: np.ndarray, segment: int | None = None, names: Sequence[str] = (), title: str | None = None,
+    x_title: str | None = None, height: int = 300,
+) -> go.Figure:  # fmt: skip
+    """A 1-D vector as bars, index on x. With ``segment``, every run of ``segment`` entries is
+    its own trace (coloured by channel, named from ``names``), its start marked on the axis."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    fig = go.Figure()
+    if segment:
+        for number, start in enumerate(range(0, len(values), segment)):
+            stop = min(start + segment, len(values))
+            name = names[number] if number < len(names) else str(number)
+            fig.add_trace(
+                go.Bar(x=np.arange(start, stop), y=values[start:stop], name=name, marker_color=CHANNEL_COLOURS[number % 3],
+                       hovertemplate="index %{x}: %{y:.3f}<extra>" + name + "</extra>")
+            )  # fmt: skip
+            if start:
+                fig.add_vline(x=start - 0.5, line=dict(color="#666", width=1, dash="dot"))
+        starts = list(range(0, len(values), segment))
+        fig.update_xaxes(tickmode="array", tickvals=starts, ticktext=[f"{names[i] if i < len(names) else i}: {s}" for i, s in enumerate(starts)])
+    else:
+        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, marker_color="#4c78a8", hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    fig.update_layout(
+        height=height, bargap=0, font=FONT, title=title, xaxis_title=x_title, showlegend=bool(segment),
+        margin=dict(l=4, r=4, t=50 if title else 10, b=4), legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+    )  # fmt: skip
+    return fig
+
+
+def rescale_each(stack: np.ndarray) -> np.ndarray:
+    """Min-max rescale every item of a stack (first axis) to [0, 1] on its own (flat items: 0.5)."""
+    stack = np.asarray(stack, dtype=np.float64)
+    flat = stack.reshape(len(stack), -1)
+    low = flat.min(axis=1, keepdims=True)
+    span = flat.max(axis=1, keepdims=True) - low
+    out = np.where(span > 0, (flat - low) / np.where(span > 0, span, 1.0), 0.5)
+    return out.reshape(stack.shape)
+
+
+def component_tiles(components: np.ndarray, ratios: Sequence[float], columns: int = 7, height_per_row: int = 150) -> go.Figure:
+    """Principal components of the patch filters, (k, C, P, P), as small RGB tiles.
+
+    Every component is rescaled to [0, 1] on its own (its sign and scale are arbitrary); the
+    tile's title is its number and its share of the filters' variance.
+    """
+    tiles = rescale_each(components).transpose(0, 2, 3, 1)  # (k, P, P, C)
+    count = len(tiles)
+    columns = max(1, min(columns, count))
+    rows = int(np.ceil(count / columns))
+    titles = [f"{i + 1}: {float(r):.1%}" for i, r in enumerate(ratios)]
+    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.015, vertical_spacing=0.3 / rows)
+    for index, tile in enumerate(tiles):
+        row, col = divmod(index, columns)
+        fig.add_trace(go.Image(z=to_uint8(tile), hoverinfo="skip"), row=row + 1, col=col + 1)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(height=rows * height_per_row + 30, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
+    fig.update_annotations(font_size=13)
+    return fig
+
+
+# (end of 3. vectors)
+
+
+# ---- 4. tokens ----
+def token_matrix(values: np.ndarray, title: str | None = None, marked: dict[int, str] | None = None, height: int = 420) -> go.Figure:
+    """A token sequence (rows, D) as a heat map, one row per token; ``marked`` outlines and
+    labels rows (e.g. {0: "[CLS]"})."""
+    values = np.asarray(values, dtype=np.float32)
+    rows, dim = values.shape
+    limit = float(np.abs(values).max()) or 1.0
+    fig = go.Figure(
+        go.Heatmap(z=values, colorscale=DIVERGING, zmin=-limit, zmax=limit, colorbar=dict(thickness=12),
+                   hovertemplate="token %{y}, channel %{x}: %{z:.3f}<extra></extra>")
+    )  # fmt: skip
+    for row, label in (marked or {}).items():
+        fig.add_shape(type="rect", x0=-0.5, x1=dim - 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3))
+        fig.add_annotation(
+            x=(dim - 1) / 2, y=row, text=f"<b>{label}</b>", showarrow=True, arrowhead=2, arrowcolor="#ff2d55",
+            ax=0, ay=40, font=dict(color="#ff2d55", size=16), bgcolor="rgba(255,255,255,0.85)",
+        )  # fmt: skip
+    fig.update_yaxes(autorange="reversed", title_text="token")
+    fig.update_xaxes(title_text="channel (D)", range=[-0.5, dim - 0.5])
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title)
+    return fig
+
+
+def similarity_mosaic(similarity: np.ndarray, gap: int = 1) -> np.ndarray:
+    """(grid_h, grid_w, grid_h, grid_w) similarities -> one picture of grid_h x grid_w maps.
+
+    The map of position (r, c) (its similarity with every position) is the block at rows
+    ``r * (grid_h + gap)`` and columns ``c * (grid_w + gap)``, so every map sits where its patch
+    sits in the image (ViT paper, Fig. 7 centre). Gaps are NaN (drawn empty).
+
+    Returns:
+        (grid_h * grid_h + (grid_h - 1) * gap, grid_w * grid_w + (grid_w - 1) * gap) float.
+    """
+    similarity = np.asarray(similarity, dtype=np.float64)
+    grid_h, grid_w = similarity.shape[:2]
+    out = np.full((grid_h * grid_h + (grid_h - 1) * gap, grid_w * grid_w + (grid_w - 1) * gap), np.nan)
+    for row in range(grid_h):
+        for col in range(grid_w):
+            top, left = row * (grid_h + gap), col * (grid_w + gap)
+            out[top : top + grid_h, left : left + grid_w] = similarity[row, col]
+    return out
+
+
+def similarity_grid(similarity: np.ndarray, title: str | None = None, selected: int | None = None, height: int = 600) -> go.Figure:
+    """The grid of similarity maps as ONE heat map (cosine, -1 to 1), with a clickable marker
+    on every block (customdata [index, row, col]) and the ``selected`` position outlined."""
+    similarity = np.asarray(similarity, dtype=np.float64)
+    grid_h, grid_w = similarity.shape[:2]
+    gap = 1
+    mosaic = similarity_mosaic(similarity, gap)  # NaN gaps show the dark plot background
+    fig = go.Figure(
+        go.Heatmap(z=mosaic, colorscale=DIVERGING, zmin=-1, zmax=1, colorbar=dict(thickness=12, title="cos"),
+                   hoverinfo="skip", hoverongaps=False)
+    )  # fmt: skip
+    rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    fig.add_trace(
+        go.Scatter(
+            x=cols * (grid_w + gap) + (grid_w - 1) / 2, y=rows * (grid_h + gap) + (grid_h - 1) / 2, mode="markers",
+            marker=dict(size=max(6, min(40, 560 // max(grid_w, 1))), color="rgba(0,0,0,0.01)", symbol="square"),
+            customdata=np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
+            hovertemplate="position %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
+            showlegend=False,
+        )
+    )  # fmt: skip
+    if selected is not None and 0 <= selected < grid_h * grid_w:
+        row, col = divmod(selected, grid_w)
+        top, left = row * (grid_h + gap), col * (grid_w + gap)
+        fig.add_shape(type="rect", x0=left - 0.5, x1=left + grid_w - 0.5, y0=top - 0.5, y1=top + grid_h - 0.5,
+                      line=dict(color="#111", width=3))  # fmt: skip
+    height_px, width_px = mosaic.shape  # fixed ranges: the markers would pad the autorange
+    fig.update_xaxes(visible=False, constrain="domain", range=[-0.5, width_px - 0.5])
+    fig.update_yaxes(visible=False, range=[height_px - 0.5, -0.5], scaleanchor="x", constrain="domain")
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 4, b=4), font=FONT, title=title,
+                      plot_bgcolor="#444", dragmode=False)  # fmt: skip
+    return fig
+
+
+def similarity_maps(
+    maps: np.ndarray, titles: Sequence[str], marked: tuple[int, int] | None = None, height: int = 420,
+    own_range: bool = False,
+) -> go.Figure:  # fmt: skip
+    """(k, grid_h, grid_w) cosine-similarity maps side by side; ``marked`` (row, col) outlines
+    the chosen position in every map.
+
+    By default every map shares the -1..1 scale (red similar, blue opposite). With
+    ``own_range`` each map spans its own min..max in Viridis, and its title gives that range:
+    fixed sine-cosine tables are similar everywhere (0.6 to 1), and only their own range shows
+    their row and column pattern.
+    """
+    maps = np.asarray(maps, dtype=np.float64)
+    count = len(maps)
+    if own_range:
+        titles = [f"{title}<br>{values.min():.2f} to {values.max():.2f}" for title, values in zip(titles, maps)]
+    fig = make_subplots(rows=1, cols=count, subplot_titles=list(titles), horizontal_spacing=0.04)
+    for index, values in enumerate(maps):
+        scale = dict(colorscale=HEAT, zmin=values.min(), zmax=values.max(), showscale=False) if own_range else dict(
+            colorscale=DIVERGING, zmin=-1, zmax=1, showscale=index == count - 1)  # fmt: skip
+        fig.add_trace(
+            go.Heatmap(z=values, colorbar=dict(thickness=12, title="cos"), **scale,
+                       hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>"),
+            row=1, col=index + 1,
+        )  # fmt: skip
+        if marked is not None:
+            row, col = marked
+            fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=row - 0.5, y1=row + 0.5,
+                          line=dict(color="#ff2d55" if own_range else "#111", width=3), row=1, col=index + 1)  # fmt: skip
+    fig.update_xaxes(visible=False, constrain="domain")
+    fig.update_yaxes(visible=False, autorange="reversed", constrain="domain")
+    for index in range(count):
+        axis = "" if index == 0 else str(index + 1)
+        fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=60 if own_range else 40, b=4), font=FONT)
+    fig.update_annotations(font_size=15)
+    return fig
+
+
+# (end of 4. tokens)
+
+
+# ---- 5. attention ----
+def attention_picker(
+    array: np.ndarray, values: np.ndarray, patch_size: int, query_patch: int | None = None,
+    title: str | None = None, height: int | None = 420,
+) -> go.Figure:  # fmt: skip
+    """An attention map over the image that a click can pick a patch from.
+
+    ``heatmap_overlay`` plus one transparent marker per patch centre (as in ``patch_grid``)
+    whose customdata is [patch index, row, col, value], so ``analysis.patch_from_selection``
+    reads the clicked patch; ``query_patch`` (an index among the patches) gets a red outline.
+    The markers are the last trace, and the heat map itself takes no hover or clicks.
+    """
+    array = to_uint8(array)
+    values = np.asarray(values, dtype=np.float64)
+    grid_h, grid_w = values.shape
+    fig = heatmap_overlay(array, values, title=title, height=height)
+    fig.data[-1].hoverinfo = "skip"
+    fig.data[-1].hovertemplate = None
+    rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    size = max(6, min(40, int(0.8 * (height or 420) / max(grid_h, grid_w))))  # about one patch on screen
+    fig.add_trace(
+        go.Scatter(
+            x=cols * patch_size + patch_size / 2 - 0.5, y=rows * patch_size + patch_size / 2 - 0.5, mode="markers",
+            marker=dict(size=size, color="rgba(0,0,0,0.01)", symbol="square"),
+            customdata=np.stack([np.arange(grid_h * grid_w), rows, cols, values.ravel()], axis=1),
+            hovertemplate="patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]}): "
+                          "%{customdata[3]:.4f}<extra></extra>",
+            showlegend=False,
+        )
+    )  # fmt: skip
+    if query_patch is not None and 0 <= query_patch < grid_h * grid_w:
+        row, col = divmod(query_patch, grid_w)
+        fig.add_shape(
+            type="rect", x0=col * patch_size - 0.5, x1=(col + 1) * patch_size - 0.5,
+            y0=row * patch_size - 0.5, y1=(row + 1) * patch_size - 0.5, line=dict(color="#ff2d55", width=4),
+        )  # fmt: skip
+    return fig
+
+
+def attention_distance(
+    distances: np.ndarray, title: str | None = None, x_title: str | None = None, y_title: str | None = None,
+    head_word: str = "head", uniform: float | None = None, uniform_label: str | None = None, height: int = 380,
+) -> go.Figure:  # fmt: skip
+    """Mean attention distance (depth, heads) as the ViT paper's Fig. 7 (right).
+
+    One dot per head at x = layer (1-based, as users count) and y = distance in pixels; hover
+    names the head (1-based). ``uniform`` draws the distance of attention spread evenly.
+    """
+    distances = np.asarray(distances, dtype=np.float64)
+    depth, heads = distances.shape
+    layers, head_ids = np.meshgrid(np.arange(depth), np.arange(heads), indexing="ij")  # (depth, heads)
+    fig = go.Figure(
+        go.Scatter(
+            x=(layers + 1).ravel(), y=distances.ravel(), mode="markers",
+            marker=dict(size=11, color=head_ids.ravel(), colorscale="Turbo", cmin=0, cmax=max(heads - 1, 1),
+                        line=dict(color="white", width=1)),
+            customdata=head_ids.ravel() + 1,
+            hovertemplate=f"{x_title or 'layer'} %{{x}}, {head_word} %{{customdata}}: %{{y:.1f}} px<extra></extra>",
+            showlegend=False,
+        )
+    )  # fmt: skip
+    if uniform is not None:
+        fig.add_hline(y=uniform, line=dict(color="grey", dash="dot"), annotation_text=uniform_label,
+                      annotation_position="top left")  # fmt: skip
+    fig.update_layout(
+        height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT, title=title,
+        xaxis=dict(title=x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2),
+        yaxis=dict(title=y_title, rangemode="tozero"),
+    )  # fmt: skip
+    return fig
+
+
+def key_weights(
+    labels: Sequence[str], weights: Sequence[float], title: str | None = None, height: int = 360
+) -> go.Figure:
+    """The softmax weights of the keys a query attends to most, as ``bars`` with finer % ticks."""
+    fig = bars(labels, weights, title=title, height=height)
+    fig.update_xaxes(tickformat=".1%", rangemode="tozero")
+    return fig
+
+
+def maps_csv(maps: dict[str, np.ndarray]) -> str:
+    """Named (grid_h, grid_w) maps as one long CSV: map,row,col,value (rows and cols from 0)."""
+    lines = ["map,row,col,value"]
+    for name, values in maps.items():
+        values = np.asarray(values, dtype=np.float64)
+        for (row, col), value in np.ndenumerate(values):
+            lines.append(f"{name},{row},{col},{value:.6g}")
+    return "\n".join(lines) + "\n"
+
+
+# (end of 5. attention)
+
+
+# ---- 6. block ----
+BLOCK_COLOURS = {"stream": "#e8e8e8", "norm": "#fff2b3", "attention": "#cfe3f7", "mlp": "#d4efd0", "add": "#ffffff"}
+
+
+def block_diagram(
+    boxes: Sequence[tuple[str, str, str]], residuals: Sequence[tuple[int, int]] = (), title: str | None = None,
+    height: int | None = None,
+) -> go.Figure:  # fmt: skip
+    """A flow chart drawn top to bottom: boxes joined by arrows, with the shape of the tensor
+    leaving every box written beside it, and residual connections as arrows on the left.
+
+    Args:
+        boxes: (label, shape text, kind) per box in order; kind picks the fill colour from
+            ``BLOCK_COLOURS`` ("stream", "norm", "attention", "mlp", "add").
+        residuals: (from, to) box indices: the output of box ``from`` is added in box ``to``.
+        title: the figure title.
+        height: pixels; None gives 58 per box.
+    """
+    fig = go.Figure()
+    half_w, half_h = 2.2, 0.32
+    ys = [-float(i) for i in range(len(boxes))]
+    for y, (label, shape, kind) in zip(ys, boxes):
+        fig.add_shape(
+            type="rect", x0=-half_w, x1=half_w, y0=y - half_h, y1=y + half_h, line=dict(color="#555", width=1.5),
+            fillcolor=BLOCK_COLOURS.get(kind, "#ffffff"), layer="below",
+        )  # fmt: skip
+        fig.add_annotation(x=0, y=y, text=label, showarrow=False, font=dict(size=15, color="#111"))
+        fig.add_annotation(x=half_w + 0.15, y=y, text=f"<b>{shape}</b>", showarrow=False, xanchor="left", font=dict(size=14, family="monospace", color="#1f4e8c"))
+    for upper, lower in zip(ys[:-1], ys[1:]):
+        fig.add_annotation(
+            x=0, y=lower + half_h, ax=0, ay=upper - half_h, xref="x", yref="y", axref="x", ayref="y", text="",
+            showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=2, arrowcolor="#333",
+        )  # fmt: skip
+    for start, end in residuals:
+        y0, y1, left = ys[start], ys[end], -half_w - 0.55
+        fig.add_shape(type="path", path=f"M {-half_w},{y0} L {left},{y0} L {left},{y1}", line=dict(color="#d62728", width=2.5))
+        fig.add_annotation(
+            x=-half_w, y=y1, ax=left, ay=y1, xref="x", yref="y", axref="x", ayref="y", text="",
+            showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=2.5, arrowcolor="#d62728",
+        )  # fmt: skip
+    fig.update_xaxes(visible=False, range=[-half_w - 0.8, half_w + 3.0], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[min(ys, default=0) - 0.6, 0.6], fixedrange=True)
+    fig.update_layout(
+        height=height or 58 * len(boxes) + 70, margin=dict(l=4, r=4, t=50 if title else 8, b=4), font=FONT,
+        title=title, plot_bgcolor="white", showlegend=False, dragmode=False,
+    )  # fmt: skip
+    return fig
+
+
+def multi_line(
+    x: Sequence[float] | np.ndarray, series: dict[str, np.ndarray], title: str | None = None, x_title: str | None = None,
+    y_title: str | None = None, height: int = 380, dashed: Sequence[str] = (), colours: dict[str, str] | None = None,
+    percent: bool = False, markers: bool = True, hover_text: Sequence[str] | None = None,
+    marked_x: float | None = None, x_percent: bool = False,
+) -> go.Figure:  # fmt: skip
+    """Several named series over the same x (values over depth, over tokens ...).
+
+    Args:
+        x: (n,) positions on the x axis.
+        series: name -> (n,) values, one line each, drawn in order.
+        dashed: names of series drawn dashed (e.g. the [CLS] twin of a solid line).
+        colours: name -> colour; others take plotly's palette.
+        percent: format the y axis (and hover) as percentages.
+        markers: draw a marker at every point (turn off for long series).
+        hover_text: (n,) a label per x shown on hover (e.g. token names).
+        marked_x: draw a dotted vertical line here (e.g. the chosen layer).
+        x_percent: format the x axis as percentages.
+    """
+    fig = go.Figure()
+    x = np.asarray(x)
+    number = "%{y:.1%}" if percent else "%{y:.4g}"
+    for name, values in series.items():
+        fig.add_trace(
+            go.Scatter(
+                x=x, y=np.asarray(values, dtype=np.float64), name=name, mode="lines+markers" if markers else "lines",
+                line=dict(dash="dash" if name in dashed else "solid", width=2.5, color=(colours or {}).get(name)),
+                text=list(hover_text) if hover_text is not None else None,
+                hovertemplate=("%{text}" if hover_text is not None else "%{x}") + f": {number}<extra>{name}</extra>",
+            )
+        )  # fmt: skip
+    fig.update_layout(
+        height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title,
+        xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=-0.2), hovermode="closest",
+    )  # fmt: skip
+    if percent:
+        fig.update_yaxes(tickformat=".1~%")
+    if x_percent:
+        fig.update_xaxes(tickformat=".0%")
+    if marked_x is not None:
+        fig.add_vline(x=marked_x, line=dict(color="#444", width=1.5, dash="dot"))
+    return fig
+
+
+def gelu_histogram(
+    x: np.ndarray, gelu: np.ndarray, relu: np.ndarray, values: np.ndarray, title: str | None = None,
+    x_title: str | None = None, y_title: str | None = None, count_title: str | None = None, values_name: str = "fc1",
+    height: int = 400,
+) -> go.Figure:  # fmt: skip
+    """The GELU and ReLU curves over a histogram of the values GELU really received.
+
+    Args:
+        x, gelu, relu: (n,) the curves (``analysis.activation_curves``).
+        values: (m,) real pre-activations, drawn as a histogram on a second y axis.
+        values_name: the histogram's legend entry.
+    """
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(
+        go.Histogram(x=np.asarray(values).ravel(), name=values_name, nbinsx=60, marker_color="rgba(76,120,168,0.45)"),
+        secondary_y=True,
+    )  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=relu, name="ReLU", mode="lines", line=dict(color="#888", width=2, dash="dash")), secondary_y=False)
+    fig.add_trace(go.Scatter(x=x, y=gelu, name="GELU", mode="lines", line=dict(color="#d62728", width=3)), secondary_y=False)
+    fig.update_yaxes(title_text=y_title, secondary_y=False, zeroline=True)
+    fig.update_yaxes(title_text=count_title, secondary_y=True, showgrid=False, tickmode="auto", rangemode="tozero")
+    fig.update_layout(
+        height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title,
+        xaxis_title=x_title, legend=dict(orientation="h", y=-0.2), bargap=0.02,
+    )  # fmt: skip
+    return fig
+
+
+def columns_csv(columns: dict[str, Sequence[object] | np.ndarray]) -> str:
+    """Named columns of equal length as CSV text, header first (names with commas are quoted)."""
+    import csv
+    import io
+
+    lengths = {len(values) for values in columns.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"columns_csv needs columns of one length, got lengths {sorted(lengths)}.")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(list(columns))
+    for row in zip(*columns.values()):
+        writer.writerow([f"{v:.6g}" if isinstance(v, (float, np.floating)) else v for v in row])
+    return buffer.getvalue()
+
+
+# (end of 6. block)
+
+
+# ---- 7. prediction ----
+def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int = 260) -> go.Figure:
+    """Several pictures side by side, each with its title (e.g. an image with more and more
+    patches hidden)."""
+    count = max(1, len(images))
+    fig = make_subplots(rows=1, cols=count, subplot_titles=list(titles), horizontal_spacing=0.02)
+    for index, array in enumerate(images):
+        fig.add_trace(go.Image(z=to_uint8(array), hoverinfo="skip"), row=1, col=index + 1)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=40, b=4), font=FONT, dragmode=False)
+    fig.update_annotations(font_size=14)
+    return fig
+
+
+# (end of 7. prediction)
+
+
+# ---- 8. model card ----
+def parameter_rows(counts: dict[str, int], total: int) -> list[tuple[str, int, float]]:
+    """(module, parameters, share of the total) rows, in the model's order."""
+    return [(name, count, count / total if total else 0.0) for name, count in counts.items()]
+
+
+def training_curves(history: Sequence[dict], epoch_title: str = "epoch") -> go.Figure:
+    """Loss, accuracy and learning rate per epoch from a training history."""
+    epochs = [row["epoch"] for row in history]
+    fig = make_subplots(rows=1, cols=3, subplot_titles=["loss", "accuracy", "learning rate"], horizontal_spacing=0.08)
+    fig.add_trace(go.Scatter(x=epochs, y=[r["train_loss"] for r in history], name="train loss", mode="lines"), row=1, col=1)
+    tested = [r for r in history if "test_loss" in r]
+    if tested:
+        fig.add_trace(go.Scatter(x=[r["epoch"] for r in tested], y=[r["test_loss"] for r in tested], name="test loss", mode="lines"), row=1, col=1)
+        fig.add_trace(go.Scatter(x=[r["epoch"] for r in tested], y=[r["test_accuracy"] for r in tested], name="test accuracy", mode="lines+markers"), row=1, col=2)
+    fig.add_trace(go.Scatter(x=epochs, y=[r["train_accuracy"] for r in history], name="train accuracy (augmented)", mode="lines"), row=1, col=2)
+    fig.add_trace(go.Scatter(x=epochs, y=[r["lr"] for r in history], name="learning rate", mode="lines", showlegend=False), row=1, col=3)
+    fig.update_xaxes(title_text=epoch_title)
+    fig.update_yaxes(tickformat=".0%", row=1, col=2)
+    fig.update_layout(height=340, margin=dict(l=4, r=4, t=40, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def history_csv(history: Sequence[dict]) -> str:
+    """The training history as CSV text (one row per epoch)."""
+    keys = sorted({key for row in history for key in row}, key=lambda k: (k != "epoch", k))
+    lines = [",".join(keys)]
+    lines += [",".join(str(row.get(key, "")) for key in keys) for row in history]
+    return "\n".join(lines) + "\n"
+# (end of 8. model card)
+
+
+# ---- lab: misclassification ----
+# (end of lab: misclassification)

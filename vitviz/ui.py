@@ -1,0 +1,384 @@
+"""Streamlit glue shared by app.py and every page: caches, the sidebar, headers, navigation.
+
+Everything that computes lives in the rest of vitviz; this module only connects it to
+Streamlit. Models sit in ``st.cache_resource`` (one copy shared by every session, never
+modified); traces sit in ``st.cache_data`` keyed by (model name, image bytes), so changing a
+layer, a head or a query patch never runs the model again. Per-user choices live in
+``st.session_state`` and are mirrored in the URL's query parameters so a shared link opens the
+same view.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+import torch
+from PIL import Image
+
+from vitviz import analysis
+from vitviz import data as vdata
+from vitviz import zoo
+from vitviz.data import ImageError, image_notes, load_image, to_tensor
+from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
+from vitviz.model import VisionTransformer
+from vitviz.trace import Trace
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "assets" / "samples"
+
+# (script, title key, icon): the tour in order, then the lab.
+TOUR = [
+    ("pages/0_home.py", "page.home", ":material/home:"),
+    ("pages/1_input.py", "page.input", ":material/image:"),
+    ("pages/2_patches.py", "page.patches", ":material/grid_on:"),
+    ("pages/3_vectors.py", "page.vectors", ":material/linear_scale:"),
+    ("pages/4_tokens.py", "page.tokens", ":material/pin_drop:"),
+    ("pages/5_attention.py", "page.attention", ":material/visibility:"),
+    ("pages/6_block.py", "page.block", ":material/layers:"),
+    ("pages/7_prediction.py", "page.prediction", ":material/flag:"),
+    ("pages/8_card.py", "page.card", ":material/description:"),
+]
+LAB = [("pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
+
+URL_KEYS = ("model", "sample", "cifar", "step", "layer", "head", "query", "lang")
+
+
+# ---------------------------------------------------------------------------------------------
+# Language and text
+# ---------------------------------------------------------------------------------------------
+
+
+def lang() -> str:
+    return st.session_state.get("lang", DEFAULT_LANGUAGE)
+
+
+def tr(key: str, **values: object) -> str:
+    """The sentence for ``key`` in the user's language."""
+    return t(key, lang(), **values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Caches
+# ---------------------------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_model(name: str) -> zoo.Loaded:
+    """One loaded model per name for the whole server (read-only: never train or edit it)."""
+    return zoo.load(name)
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
+    """The explained forward pass of one image, on the CPU, keyed by (model name, image bytes)."""
+    model, _ = cached_model(model_name)
+    image = load_image(image_bytes)
+    device = next(model.parameters()).device
+    pixels = to_tensor(image, model.config.preprocess, model.config.in_chans).to(device)
+    with torch.no_grad():
+        return model.explain(pixels).detach()
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """One occlusion curve, keyed by (model name, image bytes, order kind, steps).
+
+    Returns:
+        order: (N,) the patches in the order they are hidden (``analysis.occlusion_order``).
+        curve: (steps + 1,) the probability of the unoccluded top class at every step.
+    """
+    model, _ = cached_model(model_name)
+    trace = cached_trace(model_name, image_bytes)
+    order = analysis.occlusion_order(trace, order_kind)  # type: ignore[arg-type]
+    target = int(trace.logits[0].argmax())
+    curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=target)
+    return order.numpy(), curve.numpy()
+
+
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
+def cached_image(image_bytes: bytes) -> tuple[np.ndarray, list[str]]:
+    """The decoded upload as an (H, W, 3) uint8 array, and load_image's notes."""
+    image = load_image(image_bytes)
+    return np.asarray(image), image_notes(image)
+
+
+@st.cache_data(max_entries=4, ttl=600, show_spinner=False)
+def cifar_root() -> str | None:
+    """The CIFAR-10 test ImageFolder, if one is on this machine."""
+    folder = vdata.find_cifar_test_folder()
+    return str(folder) if folder else None
+
+
+# ---------------------------------------------------------------------------------------------
+# State <-> URL
+# ---------------------------------------------------------------------------------------------
+
+
+def init_state() -> None:
+    """On a session's first run, copy the URL's query parameters into session state."""
+    if st.session_state.get("_url_loaded"):
+        return
+    params = st.query_params
+    for key in URL_KEYS:
+        if key in params and key not in st.session_state:
+            value = params[key]
+            st.session_state[key] = int(value) if key in ("layer", "head", "query", "step") and value.lstrip("-").isdigit() else value
+    if st.session_state.get("lang") not in LANGUAGES:
+        st.session_state["lang"] = DEFAULT_LANGUAGE
+    st.session_state["_url_loaded"] = True
+
+
+def set_param(key: str, value: object | None) -> None:
+    """Mirror one choice in the URL (None removes it)."""
+    if value is None:
+        if key in st.query_params:
+            del st.query_params[key]
+    elif st.query_params.get(key) != str(value):
+        st.query_params[key] = str(value)
+
+
+def follow_step_link(page) -> None:  # noqa: ANN001 - a StreamlitPage
+    """Open the tour step named in a shared link's ``step`` parameter once, then track the page."""
+    files = [f for f, _, _ in TOUR]
+    step = st.session_state.get("step")
+    if not st.session_state.get("_step_followed"):
+        st.session_state["_step_followed"] = True
+        if isinstance(step, int) and 0 < step < len(files) and page.url_path == "":
+            st.switch_page(files[step])
+    titles = [tr(k) for _, k, _ in TOUR]
+    index = titles.index(page.title) if page.title in titles else None
+    st.session_state["step"] = index
+    set_param("step", index)
+
+
+def int_choice(key: str, default: int, low: int, high: int) -> int:
+    """The session's value for a numeric widget key, clipped to [low, high] (for a new model)."""
+    value = st.session_state.get(key, default)
+    value = default if not isinstance(value, int) else min(max(value, low), high)
+    st.session_state[key] = value
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The sidebar: model, image, device, language
+# ---------------------------------------------------------------------------------------------
+
+
+DEFAULT_SAMPLE = "cat-chelsea.jpg"  # a CIFAR-10 class, so the shipped model has a fair first try
+
+
+def sample_names() -> list[str]:
+    """Sample photos, the default first."""
+    names = sorted(p.name for p in SAMPLES.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    return sorted(names, key=lambda n: n != DEFAULT_SAMPLE)
+
+
+def sidebar() -> None:
+    """Draw the shared sidebar and store the user's choices in session state."""
+    init_state()
+    side = st.sidebar
+    codes = list(LANGUAGES)
+    side.radio(tr("sidebar.language"), codes, format_func=LANGUAGES.get, key="lang", horizontal=True)
+    set_param("lang", lang())
+
+    names = list(zoo.REGISTRY)
+    if st.session_state.get("model") not in names and st.session_state.get("model"):
+        st.session_state["custom_model"] = st.session_state["model"]
+        st.session_state["model"] = zoo.default_name()
+    st.session_state.setdefault("model", zoo.default_name())
+    side.selectbox(
+        tr("sidebar.model"), names, key="model", help=tr("sidebar.model_help"),
+        format_func=lambda n: zoo.REGISTRY[n].title,
+    )  # fmt: skip
+    custom = side.text_input(tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224")
+    set_param("model", custom.strip() or st.session_state["model"])
+
+    side.subheader(tr("sidebar.image"))
+    sources = ["sample", "upload", "cifar"]
+    if "source" not in st.session_state:
+        st.session_state["source"] = "cifar" if st.session_state.get("cifar") else "sample"
+    source = side.radio(tr("sidebar.source"), sources, key="source", format_func=lambda s: tr(f"sidebar.source.{s}"))
+    if source == "sample":
+        samples = sample_names()
+        if st.session_state.get("sample") not in samples:
+            st.session_state["sample"] = samples[0]
+        side.selectbox(tr("sidebar.sample"), samples, key="sample")
+        set_param("sample", st.session_state["sample"])
+        set_param("cifar", None)
+    elif source == "upload":
+        upload = side.file_uploader(tr("sidebar.upload"), type=None, key="upload")
+        if upload is not None:
+            st.session_state["upload_bytes"] = upload.getvalue()
+        set_param("sample", None)
+        set_param("cifar", None)
+    else:
+        _cifar_picker(side)
+
+    device = zoo.pick_device()
+    side.caption(f"{tr('sidebar.device')}: {zoo.device_label(device)}")
+
+
+def _cifar_picker(side) -> None:  # noqa: ANN001 - a Streamlit container
+    root = cifar_root()
+    if root is None:
+        side.info(tr("sidebar.no_cifar"))
+        return
+    classes = vdata.folder_classes(Path(root))
+    chosen = str(st.session_state.get("cifar", f"{classes[0]}/0"))
+    cls, _, index = chosen.partition("/")
+    if "cifar_class" not in st.session_state:
+        st.session_state["cifar_class"] = cls if cls in classes else classes[0]
+    if "cifar_index" not in st.session_state:
+        st.session_state["cifar_index"] = int(index) if index.isdigit() else 0
+    side.selectbox(tr("sidebar.cifar_class"), classes, key="cifar_class")
+    count = vdata.count_images(Path(root) / st.session_state["cifar_class"])
+    st.session_state["cifar_index"] = min(st.session_state["cifar_index"], max(count - 1, 0))
+    side.number_input(tr("sidebar.cifar_index"), 0, max(count - 1, 0), key="cifar_index")
+    st.session_state["cifar"] = f"{st.session_state['cifar_class']}/{st.session_state['cifar_index']}"
+    set_param("cifar", st.session_state["cifar"])
+    set_param("sample", None)
+
+
+def model_name() -> str:
+    custom = str(st.session_state.get("custom_model", "") or "").strip()
+    return custom or st.session_state.get("model", zoo.default_name())
+
+
+def image_bytes() -> bytes | None:
+    """The bytes of the chosen image, or None (with a message shown) when there is none."""
+    source = st.session_state.get("source", "sample")
+    if source == "upload":
+        return st.session_state.get("upload_bytes")
+    if source == "cifar":
+        root = cifar_root()
+        if root is None or "cifar" not in st.session_state:
+            return None
+        cls, _, index = str(st.session_state["cifar"]).partition("/")
+        return vdata.folder_image_bytes(Path(root), cls, int(index or 0))
+    name = st.session_state.get("sample") or sample_names()[0]
+    path = SAMPLES / Path(name).name
+    return path.read_bytes() if path.exists() else None
+
+
+# ---------------------------------------------------------------------------------------------
+# What every page needs: the model, the image, the trace
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Current:
+    """The model and image this session is looking at, and the cached trace of the pair."""
+
+    name: str
+    model: VisionTransformer
+    spec: zoo.ModelSpec
+    image: np.ndarray  # (H, W, 3) uint8 as uploaded, upright
+    image_bytes: bytes
+    trace: Trace
+
+
+@dataclass
+class CurrentModel:
+    """The chosen model alone, for pages that need no image."""
+
+    name: str
+    model: VisionTransformer
+    spec: zoo.ModelSpec
+
+
+def current_model() -> CurrentModel:
+    """The sidebar's model; on a load error show one sentence and stop the page."""
+    name = model_name()
+    try:
+        model, spec = cached_model(name)
+    except zoo.ModelLoadError as err:
+        st.error(tr("error.model", message=str(err)))
+        st.stop()
+    return CurrentModel(name, model, spec)
+
+
+def current(need_image: bool = True) -> Current | None:
+    """Load what the sidebar chose; on a user error show one sentence and stop the page."""
+    chosen = current_model()
+    name, model, spec = chosen.name, chosen.model, chosen.spec
+    if not spec.trained:
+        st.sidebar.warning(tr("sidebar.untrained"))
+    data = image_bytes()
+    if data is None:
+        if need_image:
+            st.info(tr("sidebar.upload"))
+            st.stop()
+        return None
+    try:
+        array, notes = cached_image(data)
+        trace = cached_trace(name, data)
+    except ImageError as err:
+        st.error(tr("error.image", message=str(err)))
+        st.stop()
+    for note in notes:
+        st.caption(tr("note.image", message=note))
+    return Current(name, model, spec, array, data, trace)
+
+
+# ---------------------------------------------------------------------------------------------
+# Page furniture
+# ---------------------------------------------------------------------------------------------
+
+
+def header(page_key: str, intro_key: str, shape: tuple[int, ...] | str | None = None) -> None:
+    """Title, one explaining paragraph, and the live shape of the tensor at this step."""
+    st.title(tr(page_key))
+    st.markdown(tr(intro_key))
+    if shape is not None:
+        text = shape if isinstance(shape, str) else "(" + ", ".join(map(str, shape)) + ")"
+        st.markdown(f"**{tr('shape.label')}:** `{text}`")
+
+
+def nav(script: str) -> None:
+    """Previous / Next buttons that walk the tour in order."""
+    files = [f for f, _, _ in TOUR]
+    if script not in files:
+        return
+    index = files.index(script)
+    st.divider()
+    left, middle, right = st.columns([1, 2, 1])
+    if index > 0 and left.button(f"← {tr('nav.previous')}", key="nav_prev", width="stretch"):
+        st.session_state["step"] = index - 1
+        st.switch_page(files[index - 1])
+    middle.markdown(
+        f"<div style='text-align:center;padding-top:0.4rem'>{tr('nav.step', index=index, total=len(files) - 1)}</div>",
+        unsafe_allow_html=True,
+    )
+    if index < len(files) - 1 and right.button(f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary"):
+        st.session_state["step"] = index + 1
+        st.switch_page(files[index + 1])
+
+
+def png_bytes(array: np.ndarray) -> bytes:
+    """An (H, W, 3) uint8 array as PNG bytes (for downloads and thumbnails)."""
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def download_npz(label_key: str, file_name: str, key: str, **arrays: np.ndarray) -> None:
+    """A download button for the arrays behind a figure."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
+    st.download_button(tr(label_key), buffer.getvalue(), file_name=file_name, mime="application/octet-stream", key=key)
+
+
+def download_csv(label_key: str, file_name: str, key: str, text: str) -> None:
+    st.download_button(tr(label_key), text.encode(), file_name=file_name, mime="text/csv", key=key)
+
+
+def plotly(fig, key: str | None = None) -> None:  # noqa: ANN001 - a plotly Figure
+    """Show a figure with plotly's PNG export on."""
+    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}})
