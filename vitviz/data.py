@@ -10,7 +10,6 @@ import hashlib
 import io
 import logging
 import os
-import struct
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from torch import Tensor
 
 from vitviz.config import CIFAR10_CLASSES, Preprocess
+from vitviz.i18n import DEFAULT_LANGUAGE, t
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,20 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".ti
 
 
 class ImageError(ValueError):
-    """An image could not be used; the message is one sentence a user can act on."""
+    """An image could not be used; the message is one sentence a user can act on.
+
+    Attributes:
+        key: the i18n key of the sentence (vitviz.i18n), so the app can show it in Korean too.
+        values: the values that fill the sentence's fields.
+    """
+
+    def __init__(self, key: str, **values: object) -> None:
+        self.key = key
+        self.values = values
+        super().__init__(t(key, **values))
+
+    def sentence(self, lang: str) -> str:
+        return t(self.key, lang, **self.values)
 
 
 def _composite(image: Image.Image, background: tuple[int, int, int] = (255, 255, 255)) -> Image.Image:
@@ -55,8 +68,8 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
     """Decode an uploaded file into an upright 8-bit RGB image.
 
     Transparent images (RGBA, LA, palette with transparency) are composited on white.
-    Animated images give their first frame. Notes about such changes are listed in
-    ``image.info["vitviz.notes"]`` so the app can tell the user.
+    Animated images give their first frame. Notes about such changes are kept in
+    ``image.info["vitviz.notes"]``; ``image_notes(image, lang)`` gives them as sentences.
 
     Args:
         data: the file's bytes.
@@ -69,71 +82,63 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
         ImageError: with a sentence that says what is wrong and what to do.
     """
     if not data:
-        raise ImageError("The file is empty: choose an image file such as a JPEG or PNG.")
-    notes: list[str] = []
+        raise ImageError("image.empty")
+    limit = round(max_pixels / 1e6)
+    notes: list[tuple[str, dict[str, object]]] = []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > max_pixels:
-                raise ImageError(
-                    f"The image is {width}x{height} pixels ({width * height / 1e6:.0f} megapixels), "
-                    f"over the limit of {max_pixels / 1e6:.0f} megapixels: resize it and upload it again."
-                )
+                raise ImageError("image.too_large", width=width, height=height, megapixels=round(width * height / 1e6), limit=limit)
             if width < 1 or height < 1:
-                raise ImageError("The image has no pixels: choose another file.")
-            if getattr(image, "n_frames", 1) > 1:
-                notes.append(
-                    f"This is an animated image with {image.n_frames} frames; the first frame is shown."
-                )
+                raise ImageError("image.no_pixels")
+            frames = getattr(image, "n_frames", 1)
+            if frames > 1:
+                notes.append(("image.note.animated", {"frames": frames}))
                 image.seek(0)
             image.load()
     except ImageError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise ImageError(
-            f"The image is too large to open safely (over {max_pixels / 1e6:.0f} megapixels): "
-            "resize it and upload it again."
-        ) from None
+        raise ImageError("image.bomb", limit=limit) from None
     except UnidentifiedImageError:
-        raise ImageError(
-            "This file is not an image that can be read: upload a JPEG, PNG, WebP, GIF, BMP or TIFF."
-        ) from None
-    except (OSError, SyntaxError, ValueError, EOFError, IndexError, TypeError, struct.error) as err:
+        raise ImageError("image.unknown") from None
+    except Exception as err:  # noqa: BLE001 - any decoder failure on user bytes means a bad file
         log.info("image decode failed: %r", err)
-        raise ImageError(
-            "The image file is damaged or incomplete: open it in an image viewer, save it again, "
-            "and upload the new file."
-        ) from None
+        raise ImageError("image.damaged") from None
     try:
         image = ImageOps.exif_transpose(image) or image
-    except Exception as err:  # a broken EXIF block must not stop an otherwise good image
+    except Exception as err:  # noqa: BLE001 - a broken EXIF block must not stop a good image
         log.info("EXIF orientation ignored: %r", err)
-        notes.append("The photo's orientation tag could not be read, so it is shown as stored.")
+        notes.append(("image.note.exif", {}))
     try:
+        if image.mode in _TRANSPARENT_MODES or "transparency" in image.info:
+            notes.append(("image.note.transparent", {}))
         image = _to_rgb(image)
-    except (OSError, ValueError) as err:
+    except Exception as err:  # noqa: BLE001 - as above: the file's colour data is unusable
         log.info("colour conversion failed: %r", err)
-        raise ImageError(
-            "The image's colour format could not be converted to RGB: save it as a JPEG or PNG and try again."
-        ) from None
+        raise ImageError("image.colour") from None
     image.info[NOTES_KEY] = notes
     return image
+
+
+_TRANSPARENT_MODES = ("RGBA", "LA", "PA", "La", "RGBa")
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:
     mode = image.mode
     if mode in ("I;16", "I;16B", "I;16L", "I;16N", "I", "F"):
         return _to_8bit(image).convert("RGB")
-    if mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in image.info:
+    if mode in _TRANSPARENT_MODES or "transparency" in image.info:
         return _composite(image)
     return image.convert("RGB") if mode != "RGB" else image
 
 
-def image_notes(image: Image.Image) -> list[str]:
+def image_notes(image: Image.Image, lang: str = DEFAULT_LANGUAGE) -> list[str]:
     """What load_image changed about the image, as sentences for the user."""
-    return list(image.info.get(NOTES_KEY, []))
+    return [t(key, lang, **values) for key, values in image.info.get(NOTES_KEY, [])]
 
 
 _RESAMPLE = {

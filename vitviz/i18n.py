@@ -27,6 +27,7 @@ TEXT: dict[str, dict[str, str]] = {
     "sidebar.source.cifar": {"en": "CIFAR-10 test image", "ko": "CIFAR-10 테스트 이미지"},
     "sidebar.sample": {"en": "Photo", "ko": "사진"},
     "sidebar.upload": {"en": "Upload an image", "ko": "이미지 업로드"},
+    "sidebar.upload_limit": {"en": "Up to {limit} MB; nothing you upload is stored.", "ko": "{limit} MB까지 올릴 수 있고, 올린 파일은 저장되지 않습니다."},
     "sidebar.cifar_class": {"en": "Class", "ko": "클래스"},
     "sidebar.cifar_index": {"en": "Index within the class", "ko": "클래스 안의 번호"},
     "sidebar.no_cifar": {
@@ -47,12 +48,46 @@ TEXT: dict[str, dict[str, str]] = {
     "download.csv": {"en": "Download the data (CSV)", "ko": "데이터 내려받기 (CSV)"},
     "download.npz": {"en": "Download the arrays (NPZ)", "ko": "배열 내려받기 (NPZ)"},
     "error.model": {"en": "The model could not be loaded: {message}", "ko": "모델을 불러오지 못했습니다: {message}"},
-    "error.image": {"en": "{message}", "ko": "이미지를 쓸 수 없습니다. {message}"},
     "error.upload_too_large": {
         "en": "The file is larger than the {limit} MB upload limit: resize or compress it and try again.",
         "ko": "파일이 업로드 한도 {limit} MB보다 큽니다. 크기를 줄이거나 압축해서 다시 올려 주세요.",
     },
     "note.image": {"en": "Note: {message}", "ko": "참고: {message}"},
+    # ---- images a user gives (vitviz.data.load_image) ----------------------------------------
+    "image.empty": {"en": "The file is empty: choose an image file such as a JPEG or PNG.", "ko": "빈 파일입니다. JPEG나 PNG 같은 이미지 파일을 골라 주세요."},
+    "image.unknown": {
+        "en": "This file is not an image that can be read: upload a JPEG, PNG, WebP, GIF, BMP or TIFF.",
+        "ko": "읽을 수 있는 이미지 파일이 아닙니다. JPEG, PNG, WebP, GIF, BMP, TIFF 파일을 올려 주세요.",
+    },
+    "image.damaged": {
+        "en": "The image file is damaged or incomplete: open it in an image viewer, save it again, and upload the new file.",
+        "ko": "이미지 파일이 손상되었거나 일부가 잘렸습니다. 이미지 뷰어로 열어 다시 저장한 뒤 새 파일을 올려 주세요.",
+    },
+    "image.too_large": {
+        "en": "The image is {width}x{height} pixels ({megapixels} megapixels), over the limit of {limit} megapixels: resize it and upload it again.",
+        "ko": "이미지가 {width}x{height} 픽셀({megapixels} 메가픽셀)로 한도 {limit} 메가픽셀을 넘습니다. 크기를 줄여 다시 올려 주세요.",
+    },
+    "image.bomb": {
+        "en": "The image is too large to open safely (over {limit} megapixels): resize it and upload it again.",
+        "ko": "이미지가 너무 커서 안전하게 열 수 없습니다({limit} 메가픽셀 초과). 크기를 줄여 다시 올려 주세요.",
+    },
+    "image.no_pixels": {"en": "The image has no pixels: choose another file.", "ko": "이미지에 픽셀이 없습니다. 다른 파일을 골라 주세요."},
+    "image.colour": {
+        "en": "The image's colour format could not be converted to RGB: save it as a JPEG or PNG and try again.",
+        "ko": "이미지의 색 형식을 RGB로 바꿀 수 없습니다. JPEG나 PNG로 저장해서 다시 시도해 주세요.",
+    },
+    "image.note.animated": {
+        "en": "This is an animated image with {frames} frames; the first frame is shown.",
+        "ko": "프레임이 {frames}개인 움직이는 이미지입니다. 첫 프레임을 보여 줍니다.",
+    },
+    "image.note.exif": {
+        "en": "The photo's orientation tag could not be read, so it is shown as stored.",
+        "ko": "사진의 방향 정보를 읽을 수 없어 저장된 그대로 보여 줍니다.",
+    },
+    "image.note.transparent": {
+        "en": "Transparent areas are shown on a white background.",
+        "ko": "투명한 부분은 흰 배경 위에 보여 줍니다.",
+    },
     # ---- page titles (navigation) -----------------------------------------------------------
     "page.home": {"en": "Overview", "ko": "전체 흐름"},
     "page.input": {"en": "1. Image to input", "ko": "1. 이미지에서 입력으로"},
@@ -799,6 +834,146 @@ TEXT: dict[str, dict[str, str]] = {
     },
     # (end of 8. model card)
     # ---- lab: misclassification ----
+    "mistakes.intro": {
+        "en": (
+            "The model runs once over every CIFAR-10 test image; here are the images it gets wrong. The confusion "
+            "matrix shows which classes it mixes up; the gallery shows the mistakes themselves, the most confident "
+            "first. Pick one to see where the model looked for the class it chose and for the true class, and after "
+            "which block the true class lost."
+        ),
+        "ko": (
+            "모델이 CIFAR-10 테스트 이미지 전체를 한 번 훑고, 여기서는 틀린 이미지를 모아 봅니다. 혼동 행렬은 어떤 클래스끼리 "
+            "헷갈리는지, 갤러리는 틀린 이미지 자체를 확신이 높은 것부터 보여 줍니다. 하나를 고르면 모델이 고른 클래스와 정답 "
+            "클래스를 찾으려고 각각 어디를 봤는지, 그리고 정답 클래스가 몇 번째 블록에서 밀려났는지 볼 수 있습니다."
+        ),
+    },
+    "mistakes.data_dir": {"en": "Test images (ImageFolder or CIFAR-10 folder)", "ko": "테스트 이미지 (ImageFolder 또는 CIFAR-10 폴더)"},
+    "mistakes.data_dir_help": {
+        "en": "A folder with one subfolder of images per class (root/test/<class>/ or root/<class>/), or torchvision's CIFAR-10 folder.",
+        "ko": "클래스마다 이미지 하위 폴더가 하나씩 있는 폴더(root/test/<class>/ 또는 root/<class>/), 또는 torchvision의 CIFAR-10 폴더입니다.",
+    },
+    "mistakes.no_data": {
+        "en": (
+            "No test images at `{folder}`: enter the folder of an ImageFolder copy of CIFAR-10 (such as "
+            "../shared/data/cifar10-jpeg), or, with a network, download CIFAR-10 there with the button below (about 170 MB)."
+        ),
+        "ko": (
+            "`{folder}`에 테스트 이미지가 없습니다. CIFAR-10 ImageFolder 사본의 폴더(예: ../shared/data/cifar10-jpeg)를 "
+            "입력하거나, 네트워크가 된다면 아래 버튼으로 그곳에 CIFAR-10을 내려받으세요(약 170 MB)."
+        ),
+    },
+    "mistakes.download": {"en": "Download CIFAR-10 with torchvision", "ko": "torchvision으로 CIFAR-10 내려받기"},
+    "mistakes.downloading": {"en": "Downloading CIFAR-10…", "ko": "CIFAR-10을 내려받는 중…"},
+    "mistakes.download_failed": {"en": "The download did not work: {message}", "ko": "내려받지 못했습니다: {message}"},
+    "mistakes.loading": {"en": "Reading the test images…", "ko": "테스트 이미지를 읽는 중…"},
+    "mistakes.evaluating": {"en": "Running the model over the test images: {done} of {total}", "ko": "테스트 이미지에 모델을 실행하는 중: {total}장 중 {done}장"},
+    "mistakes.mismatch": {
+        "en": "This lab needs a model that predicts the dataset's classes. {message}",
+        "ko": "이 실험실에는 데이터셋의 클래스를 예측하는 모델이 필요합니다. {message}",
+    },
+    "mistakes.accuracy": {"en": "Test accuracy", "ko": "테스트 정확도"},
+    "mistakes.misclassified": {"en": "Misclassified", "ko": "틀린 이미지"},
+    "mistakes.of": {"en": "{m} of {n}", "ko": "{n}장 중 {m}장"},
+    "mistakes.speed": {"en": "Evaluation speed", "ko": "평가 속도"},
+    "mistakes.speed_value": {"en": "{speed} images/s", "ko": "초당 {speed}장"},
+    "mistakes.per_class_title": {"en": "Accuracy per true class", "ko": "정답 클래스별 정확도"},
+    "mistakes.confusion_title": {"en": "Confusion matrix (click a cell to see its images)", "ko": "혼동 행렬 (칸을 누르면 그 이미지를 봅니다)"},
+    "mistakes.axis_true": {"en": "True class", "ko": "정답 클래스"},
+    "mistakes.axis_predicted": {"en": "Predicted class", "ko": "예측 클래스"},
+    "mistakes.filters": {"en": "Which images?", "ko": "어떤 이미지를 볼까요?"},
+    "mistakes.filter_true": {"en": "True class", "ko": "정답 클래스"},
+    "mistakes.filter_predicted": {"en": "Predicted class", "ko": "예측 클래스"},
+    "mistakes.any": {"en": "(any)", "ko": "(전체)"},
+    "mistakes.confidence": {"en": "Confidence (probability of the predicted class)", "ko": "확신도 (예측 클래스의 확률)"},
+    "mistakes.confident_only": {"en": "Only confidently wrong", "ko": "확신하고 틀린 것만"},
+    "mistakes.threshold": {"en": "Top probability above", "ko": "최고 확률이 이 값보다 큼"},
+    "mistakes.count": {"en": "{m} images match.", "ko": "조건에 맞는 이미지는 {m}장입니다."},
+    "mistakes.correct_cell": {
+        "en": "This is a cell on the diagonal: these images are classified correctly as '{name}'.",
+        "ko": "대각선 위의 칸입니다. 이 이미지들은 '{name}'(으)로 올바르게 분류되었습니다.",
+    },
+    "mistakes.none": {
+        "en": "No image matches these filters: widen the confidence range or choose other classes.",
+        "ko": "조건에 맞는 이미지가 없습니다. 확신도 범위를 넓히거나 다른 클래스를 고르세요.",
+    },
+    "mistakes.gallery": {"en": "Gallery", "ko": "갤러리"},
+    "mistakes.page": {"en": "Page", "ko": "페이지"},
+    "mistakes.page_of": {
+        "en": "Page {page} of {pages}: images {start}–{stop} of {count}, most confident first.",
+        "ko": "{pages}쪽 중 {page}쪽: {count}장 중 {start}–{stop}번째, 확신이 높은 것부터.",
+    },
+    "mistakes.caption": {"en": "#{n} {true} → {predicted} ({confidence})", "ko": "#{n} {true} → {predicted} ({confidence})"},
+    "mistakes.detail": {"en": "One image up close", "ko": "이미지 하나 자세히 보기"},
+    "mistakes.choose": {"en": "Image number (#) in the list above", "ko": "위 목록의 이미지 번호 (#)"},
+    "mistakes.verdict": {
+        "en": "`{file}`: true class **{true}**, predicted **{predicted}** with probability {confidence}.",
+        "ko": "`{file}`: 정답 클래스 **{true}**, 예측 **{predicted}** (확률 {confidence}).",
+    },
+    "mistakes.top5_title": {"en": "Top 5 classes (red: the true class)", "ko": "상위 5개 클래스 (빨간색: 정답 클래스)"},
+    "mistakes.true_rank": {
+        "en": "The true class '{name}' is number {rank} of {k} in the final prediction.",
+        "ko": "정답 클래스 '{name}'는 최종 예측에서 {k}개 중 {rank}위입니다.",
+    },
+    "mistakes.maps_title": {"en": "Where did the model look for each class?", "ko": "모델은 각 클래스를 찾으려고 어디를 봤을까?"},
+    "mistakes.maps_intro": {
+        "en": (
+            "Gradient-weighted attention rollout (Chefer et al. 2021): every block's attention is weighted by how much "
+            "it raises the class's logit, only the links that push towards the class are kept, and the blocks are "
+            "chained as in attention rollout. Left: the patches that support the class the model chose; right: those "
+            "that support the true class."
+        ),
+        "ko": (
+            "Gradient 가중 attention rollout (Chefer 외, 2021): 블록마다 어텐션에 그 클래스의 logit을 얼마나 올리는지를 "
+            "곱해 클래스 쪽으로 미는 연결만 남기고, attention rollout처럼 블록을 이어 곱합니다. 왼쪽은 모델이 고른 클래스를, "
+            "오른쪽은 정답 클래스를 뒷받침하는 패치입니다."
+        ),
+    },
+    "mistakes.maps_no_cls": {
+        "en": "This model has no [CLS] token, so the maps follow the average of the patch tokens, which is what its head reads.",
+        "ko": "이 모델에는 [CLS] 토큰이 없으므로, 지도는 head가 읽는 패치 토큰의 평균을 따라갑니다.",
+    },
+    "mistakes.map_predicted": {"en": "For the predicted class '{name}'", "ko": "예측 클래스 '{name}'"},
+    "mistakes.map_true": {"en": "For the true class '{name}'", "ko": "정답 클래스 '{name}'"},
+    "mistakes.lens_title": {"en": "When did the true class lose?", "ko": "정답 클래스는 언제 밀려났을까?"},
+    "mistakes.lens_intro": {
+        "en": (
+            "The logit lens: the final LayerNorm and the head read the residual stream after every block "
+            "(0: the embeddings, before any block). The two lines follow the true and the predicted class; "
+            "hover to see their ranks."
+        ),
+        "ko": (
+            "Logit lens: 블록마다 그 뒤의 residual stream에 마지막 LayerNorm과 head를 적용해 봅니다(0: 블록을 지나기 전의 "
+            "임베딩). 두 선은 정답 클래스와 예측 클래스를 따라가며, 마우스를 올리면 순위가 보입니다."
+        ),
+    },
+    "mistakes.lens_chart": {"en": "Probability of the true and the predicted class after each block", "ko": "각 블록 뒤 정답 클래스와 예측 클래스의 확률"},
+    "mistakes.x_block": {"en": "Block (0 = embeddings)", "ko": "블록 (0 = 임베딩)"},
+    "mistakes.y_prob": {"en": "Probability", "ko": "확률"},
+    "mistakes.series_true": {"en": "true: {name}", "ko": "정답: {name}"},
+    "mistakes.series_predicted": {"en": "predicted: {name}", "ko": "예측: {name}"},
+    "mistakes.hover": {"en": "block {block}: rank of {true} {rank_true}, of {predicted} {rank_predicted}", "ko": "블록 {block}: {true} {rank_true}위, {predicted} {rank_predicted}위"},
+    "mistakes.lost_at": {
+        "en": "'{name}' was the top answer after block {block} and lost the lead in block {next}.",
+        "ko": "'{name}'는 블록 {block} 뒤에는 1위였다가 블록 {next}에서 1위를 내주었습니다.",
+    },
+    "mistakes.lost_at_embed": {
+        "en": "'{name}' was the top answer of the embeddings alone and lost the lead in block 1.",
+        "ko": "'{name}'는 임베딩만 읽었을 때는 1위였다가 블록 1에서 1위를 내주었습니다.",
+    },
+    "mistakes.never_top": {
+        "en": "'{name}' was never the top answer, after any block.",
+        "ko": "'{name}'는 어느 블록 뒤에서도 1위가 된 적이 없습니다.",
+    },
+    "mistakes.open_tour": {"en": "Open in the tour", "ko": "둘러보기에서 열기"},
+    "mistakes.open_tour_help": {
+        "en": "Make this test image the sidebar's image and go to the overview.",
+        "ko": "이 테스트 이미지를 사이드바의 이미지로 정하고 전체 흐름 페이지로 갑니다.",
+    },
+    "mistakes.no_tour": {
+        "en": "Only images read from class folders can be opened in the tour.",
+        "ko": "클래스 폴더에서 읽은 이미지만 둘러보기에서 열 수 있습니다.",
+    },
+    "mistakes.download_csv": {"en": "Download the filtered list (CSV)", "ko": "걸러 낸 목록 내려받기 (CSV)"},
     # (end of lab: misclassification)
 }
 

@@ -24,6 +24,7 @@ from vitviz import analysis
 from vitviz import data as vdata
 from vitviz import zoo
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
+from vitviz.evaluate import EvalResult, evaluate
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
 from vitviz.model import VisionTransformer
 from vitviz.trace import Trace
@@ -103,17 +104,58 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
-def cached_image(image_bytes: bytes) -> tuple[np.ndarray, list[str]]:
-    """The decoded upload as an (H, W, 3) uint8 array, and load_image's notes."""
+def cached_image(image_bytes: bytes, language: str) -> tuple[np.ndarray, list[str]]:
+    """The decoded upload as an (H, W, 3) uint8 array, and load_image's notes in a language."""
     image = load_image(image_bytes)
-    return np.asarray(image), image_notes(image)
+    return np.asarray(image), image_notes(image, language)
+
+
+def cifar_root() -> str | None:
+    """The CIFAR-10 test ImageFolder: the misclassification lab's folder (session state
+    "lab_data_dir") when it is one, else one found on this machine."""
+    chosen = str(st.session_state.get("lab_data_dir") or "").strip()
+    return (_image_folder(chosen) if chosen else None) or _found_cifar_root()
 
 
 @st.cache_data(max_entries=4, ttl=600, show_spinner=False)
-def cifar_root() -> str | None:
-    """The CIFAR-10 test ImageFolder, if one is on this machine."""
+def _found_cifar_root() -> str | None:
     folder = vdata.find_cifar_test_folder()
     return str(folder) if folder else None
+
+
+@st.cache_data(max_entries=8, ttl=600, show_spinner=False)
+def _image_folder(root: str) -> str | None:
+    path = Path(root).expanduser()
+    folder = vdata.find_image_folder(path, "test") if path.is_dir() else None
+    return str(folder) if folder else None
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def cached_test_set(root: str) -> vdata.ImageSet:
+    """The lab's test images in memory, keyed by folder (read-only; shared by every session)."""
+    return vdata.load_split(root, "test", download=False)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_evaluation(model_name: str, root: str) -> EvalResult:
+    """Every test image's class probabilities, keyed by (model name, data folder) (read-only).
+
+    The first call shows a progress bar while the model runs (or reads evaluate's disk cache);
+    the bar is made and emptied inside this function, so a cache hit replays nothing visible.
+
+    Raises:
+        ValueError: the model does not predict the dataset's classes (a sentence to show).
+    """
+    model, _ = cached_model(model_name)
+    data = cached_test_set(root)
+    holder = st.empty()
+    try:
+        return evaluate(
+            model, data, name=model_name,
+            progress=lambda done, total: holder.progress(done / max(total, 1), text=tr("mistakes.evaluating", done=done, total=total)),
+        )  # fmt: skip
+    finally:
+        holder.empty()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,6 +256,7 @@ def sidebar() -> None:
         set_param("cifar", None)
     elif source == "upload":
         upload = side.file_uploader(tr("sidebar.upload"), type=None, key="upload")
+        side.caption(tr("sidebar.upload_limit", limit=st.get_option("server.maxUploadSize")))
         if upload is not None:
             st.session_state["upload_bytes"] = upload.getvalue()
         set_param("sample", None)
@@ -317,10 +360,10 @@ def current(need_image: bool = True) -> Current | None:
             st.stop()
         return None
     try:
-        array, notes = cached_image(data)
+        array, notes = cached_image(data, lang())
         trace = cached_trace(name, data)
     except ImageError as err:
-        st.error(tr("error.image", message=str(err)))
+        st.error(err.sentence(lang()))
         st.stop()
     for note in notes:
         st.caption(tr("note.image", message=note))

@@ -1,0 +1,96 @@
+"""The bad (and awkward) image files the project tries, each built in memory.
+
+Used by tests/test_bad_inputs.py, and by ``python -m tests.bad_inputs`` to print the table in
+docs/bad-inputs.md (a test checks that the table says what load_image really answers).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import numpy as np
+from PIL import Image
+
+
+def _encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **kwargs)
+    return buffer.getvalue()
+
+
+def _noise(size=(64, 48)) -> Image.Image:
+    rng = np.random.default_rng(0)
+    return Image.fromarray(rng.integers(0, 255, (size[1], size[0], 3), dtype=np.uint8))
+
+
+def _animated(fmt: str) -> bytes:
+    frames = [Image.new("RGB", (16, 16), c) for c in ((255, 0, 0), (0, 0, 255), (0, 255, 0))]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, fmt, save_all=True, append_images=frames[1:], duration=100, loop=0)
+    return buffer.getvalue()
+
+
+def _exif_rotated() -> bytes:
+    exif = Image.Exif()
+    exif[0x0112] = 6  # "rotate 90 degrees clockwise to display"
+    return _encode(Image.new("RGB", (40, 100), (10, 200, 10)), "JPEG", exif=exif.tobytes())
+
+
+def _palette_transparent() -> bytes:
+    image = Image.new("P", (8, 8), 0)
+    image.putpalette([0, 0, 0, 255, 0, 0] + [0, 0, 0] * 254)
+    return _encode(image, "PNG", transparency=0)
+
+
+def _truncated(fmt: str) -> bytes:
+    data = _encode(_noise(), fmt)
+    return data[: len(data) // 2]
+
+
+# (what the user uploads, how to make it, whether it is accepted)
+CASES: list[tuple[str, Callable[[], bytes], bool]] = [
+    ("an empty file", lambda: b"", False),
+    ("a text file renamed .png", lambda: b"These are my notes for Monday.\n", False),
+    ("a PDF renamed .png", lambda: b"%PDF-1.7\n1 0 obj << /Type /Catalog >> endobj\n%%EOF\n", False),
+    ("an unknown format (a ZIP archive)", lambda: b"PK\x03\x04" + bytes(60), False),
+    ("a truncated JPEG", lambda: _truncated("JPEG"), False),
+    ("a truncated PNG", lambda: _truncated("PNG"), False),
+    ("a decompression bomb (20000x20000 PNG)", lambda: _encode(Image.new("1", (20000, 20000)), "PNG"), False),
+    ("an animated GIF", lambda: _animated("GIF"), True),
+    ("an animated WebP", lambda: _animated("WEBP"), True),
+    ("a 16-bit PNG", lambda: _encode(Image.fromarray(np.linspace(0, 65535, 64, dtype=np.uint16).reshape(8, 8)), "PNG"), True),
+    ("a CMYK JPEG", lambda: _encode(Image.new("CMYK", (16, 16), (0, 200, 200, 0)), "JPEG"), True),
+    ("a palette PNG with transparency", _palette_transparent, True),
+    ("a grayscale JPEG", lambda: _encode(Image.new("L", (16, 16), 90), "JPEG"), True),
+    ("an RGBA PNG (half transparent)", lambda: _encode(Image.new("RGBA", (16, 16), (255, 0, 0, 128)), "PNG"), True),
+    ("an LA PNG (grey + alpha)", lambda: _encode(Image.new("LA", (16, 16), (0, 0)), "PNG"), True),
+    ("a 1x1 image", lambda: _encode(Image.new("RGB", (1, 1), (9, 9, 9)), "PNG"), True),
+    ("a 10000x20 strip", lambda: _encode(Image.new("RGB", (10000, 20), (5, 5, 200)), "PNG"), True),
+    ("a photo with an EXIF rotation", _exif_rotated, True),
+]
+
+
+def outcome(data: bytes, lang: str = "en") -> str:
+    """What the user sees: the error sentence, or what happened to an accepted image."""
+    from vitviz.data import ImageError, image_notes, load_image
+
+    try:
+        image = load_image(data)
+    except ImageError as err:
+        return err.sentence(lang)
+    notes = " ".join(image_notes(image, lang))
+    return f"{image.width}x{image.height} RGB" + (f"; {notes}" if notes else "")
+
+
+def table() -> str:
+    """The markdown table of docs/bad-inputs.md."""
+    rows = ["| upload | accepted | what the user sees | 한국어 화면 |", "|---|---|---|---|"]
+    for name, make, accepted in CASES:
+        data = make()
+        rows.append(f"| {name} | {'yes' if accepted else 'no'} | {outcome(data)} | {outcome(data, 'ko')} |")
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    print(table(), end="")
