@@ -1,0 +1,95 @@
+"""Step 3: one patch as a vector of P*P*C numbers, and its linear projection to a D-dim token."""
+
+import streamlit as st
+
+from vitviz import analysis, plots, ui
+from vitviz.data import denormalize
+from vitviz.patches import ROUTE_TOLERANCE, compare_routes
+
+cur = ui.current()
+config = cur.model.config
+trace = cur.trace
+p, chans, dim = config.patch_size, config.in_chans, config.embed_dim
+length = chans * p * p
+grid_h, grid_w = trace.grid_size
+count = grid_h * grid_w
+names = ["R", "G", "B"] if chans == 3 else [f"c{c}" for c in range(chans)]
+ui.header(
+    "page.vectors", "vectors.intro",
+    shape=f"patch_tokens {tuple(trace.patch_tokens.shape)}  ·  x_p: {chans} x {p} x {p} = {length}",
+)  # fmt: skip
+
+
+def _pick_patch() -> None:
+    """A click on the patch grid chooses the patch (runs before the page, so the selectbox follows)."""
+    index = analysis.patch_from_selection(st.session_state.get("vectors_grid"), count)
+    if index is not None:
+        st.session_state["patch"] = index
+
+
+ui.int_choice("patch", (grid_h // 2) * grid_w + grid_w // 2, 0, count - 1)  # a new model may have fewer patches
+left, right = st.columns([2, 3])
+with right:
+    index = st.selectbox(
+        ui.tr("vectors.choose"), list(range(count)), key="patch",
+        format_func=lambda i: ui.tr("vectors.patch_option", index=i, row=i // grid_w, col=i % grid_w),
+    )  # fmt: skip
+model_input = denormalize(trace.pixels[0], config.preprocess)
+left.plotly_chart(
+    plots.patch_grid(model_input, p, highlight=index, title=ui.tr("vectors.grid"), numbers=count <= 64, height=400),
+    width="stretch", key="vectors_grid", on_select=_pick_patch, selection_mode="points",
+)  # fmt: skip
+
+vector = trace.patches[0, index].numpy()  # (C*P*P,) in (c p1 p2) order
+titles = [f"c = {c} ({name}): {c * p * p}-{(c + 1) * p * p - 1}" for c, name in enumerate(names)]
+right.plotly_chart(
+    plots.patch_planes(vector, p, chans, titles, title=ui.tr("vectors.planes", index=index, p=p)),
+    width="stretch", key="vectors_planes",
+)  # fmt: skip
+right.caption(ui.tr("vectors.planes_note"))
+st.plotly_chart(
+    plots.vector_bars(vector, segment=p * p, names=names, title=ui.tr("vectors.flat", length=length, pp=p * p, p=p),
+                      x_title=ui.tr("vectors.index_axis")),
+    width="stretch", key="vectors_flat",
+)  # fmt: skip
+
+token = trace.patch_tokens[0, index].numpy()  # (D,)
+st.latex(
+    rf"\underbrace{{z_p}}_{{{dim}}} = \underbrace{{W}}_{{{dim} \times {length}}}\;"
+    rf"\underbrace{{x_p}}_{{{length}}} + \underbrace{{b}}_{{{dim}}}"
+)
+st.caption(ui.tr("vectors.formula_note", dim=dim, length=length, p=p))
+st.plotly_chart(
+    plots.vector_bars(token, title=ui.tr("vectors.token", dim=dim), x_title=ui.tr("vectors.token_axis")),
+    width="stretch", key="vectors_token",
+)  # fmt: skip
+ui.download_npz("vectors.download_vector", f"patch_{index}_vector_token.npz", "vectors_npz",
+                patch=index, row=index // grid_w, col=index % grid_w, vector=vector, token=token)  # fmt: skip
+
+st.subheader(ui.tr("vectors.check"))
+st.markdown(ui.tr("vectors.check_intro"))
+proj = cur.model.patch_embed.proj
+differences = compare_routes(trace.pixels, proj.weight, proj.bias)
+st.dataframe(
+    [
+        {ui.tr("vectors.col.route"): name, ui.tr("vectors.col.how"): ui.tr(f"vectors.route.{name}"),
+         ui.tr("vectors.col.diff"): f"{diff:.2e}"}
+        for name, diff in differences.items()
+    ],
+    hide_index=True, width="stretch",
+)  # fmt: skip
+worst = max(differences.values())
+if worst < ROUTE_TOLERANCE:
+    st.success(ui.tr("vectors.check_ok", diff=f"{worst:.1e}", tol=f"{ROUTE_TOLERANCE:.0e}"))
+else:
+    st.error(ui.tr("vectors.check_fail", diff=f"{worst:.1e}", tol=f"{ROUTE_TOLERANCE:.0e}"))
+
+components, ratios = (t.cpu().numpy() for t in analysis.patch_embed_components(proj.weight, k=28))
+st.subheader(ui.tr("vectors.filters", k=len(components)))
+st.markdown(ui.tr("vectors.filters_intro", dim=dim))
+if not cur.spec.trained:
+    st.info(ui.tr("vectors.filters_untrained"))
+st.plotly_chart(plots.component_tiles(components, ratios), width="stretch", key="vectors_components")
+ui.download_npz("vectors.download_components", "patch_embed_components.npz", "vectors_components_npz",
+                components=components, explained_variance_ratio=ratios)  # fmt: skip
+ui.nav("pages/3_vectors.py")

@@ -1,0 +1,89 @@
+"""Step 4: the [CLS] token is prepended and position embeddings are added: (B, N, D) -> (B, N+1, D)."""
+
+import numpy as np
+import streamlit as st
+
+from vitviz import analysis, plots, ui
+
+cur = ui.current()
+config = cur.model.config
+trace = cur.trace
+prefix = trace.num_prefix_tokens
+grid_h, grid_w = trace.grid_size
+count = grid_h * grid_w
+dim = config.embed_dim
+ui.header("page.tokens", "tokens.intro", shape=f"{tuple(trace.patch_tokens.shape)} → {tuple(trace.tokens.shape)}")
+
+st.subheader(ui.tr("tokens.sequence"))
+cls_row = {0: "[CLS]"} if prefix else None
+if not prefix:
+    st.info(ui.tr("tokens.no_cls"))
+left, right = st.columns(2)
+before = plots.token_matrix(trace.patch_tokens[0].numpy(), title=ui.tr("tokens.before", n=count, d=dim))
+after = plots.token_matrix(trace.tokens[0].numpy(), title=ui.tr("tokens.after", t=trace.tokens.shape[1], d=dim), marked=cls_row)
+left.plotly_chart(before, width="stretch", key="tokens_before")
+right.plotly_chart(after, width="stretch", key="tokens_after")
+cls_tex = r"x_\mathrm{class};\; " if prefix else ""
+patches_tex = rf"x_p^1 W;\; x_p^2 W;\; \dots;\; x_p^{{{count}}} W"
+st.latex(r"z_0 = [\," + cls_tex + patches_tex + r"\,] + E_\mathrm{pos}")  # the paper's eq. 1, with our W
+if prefix:
+    st.caption(ui.tr("tokens.formula_note", n=count))
+
+st.subheader(ui.tr("tokens.pos"))
+if config.pos_embed == "sincos2d":
+    st.markdown(ui.tr("tokens.pos_fixed"))
+else:
+    st.markdown(ui.tr("tokens.pos_learned", below=grid_w))
+    if not cur.spec.trained:
+        st.info(ui.tr("tokens.pos_untrained"))
+pos_embed = cur.model.pos_embed.detach()[0].cpu()  # (T, D)
+st.plotly_chart(
+    plots.token_matrix(pos_embed.numpy(), title=ui.tr("tokens.pos_title", t=pos_embed.shape[0], d=dim), marked=cls_row),
+    width="stretch", key="tokens_pos_embed",
+)  # fmt: skip
+
+st.subheader(ui.tr("tokens.similarity"))
+st.markdown(ui.tr("tokens.similarity_intro"))
+similarities = {k: v.numpy() for k, v in analysis.position_similarities(pos_embed, trace.grid_size, prefix).items()}
+
+
+def _pick_position() -> None:
+    """A click on a small map chooses that position (runs before the page, so the selectbox follows)."""
+    index = analysis.patch_from_selection(st.session_state.get("tokens_mosaic"), count)
+    if index is not None:
+        st.session_state["pos"] = index
+
+
+pos = ui.int_choice("pos", (grid_h // 2) * grid_w + grid_w // 2, 0, count - 1)
+left, right = st.columns([3, 2])
+with right:
+    pos = st.selectbox(
+        ui.tr("tokens.choose_pos"), list(range(count)), key="pos",
+        format_func=lambda i: ui.tr("tokens.pos_option", index=i, row=i // grid_w, col=i % grid_w),
+    )  # fmt: skip
+row, col = divmod(pos, grid_w)
+left.plotly_chart(
+    plots.similarity_grid(similarities["model"], title=ui.tr("tokens.mosaic_title", h=grid_h, w=grid_w), selected=pos),
+    width="stretch", key="tokens_mosaic", on_select=_pick_position, selection_mode="points",
+)  # fmt: skip
+large_title = ui.tr("tokens.large_title", index=pos, row=row, col=col)
+right.plotly_chart(
+    plots.similarity_maps(similarities["model"][row, col][None], [large_title], marked=(row, col), height=460),
+    width="stretch", key="tokens_large",
+)  # fmt: skip
+right.caption(ui.tr("tokens.large_note"))
+
+st.subheader(ui.tr("tokens.compare"))
+st.markdown(ui.tr("tokens.compare_intro"))
+own = "tokens.kind.fixed" if config.pos_embed == "sincos2d" else "tokens.kind.learned"
+kinds = {"model": own, "sincos_1d": "tokens.kind.sincos_1d", "sincos_2d": "tokens.kind.sincos_2d"}
+st.plotly_chart(
+    plots.similarity_maps(np.stack([similarities[k][row, col] for k in kinds]), [ui.tr(v) for v in kinds.values()],
+                          marked=(row, col), own_range=True, height=360),
+    width="stretch", key="tokens_compare",
+)  # fmt: skip
+st.caption(ui.tr("tokens.own_range_note"))
+ui.download_npz("tokens.download", "pos_embed_similarity.npz", "tokens_npz", pos_embed=pos_embed.numpy(),
+                similarity=similarities["model"], similarity_sincos_1d=similarities["sincos_1d"],
+                similarity_sincos_2d=similarities["sincos_2d"])  # fmt: skip
+ui.nav("pages/4_tokens.py")
