@@ -1,0 +1,168 @@
+"""Step 6: the encoder block. pre-LN -> MHSA -> residual -> pre-LN -> MLP (GELU) -> residual.
+
+Layers are 0-based in code, in session state and in the URL (layer=0 is blocks[0]) and shown
+1-based to users ("Layer 1"), as on the attention page; the token is the shared "query" key,
+a token index ([CLS], when there is one, is token 0).
+"""
+
+import numpy as np
+import streamlit as st
+
+from vitviz import analysis, plots, ui
+
+cur = ui.current()
+trace, model = cur.trace, cur.model
+depth = trace.depth
+if depth == 0:
+    ui.header("page.block", "block.intro")
+    st.info(ui.tr("block.no_blocks"))
+    ui.nav("pages/6_block.py")
+    st.stop()
+prefix = trace.num_prefix_tokens
+num_tokens = trace.hidden_states[0].shape[1]
+grid_h, grid_w = trace.grid_size
+centre = analysis.patch_index(grid_h // 2, grid_w // 2, trace.grid_size, prefix)
+layer = ui.int_choice("layer", 0, 0, depth - 1)  # 0-based
+query = ui.int_choice("query", centre, 0, num_tokens - 1)  # token index: [CLS] (if any) is 0
+ui.header("page.block", "block.intro", shape=tuple(trace.hidden_states[layer + 1].shape))
+
+KIND = {
+    "input": "stream", "norm1": "norm", "qkv": "attention", "attention": "attention", "attn_proj": "attention",
+    "add1": "add", "norm2": "norm", "fc1": "mlp", "gelu": "mlp", "fc2": "mlp", "add2": "add",
+}  # fmt: skip
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
+def token_label(token: int) -> str:
+    patch = analysis.token_to_patch(token, trace.grid_size, prefix)
+    if patch is None:
+        return ui.tr("block.token_cls", token=token)
+    return ui.tr("block.token_patch", token=token, patch=token - prefix, row=patch[0], col=patch[1])
+
+
+# ---- the diagram ------------------------------------------------------------------------------
+st.subheader(ui.tr("block.diagram"))
+steps = analysis.block_shapes(model, trace)
+boxes = [(ui.tr(f"block.step.{step}"), shape_text(shape), KIND[step]) for step, shape in steps]
+add1, add2 = analysis.BLOCK_STEPS.index("add1"), analysis.BLOCK_STEPS.index("add2")
+left, right = st.columns([1, 1])
+left.plotly_chart(
+    plots.block_diagram(boxes, residuals=[(0, add1), (add1, add2)], title=ui.tr("block.diagram_title", depth=depth)),
+    width="stretch", key="block_diagram",
+)  # fmt: skip
+right.markdown(ui.tr("block.parts", heads=trace.num_heads, hidden=dict(steps)["fc1"][-1], dim=trace.hidden_states[0].shape[-1]))
+
+# ---- one layer, sub-step by sub-step ----------------------------------------------------------
+st.subheader(ui.tr("block.layer_title"))
+c1, c2 = st.columns([2, 1])
+layer = c1.select_slider(
+    ui.tr("block.layer"), options=list(range(depth)), key="layer",
+    format_func=lambda i: ui.tr("block.layer_n", n=i + 1, index=i),
+)  # fmt: skip
+query = c2.number_input(ui.tr("block.token"), min_value=0, max_value=num_tokens - 1, step=1, key="query")
+ui.set_param("layer", layer)
+ui.set_param("query", query)
+c2.caption(token_label(query))
+
+per_layer = analysis.block_statistics(trace)  # (depth,) each, mean over patch tokens
+m1, m2, m3 = st.columns(3)
+m1.metric(ui.tr("block.metric_attn"), f"{float(per_layer['attn_ratio'][layer]):.2f}", help=ui.tr("block.metric_attn_help"))
+m2.metric(ui.tr("block.metric_mlp"), f"{float(per_layer['mlp_ratio'][layer]):.2f}", help=ui.tr("block.metric_mlp_help"))
+m3.metric(ui.tr("block.metric_cosine"), f"{float(per_layer['cosine'][layer]):.3f}", help=ui.tr("block.metric_cosine_help"))
+
+norms = analysis.block_token_norms(model, trace, layer)  # (T,) each
+tokens = np.arange(num_tokens)
+labels = [token_label(i) for i in tokens]
+markers = num_tokens <= 80
+where = ui.tr("block.layer_n", n=layer + 1, index=layer)
+a, b = st.columns(2)
+a.plotly_chart(
+    plots.multi_line(
+        tokens,
+        {
+            ui.tr("block.series.input"): norms["input"].numpy(),
+            ui.tr("block.series.norm1"): norms["norm1"].numpy(),
+            ui.tr("block.series.mid"): norms["mid"].numpy(),
+            ui.tr("block.series.norm2"): norms["norm2"].numpy(),
+        },
+        title=ui.tr("block.norms_title", where=where), x_title=ui.tr("block.x_token"), y_title=ui.tr("block.y_norm"),
+        dashed=(ui.tr("block.series.mid"), ui.tr("block.series.norm2")), markers=markers, hover_text=labels, marked_x=query,
+    ),
+    width="stretch", key="block_token_norms",
+)  # fmt: skip
+b.plotly_chart(
+    plots.multi_line(
+        tokens,
+        {ui.tr("block.series.attn_ratio"): norms["attn_ratio"].numpy(), ui.tr("block.series.mlp_ratio"): norms["mlp_ratio"].numpy()},
+        title=ui.tr("block.ratio_title", where=where), x_title=ui.tr("block.x_token"), y_title=ui.tr("block.y_ratio"),
+        markers=markers, hover_text=labels, marked_x=query,
+    ),
+    width="stretch", key="block_token_ratios",
+)  # fmt: skip
+st.caption(ui.tr("block.norms_caption", dim=trace.hidden_states[0].shape[-1]))
+
+pre = analysis.mlp_preactivations(model, trace, layer, query)  # (mlp_hidden,)
+curves = analysis.activation_curves(min(-4.0, float(pre.min())), max(4.0, float(pre.max())))
+st.plotly_chart(
+    plots.gelu_histogram(
+        curves["x"].numpy(), curves["gelu"].numpy(), curves["relu"].numpy(), pre.numpy(),
+        title=ui.tr("block.gelu_title", token=token_label(query), where=where), x_title=ui.tr("block.gelu_x"),
+        y_title=ui.tr("block.gelu_y"), count_title=ui.tr("block.gelu_count"), values_name=ui.tr("block.gelu_values"),
+    ),
+    width="stretch", key="block_gelu",
+)  # fmt: skip
+st.caption(ui.tr("block.gelu_caption", hidden=pre.numel(), negative=f"{float((pre < 0).float().mean()):.0%}"))
+
+# ---- layer by layer ---------------------------------------------------------------------------
+st.subheader(ui.tr("block.depth_title"))
+st.markdown(ui.tr("block.depth_intro"))
+cls = analysis.block_statistics(trace, token=0) if prefix else None
+x = np.arange(1, depth + 1)
+names = {key: ui.tr(f"block.series.{key}") for key in ("residual_norm", "attn_norm", "mlp_norm", "cosine")}
+colours = {"residual_norm": "#444444", "attn_norm": "#1f77b4", "mlp_norm": "#2ca02c", "cosine": "#9467bd"}
+series, dashed, colour_of = {}, [], {}
+for key in ("residual_norm", "attn_norm", "mlp_norm"):
+    series[names[key]] = per_layer[key].numpy()
+    colour_of[names[key]] = colours[key]
+    if cls is not None:
+        name = f"{names[key]} [CLS]"
+        series[name], colour_of[name] = cls[key].numpy(), colours[key]
+        dashed.append(name)
+cosine = {names["cosine"]: per_layer["cosine"].numpy()}
+if cls is not None:
+    cosine[f"{names['cosine']} [CLS]"] = cls["cosine"].numpy()
+d1, d2 = st.columns(2)
+d1.plotly_chart(
+    plots.multi_line(
+        x, series, title=ui.tr("block.depth_norms_title"), x_title=ui.tr("block.x_layer"), y_title=ui.tr("block.y_norm"),
+        dashed=dashed, colours=colour_of, marked_x=layer + 1,
+    ),
+    width="stretch", key="block_depth_norms",
+)  # fmt: skip
+d2.plotly_chart(
+    plots.multi_line(
+        x, cosine, title=ui.tr("block.depth_cosine_title"), x_title=ui.tr("block.x_layer"), y_title=ui.tr("block.y_cosine"),
+        dashed=[f"{names['cosine']} [CLS]"], colours={names["cosine"]: colours["cosine"], f"{names['cosine']} [CLS]": colours["cosine"]},
+        marked_x=layer + 1,
+    ),
+    width="stretch", key="block_depth_cosine",
+)  # fmt: skip
+st.caption(ui.tr("block.depth_caption") if prefix else ui.tr("block.no_cls"))
+
+# ---- downloads --------------------------------------------------------------------------------
+depth_columns = {"layer": x, **{f"patches_{k}": v.numpy() for k, v in per_layer.items()}}
+if cls is not None:
+    depth_columns.update({f"cls_{k}": v.numpy() for k, v in cls.items()})
+e1, e2 = st.columns(2)
+with e1:
+    ui.download_csv("download.csv", "block_by_layer.csv", "block_depth_csv", plots.columns_csv(depth_columns))
+with e2:
+    ui.download_npz(
+        "download.npz", f"block_layer{layer + 1}.npz", "block_layer_npz",
+        **{f"token_{k}": v.numpy() for k, v in norms.items()}, fc1_preactivations=pre.numpy(), token=np.array(query),
+        **{f"by_layer_{k}": v for k, v in depth_columns.items()},
+    )  # fmt: skip
+ui.nav("pages/6_block.py")

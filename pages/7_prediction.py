@@ -1,0 +1,146 @@
+"""Step 7: the prediction. The head, the top-k classes, the logit lens, and an occlusion test.
+
+The logit lens is indexed by block: 0 is the embedded tokens before any block, l the output of
+layer l (1-based, as on the attention page). Occlusion curves are cached per (model, image, order
+kind, steps) by ui.cached_occlusion.
+"""
+
+import numpy as np
+import streamlit as st
+import torch
+
+from vitviz import analysis, plots, ui
+from vitviz.data import denormalize
+from vitviz.explain import top_k
+
+cur = ui.current()
+trace, model = cur.trace, cur.model
+config = model.config
+if config.num_classes == 0:
+    ui.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
+    st.info(ui.tr("prediction.no_head"))
+    ui.nav("pages/7_prediction.py")
+    st.stop()
+ui.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
+prefix = trace.num_prefix_tokens
+num_classes = config.num_classes
+names = config.class_names
+
+
+def class_name(index: int) -> str:
+    return names[index] if names else ui.tr("prediction.class_n", n=index)
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
+# ---- the head and the top-k classes -----------------------------------------------------------
+st.subheader(ui.tr("prediction.topk_title"))
+sentence = "prediction.head_cls" if config.global_pool == "token" else "prediction.head_avg"
+st.markdown(
+    ui.tr(
+        sentence, tokens=shape_text(tuple(trace.hidden_states[-1].shape)), pre=shape_text(tuple(trace.pre_logits.shape)),
+        weight=shape_text(tuple(model.head.weight.shape)), logits=shape_text(tuple(trace.logits.shape)), n=num_classes,
+    )
+)  # fmt: skip
+max_k = min(20, num_classes)
+k = st.slider(ui.tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, max_k), key="topk")
+ranked = top_k(model, trace.logits, k)
+st.plotly_chart(
+    plots.bars([name for name, _ in ranked], [p for _, p in ranked], title=ui.tr("prediction.topk_chart", k=k), height=90 + 36 * k, highlight=0),
+    width="stretch", key="prediction_topk",
+)  # fmt: skip
+
+# ---- the logit lens ---------------------------------------------------------------------------
+st.subheader(ui.tr("prediction.lens_title"))
+st.markdown(ui.tr("prediction.lens_intro_cls" if config.global_pool == "token" else "prediction.lens_intro_avg"))
+lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, B, K) probabilities
+depth = trace.depth
+blocks = np.arange(depth + 1)
+after = [ui.tr("prediction.after_embed") if i == 0 else ui.tr("prediction.after_layer", n=i) for i in blocks]
+tracked, scores = analysis.logit_lens_tracks(lens, k=min(5, num_classes))  # (k,), (depth + 1, k)
+st.plotly_chart(
+    plots.multi_line(
+        blocks, {class_name(int(c)): scores[:, j].numpy() for j, c in enumerate(tracked)},
+        title=ui.tr("prediction.lens_chart"), x_title=ui.tr("prediction.x_block"), y_title=ui.tr("prediction.y_prob"),
+        percent=True, hover_text=after,
+    ),
+    width="stretch", key="prediction_lens",
+)  # fmt: skip
+top1, top1_prob = analysis.logit_lens_top1(lens)  # (depth + 1,) each
+final_class = int(trace.logits[0].argmax())
+final_rank = analysis.class_rank_by_layer(lens, final_class)[:, 0]  # (depth + 1,)
+st.dataframe(
+    [
+        {
+            ui.tr("prediction.col.after"): after[i],
+            ui.tr("prediction.col.top1"): class_name(int(top1[i])),
+            ui.tr("prediction.col.prob"): f"{float(top1_prob[i]):.1%}",
+            ui.tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]) + 1,
+        }
+        for i in blocks
+    ],
+    hide_index=True, width="stretch", key="prediction_lens_table",
+)  # fmt: skip
+
+# ---- occlusion --------------------------------------------------------------------------------
+st.subheader(ui.tr("prediction.occlusion_title"))
+st.markdown(ui.tr("prediction.occlusion_intro"))
+num_patches = config.num_patches
+steps = analysis.occlusion_steps(model)
+with st.spinner(ui.tr("prediction.occlusion_running")):
+    occlusion = {kind: ui.cached_occlusion(cur.name, cur.image_bytes, kind, steps) for kind in analysis.OCCLUSION_ORDERS}
+counts = analysis.occlusion_counts(num_patches, steps).numpy()  # (steps + 1,)
+fractions = counts / num_patches
+curve_names = {kind: ui.tr(f"prediction.order.{kind}") for kind in analysis.OCCLUSION_ORDERS}
+left, right = st.columns([3, 2])
+left.plotly_chart(
+    plots.multi_line(
+        fractions, {curve_names[kind]: curve for kind, (_, curve) in occlusion.items()},
+        title=ui.tr("prediction.occlusion_chart", name=class_name(final_class)), x_title=ui.tr("prediction.x_hidden"),
+        y_title=ui.tr("prediction.y_prob"), percent=True, x_percent=True,
+        colours={curve_names["rollout"]: "#d62728", curve_names["random"]: "#7f7f7f"},
+        hover_text=[ui.tr("prediction.hidden_n", n=int(c), total=num_patches) for c in counts],
+    ),
+    width="stretch", key="prediction_occlusion",
+)  # fmt: skip
+model_input = denormalize(trace.pixels[0], config.preprocess)
+rollout = analysis.rollout_map(trace)[0].numpy()  # (grid_h, grid_w)
+right.plotly_chart(
+    plots.heatmap_overlay(model_input, rollout, title=ui.tr("prediction.rollout_title"), height=360),
+    width="stretch", key="prediction_rollout",
+)  # fmt: skip
+st.caption(ui.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
+
+rollout_order = torch.as_tensor(occlusion["rollout"][0])
+shown = sorted({round(steps * f) for f in (0.0, 0.25, 0.5, 0.75)})
+masks = analysis.occlusion_masks(rollout_order, steps)[shown]  # (len(shown), N)
+occluded = analysis.occlude(trace.pixels, masks, config.patch_size)  # (len(shown), C, H, W)
+curve = occlusion["rollout"][1]
+st.plotly_chart(
+    plots.image_row(
+        [denormalize(image, config.preprocess) for image in occluded],
+        [ui.tr("prediction.occluded_n", n=int(counts[s]), p=f"{float(curve[s]):.1%}") for s in shown],
+    ),
+    width="stretch", key="prediction_occluded",
+)  # fmt: skip
+
+# ---- downloads --------------------------------------------------------------------------------
+lens_columns = {"block": blocks, "after": after, **{f"{c} {class_name(c)}": lens[:, 0, c].numpy() for c in range(num_classes)}}
+occlusion_columns = {
+    "hidden_patches": counts, "hidden_fraction": fractions,
+    **{f"probability_{kind}": curve for kind, (_, curve) in occlusion.items()},
+}  # fmt: skip
+d1, d2, d3 = st.columns(3)
+with d1:
+    ui.download_csv("prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", plots.columns_csv(lens_columns))
+with d2:
+    ui.download_csv("prediction.download_occlusion", "occlusion.csv", "prediction_occlusion_csv", plots.columns_csv(occlusion_columns))
+with d3:
+    ui.download_npz(
+        "download.npz", "prediction.npz", "prediction_npz", logits=trace.logits[0].numpy(), logit_lens=lens[:, 0].numpy(),
+        occlusion_counts=counts, **{f"occlusion_{kind}": curve for kind, (_, curve) in occlusion.items()},
+        **{f"order_{kind}": order for kind, (order, _) in occlusion.items()},
+    )  # fmt: skip
+ui.nav("pages/7_prediction.py")
