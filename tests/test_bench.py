@@ -1,0 +1,150 @@
+"""The benchmark: its helpers on tiny models, and one --quick run end to end (no timed assertions)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from vitviz import bench
+from vitviz.config import ViTConfig
+from vitviz.convert import from_hf, from_timm
+
+REPO = Path(__file__).resolve().parents[1]
+RATIOS = (
+    "explain_over_forward", "explain_over_forward_cifar_b256", "ours_over_timm", "ours_over_hf",
+    "fraction_of_matmul_peak", "eval_fraction_of_flop_bound",
+)  # fmt: skip
+
+
+@pytest.fixture
+def tiny() -> ViTConfig:
+    return ViTConfig(image_size=32, patch_size=8, num_classes=10, embed_dim=32, depth=2, num_heads=4)
+
+
+def test_alternate_takes_turns_and_times_every_run() -> None:
+    calls: list[str] = []
+    ticks = iter(range(1000))
+    contenders = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    seconds = bench.alternate(contenders, runs=5, warmup=2, clock=lambda: float(next(ticks)))
+    assert calls == ["a", "b"] * 7
+    assert {name: len(runs) for name, runs in seconds.items()} == {"a": 5, "b": 5}
+    assert all(s == 1.0 for runs in seconds.values() for s in runs)  # one tick per timed call
+
+
+def test_medians() -> None:
+    assert bench.medians({"a": [3.0, 1.0, 2.0], "b": [4.0, 9.0, 5.0, 6.0]}) == {"a": 2.0, "b": 5.5}
+
+
+@pytest.mark.parametrize("use_timm_extract", [True, False])
+def test_timm_attention_equals_explain(tiny: ViTConfig, use_timm_extract: bool) -> None:
+    timm_model = bench.timm_peer(tiny)
+    ours = from_timm(timm_model)
+    pixels = bench.random_pixels(tiny, 2)
+    extract = bench.TimmAttention(timm_model, use_timm_extract=use_timm_extract)
+    with torch.inference_mode():
+        theirs = extract(pixels)
+        mine = ours.explain(pixels).attentions
+    extract.close()
+    assert len(theirs) == tiny.depth
+    assert theirs[0].shape == (2, tiny.num_heads, tiny.num_tokens, tiny.num_tokens)
+    assert bench.max_attention_difference(mine, theirs) < 1e-5
+    assert all(not block.attn.attn_drop._forward_hooks for block in timm_model.blocks)  # hooks removed
+    assert [block.attn.fused_attn for block in timm_model.blocks] == extract._fused  # fast path restored
+
+
+def test_hf_attention_equals_explain(tiny: ViTConfig) -> None:
+    hf_model = bench.hf_peer(tiny)
+    ours = from_hf(hf_model)
+    pixels = bench.random_pixels(tiny, 2)
+    with torch.inference_mode():
+        theirs = bench.hf_attention(hf_model, pixels)
+        mine = ours.explain(pixels).attentions
+    assert len(theirs) == tiny.depth
+    assert bench.max_attention_difference(mine, theirs) < 1e-5
+
+
+def test_attention_check_refuses_different_maps(tiny: ViTConfig) -> None:
+    maps = [torch.rand(1, 4, 17, 17) for _ in range(2)]
+    report = bench.Report()
+    bench.check_same_attention(report, "same", maps, [m.clone() for m in maps])
+    assert report.figures["same_attention_max_abs_diff"] == 0.0
+    with pytest.raises(RuntimeError, match="differ"):
+        bench.check_same_attention(report, "other", maps, [m + 1e-3 for m in maps])
+    with pytest.raises(ValueError, match="number or shape"):
+        bench.max_attention_difference(maps, maps[:1])
+
+
+def test_square_matmul_has_about_the_flops_asked_for() -> None:
+    run, flops = bench.square_matmul(35.1e9)
+    n = round((flops / 2) ** (1 / 3))
+    assert flops == 2 * n**3 and abs(flops / 35.1e9 - 1) < 0.01
+    small, small_flops = bench.square_matmul(2 * 8**3)
+    assert small_flops == 2 * 8**3 and small().shape == (8, 8)
+
+
+def test_targets_met_or_missed() -> None:
+    assert bench.met(1.05, "<=", 1.10) == "met"
+    assert bench.met(1.2, "<=", 1.10) == "missed"
+    assert bench.met(0.9, ">=", 0.85) == "met"
+    assert bench.met(None, ">=", 0.85) == "n/a"
+    report = bench.Report(figures={"explain_over_forward": 1.0, "ours_over_timm": 2.0}, notes=["busy"])
+    text = bench.table(report)
+    assert "explain_over_forward" in text and "missed" in text and "busy" in text
+
+
+def test_url_paths_and_pages() -> None:
+    assert bench.url_path("pages/0_home.py") == ""
+    assert bench.url_path("pages/5_attention.py") == "attention"
+    assert "pages/0_home.py" in bench.app_pages()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")
+def test_peak_rss_of_this_process() -> None:
+    assert bench.peak_rss_mb(os.getpid()) > 10
+    assert bench.peak_rss_mb(2**22 + 12345) is None  # no such process
+
+
+def test_small_test_folder(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    for name in ("cat", "dog"):
+        (source / name).mkdir(parents=True)
+        for i in range(10):
+            (source / name / f"{i:04d}.jpg").write_bytes(b"x")
+    small = bench.small_test_folder(source, 3, tmp_path / "small")
+    assert sorted(p.name for p in (small / "test" / "cat").iterdir()) == ["0000.jpg", "0003.jpg", "0006.jpg"]
+    assert len(list((small / "test" / "dog").iterdir())) == 3
+
+
+def _finite_positive(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def test_quick_bench_reports_every_figure() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vitviz.bench", "--quick", "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    missing_chromium = bench.chromium_missing()
+    for key in bench.REQUIRED_KEYS:
+        assert key in report, key
+        if key == "app_peak_rss_mb" and missing_chromium:
+            assert report[key] is None
+            assert any("app_peak_rss_mb" in note for note in report["notes"])
+        else:
+            assert _finite_positive(report[key]), (key, report[key])
+    for key in RATIOS:
+        assert 0 < report[key] < 100, (key, report[key])
+    assert report["quick"] is True
+    assert isinstance(report["threads"], int) and report["threads"] >= 1
+    assert report["timm_attention_max_abs_diff"] <= 1e-4 and report["hf_attention_max_abs_diff"] <= 1e-4
+    assert report["eval_data"]
+    assert all(_finite_positive(v) for v in report["medians_ms"].values())
