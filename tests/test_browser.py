@@ -107,12 +107,15 @@ def test_every_page_in_a_real_browser(server):
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         page.on("console", lambda m: console.append(f"{page.url}: {m.text}") if _is_app_error(m) else None)
         page.on("pageerror", lambda e: console.append(f"{page.url}: {e}"))
+        # first, on the fresh server, a shared deep link (in Korean): it must open that page inside
+        # the app (navigation and sidebar), not the bare page script
+        problems += _visit(page, f"{server}/patches?lang=ko&sample=rocket.jpg", SHOTS / "2_patches_ko.png")
+        assert page.locator("h1").first.inner_text().startswith("2. 패치")
+        assert page.locator("[data-testid='stSidebar'] [data-testid='stRadio']").count() >= 1
+        assert "sample=rocket.jpg" in page.url
         for script in pages:
             path = _url_path(script)
-            problems += _visit(page, f"{server}/{path}", SHOTS / f"{Path(script).stem}.png")
-        # once in Korean
-        problems += _visit(page, f"{server}/?lang=ko", SHOTS / "0_home_ko.png")
-        assert "전체 흐름" in page.locator("h1").first.inner_text()
+            problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png")
         browser.close()
     assert problems == []
     assert console == []

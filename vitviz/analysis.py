@@ -444,7 +444,9 @@ def logit_lens(model: VisionTransformer, trace: Trace, softmax: bool = True) -> 
             "This model has no classification head, so there are no class scores to read: "
             "choose a model with classes."
         )
-    lens = torch.stack([model.readout(hidden) for hidden in trace.hidden_states])  # (L+1, B, K)
+    param = next(model.parameters())  # the trace may sit on the CPU while the model is on a GPU
+    lens = torch.stack([model.readout(h.to(param.device, param.dtype)) for h in trace.hidden_states])  # (L+1, B, K)
+    lens = lens.float().cpu()
     return lens.softmax(dim=-1) if softmax else lens
 
 
@@ -518,9 +520,10 @@ def worked_attention(
     attn = block.attn
     head = _check_index(head, attn.num_heads, "Head")
     batch_index = _check_index(batch_index, trace.hidden_states[layer].shape[0], "Image")
-    hidden = trace.hidden_states[layer][batch_index : batch_index + 1]  # (1, T, D)
+    param = next(model.parameters())  # the trace may sit on the CPU while the model is on a GPU
+    hidden = trace.hidden_states[layer][batch_index : batch_index + 1].to(param.device, param.dtype)  # (1, T, D)
     query = _check_index(query, hidden.shape[1], "Token")
-    q, k, v = attn.qkv_heads(block.norm1(hidden))  # each (1, heads, T, head_dim)
+    q, k, v = (t.float().cpu() for t in attn.qkv_heads(block.norm1(hidden)))  # each (1, heads, T, head_dim)
     q_vec = q[0, head, query]  # (head_dim,)
     keys = k[0, head]  # (T, head_dim)
     values = v[0, head]  # (T, head_dim)
@@ -623,9 +626,10 @@ def patch_from_selection(selection: dict | None, num_patches: int, curve: int | 
     """The patch a user clicked, from the state of ``st.plotly_chart(..., on_select=...)``.
 
     The clickable figures carry one marker per patch centre whose ``customdata`` starts with
-    the patch's index among the patches (as in ``plots.patch_grid``); that is read first.
-    A point without customdata counts only when it lies on trace ``curve``, whose point
-    index is then the patch index.
+    the patch's index among the patches (as in ``plots.patch_grid``); that is read first. The
+    browser sends a row of a 2D customdata array as a list or as an object keyed "0", "1", ...
+    (plotly's typed arrays), so both are read. A point without customdata counts only when it
+    lies on trace ``curve``, whose point index is then the patch index.
 
     Args:
         selection: the chart's state, ``{"selection": {"points": [...]}}``, or just its
@@ -643,7 +647,9 @@ def patch_from_selection(selection: dict | None, num_patches: int, curve: int | 
     points = (inner or {}).get("points") or []
     for point in reversed(points):
         customdata = point.get("customdata")
-        if isinstance(customdata, (list, tuple)) and customdata:
+        if isinstance(customdata, dict) and ("0" in customdata or 0 in customdata):
+            value = customdata.get("0", customdata.get(0))
+        elif isinstance(customdata, (list, tuple)) and customdata:
             value = customdata[0]
         elif curve is not None and point.get("curve_number") == curve:
             value = point.get("point_index", point.get("point_number"))
@@ -699,3 +705,387 @@ def uniform_attention_distance(grid_size: tuple[int, int], patch_size: int) -> f
     it look far; random (untrained) attention sits close to it.
     """
     return float(patch_distances(grid_size, patch_size).mean())
+
+
+# --------------------------------------------------------------------------------------------
+# Inside one encoder block (6. block)
+# --------------------------------------------------------------------------------------------
+
+BLOCK_STEPS = ("input", "norm1", "qkv", "attention", "attn_proj", "add1", "norm2", "fc1", "gelu", "fc2", "add2")
+
+
+def block_shapes(model: VisionTransformer, trace: Trace) -> list[tuple[str, tuple[int, ...]]]:
+    """The shape of the tensor leaving every step of an encoder block, for this model.
+
+    Returns:
+        (step id, shape) in the order the data flows through a block, ids as in
+        ``BLOCK_STEPS``: "qkv" is the fused query/key/value projection, "attention" the
+        weights softmax(Q K^T / sqrt(d)) of every head, "attn_proj" the heads' outputs merged
+        and projected back to D, "add1" / "add2" the two residual additions. The shapes are
+        read from the model's own layers, so they are right for any width or MLP ratio.
+    """
+    if not len(model.blocks):
+        raise ValueError("This model has no encoder blocks.")
+    batch, tokens, dim = trace.hidden_states[0].shape
+    block = model.blocks[0]
+    qkv = block.attn.qkv.out_features  # 3 * D
+    hidden = block.mlp.fc1.out_features  # mlp_ratio * D
+    stream = (batch, tokens, dim)  # the residual stream never changes shape
+    shapes = [
+        stream,  # input
+        stream,  # norm1
+        (batch, tokens, qkv),  # qkv
+        (batch, block.attn.num_heads, tokens, tokens),  # attention weights
+        stream,  # attn_proj
+        stream,  # add1
+        stream,  # norm2
+        (batch, tokens, hidden),  # fc1
+        (batch, tokens, hidden),  # gelu
+        stream,  # fc2
+        stream,  # add2
+    ]
+    return list(zip(BLOCK_STEPS, shapes))
+
+
+def block_statistics(trace: Trace, token: int | None = None) -> dict[str, Tensor]:
+    """How big the residual stream and the two branches of every block are, block by block.
+
+    Block l reads x = ``hidden_states[l]``, adds the attention branch a = ``attn_outputs[l]``
+    (mid = x + a), then adds the MLP branch m = ``mlp_outputs[l]`` (mid + m =
+    ``hidden_states[l + 1]``). Sizes are L2 norms over the D features of a token.
+
+    Args:
+        trace: from ``VisionTransformer.explain``.
+        token: one token index (0 = [CLS] when the model has one); None averages over the
+            patch tokens (prefix tokens left out). Every statistic is also averaged over the batch.
+
+    Returns:
+        A dict of (depth,) float tensors, entry l for block l:
+            "residual_norm": ||x||, the stream entering the block.
+            "attn_norm": ||a||, the attention branch.
+            "mlp_norm": ||m||, the MLP branch.
+            "output_norm": ||hidden_states[l + 1]||, the stream leaving the block.
+            "attn_ratio": ||a|| / ||x||: 0 when attention leaves the stream as it is.
+            "mlp_ratio": ||m|| / ||x + a||: the same for the MLP.
+            "cosine": cosine similarity of hidden_states[l] and hidden_states[l + 1]: 1 when
+                the block keeps the direction of every token.
+        Ratios and cosines are computed per token, then averaged.
+    """
+    if token is None:
+        select = slice(trace.num_prefix_tokens, None)
+    else:
+        index = _check_index(token, trace.hidden_states[0].shape[1], "Token")
+        select = slice(index, index + 1)
+    tiny = 1e-12
+    rows: dict[str, list[Tensor]] = {key: [] for key in ("residual_norm", "attn_norm", "mlp_norm", "output_norm", "attn_ratio", "mlp_ratio", "cosine")}  # fmt: skip
+    for layer in range(trace.depth):
+        x = trace.hidden_states[layer][:, select].float()  # (B, n, D)
+        a = trace.attn_outputs[layer][:, select].float()
+        m = trace.mlp_outputs[layer][:, select].float()
+        out = trace.hidden_states[layer + 1][:, select].float()
+        x_norm, a_norm, m_norm = x.norm(dim=-1), a.norm(dim=-1), m.norm(dim=-1)  # each (B, n)
+        rows["residual_norm"].append(x_norm.mean())
+        rows["attn_norm"].append(a_norm.mean())
+        rows["mlp_norm"].append(m_norm.mean())
+        rows["output_norm"].append(out.norm(dim=-1).mean())
+        rows["attn_ratio"].append((a_norm / x_norm.clamp_min(tiny)).mean())
+        rows["mlp_ratio"].append((m_norm / (x + a).norm(dim=-1).clamp_min(tiny)).mean())
+        rows["cosine"].append(F.cosine_similarity(x, out, dim=-1, eps=tiny).mean())
+    return {key: torch.stack(values) if values else torch.zeros(0) for key, values in rows.items()}
+
+
+@torch.no_grad()
+def block_token_norms(model: VisionTransformer, trace: Trace, layer: int, batch_index: int = 0) -> dict[str, Tensor]:
+    """The size of every token at every sub-step of one block, recomputing the LayerNorms.
+
+    Args:
+        model: the model that made ``trace``.
+        trace: from ``model.explain``.
+        layer: block index (negative counts from the end).
+        batch_index: which image of the batch.
+
+    Returns:
+        A dict of (T,) float tensors in token order (L2 norms over D unless said otherwise):
+            "input": x = hidden_states[layer], before norm1.
+            "norm1": norm1(x), what attention reads.
+            "input_std", "norm1_std": the standard deviation over D of x and of norm1(x)
+                (LayerNorm makes it 1 before its learned scale).
+            "attn": the attention branch a; "mid": x + a.
+            "norm2": norm2(x + a), what the MLP reads.
+            "mlp": the MLP branch m; "output": x + a + m = hidden_states[layer + 1].
+            "attn_ratio": ||a|| / ||x||; "mlp_ratio": ||m|| / ||x + a||.
+    """
+    layer = _check_index(layer, trace.depth, "Layer")
+    batch_index = _check_index(batch_index, trace.hidden_states[layer].shape[0], "Image")
+    block = model.blocks[layer]
+    param = next(block.parameters())
+    x = trace.hidden_states[layer][batch_index].to(param.device, param.dtype)  # (T, D)
+    a = trace.attn_outputs[layer][batch_index].to(x)
+    m = trace.mlp_outputs[layer][batch_index].to(x)
+    ln1 = block.norm1(x)  # (T, D)
+    mid = x + a
+    ln2 = block.norm2(mid)
+    out = trace.hidden_states[layer + 1][batch_index].to(x)
+    tiny = 1e-12
+    result = {
+        "input": x.norm(dim=-1),
+        "norm1": ln1.norm(dim=-1),
+        "input_std": x.std(dim=-1, unbiased=False),
+        "norm1_std": ln1.std(dim=-1, unbiased=False),
+        "attn": a.norm(dim=-1),
+        "mid": mid.norm(dim=-1),
+        "norm2": ln2.norm(dim=-1),
+        "mlp": m.norm(dim=-1),
+        "output": out.norm(dim=-1),
+        "attn_ratio": a.norm(dim=-1) / x.norm(dim=-1).clamp_min(tiny),
+        "mlp_ratio": m.norm(dim=-1) / mid.norm(dim=-1).clamp_min(tiny),
+    }
+    return {key: value.float().cpu() for key, value in result.items()}
+
+
+@torch.no_grad()
+def mlp_preactivations(model: VisionTransformer, trace: Trace, layer: int, token: int, batch_index: int = 0) -> Tensor:
+    """What GELU receives in one block for one token: fc1(norm2(x + a)).
+
+    x = ``hidden_states[layer]`` and a = ``attn_outputs[layer]``, so x + a is the stream the
+    MLP reads. ``mlp.fc2(GELU(result))`` is the token's MLP branch ``mlp_outputs[layer]``.
+
+    Returns:
+        (mlp_hidden,) float on the CPU: one number per hidden unit of the MLP (4 D in a ViT).
+    """
+    layer = _check_index(layer, trace.depth, "Layer")
+    batch_index = _check_index(batch_index, trace.hidden_states[layer].shape[0], "Image")
+    token = _check_index(token, trace.hidden_states[layer].shape[1], "Token")
+    block = model.blocks[layer]
+    param = next(block.parameters())
+    mid = trace.hidden_states[layer][batch_index, token] + trace.attn_outputs[layer][batch_index, token]  # (D,)
+    return block.mlp.fc1(block.norm2(mid.to(param.device, param.dtype))).float().cpu()  # (mlp_hidden,)
+
+
+def activation_curves(low: float = -4.0, high: float = 4.0, num: int = 201) -> dict[str, Tensor]:
+    """GELU(x) = x * Phi(x) (the exact, erf form nn.GELU uses) beside ReLU(x) = max(x, 0).
+
+    Returns:
+        {"x": (num,), "gelu": (num,), "relu": (num,)} over evenly spaced x in [low, high].
+    """
+    if not high > low or num < 2:
+        raise ValueError("activation_curves needs high > low and at least 2 points.")
+    x = torch.linspace(low, high, num)
+    return {"x": x, "gelu": F.gelu(x), "relu": F.relu(x)}
+
+
+# --------------------------------------------------------------------------------------------
+# Prediction: logit-lens summaries and occlusion (7. prediction)
+# --------------------------------------------------------------------------------------------
+
+
+def logit_lens_top1(lens: Tensor, batch_index: int = 0) -> tuple[Tensor, Tensor]:
+    """The class on top after every block, read from ``logit_lens``.
+
+    Args:
+        lens: (depth + 1, B, K) from ``logit_lens``.
+        batch_index: which image.
+
+    Returns:
+        classes: (depth + 1,) long, the top class after block l (entry 0: the embeddings).
+        scores: (depth + 1,), its probability (or logit, if the lens holds logits).
+    """
+    batch_index = _check_index(batch_index, lens.shape[1], "Image")
+    scores, classes = lens[:, batch_index].max(dim=-1)  # each (L+1,)
+    return classes, scores
+
+
+def logit_lens_tracks(lens: Tensor, k: int = 5, batch_index: int = 0) -> tuple[Tensor, Tensor]:
+    """The final top-k classes, and their score after every block.
+
+    Returns:
+        classes: (k,) long, the k best classes of the final prediction, best first.
+        scores: (depth + 1, k): column j is class ``classes[j]`` followed through the blocks.
+    """
+    batch_index = _check_index(batch_index, lens.shape[1], "Image")
+    final = lens[-1, batch_index]  # (K,)
+    classes = final.topk(max(1, min(k, final.numel()))).indices  # (k,)
+    return classes, lens[:, batch_index, classes]  # (L+1, k)
+
+
+OcclusionOrder = Literal["rollout", "random"]
+OCCLUSION_ORDERS = ("rollout", "random")
+
+
+def occlusion_order(trace: Trace, kind: OcclusionOrder = "rollout", seed: int = 0, batch_index: int = 0) -> Tensor:
+    """The order in which to hide the patches.
+
+    Args:
+        trace: from ``VisionTransformer.explain``.
+        kind: "rollout" hides the patches with the largest share in ``rollout_map`` first
+            (ties: the lower patch index first); "random" is a random order fixed by ``seed``.
+        seed: for "random".
+        batch_index: which image (for "rollout").
+
+    Returns:
+        (N,) long: a permutation of the patch indices 0..N-1 (row-major, no prefix tokens).
+    """
+    if kind not in OCCLUSION_ORDERS:
+        raise ValueError(f"kind must be one of {OCCLUSION_ORDERS}, not {kind!r}.")
+    grid_h, grid_w = trace.grid_size
+    if kind == "random":
+        generator = torch.Generator().manual_seed(seed)
+        return torch.randperm(grid_h * grid_w, generator=generator)
+    batch_index = _check_index(batch_index, trace.hidden_states[0].shape[0], "Image")
+    shares = rollout_map(trace)[batch_index].flatten().float().cpu()  # (N,)
+    return torch.sort(shares, descending=True, stable=True).indices
+
+
+def occlusion_counts(num_patches: int, steps: int) -> Tensor:
+    """How many patches are hidden at each step: (steps + 1,) long, from 0 to ``num_patches``
+    in even (rounded) strides."""
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, not {steps}.")
+    return torch.linspace(0, num_patches, steps + 1).round().long()
+
+
+def occlusion_masks(order: Tensor, steps: int) -> Tensor:
+    """Which patches are hidden at each step: (steps + 1, N) bool; row s hides the first
+    ``occlusion_counts(N, steps)[s]`` patches of ``order``."""
+    num_patches = order.numel()
+    if not torch.equal(order.sort().values.cpu(), torch.arange(num_patches)):
+        raise ValueError("order must be a permutation of the patch indices 0..N-1.")
+    ranks = torch.empty(num_patches, dtype=torch.long)
+    ranks[order.cpu()] = torch.arange(num_patches)  # ranks[p]: when patch p is hidden
+    counts = occlusion_counts(num_patches, steps)  # (S+1,)
+    return ranks[None, :] < counts[:, None]  # (S+1, N)
+
+
+def occlude(pixels: Tensor, hidden: Tensor, patch_size: int, fill: float = 0.0) -> Tensor:
+    """Copies of one image with some patches replaced by a constant.
+
+    Args:
+        pixels: (1, C, H, W) or (C, H, W), the normalised input.
+        hidden: (M, N) bool in patch order, True = hide that patch.
+        patch_size: side P of a patch.
+        fill: the value hidden pixels get; 0 in normalised space is the dataset mean colour.
+
+    Returns:
+        (M, C, H, W).
+    """
+    if pixels.dim() == 3:
+        pixels = pixels[None]
+    if pixels.shape[0] != 1:
+        raise ValueError(f"occlude takes one image, got a batch of {pixels.shape[0]}.")
+    _, _, height, width = pixels.shape
+    grid_h, grid_w = height // patch_size, width // patch_size
+    if hidden.shape[-1] != grid_h * grid_w:
+        raise ValueError(f"hidden has {hidden.shape[-1]} patches, the image has {grid_h * grid_w}.")
+    mask = hidden.reshape(-1, 1, grid_h, grid_w).to(pixels.device)  # (M, 1, grid_h, grid_w)
+    mask = mask.repeat_interleave(patch_size, dim=-2).repeat_interleave(patch_size, dim=-1)  # (M, 1, H', W')
+    mask = F.pad(mask, (0, width - mask.shape[-1], 0, height - mask.shape[-2]))  # edge pixels kept
+    fill_value = torch.tensor(fill, dtype=pixels.dtype, device=pixels.device)
+    return torch.where(mask, fill_value, pixels)  # (M, C, H, W)
+
+
+@torch.no_grad()
+def occlusion_curve(
+    model: VisionTransformer,
+    pixels: Tensor,
+    order: Tensor,
+    steps: int,
+    fill: float = 0.0,
+    target: int | None = None,
+) -> Tensor:
+    """The probability of one class as more and more patches are hidden (an occlusion test).
+
+    All ``steps + 1`` occluded copies go through the fast path ``model(...)`` in one batch.
+
+    Args:
+        model: the classifier (its mode is left as it is: pass a model in eval mode).
+        pixels: (1, C, H, W) normalised input.
+        order: (N,) permutation of the patch indices, first hidden first (``occlusion_order``).
+        steps: the curve has steps + 1 points; keep it small (see ``occlusion_steps``).
+        fill: value of hidden pixels in normalised space (0 = the dataset mean).
+        target: the class to follow; None takes the top class of the unoccluded image.
+
+    Returns:
+        (steps + 1,) float on the CPU: entry s is the softmax probability of ``target`` with
+        ``occlusion_counts(N, steps)[s]`` patches hidden.
+    """
+    if model.config.num_classes == 0:
+        raise ValueError("This model has no classification head, so there is no probability to follow.")
+    if order.numel() != model.config.num_patches:
+        raise ValueError(f"order has {order.numel()} patches, the model has {model.config.num_patches}.")
+    param = next(model.parameters())
+    hidden = occlusion_masks(order, steps)  # (S+1, N)
+    images = occlude(pixels.to(param.device, param.dtype), hidden, model.config.patch_size, fill)  # (S+1, C, H, W)
+    probs = model(images).float().softmax(dim=-1)  # (S+1, K)
+    if target is None:
+        target = int(probs[0].argmax())
+    target = _check_index(target, probs.shape[-1], "Class")
+    return probs[:, target].cpu()
+
+
+def occlusion_steps(model: VisionTransformer, budget_gflop: float = 250.0, min_steps: int = 4, max_steps: int = 20) -> int:
+    """How many occlusion steps one batched forward pass can afford.
+
+    (steps + 1) images cost ``flops_per_image(model.config)`` each; the answer keeps that under
+    ``budget_gflop`` (7 images of ViT-B/16, about 4 s on two CPU cores at ~60 GFLOP/s),
+    clipped to [min_steps, max_steps] and to the number of patches.
+    """
+    from vitviz.model import flops_per_image
+
+    images = int(budget_gflop * 1e9 // max(flops_per_image(model.config), 1))
+    steps = max(min_steps, min(max_steps, images - 1))
+    return max(1, min(steps, model.config.num_patches))
+
+
+# --------------------------------------------------------------------------------------------
+# Class-specific maps (lab: misclassification)
+# --------------------------------------------------------------------------------------------
+
+
+def grad_rollout(model: VisionTransformer, pixels: Tensor, class_index: int) -> Tensor:
+    """Where the model looked for one class: gradient-weighted attention rollout.
+
+    Plain rollout (``rollout_map``) is the same for every class. Following Chefer, Gur & Wolf,
+    "Transformer Interpretability Beyond Attention Visualization" (CVPR 2021), each block's
+    attention A is weighted by how much it raises the class's logit: relu(dL/dA * A), averaged
+    over the heads, keeps the links that push towards the class. These weighted matrices are
+    then rolled out like ``attention_rollout`` (identity added for the residual, rows
+    renormalised, later blocks on the left), and the readout row is read on the patch grid.
+
+    Only the attention maps get gradients (``torch.autograd.grad``): the model's parameters,
+    their ``.grad`` and their ``requires_grad`` flags are left as they were.
+
+    Args:
+        model: a classifier, in eval mode (dropout would make the map random).
+        pixels: (1, C, H, W) or (C, H, W), the normalised input.
+        class_index: the class to explain (negative counts from the end).
+
+    Returns:
+        (grid_h, grid_w) float on the CPU: the share of every input patch in the readout token
+        ([CLS], or the mean of the patch tokens for a model without one), for this class.
+    """
+    num_classes = model.config.num_classes
+    if num_classes == 0:
+        raise ValueError("This model has no classification head, so there is no class to explain.")
+    class_index = _check_index(class_index, num_classes, "Class")
+    if pixels.dim() == 3:
+        pixels = pixels[None]
+    if pixels.shape[0] != 1:
+        raise ValueError(f"grad_rollout takes one image, got a batch of {pixels.shape[0]}.")
+    param = next(model.parameters())
+    # A leaf input that needs gradients makes every attention map part of the graph, even when
+    # the parameters are frozen; the gradient is taken with respect to the maps only.
+    pixels = pixels.detach().to(param.device, param.dtype).requires_grad_(True)
+    with torch.enable_grad():
+        trace = model.explain(pixels)
+        grads = torch.autograd.grad(trace.logits[0, class_index], trace.attentions)  # depth x (1, heads, T, T)
+    weighted = [
+        (grad * attention.detach()).clamp_min(0.0).mean(dim=1, keepdim=True)  # (1, 1, T, T)
+        for grad, attention in zip(grads, trace.attentions)
+    ]
+    rollout = attention_rollout(weighted, head_fusion="mean", residual=True)  # (1, T, T)
+    prefix = trace.num_prefix_tokens
+    if prefix:
+        row = rollout[0, 0, prefix:]  # (N,): the [CLS] row
+    else:
+        row = rollout[0, prefix:, prefix:].mean(dim=0)  # (N,): mean over the patch queries
+    return grid(row.float().cpu(), trace.grid_size)  # (grid_h, grid_w)

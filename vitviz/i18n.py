@@ -862,6 +862,10 @@ TEXT: dict[str, dict[str, str]] = {
             "입력하거나, 네트워크가 된다면 아래 버튼으로 그곳에 CIFAR-10을 내려받으세요(약 170 MB)."
         ),
     },
+    "mistakes.bad_data": {
+        "en": "The test images in `{folder}` could not be read: {message}",
+        "ko": "`{folder}`의 테스트 이미지를 읽지 못했습니다: {message}",
+    },
     "mistakes.download": {"en": "Download CIFAR-10 with torchvision", "ko": "torchvision으로 CIFAR-10 내려받기"},
     "mistakes.downloading": {"en": "Downloading CIFAR-10…", "ko": "CIFAR-10을 내려받는 중…"},
     "mistakes.download_failed": {"en": "The download did not work: {message}", "ko": "내려받지 못했습니다: {message}"},

@@ -204,30 +204,11 @@ def bars(labels: Sequence[str], values: Sequence[float], title: str | None = Non
     fig = go.Figure(go.Bar(x=list(values), y=list(labels), orientation="h", marker_color=colours, text=text, textposition="auto"))
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT, title=title,
-                      xaxis=dict(tickformat=".0%" if percent else None, title=x_title))  # fmt: skip
+                      xaxis=dict(tickformat=(".0%" if max(values, default=0) >= 0.2 else ".1%") if percent else None, title=x_title))  # fmt: skip
     return fig
 
 
 # ---- 3. vectors ----
-def selected_patch(event: object) -> int | None:
-    """The patch index a click picked on a chart with patch-centre markers, or None.
-
-    ``event`` is what ``st.plotly_chart(..., on_select=...)`` returns (or leaves in session
-    state): ``{"selection": {"points": [{"customdata": [index, row, col], ...}]}}``, as the
-    markers of ``patch_grid`` and ``similarity_grid`` carry. Points without customdata (a
-    click on the picture itself) are skipped.
-    """
-    try:
-        points = event["selection"]["points"]  # type: ignore[index]
-    except (KeyError, TypeError):
-        return None
-    for point in points or []:
-        custom = point.get("customdata") if hasattr(point, "get") else None
-        if custom is not None and len(custom) > 0:
-            return int(custom[0])
-    return None
-
-
 def _channel_scale(colour: str) -> list[list[object]]:
     return [[0.0, "#000000"], [1.0, colour]]
 
@@ -261,7 +242,8 @@ def patch_planes(
             row=1, col=c + 1,
         )  # fmt: skip
     fig.update_xaxes(title_text="p2", tickmode="linear", dtick=max(1, p // 4), constrain="domain")
-    fig.update_yaxes(autorange="reversed", tickmode="linear", dtick=max(1, p // 4), showticklabels=False, constrain="domain")
+    fig.update_yaxes(autorange="reversed", tickmode="linear", dtick=max(1, p // 4), showticklabels=False,
+                     constrain="domain")  # fmt: skip
     fig.update_yaxes(title_text="p1", showticklabels=True, row=1, col=1)
     for c in range(in_chans):
         axis = "" if c == 0 else str(c + 1)
@@ -284,18 +266,22 @@ def vector_bars(
             stop = min(start + segment, len(values))
             name = names[number] if number < len(names) else str(number)
             fig.add_trace(
-                go.Bar(x=np.arange(start, stop), y=values[start:stop], name=name, marker_color=CHANNEL_COLOURS[number % 3],
+                go.Bar(x=np.arange(start, stop), y=values[start:stop], name=name,
+                       marker_color=CHANNEL_COLOURS[number % 3],
                        hovertemplate="index %{x}: %{y:.3f}<extra>" + name + "</extra>")
             )  # fmt: skip
             if start:
                 fig.add_vline(x=start - 0.5, line=dict(color="#666", width=1, dash="dot"))
         starts = list(range(0, len(values), segment))
-        fig.update_xaxes(tickmode="array", tickvals=starts, ticktext=[f"{names[i] if i < len(names) else i}: {s}" for i, s in enumerate(starts)])
+        labels = [f"{names[i] if i < len(names) else i}: {start}" for i, start in enumerate(starts)]
+        fig.update_xaxes(tickmode="array", tickvals=starts, ticktext=labels)
     else:
-        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, marker_color="#4c78a8", hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, marker_color="#4c78a8",
+                             hovertemplate="%{x}: %{y:.3f}<extra></extra>"))  # fmt: skip
     fig.update_layout(
         height=height, bargap=0, font=FONT, title=title, xaxis_title=x_title, showlegend=bool(segment),
-        margin=dict(l=4, r=4, t=50 if title else 10, b=4), legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
+        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
+        legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
     )  # fmt: skip
     return fig
 
@@ -310,7 +296,9 @@ def rescale_each(stack: np.ndarray) -> np.ndarray:
     return out.reshape(stack.shape)
 
 
-def component_tiles(components: np.ndarray, ratios: Sequence[float], columns: int = 7, height_per_row: int = 150) -> go.Figure:
+def component_tiles(
+    components: np.ndarray, ratios: Sequence[float], columns: int = 7, height_per_row: int = 150
+) -> go.Figure:
     """Principal components of the patch filters, (k, C, P, P), as small RGB tiles.
 
     Every component is rescaled to [0, 1] on its own (its sign and scale are arbitrary); the
@@ -321,7 +309,9 @@ def component_tiles(components: np.ndarray, ratios: Sequence[float], columns: in
     columns = max(1, min(columns, count))
     rows = int(np.ceil(count / columns))
     titles = [f"{i + 1}: {float(r):.1%}" for i, r in enumerate(ratios)]
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.015, vertical_spacing=0.3 / rows)
+    fig = make_subplots(
+        rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.015, vertical_spacing=0.3 / rows
+    )
     for index, tile in enumerate(tiles):
         row, col = divmod(index, columns)
         fig.add_trace(go.Image(z=to_uint8(tile), hoverinfo="skip"), row=row + 1, col=col + 1)
@@ -336,7 +326,9 @@ def component_tiles(components: np.ndarray, ratios: Sequence[float], columns: in
 
 
 # ---- 4. tokens ----
-def token_matrix(values: np.ndarray, title: str | None = None, marked: dict[int, str] | None = None, height: int = 420) -> go.Figure:
+def token_matrix(
+    values: np.ndarray, title: str | None = None, marked: dict[int, str] | None = None, height: int = 420
+) -> go.Figure:
     """A token sequence (rows, D) as a heat map, one row per token; ``marked`` outlines and
     labels rows (e.g. {0: "[CLS]"})."""
     values = np.asarray(values, dtype=np.float32)
@@ -347,14 +339,16 @@ def token_matrix(values: np.ndarray, title: str | None = None, marked: dict[int,
                    hovertemplate="token %{y}, channel %{x}: %{z:.3f}<extra></extra>")
     )  # fmt: skip
     for row, label in (marked or {}).items():
-        fig.add_shape(type="rect", x0=-0.5, x1=dim - 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3))
+        fig.add_shape(type="rect", x0=-0.5, x1=dim - 0.5, y0=row - 0.5, y1=row + 0.5,
+                      line=dict(color="#ff2d55", width=3))  # fmt: skip
         fig.add_annotation(
             x=(dim - 1) / 2, y=row, text=f"<b>{label}</b>", showarrow=True, arrowhead=2, arrowcolor="#ff2d55",
             ax=0, ay=40, font=dict(color="#ff2d55", size=16), bgcolor="rgba(255,255,255,0.85)",
         )  # fmt: skip
     fig.update_yaxes(autorange="reversed", title_text="token")
     fig.update_xaxes(title_text="channel (D)", range=[-0.5, dim - 0.5])
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title)
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT,
+                      title=title)  # fmt: skip
     return fig
 
 
@@ -378,7 +372,9 @@ def similarity_mosaic(similarity: np.ndarray, gap: int = 1) -> np.ndarray:
     return out
 
 
-def similarity_grid(similarity: np.ndarray, title: str | None = None, selected: int | None = None, height: int = 600) -> go.Figure:
+def similarity_grid(
+    similarity: np.ndarray, title: str | None = None, selected: int | None = None, height: int = 600
+) -> go.Figure:
     """The grid of similarity maps as ONE heat map (cosine, -1 to 1), with a clickable marker
     on every block (customdata [index, row, col]) and the ``selected`` position outlined."""
     similarity = np.asarray(similarity, dtype=np.float64)
@@ -403,7 +399,7 @@ def similarity_grid(similarity: np.ndarray, title: str | None = None, selected: 
         row, col = divmod(selected, grid_w)
         top, left = row * (grid_h + gap), col * (grid_w + gap)
         fig.add_shape(type="rect", x0=left - 0.5, x1=left + grid_w - 0.5, y0=top - 0.5, y1=top + grid_h - 0.5,
-                      line=dict(color="#111", width=3))  # fmt: skip
+                      line=dict(color="#ff2d55", width=3))  # fmt: skip
     height_px, width_px = mosaic.shape  # fixed ranges: the markers would pad the autorange
     fig.update_xaxes(visible=False, constrain="domain", range=[-0.5, width_px - 0.5])
     fig.update_yaxes(visible=False, range=[height_px - 0.5, -0.5], scaleanchor="x", constrain="domain")
@@ -430,8 +426,10 @@ def similarity_maps(
         titles = [f"{title}<br>{values.min():.2f} to {values.max():.2f}" for title, values in zip(titles, maps)]
     fig = make_subplots(rows=1, cols=count, subplot_titles=list(titles), horizontal_spacing=0.04)
     for index, values in enumerate(maps):
-        scale = dict(colorscale=HEAT, zmin=values.min(), zmax=values.max(), showscale=False) if own_range else dict(
-            colorscale=DIVERGING, zmin=-1, zmax=1, showscale=index == count - 1)  # fmt: skip
+        if own_range:
+            scale = dict(colorscale=HEAT, zmin=values.min(), zmax=values.max(), showscale=False)
+        else:
+            scale = dict(colorscale=DIVERGING, zmin=-1, zmax=1, showscale=index == count - 1)
         fig.add_trace(
             go.Heatmap(z=values, colorbar=dict(thickness=12, title="cos"), **scale,
                        hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>"),
@@ -440,7 +438,8 @@ def similarity_maps(
         if marked is not None:
             row, col = marked
             fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=row - 0.5, y1=row + 0.5,
-                          line=dict(color="#ff2d55" if own_range else "#111", width=3), row=1, col=index + 1)  # fmt: skip
+                          line=dict(color="#ff2d55" if own_range else "#111", width=3),
+                          row=1, col=index + 1)  # fmt: skip
     fig.update_xaxes(visible=False, constrain="domain")
     fig.update_yaxes(visible=False, autorange="reversed", constrain="domain")
     for index in range(count):
@@ -630,7 +629,7 @@ def multi_line(
         )  # fmt: skip
     fig.update_layout(
         height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title,
-        xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=-0.2), hovermode="closest",
+        xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0), hovermode="closest",
     )  # fmt: skip
     if percent:
         fig.update_yaxes(tickformat=".1~%")
@@ -664,7 +663,7 @@ def gelu_histogram(
     fig.update_yaxes(title_text=count_title, secondary_y=True, showgrid=False, tickmode="auto", rangemode="tozero")
     fig.update_layout(
         height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title,
-        xaxis_title=x_title, legend=dict(orientation="h", y=-0.2), bargap=0.02,
+        xaxis_title=x_title, legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0), bargap=0.02,
     )  # fmt: skip
     return fig
 
@@ -739,4 +738,56 @@ def history_csv(history: Sequence[dict]) -> str:
 
 
 # ---- lab: misclassification ----
+def confusion_matrix(
+    counts: np.ndarray, classes: Sequence[str], title: str | None = None, x_title: str | None = None,
+    y_title: str | None = None, selected: tuple[int, int] | None = None, height: int | None = None,
+) -> go.Figure:  # fmt: skip
+    """A confusion matrix: rows are true classes, columns predicted classes, counts as text.
+
+    The colour scale tops out at the largest off-diagonal count, so the mistakes stay visible
+    beside a full diagonal. A near-invisible marker on every cell carries
+    ``customdata = [true, predicted, count]`` so a click (Streamlit's point selection) names the cell
+    (``vitviz.lab.cell_from_selection``); ``selected`` outlines one cell.
+
+    Args:
+        counts: (K, K) integers, e.g. ``EvalResult.confusion()``.
+        classes: K names, in label order.
+    """
+    counts = np.asarray(counts)
+    k = counts.shape[0]
+    names = list(classes)
+    off_diagonal = counts[~np.eye(k, dtype=bool)] if k > 1 else counts.ravel()
+    zmax = max(int(off_diagonal.max()) if off_diagonal.size else 0, 1)
+    show_text = k <= 20
+    fig = go.Figure(
+        go.Heatmap(
+            z=counts, x=names, y=names, colorscale="Blues", zmin=0, zmax=zmax, showscale=False,
+            text=counts if show_text else None, texttemplate="%{text}" if show_text else None,
+            textfont=dict(size=14 if k <= 12 else 10), hoverinfo="skip",
+        )
+    )  # fmt: skip
+    rows, cols = np.divmod(np.arange(k * k), k)
+    hover = f"{y_title or 'true'}: %{{y}}<br>{x_title or 'predicted'}: %{{x}}<br>%{{customdata[2]}}"
+    # The markers answer hovers and clicks ("skip" would make them ignore clicks too).
+    fig.add_trace(
+        go.Scatter(
+            x=[names[c] for c in cols], y=[names[r] for r in rows], mode="markers",
+            marker=dict(size=max(8, min(30, 320 // max(k, 1))), color="rgba(0,0,0,0.01)", symbol="square"),
+            customdata=np.stack([rows, cols, counts.ravel()], axis=1), showlegend=False,
+            hovertemplate=hover + "<extra></extra>",
+        )
+    )  # fmt: skip
+    if selected is not None and all(0 <= v < k for v in selected):
+        row, col = selected
+        outline = dict(color="#ff2d55", width=3)
+        fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=row - 0.5, y1=row + 0.5, line=outline)
+    fig.update_xaxes(title=x_title, side="bottom", tickangle=-45 if k > 6 else 0, showgrid=False)
+    fig.update_yaxes(title=y_title, autorange="reversed", showgrid=False)
+    fig.update_layout(
+        height=height or 160 + 42 * min(k, 20), margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT,
+        title=title, plot_bgcolor="white", dragmode=False, clickmode="event+select",
+    )  # fmt: skip
+    return fig
+
+
 # (end of lab: misclassification)
