@@ -10,6 +10,7 @@ same view.
 
 from __future__ import annotations
 
+import inspect
 import io
 import logging
 from dataclasses import dataclass
@@ -186,9 +187,41 @@ def set_param(key: str, value: object | None) -> None:
         st.query_params[key] = str(value)
 
 
+def mark_app_run() -> None:
+    """Called by app.py on every run, before the page: pages check it (see ``guard_page``)."""
+    st.session_state["_app_ran"] = True
+
+
+def _calling_page() -> str | None:
+    for frame in inspect.stack():
+        path = Path(frame.filename)
+        if path.parent == ROOT / "pages":
+            return f"pages/{path.name}"
+    return None
+
+
+def guard_page() -> None:
+    """Send a page that runs without app.py around it through app.py first.
+
+    A fresh server that is asked for a page's own URL (a shared link) runs the page script
+    alone, without the navigation and the sidebar, until app.py has run once. The page then
+    remembers where it was asked to go, and app.py's first run opens it with the URL's state.
+    """
+    if st.session_state.get("_app_ran"):
+        return
+    init_state()
+    st.session_state["_requested_page"] = _calling_page()
+    st.switch_page("app.py")
+
+
 def follow_step_link(page) -> None:  # noqa: ANN001 - a StreamlitPage
-    """Open the tour step named in a shared link's ``step`` parameter once, then track the page."""
+    """Open a page asked for by a shared link (its own URL, or the ``step`` parameter) once,
+    then track the page in the URL."""
     files = [f for f, _, _ in TOUR]
+    requested = st.session_state.pop("_requested_page", None)
+    if requested and (ROOT / requested).exists() and not (requested == files[0] and page.url_path == ""):
+        st.session_state["_step_followed"] = True
+        st.switch_page(requested)
     step = st.session_state.get("step")
     if not st.session_state.get("_step_followed"):
         st.session_state["_step_followed"] = True
@@ -338,6 +371,7 @@ class CurrentModel:
 
 def current_model() -> CurrentModel:
     """The sidebar's model; on a load error show one sentence and stop the page."""
+    guard_page()
     name = model_name()
     try:
         model, spec = cached_model(name)
@@ -377,6 +411,7 @@ def current(need_image: bool = True) -> Current | None:
 
 def header(page_key: str, intro_key: str, shape: tuple[int, ...] | str | None = None) -> None:
     """Title, one explaining paragraph, and the live shape of the tensor at this step."""
+    guard_page()
     st.title(tr(page_key))
     st.markdown(tr(intro_key))
     if shape is not None:

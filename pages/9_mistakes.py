@@ -1,0 +1,269 @@
+"""Lab: misclassification. Browse the CIFAR-10 test images the model gets wrong.
+
+The test set and the evaluation sit in ``ui.cached_test_set`` / ``ui.cached_evaluation``
+(st.cache_resource keyed by folder and by (model name, folder)), so changing a filter never runs
+the model over the test set again. Filtering, paging and thumbnails are ``vitviz.lab`` functions;
+the class-specific maps are ``analysis.grad_rollout``.
+"""
+
+import numpy as np
+import streamlit as st
+import torch
+
+from vitviz import analysis, lab, plots, ui
+from vitviz import data as vdata
+from vitviz.evaluate import prepare_batch
+
+CONFUSION = "mistakes_confusion"
+ANY = -1  # the class filters' "(any)" option (None would show as an empty selectbox)
+
+chosen = ui.current_model()
+model = chosen.model
+if not chosen.spec.trained:
+    st.sidebar.warning(ui.tr("sidebar.untrained"))
+head = st.container()  # the title goes here once the result's shape is known
+
+
+def stop_with(message: str) -> None:
+    """Title, introduction and one sentence, then nothing else."""
+    with head:
+        ui.header("page.mistakes", "mistakes.intro")
+    st.info(message)
+    st.stop()
+
+
+# ---- the test images and the evaluation -------------------------------------------------------
+if not st.session_state.get("data_dir"):  # first visit, back from another page (widget state is dropped), or cleared
+    st.session_state["data_dir"] = st.session_state.get("lab_root") or str(lab.default_test_root())
+root = st.text_input(ui.tr("mistakes.data_dir"), key="data_dir", help=ui.tr("mistakes.data_dir_help")).strip()
+st.session_state["lab_root"] = root
+located = lab.locate_test_data(root)
+# The sidebar's "CIFAR-10 test image" picker reads this folder too (ui.cifar_root).
+st.session_state["lab_data_dir"] = str(located[1]) if located and located[0] == "folder" else None
+if located is None:
+    with head:
+        ui.header("page.mistakes", "mistakes.intro")
+    st.info(ui.tr("mistakes.no_data", folder=root))
+    if st.button(ui.tr("mistakes.download"), key="mistakes_download"):
+        with st.spinner(ui.tr("mistakes.downloading")):
+            try:
+                vdata.load_split(root or vdata.default_data_dir(), "test", download=True)
+            except FileNotFoundError as err:
+                st.info(ui.tr("mistakes.download_failed", message=str(err)))
+            else:
+                st.rerun()
+    st.stop()
+kind, location = located[0], str(located[1])
+try:
+    with st.spinner(ui.tr("mistakes.loading")):
+        data = ui.cached_test_set(location)
+except (FileNotFoundError, ValueError) as err:  # no images after all, or a damaged one
+    stop_with(ui.tr("mistakes.bad_data", folder=root, message=str(err)))
+with head:  # the shape of EvalResult.probs: one probability per image and class
+    ui.header("page.mistakes", "mistakes.intro", shape=(len(data), model.config.num_classes))
+try:
+    result = ui.cached_evaluation(chosen.name, location)  # a progress bar the first time
+except ValueError as err:  # the model's classes differ from the dataset's
+    st.info(ui.tr("mistakes.mismatch", message=str(err)))
+    st.stop()
+classes = result.classes
+num_classes = len(classes)
+m1, m2, m3 = st.columns(3)
+m1.metric(ui.tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
+m2.metric(ui.tr("mistakes.misclassified"), ui.tr("mistakes.of", m=result.misclassified, n=result.n))
+m3.metric(ui.tr("mistakes.speed"), ui.tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}"))
+
+# ---- a click on the confusion matrix sets the two class filters --------------------------------
+options = [ANY, *range(num_classes)]
+clicked = lab.cell_from_selection(st.session_state.get(CONFUSION), num_classes)
+if clicked is not None and clicked != st.session_state.get("_mistakes_clicked"):
+    st.session_state["mistakes_true"], st.session_state["mistakes_predicted"] = clicked
+st.session_state["_mistakes_clicked"] = clicked
+for key in ("mistakes_true", "mistakes_predicted"):
+    if key not in st.session_state or st.session_state[key] not in options:
+        st.session_state[key] = ANY
+cell = (st.session_state["mistakes_true"], st.session_state["mistakes_predicted"])
+cell = cell if ANY not in cell else None
+
+left, right = st.columns([2, 3])
+left.plotly_chart(
+    plots.bars(
+        classes, result.per_class_accuracy(), title=ui.tr("mistakes.per_class_title"),
+        height=160 + 42 * min(num_classes, 20),
+    ),
+    width="stretch", key="mistakes_per_class",
+)  # fmt: skip
+right.plotly_chart(
+    plots.confusion_matrix(
+        result.confusion().numpy(), classes, title=ui.tr("mistakes.confusion_title"),
+        x_title=ui.tr("mistakes.axis_predicted"), y_title=ui.tr("mistakes.axis_true"), selected=cell,
+    ),
+    width="stretch", key=CONFUSION, on_select="rerun", selection_mode="points",
+)  # fmt: skip
+
+
+# ---- filters ----------------------------------------------------------------------------------
+def any_or_name(option: int) -> str:
+    return ui.tr("mistakes.any") if option == ANY else classes[option]
+
+
+st.subheader(ui.tr("mistakes.filters"))
+f1, f2, f3 = st.columns([1, 1, 2])
+true_filter = f1.selectbox(ui.tr("mistakes.filter_true"), options, format_func=any_or_name, key="mistakes_true")
+predicted_filter = f2.selectbox(
+    ui.tr("mistakes.filter_predicted"), options, format_func=any_or_name, key="mistakes_predicted"
+)
+true_filter = None if true_filter == ANY else true_filter
+predicted_filter = None if predicted_filter == ANY else predicted_filter
+low, high = f3.slider(ui.tr("mistakes.confidence"), 0.0, 1.0, (0.0, 1.0), step=0.01, key="mistakes_range")
+g1, g2 = st.columns([1, 3])
+confident = g1.checkbox(ui.tr("mistakes.confident_only"), key="mistakes_confident")
+threshold = g2.slider(
+    ui.tr("mistakes.threshold"), 0.0, 0.99, 0.9, step=0.01, key="mistakes_threshold", disabled=not confident
+)
+diagonal = true_filter is not None and true_filter == predicted_filter
+indices = lab.filter_mistakes(
+    result, true_filter, predicted_filter, low, high, threshold if confident else None, include_correct=diagonal
+)  # (m,) most confident first
+count = len(indices)
+filters = (chosen.name, location, true_filter, predicted_filter, low, high, confident, threshold)
+if st.session_state.get("_mistakes_filters") != filters:  # new filters: back to the first page and image
+    st.session_state["_mistakes_filters"] = filters
+    st.session_state["mistakes_page"] = 1
+    st.session_state["mistake"] = 1
+if diagonal:
+    st.caption(ui.tr("mistakes.correct_cell", name=classes[true_filter]))
+st.markdown(ui.tr("mistakes.count", m=count))
+ui.download_csv("mistakes.download_csv", "mistakes.csv", "mistakes_csv", lab.mistakes_csv(result, indices))
+if count == 0:
+    st.info(ui.tr("mistakes.none"))
+    st.stop()
+
+# ---- the gallery ------------------------------------------------------------------------------
+labels, predictions, confidence = result.labels, result.predictions, result.confidence
+
+
+def caption(number: int, index: int) -> str:
+    return ui.tr(
+        "mistakes.caption", n=number, true=classes[int(labels[index])], predicted=classes[int(predictions[index])],
+        confidence=f"{float(confidence[index]):.0%}",
+    )  # fmt: skip
+
+
+st.subheader(ui.tr("mistakes.gallery"))
+pages = lab.page_bounds(count, 1)[2]
+page = ui.int_choice("mistakes_page", 1, 1, pages)
+st.number_input(ui.tr("mistakes.page"), min_value=1, max_value=pages, step=1, key="mistakes_page")
+start, end, pages = lab.page_bounds(count, page)
+shown = indices[start:end].tolist()  # never more than lab.PER_PAGE thumbnails, however many mistakes
+st.image(
+    [ui.png_bytes(t) for t in lab.thumbnails(data.images[shown])],
+    caption=[caption(start + j + 1, i) for j, i in enumerate(shown)], width=lab.THUMBNAIL, output_format="PNG",
+)  # fmt: skip
+st.caption(ui.tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=count))
+
+# ---- one image up close -----------------------------------------------------------------------
+st.subheader(ui.tr("mistakes.detail"))
+number = ui.int_choice("mistake", 1, 1, count)
+st.number_input(ui.tr("mistakes.choose"), min_value=1, max_value=count, step=1, key="mistake")
+index = int(indices[number - 1])
+true_class, predicted_class = int(labels[index]), int(predictions[index])
+true_name, predicted_name = classes[true_class], classes[predicted_class]
+probs = result.probs[index]  # (K,)
+
+left, right = st.columns([1, 2])
+with left:
+    large = lab.thumbnails(data.images[index : index + 1], 2 * lab.THUMBNAIL)[0]
+    st.image(ui.png_bytes(large), caption=caption(number, index), output_format="PNG")
+    st.markdown(
+        ui.tr(
+            "mistakes.verdict", file=result.files[index], true=true_name, predicted=predicted_name,
+            confidence=f"{float(confidence[index]):.1%}",
+        )
+    )  # fmt: skip
+    position = lab.class_position(result.files, classes, index) if kind == "folder" else None
+    if position is None:
+        st.caption(ui.tr("mistakes.no_tour"))
+    else:
+
+        def open_in_tour(class_name: str, index_in_class: int) -> None:
+            """Make this image the sidebar's CIFAR-10 image (before the sidebar's widgets exist)."""
+            st.session_state["source"] = "cifar"
+            st.session_state["cifar"] = f"{class_name}/{index_in_class}"
+            st.session_state["cifar_class"] = class_name
+            st.session_state["cifar_index"] = index_in_class
+            st.session_state["step"] = 0
+
+        if st.button(
+            ui.tr("mistakes.open_tour"), key="mistakes_open_tour", help=ui.tr("mistakes.open_tour_help"),
+            on_click=open_in_tour, args=position, type="primary",
+        ):  # fmt: skip
+            st.switch_page("pages/0_home.py")
+k = min(5, num_classes)
+top_values, top_classes = probs.topk(k)
+top_list = top_classes.tolist()
+right.plotly_chart(
+    plots.bars(
+        [classes[c] for c in top_list], top_values.tolist(), title=ui.tr("mistakes.top5_title"), height=90 + 40 * k,
+        highlight=top_list.index(true_class) if true_class in top_list else None,
+    ),
+    width="stretch", key="mistakes_top5",
+)  # fmt: skip
+true_rank = int((probs > probs[true_class]).sum()) + 1
+right.caption(ui.tr("mistakes.true_rank", name=true_name, rank=true_rank, k=num_classes))
+
+# Where the model looked for the predicted class and for the true class.
+st.markdown(f"#### {ui.tr('mistakes.maps_title')}")
+st.markdown(ui.tr("mistakes.maps_intro"))
+if model.num_prefix_tokens == 0:
+    st.caption(ui.tr("mistakes.maps_no_cls"))
+pixels = prepare_batch(data.images[index : index + 1], model)  # (1, C, H, W), as evaluate saw it
+picture = data.images[index].permute(1, 2, 0).numpy()  # (H, W, 3) uint8
+maps = {
+    "predicted": analysis.grad_rollout(model, pixels, predicted_class).numpy(),  # (grid_h, grid_w)
+    "true": analysis.grad_rollout(model, pixels, true_class).numpy(),
+}
+for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_name, true_name)):
+    column.plotly_chart(
+        plots.heatmap_overlay(picture, maps[which], title=ui.tr(f"mistakes.map_{which}", name=name), height=380),
+        width="stretch", key=f"mistakes_map_{which}",
+    )
+
+# When the true class lost: the logit lens of this image.
+st.markdown(f"#### {ui.tr('mistakes.lens_title')}")
+st.markdown(ui.tr("mistakes.lens_intro"))
+param = next(model.parameters())
+with torch.no_grad():
+    trace = model.explain(pixels.to(param.device, param.dtype))
+lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, 1, K) probabilities
+rank_true = analysis.class_rank_by_layer(lens, true_class)[:, 0]  # (depth + 1,)
+rank_predicted = analysis.class_rank_by_layer(lens, predicted_class)[:, 0]
+blocks = np.arange(trace.depth + 1)
+series_true = ui.tr("mistakes.series_true", name=true_name)
+series_predicted = ui.tr("mistakes.series_predicted", name=predicted_name)
+st.plotly_chart(
+    plots.multi_line(
+        blocks, {series_true: lens[:, 0, true_class].numpy(), series_predicted: lens[:, 0, predicted_class].numpy()},
+        title=ui.tr("mistakes.lens_chart"), x_title=ui.tr("mistakes.x_block"), y_title=ui.tr("mistakes.y_prob"),
+        percent=True, colours={series_true: "#ff2d55", series_predicted: "#4c78a8"},
+        hover_text=[
+            ui.tr("mistakes.hover", block=b, true=true_name, rank_true=int(rank_true[b]) + 1, predicted=predicted_name,
+                  rank_predicted=int(rank_predicted[b]) + 1)
+            for b in blocks
+        ],
+    ),
+    width="stretch", key="mistakes_lens",
+)  # fmt: skip
+last_top = lab.last_top_block(rank_true)
+if last_top is None:
+    st.markdown(ui.tr("mistakes.never_top", name=true_name))
+elif last_top == 0:
+    st.markdown(ui.tr("mistakes.lost_at_embed", name=true_name))
+elif last_top < trace.depth:
+    st.markdown(ui.tr("mistakes.lost_at", name=true_name, block=last_top, next=last_top + 1))
+ui.download_npz(
+    "download.npz", "mistake.npz", "mistakes_npz", probs=probs.numpy(), map_predicted=maps["predicted"],
+    map_true=maps["true"], logit_lens=lens[:, 0].numpy(), rank_true=rank_true.numpy(),
+    rank_predicted=rank_predicted.numpy(),
+)  # fmt: skip
+ui.nav("pages/9_mistakes.py")

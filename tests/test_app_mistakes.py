@@ -1,0 +1,229 @@
+"""The misclassification lab (pages/9_mistakes.py) in Streamlit's AppTest.
+
+Every test uses a tiny ImageFolder made here (3 colour classes, 10 images each, 32x32) and a
+tiny random ViT whose class names are the folders', saved to a temporary file and chosen with
+session state ``custom_model``; ``data_dir`` points the page at the folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from streamlit.testing.v1 import AppTest
+
+from tests.apptest import TIMEOUT, errors, open_page
+from tests.helpers import CLASSES, make_image_folder
+from vitviz import data as vdata
+from vitviz import ui, zoo
+from vitviz.config import ViTConfig
+from vitviz.evaluate import EvalResult, evaluate
+from vitviz.model import VisionTransformer
+
+torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
+
+PAGE = "pages/9_mistakes.py"
+TINY = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES)
+
+
+def _save_model(path: Path, seed: int) -> Path:
+    torch.manual_seed(seed)
+    zoo.save(VisionTransformer(TINY).eval(), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def lab_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, EvalResult]:
+    """(test folder, model file, what vitviz.evaluate says about the pair)."""
+    root = tmp_path_factory.mktemp("lab")
+    make_image_folder(root, per_class=10, splits=("test",))
+    model_path = _save_model(root / "tiny.safetensors", seed=0)
+    model, _ = zoo.load(str(model_path), device="cpu")
+    result = evaluate(model, vdata.load_image_folder(root / "test", use_cache=False), use_cache=False)
+    assert 0 < result.misclassified < result.n  # the page has mistakes to show and correct cells
+    return root / "test", model_path, result
+
+
+@pytest.fixture
+def csv_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The text of every ui.download_csv button, by widget key (AppTest keeps no media files)."""
+    texts: dict[str, str] = {}
+    original = ui.download_csv
+
+    def recording(label_key: str, file_name: str, key: str, text: str) -> None:
+        texts[key] = text
+        original(label_key, file_name, key, text)
+
+    monkeypatch.setattr(ui, "download_csv", recording)
+    return texts
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def _captions(at) -> list[str]:  # noqa: ANN001 - an AppTest
+    """Captions of the gallery (the first st.image list on the page)."""
+    gallery = at.get("image")[0]
+    return [image.caption for image in gallery.proto.imgs]
+
+
+def _array(value: object) -> np.ndarray:
+    """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
+    if isinstance(value, dict):
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
+    return np.asarray(value)
+
+
+def _open(folder: Path, model_path: Path, **state: object):  # noqa: ANN202 - an AppTest
+    return open_page(PAGE, custom_model=str(model_path), data_dir=str(folder), **state)
+
+
+def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:  # noqa: ANN001
+    folder, model_path, result = lab_setup
+    at = _open(folder, model_path)
+    assert errors(at) == []
+    assert at.title[0].value == "Misclassification lab"
+    assert any(f"`({result.n}, 3)`" in m.value for m in at.markdown)  # the header's probs shape
+    assert at.text_input(key="data_dir").value == str(folder)
+    assert at.selectbox(key="mistakes_true").value == -1 == at.selectbox(key="mistakes_predicted").value  # (any)
+    assert at.slider(key="mistakes_range").value == (0.0, 1.0) and at.checkbox(key="mistakes_confident").value is False
+    assert at.number_input(key="mistakes_page").value == 1 and at.number_input(key="mistake").value == 1
+    assert at.button(key="mistakes_open_tour") is not None
+    charts = {chart.proto.id.rsplit("-", 1)[-1].removeprefix("mistakes_") for chart in at.get("plotly_chart")}
+    assert {"per_class", "confusion", "top5", "map_predicted", "map_true", "lens"} <= charts
+
+    rows = _rows(csv_texts["mistakes_csv"])
+    wrong = result.wrong.tolist()
+    assert sorted(int(r["index"]) for r in rows) == sorted(wrong)
+    confidences = [float(r["confidence"]) for r in rows]
+    assert confidences == sorted(confidences, reverse=True)  # most confident first
+    for row in rows:
+        i = int(row["index"])
+        assert row["file"] == result.files[i]
+        assert row["true"] == CLASSES[int(result.labels[i])] != row["predicted"] == CLASSES[int(result.predictions[i])]
+    captions = _captions(at)
+    assert len(captions) == min(24, len(wrong))
+    first = int(rows[0]["index"])
+    true, predicted = CLASSES[int(result.labels[first])], CLASSES[int(result.predictions[first])]
+    assert captions[0] == f"#1 {true} → {predicted} ({float(result.confidence[first]):.0%})"
+
+
+def test_choosing_a_confusion_cell_shows_exactly_that_cell(lab_setup, csv_texts) -> None:  # noqa: ANN001
+    folder, model_path, result = lab_setup
+    counts = result.confusion()
+    off = counts * (1 - torch.eye(3, dtype=counts.dtype))
+    true, predicted = divmod(int(off.argmax()), 3)  # the fullest off-diagonal cell
+    at = _open(folder, model_path)
+    at.selectbox(key="mistakes_true").set_value(true)
+    at.selectbox(key="mistakes_predicted").set_value(predicted).run()
+    assert errors(at) == []
+    cell = torch.nonzero((result.labels == true) & (result.predictions == predicted)).flatten().tolist()
+    assert len(cell) == int(counts[true, predicted]) > 0
+    assert sorted(int(r["index"]) for r in _rows(csv_texts["mistakes_csv"])) == cell
+    assert len(_captions(at)) == min(24, len(cell))
+    (figure,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-mistakes_confusion")]
+    assert '"rect"' in figure.proto.spec  # the chosen cell is outlined
+
+    # A cell on the diagonal shows the images classified correctly as that class.
+    at.selectbox(key="mistakes_predicted").set_value(true).run()
+    assert errors(at) == []
+    diagonal = torch.nonzero((result.labels == true) & (result.predictions == true)).flatten().tolist()
+    assert sorted(int(r["index"]) for r in _rows(csv_texts["mistakes_csv"])) == diagonal
+
+
+def test_korean_and_a_model_without_cls(lab_setup, tmp_path) -> None:  # noqa: ANN001
+    folder, _, _ = lab_setup
+    torch.manual_seed(2)
+    path = tmp_path / "no_cls.safetensors"
+    zoo.save(VisionTransformer(TINY.replace(class_token=False, global_pool="avg")).eval(), path)
+    # AppTest formats widget options outside the script (in English) and then fails to find the
+    # Korean ones on a second run, so the app runs once and opens the page the way a shared link
+    # to it does (ui.guard_page / ui.follow_step_link).
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    state = {"lang": "ko", "custom_model": str(path), "data_dir": str(folder), "_requested_page": PAGE}
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    assert errors(at) == []
+    assert at.title[0].value == "오분류 실험실"
+    assert at.selectbox(key="mistakes_true").options[0] == "(전체)"
+    assert any("[CLS] 토큰이 없" in caption.value for caption in at.caption)
+
+
+def test_second_open_and_filter_changes_do_not_run_the_model(lab_setup, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    folder, _, _ = lab_setup
+    model_path = _save_model(tmp_path / "fresh.safetensors", seed=1)  # a model no other test evaluated
+    calls: list[int] = []
+    original = VisionTransformer.forward
+
+    def counting(self, pixels):  # noqa: ANN001, ANN202 - the method's own signature
+        calls.append(len(pixels))
+        return original(self, pixels)
+
+    monkeypatch.setattr(VisionTransformer, "forward", counting)
+    at = _open(folder, model_path)
+    assert errors(at) == []
+    assert sum(calls) == 30  # every test image went through the model once
+    shutil.rmtree(vdata.cache_dir() / "eval")  # so only Streamlit's cache can answer now
+    again = _open(folder, model_path)
+    assert errors(again) == []
+    again.slider(key="mistakes_range").set_value((0.0, 0.6)).run()
+    again.checkbox(key="mistakes_confident").check().run()
+    assert errors(again) == []
+    assert sum(calls) == 30
+
+
+def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.delenv("VITVIZ_DATA", raising=False)
+    monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: None)
+    empty = tmp_path / "nothing here"
+    empty.mkdir()
+    at = open_page(PAGE, data_dir=str(empty))
+    assert [e.value for e in at.exception] == []
+    assert errors(at) == []
+    assert any(str(empty) in info.value and "ImageFolder" in info.value for info in at.info)
+    assert at.button(key="mistakes_download") is not None
+    assert at.get("plotly_chart") == []
+
+
+def test_a_model_for_other_classes_gets_a_sentence(lab_setup) -> None:  # noqa: ANN001
+    folder, _, _ = lab_setup
+    at = open_page(PAGE, data_dir=str(folder))  # the default model predicts the 10 CIFAR-10 classes
+    assert errors(at) == []
+    assert any("10 classes" in info.value for info in at.info)
+
+
+def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None:  # noqa: ANN001
+    folder, model_path, result = lab_setup
+    at = _open(folder, model_path)
+    at.number_input(key="mistake").set_value(2).run()
+    chosen = int(_rows(csv_texts["mistakes_csv"])[1]["index"])
+    class_name, _, file_name = result.files[chosen].partition("/")
+    index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
+    at.button(key="mistakes_open_tour").click().run()
+    assert errors(at) == []
+    assert at.title[0].value == "Overview"
+    assert at.session_state["source"] == "cifar"
+    assert at.session_state["cifar"] == f"{class_name}/{index_in_class}"
+    assert (at.session_state["cifar_class"], at.session_state["cifar_index"]) == (class_name, index_in_class)
+    assert at.session_state["lab_data_dir"] == str(folder.resolve())  # the sidebar reads the lab's folder
+    expected = (folder / result.files[chosen]).read_bytes()
+    assert vdata.folder_image_bytes(folder, class_name, index_in_class) == expected
+    (grid,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_grid")]
+    shown = _array(json.loads(grid.proto.spec)["data"][0]["z"]).astype(int)  # the overview's model input
+    assert np.abs(shown - np.asarray(Image.open(io.BytesIO(expected)).convert("RGB"), dtype=int)).max() <= 1
+    at.switch_page(PAGE).run()  # back in the lab, the folder is still the one chosen
+    assert errors(at) == []
+    assert at.text_input(key="data_dir").value == str(folder)

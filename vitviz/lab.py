@@ -1,0 +1,235 @@
+"""The misclassification lab: which test images does the model get wrong, and how?
+
+Pure functions over an ``EvalResult`` (``vitviz.evaluate``) and the ``ImageSet`` it was computed
+on: filtering the mistakes, reading a click on the confusion matrix, paging a gallery, making
+thumbnails and the CSV export. The Streamlit caches that hold the dataset and the result live
+in ``vitviz.ui`` (``cached_test_set``, ``cached_evaluation``); nothing here talks to Streamlit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from vitviz import data as vdata
+from vitviz.evaluate import EvalResult
+
+PER_PAGE = 24  # thumbnails per gallery page
+THUMBNAIL = 96  # pixels on the longer side of a gallery thumbnail
+TORCHVISION_FOLDER = "cifar-10-batches-py"  # where torchvision keeps CIFAR-10 under its root
+
+DataKind = Literal["folder", "torchvision"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the test images are
+# ---------------------------------------------------------------------------------------------
+
+
+def default_test_root() -> Path:
+    """The folder the lab opens with: a CIFAR-10 test ImageFolder found on this machine
+    (``vitviz.data.find_cifar_test_folder``: VITVIZ_DATA, then ``../shared/data/cifar10-jpeg``),
+    else VITVIZ_DATA or the cache folder where torchvision would download CIFAR-10."""
+    folder = vdata.find_cifar_test_folder()
+    return folder if folder is not None else vdata.default_data_dir()
+
+
+def locate_test_data(root: Path | str) -> tuple[DataKind, Path] | None:
+    """Where ``vitviz.data.load_split(root, "test")`` would read from, without downloading.
+
+    Returns:
+        ("folder", the test-split ImageFolder: root/test or root itself), or
+        ("torchvision", root) when torchvision's CIFAR-10 files are there
+        (root/cifar-10-batches-py/test_batch), or None when neither is; paths are resolved,
+        so two spellings of one folder give one answer.
+    """
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        return None
+    folder = vdata.find_image_folder(root, "test")
+    if folder is not None:
+        return "folder", folder.resolve()
+    if (root / TORCHVISION_FOLDER / "test_batch").is_file():
+        return "torchvision", root.resolve()
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Filtering the mistakes
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_class(value: int | None, num_classes: int, what: str) -> None:
+    if value is not None and not 0 <= value < num_classes:
+        raise ValueError(f"The {what} class {value} does not exist: choose a class from 0 to {num_classes - 1}.")
+
+
+def filter_mistakes(
+    result: EvalResult,
+    true: int | None = None,
+    predicted: int | None = None,
+    low: float = 0.0,
+    high: float = 1.0,
+    min_confidence: float | None = None,
+    include_correct: bool = False,
+) -> Tensor:
+    """The images that match the lab's filters, the most confident first.
+
+    Args:
+        result: from ``vitviz.evaluate.evaluate``.
+        true: keep images of this true class only (None: any).
+        predicted: keep images predicted as this class only (None: any).
+        low, high: keep images whose confidence (the probability of the predicted class)
+            lies in [low, high].
+        min_confidence: "confidently wrong": keep only images whose confidence is strictly
+            above this threshold (None: no threshold).
+        include_correct: also keep correctly classified images (for a diagonal cell of the
+            confusion matrix, where true == predicted and every image is correct).
+
+    Returns:
+        (m,) long: indices into the result (and its dataset), sorted by confidence, highest
+        first; equal confidences keep the dataset order.
+    """
+    num_classes = result.probs.shape[-1]
+    _check_class(true, num_classes, "true")
+    _check_class(predicted, num_classes, "predicted")
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"The confidence range must satisfy 0 <= low <= high <= 1, not [{low}, {high}].")
+    labels, predictions, confidence = result.labels, result.predictions, result.confidence  # each (n,)
+    keep = torch.ones_like(labels, dtype=torch.bool) if include_correct else predictions != labels
+    if true is not None:
+        keep &= labels == true
+    if predicted is not None:
+        keep &= predictions == predicted
+    keep &= (confidence >= low) & (confidence <= high)
+    if min_confidence is not None:
+        keep &= confidence > min_confidence
+    indices = torch.nonzero(keep).flatten()  # (m,) ascending
+    order = torch.sort(confidence[indices], descending=True, stable=True).indices
+    return indices[order]
+
+
+def cell_from_selection(selection: dict | None, num_classes: int) -> tuple[int, int] | None:
+    """The confusion-matrix cell a user clicked, from ``st.plotly_chart(..., on_select=...)``.
+
+    The clickable markers of ``plots.confusion_matrix`` carry ``customdata = [true, predicted, count]``;
+    Streamlit hands a point's customdata back as a list or as ``{"0": true, "1": predicted, ...}``.
+
+    Args:
+        selection: the chart's state ``{"selection": {"points": [...]}}`` or its inner
+            ``{"points": [...]}``; None or an empty selection gives None.
+        num_classes: K, to refuse cells outside the matrix.
+
+    Returns:
+        (true class, predicted class) of the last clicked cell, or None.
+    """
+    if not selection:
+        return None
+    inner = selection.get("selection", selection) or {}
+    for point in reversed(inner.get("points") or []):
+        customdata = point.get("customdata")
+        if isinstance(customdata, dict):
+            customdata = [customdata.get("0", customdata.get(0)), customdata.get("1", customdata.get(1))]
+        if not isinstance(customdata, (list, tuple)) or len(customdata) < 2:
+            continue
+        row, col = customdata[0], customdata[1]
+        if all(isinstance(v, (int, float)) and float(v).is_integer() and 0 <= v < num_classes for v in (row, col)):
+            return int(row), int(col)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# The gallery
+# ---------------------------------------------------------------------------------------------
+
+
+def page_bounds(count: int, page: int, per_page: int = PER_PAGE) -> tuple[int, int, int]:
+    """Which slice of a list of ``count`` items gallery page ``page`` (1-based) shows.
+
+    Returns:
+        (start, stop, num_pages): the items [start, stop) of the page after clipping it to
+        [1, num_pages]; an empty list has one empty page.
+    """
+    if per_page < 1:
+        raise ValueError(f"per_page must be at least 1, not {per_page}.")
+    num_pages = max(1, -(-count // per_page))
+    page = min(max(page, 1), num_pages)
+    start = (page - 1) * per_page
+    return start, min(start + per_page, count), num_pages
+
+
+def thumbnails(images: Tensor, size: int = THUMBNAIL) -> np.ndarray:
+    """Small pictures for the gallery, scaled with nearest-neighbour so pixels stay sharp.
+
+    Args:
+        images: (M, C, H, W) uint8, e.g. ``ImageSet.images[indices]``; C is 1 or 3.
+        size: the longer side of a thumbnail in pixels.
+
+    Returns:
+        (M, h, w, 3) uint8 with max(h, w) = size and the images' aspect ratio.
+    """
+    if images.dim() != 4:
+        raise ValueError(f"images must be (M, C, H, W), got {tuple(images.shape)}.")
+    height, width = images.shape[-2:]
+    scale = size / max(height, width)
+    out_size = (max(1, round(height * scale)), max(1, round(width * scale)))
+    if images.shape[1] == 1:
+        images = images.expand(-1, 3, -1, -1)
+    if len(images) == 0:
+        return np.zeros((0, *out_size, 3), dtype=np.uint8)
+    scaled = F.interpolate(images.float(), size=out_size, mode="nearest-exact")  # (M, 3, h, w)
+    return scaled.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()  # (M, h, w, 3)
+
+
+def class_position(files: Sequence[str], classes: Sequence[str], index: int) -> tuple[str, int] | None:
+    """The (class folder, index within the class) of image ``index`` of an ImageFolder set.
+
+    ``vitviz.data.folder_image_bytes(folder, class, index_within_class)`` opens the same file:
+    both count a class's files in sorted order. None for a set not read from class folders
+    (torchvision's CIFAR-10 names its images "cifar10/test/<n>").
+    """
+    name = files[index]
+    class_name, sep, _ = name.partition("/")
+    if not sep or class_name not in classes:
+        return None
+    prefix = class_name + "/"
+    return class_name, sum(1 for other in files[:index] if other.startswith(prefix))
+
+
+def mistakes_csv(result: EvalResult, indices: Tensor | Sequence[int]) -> str:
+    """The filtered list as CSV text: index, file, true, predicted, confidence, one row per image."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["index", "file", "true", "predicted", "confidence"])
+    predictions, confidence = result.predictions, result.confidence
+    for i in torch.as_tensor(indices, dtype=torch.long).tolist():
+        true, predicted = result.classes[int(result.labels[i])], result.classes[int(predictions[i])]
+        writer.writerow([i, result.files[i], true, predicted, f"{float(confidence[i]):.6f}"])
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# One image: when did the true class lose?
+# ---------------------------------------------------------------------------------------------
+
+
+def last_top_block(rank: Tensor) -> int | None:
+    """The last point of a logit-lens rank curve at which the class was the top answer.
+
+    Args:
+        rank: (depth + 1,) from ``analysis.class_rank_by_layer`` (0 = top answer).
+
+    Returns:
+        The index l (0 = the embeddings, l = after block l) of the last 0 in ``rank``, or None
+        when the class was never on top. For a mistake, the class lost in block l + 1.
+    """
+    tops = torch.nonzero(torch.as_tensor(rank) == 0).flatten()
+    return int(tops[-1]) if len(tops) else None
