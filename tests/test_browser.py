@@ -45,9 +45,21 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    # The lab evaluates the whole test folder on its first visit: give the server a small copy of
+    # the CIFAR-10 test folder (20 images a class, in a temporary folder) and a cold cache of its own.
+    data = tmp_path_factory.mktemp("data")
+    source = ROOT.parent / "shared" / "data" / "cifar10-jpeg" / "test"
+    for class_folder in sorted(source.iterdir()):
+        target = data / "test" / class_folder.name
+        target.mkdir(parents=True)
+        for file in sorted(class_folder.iterdir())[:20]:
+            shutil.copy(file, target / file.name)
     port = _free_port()
-    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false")
+    env = dict(
+        os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", VITVIZ_DATA=str(data),
+        VITVIZ_CACHE=str(tmp_path_factory.mktemp("cache")),
+    )  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
          "--server.address", "127.0.0.1", "--server.port", str(port)],
