@@ -29,12 +29,12 @@ with left:
     rows = plots.parameter_rows(model.params_by_module(), total)
     st.dataframe(
         [{ui.tr("card.col.module"): name, ui.tr("card.col.params"): f"{count:,}", ui.tr("card.col.share"): f"{share:.1%}"} for name, count, share in rows],
-        hide_index=True, width="stretch", height=min(36 * (len(rows) + 1) + 4, 520),
+        hide_index=True, width="stretch", height=ui.table_height(len(rows)),
     )  # fmt: skip
 with right:
     st.markdown(f"**{ui.tr('card.config')}**")
     shown = {k: v for k, v in config.to_dict().items() if k not in ("class_names", "preprocess")}
-    st.dataframe([{"key": k, "value": str(v)} for k, v in shown.items()], hide_index=True, width="stretch")
+    st.dataframe([{"key": k, "value": str(v)} for k, v in shown.items()], hide_index=True, width="stretch", height=ui.table_height(len(shown)))
 
 history = spec.card.get("history") or []
 if history:

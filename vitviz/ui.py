@@ -439,6 +439,11 @@ def nav(script: str) -> None:
         st.switch_page(files[index + 1])
 
 
+def table_height(rows: int, limit: int = 720) -> int:
+    """Pixels for st.dataframe to show ``rows`` rows and its header without scrolling (up to a limit)."""
+    return min(35 * (rows + 1) + 3, limit)
+
+
 def png_bytes(array: np.ndarray) -> bytes:
     """An (H, W, 3) uint8 array as PNG bytes (for downloads and thumbnails)."""
     buffer = io.BytesIO()
