@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -31,6 +34,21 @@ def errors(at: AppTest) -> list[str]:
 
 def plotly_figures(at: AppTest) -> list[dict]:
     """The plotly figures on the page, as dictionaries (data + layout)."""
-    import json
-
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def figure(at: AppTest, key: str) -> dict:
+    """The figure of the chart with element key ``key``."""
+    for chart in at.get("plotly_chart"):
+        if chart.proto.id.endswith(f"-{key}"):
+            return json.loads(chart.proto.spec)
+    raise AssertionError(f"no chart {key!r}")
+
+
+def figure_array(value: object) -> np.ndarray:
+    """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
+    if isinstance(value, dict):
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
+    return np.asarray(value)

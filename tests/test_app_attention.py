@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import json
 
 import numpy as np
 import pytest
 import torch
 
+from tests.apptest import figure as _figure, figure_array as _array
 from tests.apptest import errors, open_page
 from vitviz import ui, zoo
 from vitviz.config import ViTConfig
@@ -19,23 +18,6 @@ CHARTS = (
     "attention_readout", "attention_query", "attention_heads", "attention_rollout", "attention_distance",
     "attention_worked_bars",
 )  # fmt: skip
-
-
-def _figure(at, key: str) -> dict:
-    """The figure of the chart with key ``key``."""
-    for chart in at.get("plotly_chart"):
-        if chart.proto.id.endswith(f"-{key}"):
-            return json.loads(chart.proto.spec)
-    raise AssertionError(f"no chart {key!r}")
-
-
-def _array(value: object) -> np.ndarray:
-    """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
-    if isinstance(value, dict):
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
-    return np.asarray(value)
 
 
 def _heatmap(at, key: str) -> np.ndarray:

@@ -6,8 +6,6 @@ Unit tests use hand-made traces with known answers and a tiny random ViT (32 px,
 
 from __future__ import annotations
 
-import base64
-import json
 import math
 from types import SimpleNamespace
 
@@ -18,6 +16,7 @@ import torch.nn.functional as F
 
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import figure as _figure, figure_array as _array
 from tests.apptest import TIMEOUT, errors, open_page
 from vitviz import analysis, plots, ui, zoo
 from vitviz.config import ViTConfig
@@ -273,20 +272,6 @@ def test_block_figures() -> None:
 
 
 # ---- the pages in AppTest ----------------------------------------------------------------------
-
-
-def _figure(at, key: str) -> dict:
-    for chart in at.get("plotly_chart"):
-        if chart.proto.id.endswith(f"-{key}"):
-            return json.loads(chart.proto.spec)
-    raise AssertionError(f"no chart {key!r}")
-
-
-def _array(value: object) -> np.ndarray:
-    """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
-    if isinstance(value, dict):
-        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-    return np.asarray(value)
 
 
 def test_block_page_default_model_layer_widget_changes_the_figures() -> None:

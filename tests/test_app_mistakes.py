@@ -7,7 +7,6 @@ session state ``custom_model``; ``data_dir`` points the page at the folder.
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import json
@@ -21,6 +20,7 @@ from PIL import Image
 
 from streamlit.testing.v1 import AppTest
 
+from tests.apptest import figure_array as _array
 from tests.apptest import TIMEOUT, errors, open_page
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
@@ -75,15 +75,6 @@ def _captions(at) -> list[str]:  # noqa: ANN001 - an AppTest
     """Captions of the gallery (the first st.image list on the page)."""
     gallery = at.get("image")[0]
     return [image.caption for image in gallery.proto.imgs]
-
-
-def _array(value: object) -> np.ndarray:
-    """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
-    if isinstance(value, dict):
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
-    return np.asarray(value)
 
 
 def _open(folder: Path, model_path: Path, **state: object):  # noqa: ANN202 - an AppTest

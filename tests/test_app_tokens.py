@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import json
 
 import numpy as np
 import pytest
 import torch
 
+from tests.apptest import figure as _figure, figure_array as _array
 from tests.apptest import errors, open_page
 from vitviz import analysis, patches, plots, zoo
 from vitviz.config import ViTConfig
@@ -16,23 +15,6 @@ from vitviz.model import VisionTransformer, sincos_2d
 
 VECTORS = "pages/3_vectors.py"
 TOKENS = "pages/4_tokens.py"
-
-
-def _figure(at, key: str) -> dict:
-    """The figure of the chart with widget/element key ``key``."""
-    for chart in at.get("plotly_chart"):
-        if chart.proto.id.endswith(f"-{key}"):
-            return json.loads(chart.proto.spec)
-    raise AssertionError(f"no chart {key!r}")
-
-
-def _array(value: object) -> np.ndarray:
-    """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
-    if isinstance(value, dict):
-        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
-        shape = value.get("shape")
-        return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
-    return np.asarray(value)
 
 
 def _bar_values(figure: dict) -> list:
