@@ -79,11 +79,17 @@ def patch_grid(
         )
     )  # fmt: skip
     if highlight is not None and 0 <= highlight < grid_h * grid_w:
-        row, col = divmod(highlight, grid_w)
-        fig.add_shape(
-            type="rect", x0=col * patch_size - 0.5, x1=(col + 1) * patch_size - 0.5,
-            y0=row * patch_size - 0.5, y1=(row + 1) * patch_size - 0.5, line=dict(color="#ff2d55", width=3),
-        )  # fmt: skip
+        outline_patch(fig, highlight, grid_w, patch_size, width=3)
+    return fig
+
+
+def outline_patch(fig: go.Figure, index: int, grid_w: int, patch_size: int, width: int = 3) -> go.Figure:
+    """Draw a red square around patch ``index`` (row-major) of an image figure."""
+    row, col = divmod(index, grid_w)
+    fig.add_shape(
+        type="rect", x0=col * patch_size - 0.5, x1=(col + 1) * patch_size - 0.5,
+        y0=row * patch_size - 0.5, y1=(row + 1) * patch_size - 0.5, line=dict(color="#ff2d55", width=width),
+    )  # fmt: skip
     return fig
 
 
@@ -484,11 +490,7 @@ def attention_picker(
         )
     )  # fmt: skip
     if query_patch is not None and 0 <= query_patch < grid_h * grid_w:
-        row, col = divmod(query_patch, grid_w)
-        fig.add_shape(
-            type="rect", x0=col * patch_size - 0.5, x1=(col + 1) * patch_size - 0.5,
-            y0=row * patch_size - 0.5, y1=(row + 1) * patch_size - 0.5, line=dict(color="#ff2d55", width=4),
-        )  # fmt: skip
+        outline_patch(fig, query_patch, grid_w, patch_size, width=4)
     return fig
 
 
