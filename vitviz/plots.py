@@ -30,20 +30,28 @@ def to_uint8(image: np.ndarray) -> np.ndarray:
     return array
 
 
-def _image_layout(fig: go.Figure, height: int | None = None, title: str | None = None) -> go.Figure:
-    fig.update_xaxes(visible=False, constrain="domain")
-    fig.update_yaxes(visible=False, scaleanchor="x", autorange="reversed")
-    fig.update_layout(
+def _image_layout_dict(height: int | None = None, title: str | None = None) -> dict:
+    """Layout of a picture: no axes, square pixels, y downwards, no dragging."""
+    layout = dict(
+        xaxis=dict(visible=False, constrain="domain"),
+        yaxis=dict(visible=False, scaleanchor="x", autorange="reversed"),
         margin=dict(l=4, r=4, t=40 if title else 4, b=4), font=FONT, height=height,
-        title=dict(text=title) if title else None, plot_bgcolor="white", dragmode=False,
+        plot_bgcolor="white", dragmode=False,
     )  # fmt: skip
-    return fig
+    if title:
+        layout["title"] = dict(text=title)
+    return layout
+
+
+def _image_figure(z: np.ndarray, height: int | None, title: str | None, **trace: object) -> go.Figure:
+    """One go.Image trace and the picture layout, built in a single constructor call (plotly's
+    update_* methods each cost milliseconds, which add up in an app rerun)."""
+    return go.Figure(data=[dict(type="image", z=z, **trace)], layout=_image_layout_dict(height, title))
 
 
 def image(array: np.ndarray, title: str | None = None, height: int | None = 380) -> go.Figure:
     """A picture, pixel for pixel, with hover showing (x, y) and the RGB values."""
-    fig = go.Figure(go.Image(z=to_uint8(array), hovertemplate="x=%{x}, y=%{y}<br>RGB %{z}<extra></extra>"))
-    return _image_layout(fig, height, title)
+    return _image_figure(to_uint8(array), height, title, hovertemplate="x=%{x}, y=%{y}<br>RGB %{z}<extra></extra>")
 
 
 def patch_grid(
@@ -60,10 +68,14 @@ def patch_grid(
     grid_h, grid_w = height_px // patch_size, width_px // patch_size
     fig = image(array, title, height)
     line = dict(color="rgba(255,255,255,0.9)", width=1)
-    for row in range(1, grid_h):
-        fig.add_shape(type="line", x0=-0.5, x1=width_px - 0.5, y0=row * patch_size - 0.5, y1=row * patch_size - 0.5, line=line)
-    for col in range(1, grid_w):
-        fig.add_shape(type="line", y0=-0.5, y1=height_px - 0.5, x0=col * patch_size - 0.5, x1=col * patch_size - 0.5, line=line)
+    shapes = [
+        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=row * patch_size - 0.5, y1=row * patch_size - 0.5, line=line)
+        for row in range(1, grid_h)
+    ] + [
+        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=col * patch_size - 0.5, x1=col * patch_size - 0.5, line=line)
+        for col in range(1, grid_w)
+    ]
+    fig.update_layout(shapes=shapes)  # one update: add_shape per line costs a millisecond each
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     centres_x = cols * patch_size + patch_size / 2 - 0.5
     centres_y = rows * patch_size + patch_size / 2 - 0.5
@@ -116,8 +128,7 @@ def patch_gallery(patches: np.ndarray, grid: tuple[int, int], title: str | None 
     """Every patch as its own tile, in token order (row by row), spaced apart."""
     p = np.asarray(patches).shape[1]
     montage = patch_montage(patches, grid, gap=max(1, p // 8))
-    fig = go.Figure(go.Image(z=montage, hoverinfo="skip"))
-    return _image_layout(fig, height, title)
+    return _image_figure(montage, height, title, hoverinfo="skip")
 
 
 def heatmap_overlay(
@@ -144,32 +155,48 @@ def heatmap_overlay(
     return fig
 
 
+def _panel_domains(count: int, columns: int, h_gap: float, v_gap: float) -> list[tuple[list[float], list[float]]]:
+    """([x0, x1], [y0, y1]) paper coordinates of ``count`` panels laid out row by row."""
+    rows = int(np.ceil(count / columns))
+    width = (1.0 - h_gap * (columns - 1)) / columns
+    height = (1.0 - v_gap * (rows - 1)) / rows
+    domains = []
+    for index in range(count):
+        row, col = divmod(index, columns)
+        x0, y1 = col * (width + h_gap), 1.0 - row * (height + v_gap)
+        domains.append(([x0, x0 + width], [max(y1 - height, 0.0), y1]))
+    return domains
+
+
 def small_multiples(
     maps: np.ndarray, titles: Sequence[str], columns: int = 6, colorscale: str = HEAT,
     shared_scale: bool = False, height_per_row: int = 170, image: np.ndarray | None = None,
 ) -> go.Figure:  # fmt: skip
-    """Many (grid_h, grid_w) maps side by side (e.g. every head of a layer)."""
+    """Many (grid_h, grid_w) maps side by side (e.g. every head of a layer).
+
+    The figure is built in one go from plain dictionaries (no make_subplots and no per-axis
+    updates): with 12 heads this takes a few milliseconds instead of a large part of a rerun.
+    """
     maps = np.asarray(maps, dtype=np.float64)
     count = len(maps)
     columns = max(1, min(columns, count))
     rows = int(np.ceil(count / columns))
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=list(titles), horizontal_spacing=0.02, vertical_spacing=0.08 if rows > 1 else 0.1)
     zmin, zmax = (float(maps.min()), float(maps.max())) if shared_scale else (None, None)
-    for index, values in enumerate(maps):
-        row, col = divmod(index, columns)
-        fig.add_trace(
-            go.Heatmap(z=values, colorscale=colorscale, showscale=False, zmin=zmin, zmax=zmax,
-                       hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>"),
-            row=row + 1, col=col + 1,
-        )  # fmt: skip
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, autorange="reversed", scaleanchor="x")
-    for index in range(count):
-        axis = "" if index == 0 else str(index + 1)
-        fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
-    fig.update_layout(height=rows * height_per_row + 40, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
-    fig.update_annotations(font_size=13)
-    return fig
+    data, layout = [], {}
+    for index, ((x_domain, y_domain), values, title) in enumerate(zip(_panel_domains(count, columns, 0.02, 0.12 if rows > 1 else 0.1), maps, titles)):
+        suffix = "" if index == 0 else str(index + 1)
+        data.append(dict(
+            type="heatmap", z=values, colorscale=colorscale, showscale=False, zmin=zmin, zmax=zmax,
+            xaxis=f"x{suffix}", yaxis=f"y{suffix}", hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>",
+        ))  # fmt: skip
+        layout[f"xaxis{suffix}"] = dict(domain=x_domain, visible=False, anchor=f"y{suffix}")
+        layout[f"yaxis{suffix}"] = dict(domain=y_domain, visible=False, anchor=f"x{suffix}", autorange="reversed", scaleanchor=f"x{suffix}")
+        layout.setdefault("annotations", []).append(dict(
+            text=title, x=sum(x_domain) / 2, y=y_domain[1], xref="paper", yref="paper", xanchor="center",
+            yanchor="bottom", showarrow=False, font=dict(size=13),
+        ))  # fmt: skip
+    layout.update(height=rows * height_per_row + 40, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
+    return go.Figure(data=data, layout=layout)
 
 
 def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -> go.Figure:
