@@ -127,7 +127,32 @@ def _cifar_images(count: int) -> list[bytes]:
     return [f.read_bytes() for f in files]
 
 
-def test_eight_concurrent_sessions_each_get_their_own_prediction():
+@pytest.fixture
+def shared_test_runtime(monkeypatch):
+    """Let AppTests run in threads: AppTest keeps its mock Runtime in one global that every run
+    sets at its start and clears at its end, so a run that ends first would pull the runtime out
+    from under the others ("Runtime hasn't been created!"). While this fixture is active a
+    cleared global falls back to the last mock runtime seen (they are interchangeable in-memory
+    mocks); the app's own caches, which are what this test is about, are untouched."""
+    from streamlit.runtime.runtime import Runtime
+
+    last: list[object] = []
+    original = Runtime.__dict__["instance"].__func__
+
+    def instance(cls):  # noqa: ANN001, ANN202
+        if cls._instance is not None:
+            last[:] = [cls._instance]
+            return cls._instance
+        if last:
+            return last[0]
+        return original(cls)
+
+    monkeypatch.setattr(Runtime, "instance", classmethod(instance))
+    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: cls._instance is not None or bool(last)))
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_runtime):
     images = _cifar_images(4) + [(ROOT / "assets" / "samples" / n).read_bytes() for n in ("cat-chelsea.jpg", "coffee.jpg", "rocket.jpg", "astronaut.jpg")]
     model, spec = ui.cached_model("untrained-cifar10-vit")
 
