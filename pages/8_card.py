@@ -5,7 +5,7 @@ import streamlit as st
 from vitviz import plots, ui
 from vitviz.model import flops_per_image
 
-cur = ui.current(need_image=False) or ui.current_model()
+cur = ui.current_model()  # the card needs no image
 model, spec = cur.model, cur.spec
 config = model.config
 ui.header("page.card", "card.intro")

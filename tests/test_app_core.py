@@ -128,3 +128,9 @@ def test_shapes_json_roundtrip_of_config_on_card():
     keys = list(at.dataframe[1].value["key"])
     assert "embed_dim" in keys and "patch_size" in keys
     assert json.dumps(keys)
+
+
+def test_upload_chosen_but_no_file_yet_says_what_to_do():
+    at = open_page(source="upload")
+    assert [e.value for e in at.exception] == []
+    assert any("Choose an image in the sidebar" in i.value for i in at.info)

@@ -27,6 +27,10 @@ TEXT: dict[str, dict[str, str]] = {
     "sidebar.source.cifar": {"en": "CIFAR-10 test image", "ko": "CIFAR-10 테스트 이미지"},
     "sidebar.sample": {"en": "Photo", "ko": "사진"},
     "sidebar.upload": {"en": "Upload an image", "ko": "이미지 업로드"},
+    "sidebar.no_image": {
+        "en": "Choose an image in the sidebar: upload one, or pick a sample photo.",
+        "ko": "사이드바에서 이미지를 고르세요. 직접 올리거나 예제 사진을 선택할 수 있습니다.",
+    },
     "sidebar.upload_limit": {"en": "Up to {limit} MB; nothing you upload is stored.", "ko": "{limit} MB까지 올릴 수 있고, 올린 파일은 저장되지 않습니다."},
     "sidebar.cifar_class": {"en": "Class", "ko": "클래스"},
     "sidebar.cifar_index": {"en": "Index within the class", "ko": "클래스 안의 번호"},

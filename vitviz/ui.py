@@ -381,18 +381,16 @@ def current_model() -> CurrentModel:
     return CurrentModel(name, model, spec)
 
 
-def current(need_image: bool = True) -> Current | None:
-    """Load what the sidebar chose; on a user error show one sentence and stop the page."""
+def current() -> Current:
+    """Load what the sidebar chose; on a user error (or no image yet) show one sentence and stop the page."""
     chosen = current_model()
     name, model, spec = chosen.name, chosen.model, chosen.spec
     if not spec.trained:
         st.sidebar.warning(tr("sidebar.untrained"))
     data = image_bytes()
     if data is None:
-        if need_image:
-            st.info(tr("sidebar.upload"))
-            st.stop()
-        return None
+        st.info(tr("sidebar.no_image"))
+        st.stop()
     try:
         array, notes = cached_image(data, lang())
         trace = cached_trace(name, data)
@@ -460,8 +458,3 @@ def download_npz(label_key: str, file_name: str, key: str, **arrays: np.ndarray)
 
 def download_csv(label_key: str, file_name: str, key: str, text: str) -> None:
     st.download_button(tr(label_key), text.encode(), file_name=file_name, mime="text/csv", key=key)
-
-
-def plotly(fig, key: str | None = None) -> None:  # noqa: ANN001 - a plotly Figure
-    """Show a figure with plotly's PNG export on."""
-    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}})
