@@ -359,12 +359,23 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+def hardware_label() -> str:
+    """The GPU's name, or the CPU model and the number of threads torch uses."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name()
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        model = names[0] if names else model
+    return f"CPU ({model}, {torch.get_num_threads()} threads)"
+
+
 def _card(
     cfg: TrainConfig, vit_config: ViTConfig, history: list[dict], wall: float,
     train_set: ImageSet, test_set: ImageSet, world: int, dtype: torch.dtype | None,
 ) -> dict[str, Any]:  # fmt: skip
     final = history[-1] if history else {}
-    hardware = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
     return {
         "name": cfg.name,
         "config": vit_config.to_dict(),
@@ -376,7 +387,7 @@ def _card(
         "test_accuracy": final.get("test_accuracy"),
         "epochs": len(history),
         "wall_time_s": round(wall, 1),
-        "hardware": hardware,
+        "hardware": hardware_label(),
         "torch": torch.__version__,
         "history": history,
     }

@@ -1,0 +1,64 @@
+import json
+
+import pytest
+
+from tests.helpers import CLASSES, make_image_folder
+from vitviz import zoo
+from vitviz.data import load_split
+from vitviz.evaluate import evaluate
+from vitviz.ship import ShipError, main, ship
+from vitviz.train import TrainConfig, train
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    data = make_image_folder(tmp_path_factory.mktemp("data"), per_class=40)
+    out = tmp_path_factory.mktemp("runs") / "tiny"
+    recipe = TrainConfig(
+        name="tiny", data=str(data), epochs=2, batch_size=32, lr=3e-3, warmup_epochs=0, augment="none",
+        mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.0, amp="off", threads=1,
+        model={"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0},
+    )  # fmt: skip
+    train(recipe, out=out)
+    return out, data
+
+
+def test_the_card_holds_what_evaluate_measures(run, tmp_path):
+    folder, data = run
+    card = ship(folder, str(data), out_dir=tmp_path, name="tiny")
+    assert card["shipped"]
+    written = json.loads((tmp_path / "tiny.json").read_text())
+    model, spec = zoo.load(str(tmp_path / "tiny.safetensors"))
+    measured = evaluate(model, load_split(data, "test"), use_cache=False)
+    assert written["test_accuracy"] == pytest.approx(measured.accuracy)
+    assert written["evaluated"]["images"] == measured.n == 120
+    assert written["config"]["class_names"] == list(CLASSES)
+    for field in ("recipe", "history", "epochs", "wall_time_s", "hardware", "trained_on", "tested_on"):
+        assert field in written, field
+
+
+def test_weights_that_do_not_beat_the_shipped_ones_are_not_written(run, tmp_path):
+    folder, data = run
+    ship(folder, str(data), out_dir=tmp_path, name="tiny")
+    card = json.loads((tmp_path / "tiny.json").read_text())
+    card["test_accuracy"] = 1.01  # pretend the shipped model is better than anything
+    (tmp_path / "tiny.json").write_text(json.dumps(card))
+    again = ship(folder, str(data), out_dir=tmp_path, name="tiny")
+    assert not again["shipped"] and "does not beat" in again["reason"]
+    assert json.loads((tmp_path / "tiny.json").read_text())["test_accuracy"] == 1.01
+
+
+def test_an_unfinished_run_ships_from_its_checkpoint(run, tmp_path):
+    folder, data = run
+    card = ship(folder, str(data), out_dir=tmp_path, name="tiny", checkpoint=True)
+    assert card["shipped"] and card["interim"].startswith("checkpoint after epoch 2")
+    written = json.loads((tmp_path / "tiny.json").read_text())
+    for field in ("recipe", "history", "epochs", "wall_time_s", "hardware", "trained_on", "tested_on", "test_accuracy"):
+        assert field in written, field
+
+
+def test_missing_run_says_so(tmp_path, capsys):
+    with pytest.raises(ShipError, match="no finished weights"):
+        ship(tmp_path / "nothing", None, out_dir=tmp_path)
+    assert main([str(tmp_path / "nothing"), "--out", str(tmp_path)]) == 2
+    assert "pass --checkpoint" in capsys.readouterr().err

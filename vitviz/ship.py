@@ -1,0 +1,128 @@
+"""Ship a trained run as the offline default: assets/models/<name>.safetensors + <name>.json.
+
+    python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
+
+The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint)
+are evaluated on the whole test split with vitviz.evaluate, so the accuracy in the json card is
+exactly what ``python -m vitviz.evaluate`` prints. They replace the shipped model only when they
+beat it (and stay under the size limit); otherwise nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file
+
+from vitviz import zoo
+from vitviz.config import ViTConfig
+from vitviz.convert import load_state_dict_strict
+from vitviz.data import load_split
+from vitviz.evaluate import evaluate, weights_hash
+from vitviz.model import VisionTransformer
+from vitviz.train import hardware_label
+
+log = logging.getLogger(__name__)
+
+MAX_BYTES = 20_000_000
+
+
+class ShipError(RuntimeError):
+    """The run cannot be shipped; the message says why."""
+
+
+def load_run(run: Path, checkpoint: bool = False) -> tuple[VisionTransformer, dict[str, Any]]:
+    """The model and card of a training run folder (final weights, or the latest checkpoint)."""
+    run = Path(run)
+    name = run.name
+    if checkpoint:
+        path = run / "checkpoint.pt"
+        if not path.exists():
+            raise ShipError(f"{run} has no checkpoint.pt.")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        config = ViTConfig.from_dict(state["vit_config"])
+        weights = state["model"]
+        card = {
+            "name": name, "config": config.to_dict(), "recipe": state["train_config"],
+            "history": state["history"], "epochs": state["epoch"], "wall_time_s": round(state["wall_s"], 1),
+            "interim": f"checkpoint after epoch {state['epoch']} of {state['train_config'].get('epochs')}",
+        }  # fmt: skip
+    else:
+        weights_path, card_path = run / f"{name}.safetensors", run / f"{name}.json"
+        if not weights_path.exists() or not card_path.exists():
+            raise ShipError(f"{run} has no finished weights ({weights_path.name}); pass --checkpoint for the latest epoch.")
+        card = json.loads(card_path.read_text())
+        config = ViTConfig.from_dict(card["config"])
+        weights = load_file(str(weights_path))
+    model = VisionTransformer(config)
+    load_state_dict_strict(model, weights)
+    return model.eval(), card
+
+
+def ship(
+    run: Path, data: str | None, out_dir: Path = zoo.MODELS_DIR, name: str = zoo.SHIPPED,
+    checkpoint: bool = False, hardware: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Evaluate a run and write it to ``out_dir`` if it beats what is there.
+
+    Returns:
+        The card that was written, with "shipped": True, or the evaluated card with
+        "shipped": False and "reason" when the current model stays.
+    """
+    model, card = load_run(run, checkpoint)
+    test = load_split(data, "test")
+    result = evaluate(model, test, name=name)
+    card = dict(card)
+    card["name"] = name
+    card["test_accuracy"] = result.accuracy
+    card["evaluated"] = {
+        "data": result.data, "images": result.n, "fingerprint": test.fingerprint,
+        "misclassified": result.misclassified, "weights_sha256": weights_hash(model),
+        "per_class_accuracy": dict(zip(result.classes, [round(a, 4) for a in result.per_class_accuracy()])),
+    }  # fmt: skip
+    if hardware or "hardware" not in card:
+        card["hardware"] = hardware or hardware_label()
+    card.setdefault("trained_on", {"source": card.get("recipe", {}).get("data")})
+    card["tested_on"] = {"source": result.data, "images": result.n, "fingerprint": test.fingerprint}
+    out_dir = Path(out_dir)
+    current = out_dir / f"{name}.json"
+    if current.exists():
+        previous = json.loads(current.read_text()).get("test_accuracy") or 0.0
+        if result.accuracy <= previous:
+            return {**card, "shipped": False, "reason": f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}"}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    weights = out_dir / f"{name}.safetensors"
+    size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    if size > MAX_BYTES:
+        raise ShipError(f"The weights take {size:,} bytes, above the {MAX_BYTES:,}-byte limit for shipped models.")
+    zoo.save(model, weights, card={k: v for k, v in card.items() if k != "config"})
+    return {**card, "shipped": True}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vitviz.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run", type=Path, help="a training run folder, e.g. ~/.cache/vitviz/runs/cifar10-vit")
+    parser.add_argument("--data", default=None, help="the dataset root with a test split (default: VITVIZ_DATA)")
+    parser.add_argument("--checkpoint", action="store_true", help="ship the latest epoch's checkpoint of an unfinished run")
+    parser.add_argument("--out", type=Path, default=zoo.MODELS_DIR)
+    parser.add_argument("--hardware", default=None, help="override the card's hardware field")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    try:
+        card = ship(args.run.expanduser(), args.data, args.out, checkpoint=args.checkpoint, hardware=args.hardware)
+    except (ShipError, FileNotFoundError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    verdict = "shipped" if card["shipped"] else f"kept the current model: {card['reason']}"
+    print(f"{card['name']}: test accuracy {card['test_accuracy']:.4f} on {card['evaluated']['images']} images; {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
