@@ -146,3 +146,10 @@ def test_registry_configs_are_valid():
     for spec in zoo.REGISTRY.values():
         assert isinstance(spec.config, ViTConfig)
         assert spec.offline == (spec.source in ("shipped", "random"))
+
+
+def test_errors_have_a_korean_sentence(tmp_path):
+    with pytest.raises(zoo.ModelLoadError) as err:
+        zoo.load("no-such-model")
+    assert "모델이 없습니다" in err.value.sentence("ko")
+    assert err.value.sentence("en") == str(err.value)

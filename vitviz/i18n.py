@@ -92,6 +92,43 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "Transparent areas are shown on a white background.",
         "ko": "투명한 부분은 흰 배경 위에 보여 줍니다.",
     },
+    # ---- models a user names (vitviz.zoo.load) -----------------------------------------------
+    "model.unknown": {
+        "en": "There is no model called {name}: use one of {names}, timm:<model name>, hf:<repo id>, or the path of a checkpoint.",
+        "ko": "{name}(이)라는 모델이 없습니다. {names} 중 하나나 timm:<모델 이름>, hf:<저장소 id>, 또는 체크포인트 경로를 쓰세요.",
+    },
+    "model.offline": {
+        "en": "{what} could not be downloaded ({error}), probably because there is no network: models that work offline are {names}, or the path of a checkpoint file.",
+        "ko": "{what}을(를) 내려받지 못했습니다({error}). 네트워크가 없는 것 같습니다. 오프라인에서 쓸 수 있는 모델은 {names}, 또는 체크포인트 파일 경로입니다.",
+    },
+    "model.timm_unknown": {
+        "en": "timm has no model called {name}: check the name with timm.list_models().",
+        "ko": "timm에 {name}(이)라는 모델이 없습니다. timm.list_models()로 이름을 확인하세요.",
+    },
+    "model.timm_failed": {"en": "timm could not load {name} ({error}).", "ko": "timm이 {name}을(를) 불러오지 못했습니다({error})."},
+    "model.unsupported": {"en": "{name} cannot be shown by vitviz: {error}", "ko": "vitviz는 {name}을(를) 보여 줄 수 없습니다: {error}"},
+    "model.not_vit": {
+        "en": "{name} is a {kind} model; vitviz shows ViT models (model_type 'vit').",
+        "ko": "{name}은(는) {kind} 모델입니다. vitviz는 ViT 모델(model_type 'vit')만 보여 줍니다.",
+    },
+    "model.hf_failed": {"en": "Hugging Face could not load {name} ({error}).", "ko": "Hugging Face가 {name}을(를) 불러오지 못했습니다({error})."},
+    "model.bad_safetensors": {"en": "{file} is not a valid safetensors file ({error}).", "ko": "{file}은(는) 올바른 safetensors 파일이 아닙니다({error})."},
+    "model.pickle_refused": {
+        "en": "{file} holds Python objects besides tensors, which could run code when loaded, so it was refused: save a plain state dict (or safetensors) and try again.",
+        "ko": "{file}에는 텐서 말고도 파이썬 객체가 들어 있어 불러올 때 코드가 실행될 수 있으므로 거부했습니다. 순수한 state dict(또는 safetensors)로 저장해서 다시 시도하세요.",
+    },
+    "model.not_checkpoint": {"en": "{file} is not a checkpoint that torch can read ({error}).", "ko": "{file}은(는) torch가 읽을 수 있는 체크포인트가 아닙니다({error})."},
+    "model.no_state_dict": {"en": "{file} does not hold a state dict of tensors.", "ko": "{file}에는 텐서로 된 state dict가 없습니다."},
+    "model.folder_without_config": {
+        "en": "{file} is a folder without a config.json: point at a checkpoint file or a Hugging Face model folder.",
+        "ko": "{file}은(는) config.json이 없는 폴더입니다. 체크포인트 파일이나 Hugging Face 모델 폴더를 지정하세요.",
+    },
+    "model.hf_needs_config": {
+        "en": "{file} looks like a Hugging Face checkpoint: put its config.json beside it.",
+        "ko": "{file}은(는) Hugging Face 체크포인트로 보입니다. 옆에 config.json을 두세요.",
+    },
+    "model.mismatch": {"en": "{file} does not match its config: {error}", "ko": "{file}이(가) 설정과 맞지 않습니다: {error}"},
+    "model.load_failed": {"en": "{file} could not be loaded: {error}", "ko": "{file}을(를) 불러오지 못했습니다: {error}"},
     # ---- page titles (navigation) -----------------------------------------------------------
     "page.home": {"en": "Overview", "ko": "전체 흐름"},
     "page.input": {"en": "1. Image to input", "ko": "1. 이미지에서 입력으로"},

@@ -376,7 +376,7 @@ def current_model() -> CurrentModel:
     try:
         model, spec = cached_model(name)
     except zoo.ModelLoadError as err:
-        st.error(tr("error.model", message=str(err)))
+        st.error(tr("error.model", message=err.sentence(lang())))
         st.stop()
     return CurrentModel(name, model, spec)
 

@@ -25,6 +25,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, Preprocess, ViTConfig, cifar10_vit_config
+from vitviz.i18n import t
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,20 @@ UNTRAINED = "untrained-cifar10-vit"
 
 
 class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message says why and what to do."""
+    """A model could not be loaded; the message says why and what to do.
+
+    Attributes:
+        key: the i18n key of the sentence (vitviz.i18n), so the app can show it in Korean too.
+        values: the values that fill the sentence's fields (library details stay as they are).
+    """
+
+    def __init__(self, key: str, **values: object) -> None:
+        self.key = key
+        self.values = values
+        super().__init__(t(key, **values))
+
+    def sentence(self, lang: str) -> str:
+        return t(self.key, lang, **self.values)
 
 
 @dataclass(frozen=True)
@@ -217,10 +231,7 @@ def load(name: str, device: str | torch.device | None = None) -> Loaded:
     elif Path(name).expanduser().exists():
         model, spec = load_path(Path(name).expanduser())
     else:
-        raise ModelLoadError(
-            f"There is no model called {name!r}: use one of {', '.join(REGISTRY)}, "
-            "timm:<model name>, hf:<repo id>, or the path of a checkpoint."
-        )
+        raise ModelLoadError("model.unknown", name=repr(name), names=", ".join(REGISTRY))
     return Loaded(model.to(pick_device(device)).eval(), spec)
 
 
@@ -252,10 +263,7 @@ def _hub_spec(name: str, source: str, model: VisionTransformer) -> ModelSpec:
 
 
 def _offline_error(what: str, err: BaseException) -> ModelLoadError:
-    return ModelLoadError(
-        f"{what} could not be downloaded ({type(err).__name__}), probably because there is no network: "
-        f"models that work offline are {', '.join(offline_names())}, or the path of a checkpoint file."
-    )
+    return ModelLoadError("model.offline", what=what, error=type(err).__name__, names=", ".join(offline_names()))
 
 
 def _is_network_error(err: BaseException) -> bool:
@@ -277,18 +285,18 @@ def _load_timm(model_name: str, checkpoint_file: str | Path | None = None) -> Vi
         source = timm.create_model(model_name, pretrained=True, **overlay)
     except RuntimeError as err:
         if "Unknown model" in str(err):
-            raise ModelLoadError(f"timm has no model called {model_name!r}: check the name with timm.list_models().") from None
+            raise ModelLoadError("model.timm_unknown", name=repr(model_name)) from None
         if _is_network_error(err):
             raise _offline_error(f"timm:{model_name}", err) from None
-        raise ModelLoadError(f"timm could not build {model_name!r}: {err}") from None
+        raise ModelLoadError("model.timm_failed", name=repr(model_name), error=str(err)) from None
     except Exception as err:
         if _is_network_error(err):
             raise _offline_error(f"timm:{model_name}", err) from None
-        raise ModelLoadError(f"timm could not load {model_name!r} ({type(err).__name__}: {err}).") from None
+        raise ModelLoadError("model.timm_failed", name=repr(model_name), error=f"{type(err).__name__}: {err}") from None
     try:
         return from_timm(source.eval())
     except ValueError as err:
-        raise ModelLoadError(f"timm:{model_name} cannot be shown by vitviz: {err}") from None
+        raise ModelLoadError("model.unsupported", name=f"timm:{model_name}", error=str(err)) from None
 
 
 def _load_hf(repo_id: str) -> VisionTransformer:
@@ -300,9 +308,7 @@ def _load_hf(repo_id: str) -> VisionTransformer:
     try:
         hf_config = AutoConfig.from_pretrained(repo_id)
         if getattr(hf_config, "model_type", None) != "vit":
-            raise ModelLoadError(
-                f"{repo_id} is a {hf_config.model_type!r} model; vitviz shows ViT models (model_type 'vit')."
-            )
+            raise ModelLoadError("model.not_vit", name=repo_id, kind=repr(hf_config.model_type))
         has_head = any(a.endswith("ForImageClassification") for a in (hf_config.architectures or []))
         cls = ViTForImageClassification if has_head else ViTModel
         source = cls.from_pretrained(repo_id, attn_implementation="eager")
@@ -311,7 +317,7 @@ def _load_hf(repo_id: str) -> VisionTransformer:
     except Exception as err:
         if _is_network_error(err) or not Path(repo_id).exists():
             raise _offline_error(f"hf:{repo_id}", err) from None
-        raise ModelLoadError(f"Hugging Face could not load {repo_id} ({type(err).__name__}: {err}).") from None
+        raise ModelLoadError("model.hf_failed", name=repo_id, error=f"{type(err).__name__}: {err}") from None
     model = from_hf(source.eval())
     processor = Path(repo_id) / "preprocessor_config.json"
     if processor.exists():
@@ -344,22 +350,19 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         try:
             return load_file(str(path))
         except (SafetensorError, OSError, ValueError) as err:
-            raise ModelLoadError(f"{path.name} is not a valid safetensors file ({err}).") from None
+            raise ModelLoadError("model.bad_safetensors", file=path.name, error=str(err)) from None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
         if "weights_only" in str(err) or "Unsupported global" in str(err) or "GLOBAL" in str(err):
-            raise ModelLoadError(
-                f"{path.name} holds Python objects besides tensors, which could run code when loaded, "
-                "so it was refused: save a plain state dict (or safetensors) and try again."
-            ) from None
-        raise ModelLoadError(f"{path.name} is not a checkpoint that torch can read ({type(err).__name__}).") from None
+            raise ModelLoadError("model.pickle_refused", file=path.name) from None
+        raise ModelLoadError("model.not_checkpoint", file=path.name, error=type(err).__name__) from None
     for key in ("model", "state_dict", "model_state_dict", "model_ema"):
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]
             break
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-        raise ModelLoadError(f"{path.name} does not hold a state dict of tensors.")
+        raise ModelLoadError("model.no_state_dict", file=path.name)
     return state
 
 
@@ -377,7 +380,7 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
         if (path / "config.json").exists():
             model = _load_hf(str(path))
             return model, ModelSpec(str(path), path.name, "path", model.config, True, True, f"Hugging Face folder {path}.", path=path)
-        raise ModelLoadError(f"{path} is a folder without a config.json: point at a checkpoint file or a Hugging Face model folder.")
+        raise ModelLoadError("model.folder_without_config", file=str(path))
     state = read_weights(path)
     meta = _json_beside(path)
     try:
@@ -387,7 +390,7 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
             load_state_dict_strict(model, state)
         elif any(k.startswith(("vit.", "embeddings.")) for k in state):
             if not (path.parent / "config.json").exists():
-                raise ModelLoadError(f"{path.name} looks like a Hugging Face checkpoint: put its config.json beside it.")
+                raise ModelLoadError("model.hf_needs_config", file=path.name)
             from transformers import ViTConfig as HFViTConfig
 
             model = from_hf(state, config=HFViTConfig.from_pretrained(str(path.parent)))
@@ -395,9 +398,9 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
             num_heads = meta.get("num_heads") if meta else None
             model = from_timm(state, num_heads=num_heads)
     except CheckpointError as err:
-        raise ModelLoadError(f"{path.name} does not match its config: {err}") from None
+        raise ModelLoadError("model.mismatch", file=path.name, error=str(err)) from None
     except (ValueError, TypeError, KeyError) as err:
-        raise ModelLoadError(f"{path.name} could not be loaded: {err}") from None
+        raise ModelLoadError("model.load_failed", file=path.name, error=str(err)) from None
     card = meta if meta and "config" in meta else {}
     spec = ModelSpec(str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path)
     return model, spec
