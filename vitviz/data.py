@@ -20,7 +20,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from torch import Tensor
 
 from vitviz.config import CIFAR10_CLASSES, Preprocess
-from vitviz.i18n import DEFAULT_LANGUAGE, t
+from vitviz.i18n import DEFAULT_LANGUAGE, TranslatedError, t
 
 log = logging.getLogger(__name__)
 
@@ -29,21 +29,8 @@ NOTES_KEY = "vitviz.notes"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
 
-class ImageError(ValueError):
-    """An image could not be used; the message is one sentence a user can act on.
-
-    Attributes:
-        key: the i18n key of the sentence (vitviz.i18n), so the app can show it in Korean too.
-        values: the values that fill the sentence's fields.
-    """
-
-    def __init__(self, key: str, **values: object) -> None:
-        self.key = key
-        self.values = values
-        super().__init__(t(key, **values))
-
-    def sentence(self, lang: str) -> str:
-        return t(self.key, lang, **self.values)
+class ImageError(TranslatedError, ValueError):
+    """An image could not be used; the message is one sentence a user can act on (in any language)."""
 
 
 def _composite(image: Image.Image, background: tuple[int, int, int] = (255, 255, 255)) -> Image.Image:

@@ -1034,6 +1034,24 @@ def t(key: str, lang: str = DEFAULT_LANGUAGE, **values: object) -> str:
     return text.format(**values) if values else text
 
 
+class TranslatedError(Exception):
+    """An error whose message is an i18n sentence: ``str(err)`` is English, ``sentence(lang)``
+    gives it in any language. Subclasses also derive from the built-in error they stand for.
+
+    Attributes:
+        key: the i18n key of the sentence.
+        values: the values that fill the sentence's fields.
+    """
+
+    def __init__(self, key: str, **values: object) -> None:
+        self.key = key
+        self.values = values
+        super().__init__(t(key, **values))
+
+    def sentence(self, lang: str) -> str:
+        return t(self.key, lang, **self.values)
+
+
 def missing() -> list[tuple[str, str]]:
     """(key, language) pairs with no text: the i18n test requires this to be empty."""
     return [(key, lang) for key, entry in TEXT.items() for lang in LANGUAGES if not entry.get(lang, "").strip()]

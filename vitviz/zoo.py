@@ -25,7 +25,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, Preprocess, ViTConfig, cifar10_vit_config
-from vitviz.i18n import t
+from vitviz.i18n import TranslatedError
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -36,21 +36,8 @@ SHIPPED = "cifar10-vit"
 UNTRAINED = "untrained-cifar10-vit"
 
 
-class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message says why and what to do.
-
-    Attributes:
-        key: the i18n key of the sentence (vitviz.i18n), so the app can show it in Korean too.
-        values: the values that fill the sentence's fields (library details stay as they are).
-    """
-
-    def __init__(self, key: str, **values: object) -> None:
-        self.key = key
-        self.values = values
-        super().__init__(t(key, **values))
-
-    def sentence(self, lang: str) -> str:
-        return t(self.key, lang, **self.values)
+class ModelLoadError(TranslatedError, RuntimeError):
+    """A model could not be loaded; the message says why and what to do (library details stay as they are)."""
 
 
 @dataclass(frozen=True)
