@@ -80,19 +80,31 @@ def patch_grid(
     centres_x = cols * patch_size + patch_size / 2 - 0.5
     centres_y = rows * patch_size + patch_size / 2 - 0.5
     fig.add_trace(
-        go.Scatter(
-            x=centres_x, y=centres_y, mode="text+markers" if numbers else "markers",
+        click_markers(
+            centres_x, centres_y, max(6, min(40, 600 // max(grid_w, 1))),
+            np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
+            "patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
+            mode="text+markers" if numbers else "markers",
             text=[str(i) for i in range(grid_h * grid_w)] if numbers else None,
             textfont=dict(color="white", size=11),
-            marker=dict(size=max(6, min(40, 600 // max(grid_w, 1))), color="rgba(0,0,0,0.01)", symbol="square"),
-            customdata=np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
-            hovertemplate="patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
-            showlegend=False,
         )
     )  # fmt: skip
     if highlight is not None and 0 <= highlight < grid_h * grid_w:
         outline_patch(fig, highlight, grid_w, patch_size, width=3)
     return fig
+
+
+def click_markers(
+    x: Sequence, y: Sequence, size: int, customdata: np.ndarray, hovertemplate: str, **trace: object
+) -> go.Scatter:
+    """Square markers, nearly transparent, that answer hovers and clicks: st.plotly_chart's
+    on_select reads their ``customdata``. Not hidden: hoverinfo "skip" or opacity 0 would make
+    them ignore clicks too."""
+    trace.setdefault("mode", "markers")
+    return go.Scatter(
+        x=x, y=y, marker=dict(size=size, color="rgba(0,0,0,0.01)", symbol="square"),
+        customdata=customdata, hovertemplate=hovertemplate, showlegend=False, **trace,
+    )  # fmt: skip
 
 
 def outline_patch(fig: go.Figure, index: int, grid_w: int, patch_size: int, width: int = 3) -> go.Figure:
@@ -420,12 +432,10 @@ def similarity_grid(
     )  # fmt: skip
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     fig.add_trace(
-        go.Scatter(
-            x=cols * (grid_w + gap) + (grid_w - 1) / 2, y=rows * (grid_h + gap) + (grid_h - 1) / 2, mode="markers",
-            marker=dict(size=max(6, min(40, 560 // max(grid_w, 1))), color="rgba(0,0,0,0.01)", symbol="square"),
-            customdata=np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
-            hovertemplate="position %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
-            showlegend=False,
+        click_markers(
+            cols * (grid_w + gap) + (grid_w - 1) / 2, rows * (grid_h + gap) + (grid_h - 1) / 2,
+            max(6, min(40, 560 // max(grid_w, 1))), np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
+            "position %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
         )
     )  # fmt: skip
     if selected is not None and 0 <= selected < grid_h * grid_w:
@@ -507,13 +517,10 @@ def attention_picker(
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     size = max(6, min(40, int(0.8 * (height or 420) / max(grid_h, grid_w))))  # about one patch on screen
     fig.add_trace(
-        go.Scatter(
-            x=cols * patch_size + patch_size / 2 - 0.5, y=rows * patch_size + patch_size / 2 - 0.5, mode="markers",
-            marker=dict(size=size, color="rgba(0,0,0,0.01)", symbol="square"),
-            customdata=np.stack([np.arange(grid_h * grid_w), rows, cols, values.ravel()], axis=1),
-            hovertemplate="patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]}): "
-                          "%{customdata[3]:.4f}<extra></extra>",
-            showlegend=False,
+        click_markers(
+            cols * patch_size + patch_size / 2 - 0.5, rows * patch_size + patch_size / 2 - 0.5, size,
+            np.stack([np.arange(grid_h * grid_w), rows, cols, values.ravel()], axis=1),
+            "patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]}): %{customdata[3]:.4f}<extra></extra>",
         )
     )  # fmt: skip
     if query_patch is not None and 0 <= query_patch < grid_h * grid_w:
@@ -797,13 +804,10 @@ def confusion_matrix(
     )  # fmt: skip
     rows, cols = np.divmod(np.arange(k * k), k)
     hover = f"{y_title or 'true'}: %{{y}}<br>{x_title or 'predicted'}: %{{x}}<br>%{{customdata[2]}}"
-    # The markers answer hovers and clicks ("skip" would make them ignore clicks too).
     fig.add_trace(
-        go.Scatter(
-            x=[names[c] for c in cols], y=[names[r] for r in rows], mode="markers",
-            marker=dict(size=max(8, min(30, 320 // max(k, 1))), color="rgba(0,0,0,0.01)", symbol="square"),
-            customdata=np.stack([rows, cols, counts.ravel()], axis=1), showlegend=False,
-            hovertemplate=hover + "<extra></extra>",
+        click_markers(
+            [names[c] for c in cols], [names[r] for r in rows], max(8, min(30, 320 // max(k, 1))),
+            np.stack([rows, cols, counts.ravel()], axis=1), hover + "<extra></extra>",
         )
     )  # fmt: skip
     if selected is not None and all(0 <= v < k for v in selected):
