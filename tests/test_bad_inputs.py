@@ -135,6 +135,7 @@ def shared_test_runtime(monkeypatch):
     cleared global falls back to the last mock runtime seen (they are interchangeable in-memory
     mocks); the app's own caches, which are what this test is about, are untouched."""
     from streamlit.runtime.runtime import Runtime
+    from streamlit.testing.v1 import app_test
 
     last: list[object] = []
     original = Runtime.__dict__["instance"].__func__
@@ -149,6 +150,11 @@ def shared_test_runtime(monkeypatch):
 
     monkeypatch.setattr(Runtime, "instance", classmethod(instance))
     monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: cls._instance is not None or bool(last)))
+    # A real server holds one ScriptCache per Runtime and compiles each page once, under its lock;
+    # AppTest makes a new cache per run, so eight threads would compile the same page at once,
+    # which CPython 3.11.7's ast module is not safe for ("AST constructor recursion depth mismatch").
+    shared_cache = app_test.ScriptCache()
+    monkeypatch.setattr(app_test, "ScriptCache", lambda: shared_cache)
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
