@@ -10,8 +10,8 @@ model, spec = cur.model, cur.spec
 config = model.config
 ui.header("page.card", "card.intro")
 
-st.subheader(spec.title)
-st.markdown(spec.description)
+st.subheader(spec.title_in(ui.lang()))
+st.markdown(spec.description_in(ui.lang()))
 if not spec.trained:
     st.warning(ui.tr("sidebar.untrained"))
 

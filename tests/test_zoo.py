@@ -6,6 +6,7 @@ import torch
 
 from vitviz import zoo
 from vitviz.config import ViTConfig
+from vitviz.i18n import LANGUAGES
 from vitviz.model import VisionTransformer
 
 # Parameter counts per registry entry (google-research style): a new entry without a row fails.
@@ -44,6 +45,22 @@ def test_untrained_model_is_marked_and_deterministic():
     assert next(model.parameters()).device == zoo.pick_device()
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("name", list(zoo.REGISTRY))
+def test_every_entry_is_titled_and_described_in_every_language(name):
+    spec = zoo.REGISTRY[name]
+    assert spec.title_in("en") == spec.title and spec.description_in("en") == spec.description
+    texts = {lang: (spec.title_in(lang), spec.description_in(lang)) for lang in LANGUAGES}
+    assert all(title and about for title, about in texts.values())
+    assert texts["ko"][1] != texts["en"][1]
+
+
+def test_shipped_title_shows_its_accuracy_and_other_names_show_themselves():
+    shipped = zoo._entry(zoo.SHIPPED, card={"test_accuracy": 0.91234}, source="shipped", config=ViTConfig(), trained=True, offline=True)
+    assert "91.2%" in shipped.title_in("en") and "91.2%" in shipped.title_in("ko")
+    other = zoo.ModelSpec("timm:some_vit", "timm:some_vit", "timm", ViTConfig(), True, False, "Downloaded through timm.")
+    assert other.title_in("ko") == "timm:some_vit" and other.description_in("ko") == "Downloaded through timm."
 
 
 def test_default_is_shipped_when_present():

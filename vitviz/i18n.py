@@ -17,7 +17,7 @@ TEXT: dict[str, dict[str, str]] = {
     "sidebar.model": {"en": "Model", "ko": "모델"},
     "sidebar.model_help": {
         "en": "Models marked 'download' need the network the first time.",
-        "ko": "'download' 표시가 있는 모델은 처음 한 번 네트워크가 필요합니다.",
+        "ko": "'다운로드' 표시가 있는 모델은 처음 한 번 네트워크가 필요합니다.",
     },
     "sidebar.custom_model": {"en": "Other model (timm:, hf: or a path)", "ko": "다른 모델 (timm:, hf: 또는 경로)"},
     "sidebar.image": {"en": "Image", "ko": "이미지"},
@@ -129,6 +129,51 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "model.mismatch": {"en": "{file} does not match its config: {error}", "ko": "{file}이(가) 설정과 맞지 않습니다: {error}"},
     "model.load_failed": {"en": "{file} could not be loaded: {error}", "ko": "{file}을(를) 불러오지 못했습니다: {error}"},
+    # ---- the model registry (vitviz.zoo): titles in the sidebar, descriptions on the card ----
+    "zoo.cifar10-vit.title": {"en": "CIFAR-10 ViT (shipped, {accuracy} test)", "ko": "CIFAR-10 ViT (기본 제공, 테스트 {accuracy})"},
+    "zoo.cifar10-vit.about": {
+        "en": "A ViT this project trained from scratch on CIFAR-10 (JPEG copy); 32x32 inputs, 4x4 patches.",
+        "ko": "이 프로젝트가 CIFAR-10 (JPEG 사본)으로 처음부터 학습한 ViT입니다. 입력 32x32, 패치 4x4.",
+    },
+    "zoo.untrained-cifar10-vit.title": {"en": "CIFAR-10 ViT, untrained (random weights)", "ko": "CIFAR-10 ViT, 학습 전 (무작위 가중치)"},
+    "zoo.untrained-cifar10-vit.about": {
+        "en": "The shipped architecture with random weights (seed 0): its predictions mean nothing.",
+        "ko": "기본 모델과 같은 구조에 무작위 가중치(seed 0)를 넣은 모델입니다. 예측에는 의미가 없습니다.",
+    },
+    "zoo.untrained-vit-b16.title": {"en": "ViT-B/16, untrained (random weights)", "ko": "ViT-B/16, 학습 전 (무작위 가중치)"},
+    "zoo.untrained-vit-b16.about": {
+        "en": "ViT-B/16 at 224 px with random weights (seed 0), for shapes and speed.",
+        "ko": "224 px ViT-B/16에 무작위 가중치(seed 0)를 넣은 모델로, 텐서 모양과 속도를 볼 때 씁니다.",
+    },
+    "zoo.timm:vit_base_patch16_224.augreg2_in21k_ft_in1k.title": {
+        "en": "ViT-B/16, ImageNet-21k -> 1k (timm, download)",
+        "ko": "ViT-B/16, ImageNet-21k -> 1k (timm, 다운로드)",
+    },
+    "zoo.timm:vit_base_patch16_224.augreg2_in21k_ft_in1k.about": {
+        "en": "timm's ViT-B/16 (AugReg 2), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k.",
+        "ko": "timm의 ViT-B/16 (AugReg 2)입니다. ImageNet-21k로 사전 학습하고 ImageNet-1k로 미세 조정했습니다.",
+    },
+    "zoo.timm:vit_small_patch16_224.augreg_in21k_ft_in1k.title": {
+        "en": "ViT-S/16, ImageNet-21k -> 1k (timm, download)",
+        "ko": "ViT-S/16, ImageNet-21k -> 1k (timm, 다운로드)",
+    },
+    "zoo.timm:vit_small_patch16_224.augreg_in21k_ft_in1k.about": {
+        "en": "timm's ViT-S/16 (AugReg), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k.",
+        "ko": "timm의 ViT-S/16 (AugReg)입니다. ImageNet-21k로 사전 학습하고 ImageNet-1k로 미세 조정했습니다.",
+    },
+    "zoo.timm:deit_tiny_patch16_224.title": {"en": "DeiT-Ti/16, ImageNet-1k (timm, download)", "ko": "DeiT-Ti/16, ImageNet-1k (timm, 다운로드)"},
+    "zoo.timm:deit_tiny_patch16_224.about": {
+        "en": "Facebook's DeiT-Tiny (a ViT-Ti/16) trained on ImageNet-1k only.",
+        "ko": "Facebook의 DeiT-Tiny (ViT-Ti/16)로, ImageNet-1k만으로 학습했습니다.",
+    },
+    "zoo.hf:google/vit-base-patch16-224.title": {
+        "en": "ViT-B/16, ImageNet-21k -> 1k (Hugging Face, download)",
+        "ko": "ViT-B/16, ImageNet-21k -> 1k (Hugging Face, 다운로드)",
+    },
+    "zoo.hf:google/vit-base-patch16-224.about": {
+        "en": "Google's ViT-B/16 from the paper, through Hugging Face transformers.",
+        "ko": "논문의 Google ViT-B/16을 Hugging Face transformers로 불러옵니다.",
+    },
     # ---- page titles (navigation) -----------------------------------------------------------
     "page.home": {"en": "Overview", "ko": "전체 흐름"},
     "page.input": {"en": "1. Image to input", "ko": "1. 이미지에서 입력으로"},

@@ -270,7 +270,7 @@ def sidebar() -> None:
     st.session_state.setdefault("model", zoo.default_name())
     side.selectbox(
         tr("sidebar.model"), names, key="model", help=tr("sidebar.model_help"),
-        format_func=lambda n: zoo.REGISTRY[n].title,
+        format_func=lambda n: zoo.REGISTRY[n].title_in(lang()),
     )  # fmt: skip
     custom = side.text_input(tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224")
     set_param("model", custom.strip() or st.session_state["model"])

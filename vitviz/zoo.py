@@ -25,7 +25,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, Preprocess, ViTConfig, cifar10_vit_config
-from vitviz.i18n import TranslatedError
+from vitviz.i18n import TEXT, TranslatedError, t
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,29 @@ class ModelSpec:
     card: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     path: Path | None = None
 
+    def title_in(self, lang: str) -> str:
+        """The title in ``lang``: registry entries are translated, other names are shown as given."""
+        return self._text("title", lang, self.title)
+
+    def description_in(self, lang: str) -> str:
+        """The one-sentence description in ``lang``."""
+        return self._text("about", lang, self.description)
+
+    def _text(self, part: str, lang: str, fallback: str) -> str:
+        return _entry_text(self.name, part, lang, self.card) if f"zoo.{self.name}.{part}" in TEXT else fallback
+
+
+def _entry(name: str, card: dict[str, Any] | None = None, **fields: Any) -> ModelSpec:
+    """A registry spec whose title and description come from the i18n table (English here)."""
+    title, about = _entry_text(name, "title", card=card), _entry_text(name, "about")
+    return ModelSpec(name=name, title=title, description=about, card=card or {}, **fields)
+
+
+def _entry_text(name: str, part: str, lang: str = "en", card: dict[str, Any] | None = None) -> str:
+    """A registry entry's "title" or "about" text; the i18n table holds every language."""
+    accuracy = (card or {}).get("test_accuracy")
+    return t(f"zoo.{name}.{part}", lang, accuracy=f"{accuracy:.1%}" if accuracy is not None else "?")
+
 
 class Loaded(NamedTuple):
     """What ``load`` returns: the model in eval mode on its device, and its spec."""
@@ -88,69 +111,55 @@ def _registry() -> dict[str, ModelSpec]:
     shipped_json = MODELS_DIR / f"{SHIPPED}.json"
     if shipped_json.exists():
         card = json.loads(shipped_json.read_text())
-        acc = card.get("test_accuracy")
         specs.append(
-            ModelSpec(
-                name=SHIPPED,
-                title=f"CIFAR-10 ViT (shipped{f', {acc:.1%} test' if acc else ''})",
+            _entry(
+                SHIPPED,
                 source="shipped",
                 config=ViTConfig.from_dict(card["config"]),
                 trained=True,
                 offline=True,
-                description="A ViT this project trained from scratch on CIFAR-10 (JPEG copy); 32x32 inputs, 4x4 patches.",
                 card=card,
                 path=MODELS_DIR / f"{SHIPPED}.safetensors",
             )
         )
     specs += [
-        ModelSpec(
-            name=UNTRAINED,
-            title="CIFAR-10 ViT, untrained (random weights)",
+        _entry(
+            UNTRAINED,
             source="random",
             config=cifar10_vit_config(),
             trained=False,
             offline=True,
-            description="The shipped architecture with random weights (seed 0): its predictions mean nothing.",
         ),
-        ModelSpec(
-            name="untrained-vit-b16",
-            title="ViT-B/16, untrained (random weights)",
+        _entry(
+            "untrained-vit-b16",
             source="random",
             config=VIT_B16.replace(preprocess=_imagenet_preprocess()),
             trained=False,
             offline=True,
-            description="ViT-B/16 at 224 px with random weights (seed 0), for shapes and speed.",
         ),
-        ModelSpec(
-            name="timm:vit_base_patch16_224.augreg2_in21k_ft_in1k",
-            title="ViT-B/16, ImageNet-21k -> 1k (timm, download)",
+        _entry(
+            "timm:vit_base_patch16_224.augreg2_in21k_ft_in1k",
             source="timm",
             config=VIT_B16.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
             trained=True,
             offline=False,
-            description="timm's ViT-B/16 (AugReg 2), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k.",
         ),
-        ModelSpec(
-            name="timm:vit_small_patch16_224.augreg_in21k_ft_in1k",
-            title="ViT-S/16, ImageNet-21k -> 1k (timm, download)",
+        _entry(
+            "timm:vit_small_patch16_224.augreg_in21k_ft_in1k",
             source="timm",
             config=VIT_S16.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
             trained=True,
             offline=False,
-            description="timm's ViT-S/16 (AugReg), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k.",
         ),
-        ModelSpec(
-            name="timm:deit_tiny_patch16_224",
-            title="DeiT-Ti/16, ImageNet-1k (timm, download)",
+        _entry(
+            "timm:deit_tiny_patch16_224",
             source="timm",
             config=VIT_TI16.replace(preprocess=_imagenet_preprocess(0.875, "bicubic")),
             trained=True,
             offline=False,
-            description="Facebook's DeiT-Tiny (a ViT-Ti/16) trained on ImageNet-1k only.",
         ),
-        ModelSpec(
-            name="hf:google/vit-base-patch16-224",
-            title="ViT-B/16, ImageNet-21k -> 1k (Hugging Face, download)",
+        _entry(
+            "hf:google/vit-base-patch16-224",
             source="hf",
             config=VIT_B16.replace(
                 layer_norm_eps=1e-12,
@@ -158,7 +167,6 @@ def _registry() -> dict[str, ModelSpec]:
             ),
             trained=True,
             offline=False,
-            description="Google's ViT-B/16 from the paper, through Hugging Face transformers.",
         ),
     ]
     return {spec.name: spec for spec in specs}
@@ -238,9 +246,8 @@ def _load_shipped(spec: ModelSpec) -> VisionTransformer:
 
 def _hub_spec(name: str, source: str, model: VisionTransformer) -> ModelSpec:
     known = REGISTRY.get(name)
-    return ModelSpec(
-        name=name,
-        title=known.title if known else name,
+    return _entry(
+        name,
         source=source,
         config=model.config,
         trained=True,
