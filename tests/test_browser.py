@@ -131,3 +131,43 @@ def test_every_page_in_a_real_browser(server):
         browser.close()
     assert problems == []
     assert console == []
+
+
+def _selectbox(page, label: str):  # noqa: ANN001, ANN202 - Playwright objects
+    return page.get_by_role("combobox", name=label)
+
+
+def _click_cell(page, true: int, predicted: int, k: int = 10) -> None:  # noqa: ANN001
+    """Click the confusion matrix's marker for one cell (markers are row-major: true * k + predicted)."""
+    chart = page.locator(".js-plotly-plot").nth(1)
+    box = chart.locator(".scatterlayer path.point").nth(true * k + predicted).bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+
+def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(server):
+    """Click a cell: both class filters follow. Move a filter away with its selectbox, click the
+    same cell again: the filters follow again (the chart's stale selection must not swallow it)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    cat, deer = 3, 4
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/mistakes?lang=en", wait_until="domcontentloaded")
+        page.wait_for_selector(".js-plotly-plot >> nth=1", timeout=90_000)
+        true_box, predicted_box = _selectbox(page, "True class"), _selectbox(page, "Predicted class")
+        _click_cell(page, cat, deer)
+        expect(true_box).to_have_value("cat", timeout=30_000)
+        expect(predicted_box).to_have_value("deer", timeout=30_000)
+
+        true_box.click()  # a Streamlit selectbox is searchable: type the class, Enter picks it
+        page.keyboard.type("bird")
+        page.keyboard.press("Enter")
+        expect(true_box).to_have_value("bird", timeout=30_000)
+        page.wait_for_timeout(1000)  # let the rerun redraw the chart
+
+        _click_cell(page, cat, deer)
+        expect(true_box).to_have_value("cat", timeout=30_000)
+        expect(predicted_box).to_have_value("deer", timeout=30_000)
+        page.screenshot(path=str(SHOTS / "9_mistakes_clicked.png"), full_page=True)
+        browser.close()
