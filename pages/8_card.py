@@ -34,22 +34,54 @@ with left:
 with right:
     st.markdown(f"**{ui.tr('card.config')}**")
     shown = {k: v for k, v in config.to_dict().items() if k not in ("class_names", "preprocess")}
-    st.dataframe([{"key": k, "value": str(v)} for k, v in shown.items()], hide_index=True, width="stretch", height=ui.table_height(len(shown)))
+    st.dataframe(
+        [{ui.tr("card.col.setting"): k, ui.tr("card.col.value"): str(v)} for k, v in shown.items()],
+        hide_index=True, width="stretch", height=ui.table_height(len(shown)),
+    )  # fmt: skip
 
-history = spec.card.get("history") or []
+
+
+def split_text(facts: dict) -> str:
+    """A dataset split as the card records it: "CIFAR-10 (JPEG copy), 10,000 images"."""
+    if facts.get("dataset"):
+        return ui.tr("card.split", dataset=facts["dataset"], n=f"{facts.get('images', 0):,}")
+    return str(facts.get("source") or "-")
+
+
+card = spec.card
+history = card.get("history") or []
 if history:
     st.subheader(ui.tr("card.training"))
-    st.plotly_chart(plots.training_curves(history, ui.tr("card.epoch")), width="stretch", key="card_curves")
-    recipe = spec.card.get("recipe", {})
+    planned = card.get("recipe", {}).get("epochs")
+    if card.get("interim"):
+        st.info(ui.tr("card.interim", epochs=card.get("epochs"), total=planned or "?"))
+    labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_LABELS}
+    st.plotly_chart(plots.training_curves(history, labels, planned), width="stretch", key="card_curves")
     facts = {
-        ui.tr("card.trained_on"): spec.card.get("trained_on", {}).get("source", "-"),
-        ui.tr("card.tested_on"): spec.card.get("tested_on", {}).get("source", "-"),
-        ui.tr("card.epochs"): spec.card.get("epochs", "-"),
-        ui.tr("card.wall_time"): f"{spec.card.get('wall_time_s', 0) / 3600:.1f} h",
-        ui.tr("card.hardware"): spec.card.get("hardware", "-"),
-        ui.tr("card.recipe"): ", ".join(f"{k}={v}" for k, v in recipe.items() if k in ("batch_size", "lr", "weight_decay", "warmup_epochs", "label_smoothing", "augment", "mixup_alpha", "cutmix_alpha", "random_erasing")),
+        ui.tr("card.trained_on"): split_text(card.get("trained_on", {})),
+        ui.tr("card.tested_on"): split_text(card.get("tested_on", {})),
+        ui.tr("card.epochs"): card.get("epochs", "-"),
+        ui.tr("card.wall_time"): f"{card.get('wall_time_s', 0) / 3600:.1f} h",
+        ui.tr("card.hardware"): card.get("hardware", "-"),
     }
-    st.dataframe([{"": k, " ": str(v)} for k, v in facts.items()], hide_index=True, width="stretch")
+    left, right = st.columns([3, 2])
+    left.dataframe(
+        [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()],
+        hide_index=True, width="stretch", height=ui.table_height(len(facts)),
+    )  # fmt: skip
+    hidden = ("name", "data", "model", "threads", "eval_every")  # where and how it ran, not what it learned from
+    recipe = {k: v for k, v in card.get("recipe", {}).items() if k not in hidden and v is not None}
+    with right.expander(ui.tr("card.recipe"), expanded=True):
+        st.dataframe(
+            [{ui.tr("card.col.setting"): k, ui.tr("card.col.value"): str(v)} for k, v in recipe.items()],
+            hide_index=True, width="stretch", height=ui.table_height(len(recipe)),
+        )  # fmt: skip
+    per_class = card.get("evaluated", {}).get("per_class_accuracy") or {}
+    if per_class:
+        left.plotly_chart(
+            plots.bars(list(per_class), list(per_class.values()), title=ui.tr("card.per_class"), height=120 + 30 * len(per_class)),
+            width="stretch", key="card_per_class",
+        )  # fmt: skip
     ui.download_csv("download.csv", "training_history.csv", "card_csv", plots.history_csv(history))
 else:
     st.info(ui.tr("card.no_history"))

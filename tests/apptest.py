@@ -13,6 +13,17 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 TIMEOUT = 120
 
 
+def open_page_in_one_run(page: str, **state: object) -> AppTest:
+    """Open ``page`` in the app's first run, the way a shared link to it does (ui.guard_page /
+    ui.follow_step_link). For Korean: AppTest formats widget options outside the script (in
+    English) and then fails to find the Korean ones on a second run."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    for key, value in {**state, "_requested_page": page}.items():
+        at.session_state[key] = value
+    at.run()
+    return at
+
+
 def open_page(page: str | None = None, query: dict[str, str] | None = None, **state: object) -> AppTest:
     """Run app.py (optionally with URL query parameters and session state), then one page."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)

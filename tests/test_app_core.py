@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from tests.apptest import errors, open_page, plotly_figures
+from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
 from vitviz import zoo
 from vitviz.model import VisionTransformer
 
@@ -119,6 +119,31 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
     assert f"{total:,}" in metric_values(at)
 
 
+def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
+    history = [{"epoch": e, "train_loss": 2.0 / e, "train_accuracy": 0.2 * e, "lr": 1e-3, "test_loss": 2.1 / e, "test_accuracy": 0.3 * e} for e in (1, 2)]
+    card = {
+        "history": history, "test_accuracy": 0.6, "epochs": 2, "interim": "checkpoint after epoch 2 of 40",
+        "recipe": {"epochs": 40, "lr": 0.001, "data": "/somewhere/on/my/disk", "threads": None},
+        "trained_on": {"dataset": "CIFAR-10 (JPEG copy)", "source": "/somewhere/on/my/disk/train", "images": 50000},
+        "evaluated": {"per_class_accuracy": {"cat": 0.25, "dog": 0.5, "bird": 0.75}},
+    }  # fmt: skip
+    torch.manual_seed(0)
+    path = tmp_path / "mine.safetensors"
+    zoo.save(VisionTransformer(tiny_config), path, card=card)
+    at = open_page_in_one_run("pages/8_card.py", custom_model=str(path), lang="ko")
+    assert errors(at) == []
+    assert any("40에폭 중 2에폭" in i.value for i in at.info)  # an interim model says so
+    curves, per_class = plotly_figures(at)[:2]
+    names = {trace["name"] for trace in curves["data"]}
+    assert {"테스트 정확도", "학습 손실"} <= names
+    assert curves["layout"]["xaxis"]["range"] == [0.5, 40.5]  # the axes span the planned run
+    assert per_class["data"][0]["y"] == ["cat", "dog", "bird"] and per_class["data"][0]["x"] == [0.25, 0.5, 0.75]
+    facts = dict(zip(at.dataframe[2].value["항목"], at.dataframe[2].value["값"]))
+    assert facts["학습 데이터"] == "CIFAR-10 (JPEG copy), 이미지 50,000장"
+    recipe = list(at.dataframe[3].value["설정 이름"])
+    assert recipe == ["epochs", "lr"]  # where it ran (data, threads) is not part of the recipe shown
+
+
 def test_unknown_custom_model_says_so():
     at = open_page(custom_model="timm:no_such_model_at_all")
     assert [e.value for e in at.exception] == []
@@ -128,7 +153,7 @@ def test_unknown_custom_model_says_so():
 def test_shapes_json_roundtrip_of_config_on_card():
     at = open_page("pages/8_card.py")
     assert errors(at) == []
-    keys = list(at.dataframe[1].value["key"])
+    keys = list(at.dataframe[1].value["Setting"])
     assert "embed_dim" in keys and "patch_size" in keys
     assert json.dumps(keys)
 

@@ -18,10 +18,9 @@ import pytest
 import torch
 from PIL import Image
 
-from streamlit.testing.v1 import AppTest
 
 from tests.apptest import figure_array as _array
-from tests.apptest import TIMEOUT, errors, open_page
+from tests.apptest import errors, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
 from vitviz import ui, zoo
@@ -139,14 +138,7 @@ def test_korean_and_a_model_without_cls(lab_setup, tmp_path) -> None:  # noqa: A
     torch.manual_seed(2)
     path = tmp_path / "no_cls.safetensors"
     zoo.save(VisionTransformer(TINY.replace(class_token=False, global_pool="avg")).eval(), path)
-    # AppTest formats widget options outside the script (in English) and then fails to find the
-    # Korean ones on a second run, so the app runs once and opens the page the way a shared link
-    # to it does (ui.guard_page / ui.follow_step_link).
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    state = {"lang": "ko", "custom_model": str(path), "data_dir": str(folder), "_requested_page": PAGE}
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
+    at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(path), data_dir=str(folder))
     assert errors(at) == []
     assert at.title[0].value == "오분류 실험실"
     assert at.selectbox(key="mistakes_true").options[0] == "(전체)"

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 
@@ -55,6 +56,10 @@ def test_an_unfinished_run_ships_from_its_checkpoint(run, tmp_path):
     written = json.loads((tmp_path / "tiny.json").read_text())
     for field in ("recipe", "history", "epochs", "wall_time_s", "hardware", "trained_on", "tested_on", "test_accuracy"):
         assert field in written, field
+    train_split = load_split(data, "train")
+    assert written["trained_on"] == {
+        "dataset": Path(data).name, "source": train_split.source, "images": len(train_split), "fingerprint": train_split.fingerprint
+    }
 
 
 def test_missing_run_says_so(tmp_path, capsys):

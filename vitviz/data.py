@@ -369,6 +369,23 @@ def is_cifar10(classes: list[str]) -> bool:
     return tuple(classes) == CIFAR10_CLASSES
 
 
+def dataset_label(data: ImageSet) -> str:
+    """A name for reports and model cards: "CIFAR-10" for torchvision's files, "CIFAR-10 (JPEG
+    copy)" for an ImageFolder of CIFAR-10 JPEGs such as ../shared/data/cifar10-jpeg, else the folder."""
+    source = Path(data.source)
+    if is_cifar10(data.classes):
+        if all(f.startswith("cifar10/") for f in data.files[:1]):
+            return "CIFAR-10"
+        suffixes = {Path(f).suffix.lower() for f in data.files}
+        return "CIFAR-10 (JPEG copy)" if suffixes <= {".jpg", ".jpeg"} else "CIFAR-10 (image folder)"
+    return source.parent.name if source.name in ("train", "test") else source.name
+
+
+def describe(data: ImageSet) -> dict[str, object]:
+    """What a model card records about a dataset split."""
+    return {"dataset": dataset_label(data), "source": data.source, "images": len(data), "fingerprint": data.fingerprint}
+
+
 def find_cifar_test_folder() -> Path | None:
     """A test-split ImageFolder to browse: VITVIZ_DATA's, else the development machines'
     ``../shared/data/cifar10-jpeg`` beside the repository, else None."""

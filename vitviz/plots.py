@@ -747,19 +747,37 @@ def parameter_rows(counts: dict[str, int], total: int) -> list[tuple[str, int, f
     return [(name, count, count / total if total else 0.0) for name, count in counts.items()]
 
 
-def training_curves(history: Sequence[dict], epoch_title: str = "epoch") -> go.Figure:
-    """Loss, accuracy and learning rate per epoch from a training history."""
+CURVE_LABELS = {
+    "loss": "loss", "accuracy": "accuracy", "lr": "learning rate", "epoch": "epoch", "train_loss": "train loss",
+    "test_loss": "test loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy (augmented)",
+}  # fmt: skip
+
+
+def training_curves(history: Sequence[dict], labels: dict[str, str] | None = None, total_epochs: int | None = None) -> go.Figure:
+    """Loss, accuracy and learning rate per epoch from a training history.
+
+    Args:
+        history: one dict per epoch (train_loss, train_accuracy, lr; test_loss and test_accuracy
+            where the epoch was evaluated).
+        labels: texts for the keys of ``CURVE_LABELS`` (the page passes them in the user's language).
+        total_epochs: the planned length of the run: the x axes span it, so an unfinished run
+            shows how far it has come.
+    """
+    text = {**CURVE_LABELS, **(labels or {})}
     epochs = [row["epoch"] for row in history]
-    fig = make_subplots(rows=1, cols=3, subplot_titles=["loss", "accuracy", "learning rate"], horizontal_spacing=0.08)
-    fig.add_trace(go.Scatter(x=epochs, y=[r["train_loss"] for r in history], name="train loss", mode="lines"), row=1, col=1)
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[text["loss"], text["accuracy"], text["lr"]], horizontal_spacing=0.08)
+    fig.add_trace(go.Scatter(x=epochs, y=[r["train_loss"] for r in history], name=text["train_loss"], mode="lines"), row=1, col=1)
     tested = [r for r in history if "test_loss" in r]
     if tested:
-        fig.add_trace(go.Scatter(x=[r["epoch"] for r in tested], y=[r["test_loss"] for r in tested], name="test loss", mode="lines"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=[r["epoch"] for r in tested], y=[r["test_accuracy"] for r in tested], name="test accuracy", mode="lines+markers"), row=1, col=2)
-    fig.add_trace(go.Scatter(x=epochs, y=[r["train_accuracy"] for r in history], name="train accuracy (augmented)", mode="lines"), row=1, col=2)
-    fig.add_trace(go.Scatter(x=epochs, y=[r["lr"] for r in history], name="learning rate", mode="lines", showlegend=False), row=1, col=3)
-    fig.update_xaxes(title_text=epoch_title)
-    fig.update_yaxes(tickformat=".0%", row=1, col=2)
+        x = [r["epoch"] for r in tested]
+        fig.add_trace(go.Scatter(x=x, y=[r["test_loss"] for r in tested], name=text["test_loss"], mode="lines"), row=1, col=1)
+        fig.add_trace(go.Scatter(x=x, y=[r["test_accuracy"] for r in tested], name=text["test_accuracy"], mode="lines+markers"), row=1, col=2)
+    fig.add_trace(go.Scatter(x=epochs, y=[r["train_accuracy"] for r in history], name=text["train_accuracy"], mode="lines"), row=1, col=2)
+    fig.add_trace(go.Scatter(x=epochs, y=[r["lr"] for r in history], name=text["lr"], mode="lines", showlegend=False), row=1, col=3)
+    fig.update_xaxes(title_text=text["epoch"])
+    if total_epochs and total_epochs > max(epochs, default=0):
+        fig.update_xaxes(range=[0.5, total_epochs + 0.5])
+    fig.update_yaxes(tickformat=".0%", range=[0, 1], row=1, col=2)  # the whole scale: how far from 100%
     fig.update_layout(height=340, margin=dict(l=4, r=4, t=40, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
     return fig
 

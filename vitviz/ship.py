@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 from vitviz import zoo
 from vitviz.config import ViTConfig
 from vitviz.convert import load_state_dict_strict
-from vitviz.data import load_split
+from vitviz.data import describe, load_split
 from vitviz.evaluate import evaluate, weights_hash
 from vitviz.model import VisionTransformer
 from vitviz.train import hardware_label
@@ -65,6 +65,16 @@ def load_run(run: Path, checkpoint: bool = False) -> tuple[VisionTransformer, di
     return model.eval(), card
 
 
+def _training_split(root: str | None) -> dict[str, Any]:
+    if not root:
+        return {"source": root}
+    try:
+        return describe(load_split(root, "train", download=False))
+    except (FileNotFoundError, RuntimeError, ValueError) as err:  # the training data is not here
+        log.info("training split of %s not described: %s", root, err)
+        return {"source": root}
+
+
 def ship(
     run: Path, data: str | None, out_dir: Path = zoo.MODELS_DIR, name: str = zoo.SHIPPED,
     checkpoint: bool = False, hardware: str | None = None,
@@ -88,8 +98,9 @@ def ship(
     }  # fmt: skip
     if hardware or "hardware" not in card:
         card["hardware"] = hardware or hardware_label()
-    card.setdefault("trained_on", {"source": card.get("recipe", {}).get("data")})
-    card["tested_on"] = {"source": result.data, "images": result.n, "fingerprint": test.fingerprint}
+    if "dataset" not in card.get("trained_on", {}):  # a checkpoint's card: describe its training split
+        card["trained_on"] = _training_split(card.get("recipe", {}).get("data"))
+    card["tested_on"] = describe(test)
     out_dir = Path(out_dir)
     current = out_dir / f"{name}.json"
     if current.exists():

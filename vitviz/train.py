@@ -33,7 +33,7 @@ from torchvision.transforms import v2
 from tqdm import tqdm
 
 from vitviz.config import Preprocess, ViTConfig, cifar10_vit_config
-from vitviz.data import ImageSet, cache_dir, load_split, spread_subset
+from vitviz.data import ImageSet, cache_dir, describe, load_split, spread_subset
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -382,8 +382,8 @@ def _card(
         "recipe": _jsonable(dataclasses.asdict(cfg)),
         "precision": str(dtype).replace("torch.", "") if dtype else "float32",
         "processes": world,
-        "trained_on": {"source": train_set.source, "images": len(train_set), "fingerprint": train_set.fingerprint},
-        "tested_on": {"source": test_set.source, "images": len(test_set), "fingerprint": test_set.fingerprint},
+        "trained_on": describe(train_set),
+        "tested_on": describe(test_set),
         "test_accuracy": final.get("test_accuracy"),
         "epochs": len(history),
         "wall_time_s": round(wall, 1),
