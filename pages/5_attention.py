@@ -121,8 +121,16 @@ fusion = st.radio(
 )  # fmt: skip
 rollout = analysis.rollout_map(trace, head_fusion=fusion)[0].numpy()  # (grid_h, grid_w)
 rollout_title = ui.tr("attention.rollout_title", depth=depth, fusion=ui.tr(f"attention.fusion.{fusion}"))
-rollout_figure = plots.heatmap_overlay(model_input, rollout, title=rollout_title, height=440)
-st.plotly_chart(rollout_figure, width="stretch", key="attention_rollout")
+# beside it, the last layer alone (heads averaged): where the two differ, earlier layers have mixed the tokens
+last_layer = analysis.select_head(analysis.readout_attention(trace, depth - 1)[0], None).numpy()
+last_where = f"{layer_label(depth - 1)}, {head_label(HEAD_MEAN)}"
+last_title = ui.tr("attention.cls_title" if prefix else "attention.mean_title", where=last_where)
+left, right = st.columns(2)
+for column, key, values, title in (
+    (left, "attention_rollout", rollout, rollout_title), (right, "attention_last_layer", last_layer, last_title)
+):
+    column.plotly_chart(plots.heatmap_overlay(model_input, values, title=title, height=420), width="stretch", key=key)
+st.caption(ui.tr("attention.rollout_caption"))
 
 # ---- mean attention distance (ViT paper, Fig. 7 right) ----------------------------------------
 st.subheader(ui.tr("attention.distance"))

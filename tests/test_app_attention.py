@@ -15,8 +15,8 @@ from vitviz.model import VisionTransformer
 
 PAGE = "pages/5_attention.py"
 CHARTS = (
-    "attention_readout", "attention_query", "attention_heads", "attention_rollout", "attention_distance",
-    "attention_worked_bars",
+    "attention_readout", "attention_query", "attention_heads", "attention_rollout", "attention_last_layer",
+    "attention_distance", "attention_worked_bars",
 )  # fmt: skip
 
 
@@ -82,9 +82,14 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
     assert np.allclose(_heatmap(at, "attention_query"), _heatmap(at, "attention_readout"))
     assert _outline(at, "attention_query") is None
 
-    rollout = _heatmap(at, "attention_rollout")
+    rollout, last_layer = _heatmap(at, "attention_rollout"), _heatmap(at, "attention_last_layer")
     at.radio(key="attention_fusion").set_value("max").run()
     assert not np.allclose(_heatmap(at, "attention_rollout"), rollout)
+    # beside the rollout: the last layer's [CLS] map with the heads averaged, whatever layer is chosen above
+    at.select_slider(key="layer").set_value(5).run()
+    at.selectbox(key="head").set_value(-1).run()
+    assert np.allclose(_heatmap(at, "attention_readout"), last_layer)
+    assert np.allclose(_heatmap(at, "attention_last_layer"), last_layer)
     at.radio(key="attention_heads_of").set_value("query").run()
     assert errors(at) == []
     assert len(calls) == explained  # no widget above ran the model again

@@ -559,6 +559,13 @@ TEXT: dict[str, dict[str, str]] = {
     "attention.fusion.mean": {"en": "mean", "ko": "평균 (mean)"},
     "attention.fusion.max": {"en": "max", "ko": "최댓값 (max)"},
     "attention.fusion.min": {"en": "min", "ko": "최솟값 (min)"},
+    "attention.rollout_caption": {
+        "en": (
+            "Left: the mixing of every layer multiplied together. Right: the last layer's attention alone. "
+            "Where they differ, earlier layers had already moved information between patches."
+        ),
+        "ko": "왼쪽은 모든 층의 섞임을 곱한 결과이고, 오른쪽은 마지막 층의 어텐션만 본 것입니다. 둘이 다른 곳은 앞선 층들이 이미 패치 사이에 정보를 옮겨 놓은 곳입니다.",
+    },
     "attention.fusion_help": {
         "en": "How the heads of a block become one matrix: their mean, or for every pair of tokens the strongest (max) or weakest (min) head.",
         "ko": "한 블록의 헤드들을 하나의 행렬로 만드는 방법: 평균, 또는 토큰 쌍마다 가장 강한 헤드(max)나 가장 약한 헤드(min)를 씁니다.",
