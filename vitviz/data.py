@@ -374,7 +374,7 @@ def dataset_label(data: ImageSet) -> str:
     copy)" for an ImageFolder of CIFAR-10 JPEGs such as ../shared/data/cifar10-jpeg, else the folder."""
     source = Path(data.source)
     if is_cifar10(data.classes):
-        if all(f.startswith("cifar10/") for f in data.files[:1]):
+        if data.files and data.files[0].startswith("cifar10/"):
             return "CIFAR-10"
         suffixes = {Path(f).suffix.lower() for f in data.files}
         return "CIFAR-10 (JPEG copy)" if suffixes <= {".jpg", ".jpeg"} else "CIFAR-10 (image folder)"
