@@ -170,3 +170,17 @@ def test_errors_have_a_korean_sentence(tmp_path):
         zoo.load("no-such-model")
     assert "모델이 없습니다" in err.value.sentence("ko")
     assert err.value.sentence("en") == str(err.value)
+
+
+@pytest.mark.parametrize(
+    "name, title", [("timm:deit_tiny_patch16_224", "DeiT-Ti/16"), ("timm:some_other_vit", "timm:some_other_vit"), ("hf:someone/vit", "hf:someone/vit")]
+)
+def test_hub_names_get_a_spec_after_their_download(name, title, monkeypatch):
+    """What load does once timm or transformers has returned a model (the download itself needs the network)."""
+    tiny = VisionTransformer(ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=2))
+    monkeypatch.setattr(zoo, "_load_timm", lambda model_name: tiny)
+    monkeypatch.setattr(zoo, "_load_hf", lambda repo_id: tiny)
+    model, spec = zoo.load(name, device="cpu")
+    assert model is tiny and spec.name == name and spec.trained and not spec.offline
+    assert spec.title.startswith(title) and spec.title_in("ko").startswith(title)
+    assert spec.description

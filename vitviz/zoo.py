@@ -246,8 +246,9 @@ def _load_shipped(spec: ModelSpec) -> VisionTransformer:
 
 def _hub_spec(name: str, source: str, model: VisionTransformer) -> ModelSpec:
     known = REGISTRY.get(name)
-    return _entry(
-        name,
+    return ModelSpec(
+        name=name,
+        title=known.title if known else name,
         source=source,
         config=model.config,
         trained=True,
