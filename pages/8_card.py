@@ -40,7 +40,6 @@ with right:
     )  # fmt: skip
 
 
-
 def split_text(facts: dict) -> str:
     """A dataset split as the card records it: "CIFAR-10 (JPEG copy), 10,000 images"."""
     if facts.get("dataset"):

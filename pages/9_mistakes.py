@@ -19,8 +19,6 @@ ANY = -1  # the class filters' "(any)" option (None would show as an empty selec
 
 chosen = ui.current_model()
 model = chosen.model
-if not chosen.spec.trained:
-    st.sidebar.warning(ui.tr("sidebar.untrained"))
 head = st.container()  # the title goes here once the result's shape is known
 
 

@@ -370,7 +370,8 @@ class CurrentModel:
 
 
 def current_model() -> CurrentModel:
-    """The sidebar's model; on a load error show one sentence and stop the page."""
+    """The sidebar's model (marked there when its weights are random); on a load error show one
+    sentence and stop the page."""
     guard_page()
     name = model_name()
     try:
@@ -378,6 +379,8 @@ def current_model() -> CurrentModel:
     except zoo.ModelLoadError as err:
         st.error(tr("error.model", message=err.sentence(lang())))
         st.stop()
+    if not spec.trained:
+        st.sidebar.warning(tr("sidebar.untrained"))
     return CurrentModel(name, model, spec)
 
 
@@ -385,8 +388,6 @@ def current() -> Current:
     """Load what the sidebar chose; on a user error (or no image yet) show one sentence and stop the page."""
     chosen = current_model()
     name, model, spec = chosen.name, chosen.model, chosen.spec
-    if not spec.trained:
-        st.sidebar.warning(tr("sidebar.untrained"))
     data = image_bytes()
     if data is None:
         st.info(tr("sidebar.no_image"))
