@@ -101,6 +101,32 @@ def test_page_switch_does_not_rerun_the_model(monkeypatch):
     assert len(calls) == first <= 1
 
 
+def test_an_upload_is_decoded_once(monkeypatch):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from vitviz import ui
+
+    pixels = np.random.default_rng(7).integers(0, 256, (48, 64, 3), dtype=np.uint8)  # new bytes: no cache hit
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG")
+    calls = []
+    original = ui.load_image
+
+    def counting(data):
+        calls.append(1)
+        return original(data)
+
+    monkeypatch.setattr(ui, "load_image", counting)
+    at = open_page(source="upload", upload_bytes=buffer.getvalue())
+    for page in ("pages/1_input.py", "pages/2_patches.py", "pages/0_home.py"):
+        at.switch_page(page).run()
+        assert errors(at) == []
+    assert len(calls) == 1
+
+
 def test_model_card_with_training_history(tmp_path, tiny_config):
     history = [
         {"epoch": e, "train_loss": 2.0 / e, "train_accuracy": 0.3 * e, "lr": 1e-3, "seconds": 1.0, "test_loss": 2.1 / e, "test_accuracy": 0.25 * e}

@@ -77,11 +77,17 @@ def cached_model(name: str) -> zoo.Loaded:
     return zoo.load(name)
 
 
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def decoded_image(image_bytes: bytes) -> Image.Image:
+    """load_image once per image for the whole server (read-only: every step makes new images)."""
+    return load_image(image_bytes)
+
+
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
 def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
     """The explained forward pass of one image, on the CPU, keyed by (model name, image bytes)."""
     model, _ = cached_model(model_name)
-    image = load_image(image_bytes)
+    image = decoded_image(image_bytes)
     device = next(model.parameters()).device
     pixels = to_tensor(image, model.config.preprocess, model.config.in_chans).to(device)
     with torch.no_grad():
@@ -107,7 +113,7 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def cached_image(image_bytes: bytes, language: str) -> tuple[np.ndarray, list[str]]:
     """The decoded upload as an (H, W, 3) uint8 array, and load_image's notes in a language."""
-    image = load_image(image_bytes)
+    image = decoded_image(image_bytes)
     return np.asarray(image), image_notes(image, language)
 
 
