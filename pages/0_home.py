@@ -15,10 +15,12 @@ model_input = denormalize(cur.trace.pixels[0], config.preprocess)
 left.plotly_chart(plots.patch_grid(model_input, config.patch_size, height=360), width="stretch", key="home_grid")
 ranked = top_k(cur.model, cur.trace.logits, 5)
 st.session_state["home_top1"] = ranked[0]  # (class, probability): read by the concurrency test
+labels = [name for name, _ in ranked]
 right.plotly_chart(
-    plots.bars([name for name, _ in ranked], [p for _, p in ranked], title=ui.tr("home.prediction"), height=360),
+    plots.bars(labels, [p for _, p in ranked], title=ui.tr("home.prediction"), height=360, **ui.bar_marks(labels, cur.verdict)),
     width="stretch", key="home_topk",
 )
+ui.show_verdict(cur.verdict, config.num_classes, right)
 
 st.subheader(ui.tr("home.pipeline"))
 rows = [

@@ -47,10 +47,12 @@ st.markdown(
 max_k = min(20, num_classes)
 k = st.slider(ui.tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, max_k), key="topk")
 ranked = top_k(model, trace.logits, k)
+labels = [name for name, _ in ranked]
 st.plotly_chart(
-    plots.bars([name for name, _ in ranked], [p for _, p in ranked], title=ui.tr("prediction.topk_chart", k=k), height=90 + 36 * k, highlight=0),
+    plots.bars(labels, [p for _, p in ranked], title=ui.tr("prediction.topk_chart", k=k), height=90 + 36 * k, **ui.bar_marks(labels, cur.verdict)),
     width="stretch", key="prediction_topk",
 )  # fmt: skip
+ui.show_verdict(cur.verdict, num_classes)
 
 # ---- the logit lens ---------------------------------------------------------------------------
 st.subheader(ui.tr("prediction.lens_title"))

@@ -23,7 +23,7 @@ from tests.apptest import figure_array as _array
 from tests.apptest import errors, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
-from vitviz import ui, zoo
+from vitviz import plots, ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.evaluate import EvalResult, evaluate
 from vitviz.model import VisionTransformer
@@ -207,6 +207,30 @@ def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None: 
     (grid,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_grid")]
     shown = _array(json.loads(grid.proto.spec)["data"][0]["z"]).astype(int)  # the overview's model input
     assert np.abs(shown - np.asarray(Image.open(io.BytesIO(expected)).convert("RGB"), dtype=int)).max() <= 1
+    # the overview says it is a mistake: the true class in green, the model's answer on top in red
+    (bars,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_topk")]
+    bar = json.loads(bars.proto.spec)["data"][0]
+    top = bar["y"][0]
+    assert top != class_name
+    assert [e.value for e in at.success] == []
+    (said,) = [e.value for e in at.warning]
+    assert said.startswith("Wrong.") and f"**{class_name}**" in said and f"the model says **{top}**" in said
+    if class_name in bar["y"]:
+        assert bar["marker"]["color"][bar["y"].index(class_name)] == plots.TRUE_COLOUR
     at.switch_page(PAGE).run()  # back in the lab, the folder is still the one chosen
     assert errors(at) == []
     assert at.text_input(key="data_dir").value == str(folder)
+
+
+def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
+    folder, model_path, result = lab_setup
+    right = int((~result.wrong).nonzero()[0])
+    class_name, _, file_name = result.files[right].partition("/")
+    index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
+    at = open_page(None, custom_model=str(model_path), lab_data_dir=str(folder), source="cifar", cifar=f"{class_name}/{index_in_class}")
+    assert errors(at) == []
+    (said,) = [e.value for e in at.success]
+    assert said.startswith("Right.") and f"**{class_name}**" in said
+    at.session_state["source"] = "sample"  # a photo has no known class: no verdict
+    at.run()
+    assert errors(at) == [] and [e.value for e in at.success] == []

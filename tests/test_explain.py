@@ -34,3 +34,31 @@ def test_bad_image_gets_a_sentence(tmp_path, capsys):
     assert main([str(bad), "--model", zoo.UNTRAINED]) == 2
     assert "not an image" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.jpg")]) == 2
+
+
+def test_verdict_ranks_the_true_class(tiny_config):
+    import pytest
+    import torch
+
+    from vitviz.explain import verdict
+    from vitviz.model import VisionTransformer
+
+    model = VisionTransformer(tiny_config.replace(class_names=tuple("abcdefghij")))
+    logits = torch.tensor([[0.0, 3.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]])
+    probs = logits[0].softmax(-1)
+    wrong = verdict(model, logits, "d")
+    assert (wrong.predicted, wrong.correct, wrong.rank) == ("b", False, 2)
+    assert wrong.probability == pytest.approx(float(probs[3]))
+    right = verdict(model, logits, "b")
+    assert (right.correct, right.rank) == (True, 1)
+    assert verdict(model, logits, "j").rank == 10
+    assert verdict(model, logits, "zebra") is None and verdict(model, logits, None) is None
+    assert verdict(VisionTransformer(tiny_config), logits, "b") is None  # a model without class names
+
+
+def test_bars_mark_the_true_class_green():
+    from vitviz import plots
+
+    colours = plots.bars(["b", "d", "c"], [0.5, 0.3, 0.2], highlight=0, correct=1).data[0].marker.color
+    assert colours[0] != colours[2] and colours[1] == plots.TRUE_COLOUR
+    assert plots.bars(["b", "d"], [0.6, 0.4], highlight=0, correct=0).data[0].marker.color[0] == plots.TRUE_COLOUR

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -70,6 +71,30 @@ def top_k(model: VisionTransformer, logits: torch.Tensor, k: int = 5) -> list[tu
     values, indices = probs.topk(min(k, probs.numel()))
     names = model.config.class_names
     return [(names[i] if names else f"class {i}", float(v)) for v, i in zip(values.tolist(), indices.tolist())]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The prediction of one image measured against its known class (a labelled test image)."""
+
+    true_class: str
+    predicted: str
+    correct: bool
+    rank: int  # 1-based rank of the true class among all classes
+    probability: float  # softmax probability of the true class
+
+
+def verdict(model: VisionTransformer, logits: torch.Tensor, true_class: str | None) -> Verdict | None:
+    """Compare the first image's prediction with its true class; None when the class is unknown
+    or not one the model predicts."""
+    names = model.config.class_names
+    if true_class is None or not names or true_class not in names:
+        return None
+    probs = logits[0].float().softmax(dim=-1)  # (K,)
+    target = names.index(true_class)
+    predicted = int(probs.argmax())
+    rank = 1 + int((probs > probs[target]).sum())
+    return Verdict(true_class, names[predicted], predicted == target, rank, float(probs[target]))
 
 
 def main(argv: list[str] | None = None) -> int:

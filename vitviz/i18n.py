@@ -20,6 +20,20 @@ TEXT: dict[str, dict[str, str]] = {
         "ko": "'다운로드' 표시가 있는 모델은 처음 한 번 네트워크가 필요합니다.",
     },
     "sidebar.custom_model": {"en": "Other model (timm:, hf: or a path)", "ko": "다른 모델 (timm:, hf: 또는 경로)"},
+    "sidebar.custom_in_use": {
+        "en": "This model is in use instead of the list above; clear the box to go back to the list.",
+        "ko": "위 목록 대신 이 모델을 쓰고 있습니다. 칸을 비우면 목록의 모델로 돌아갑니다.",
+    },
+    "verdict.right": {
+        "en": "Right. True class (CIFAR-10 test set): **{truth}**; the model says **{pred}** with {p}.",
+        "ko": "맞혔습니다. 정답 클래스 (CIFAR-10 테스트 세트): **{truth}**, 모델의 답: **{pred}** ({p}).",
+    },
+    "verdict.wrong": {
+        "en": "Wrong. True class (CIFAR-10 test set): **{truth}**; the model says **{pred}**. "
+        "The true class ranks {rank} of {n}, with {p}.",
+        "ko": "틀렸습니다. 정답 클래스 (CIFAR-10 테스트 세트): **{truth}**, 모델의 답: **{pred}**. "
+        "정답 클래스는 {n}개 중 {rank}위이고 확률은 {p}입니다.",
+    },
     "sidebar.image": {"en": "Image", "ko": "이미지"},
     "sidebar.source": {"en": "Source", "ko": "가져올 곳"},
     "sidebar.source.sample": {"en": "Sample photo", "ko": "예제 사진"},

@@ -16,6 +16,7 @@ FONT = dict(size=15)
 HEAT = "Viridis"
 DIVERGING = "RdBu_r"
 CHANNEL_COLOURS = ("#d62728", "#2ca02c", "#1f77b4")  # R, G, B
+TRUE_COLOUR = "#2ca02c"  # the known true class of a labelled image
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:
@@ -242,9 +243,14 @@ def histogram(series: dict[str, np.ndarray], title: str | None = None, height: i
 
 
 def bars(labels: Sequence[str], values: Sequence[float], title: str | None = None, height: int = 300,
-         highlight: int | None = None, percent: bool = True, x_title: str | None = None) -> go.Figure:  # fmt: skip
-    """Horizontal bars, largest on top (top-k probabilities, counts ...)."""
-    colours = ["#ff2d55" if i == highlight else "#4c78a8" for i in range(len(values))]
+         highlight: int | None = None, percent: bool = True, x_title: str | None = None,
+         correct: int | None = None) -> go.Figure:  # fmt: skip
+    """Horizontal bars, largest on top (top-k probabilities, counts ...).
+
+    ``highlight`` marks one bar in red (the prediction); ``correct`` marks the bar of the known
+    true class in green (it wins over ``highlight`` when both are the same bar).
+    """
+    colours = [TRUE_COLOUR if i == correct else "#ff2d55" if i == highlight else "#4c78a8" for i in range(len(values))]
     text = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
     fig = go.Figure(go.Bar(x=list(values), y=list(labels), orientation="h", marker_color=colours, text=text, textposition="auto"))
     fig.update_yaxes(autorange="reversed")

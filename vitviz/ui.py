@@ -26,6 +26,7 @@ from vitviz import data as vdata
 from vitviz import zoo
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate
+from vitviz.explain import Verdict, verdict
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
 from vitviz.model import VisionTransformer
 from vitviz.trace import Trace
@@ -279,6 +280,8 @@ def sidebar() -> None:
         format_func=lambda n: zoo.REGISTRY[n].title_in(lang()),
     )  # fmt: skip
     custom = side.text_input(tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224")
+    if custom.strip():
+        side.caption(tr("sidebar.custom_in_use"))
     set_param("model", custom.strip() or st.session_state["model"])
 
     side.subheader(tr("sidebar.image"))
@@ -364,6 +367,7 @@ class Current:
     image: np.ndarray  # (H, W, 3) uint8 as uploaded, upright
     image_bytes: bytes
     trace: Trace
+    verdict: Verdict | None = None  # the prediction against the image's known class, if any
 
 
 @dataclass
@@ -406,7 +410,32 @@ def current() -> Current:
         st.stop()
     for note in notes:
         st.caption(tr("note.image", message=note))
-    return Current(name, model, spec, array, data, trace)
+    return Current(name, model, spec, array, data, trace, verdict(model, trace.logits, true_class()))
+
+
+def true_class() -> str | None:
+    """The known class of the chosen image: its class folder when it is a CIFAR-10 test image."""
+    if st.session_state.get("source") != "cifar" or "cifar" not in st.session_state:
+        return None
+    return str(st.session_state["cifar"]).partition("/")[0] or None
+
+
+def show_verdict(found: Verdict | None, num_classes: int, where=None) -> None:  # noqa: ANN001 - a Streamlit container
+    """One coloured sentence: right or wrong, and where the true class ranks (nothing when unknown)."""
+    if found is None:
+        return
+    where = where or st
+    values = {"truth": found.true_class, "pred": found.predicted, "p": f"{found.probability:.1%}", "rank": found.rank, "n": num_classes}
+    if found.correct:
+        where.success(tr("verdict.right", **values), icon=":material/check_circle:")
+    else:
+        where.warning(tr("verdict.wrong", **values), icon=":material/cancel:")
+
+
+def bar_marks(labels: list[str], found: Verdict | None) -> dict[str, int | None]:
+    """plots.bars' highlight (the top class) and correct (the true class, when shown) arguments."""
+    correct = labels.index(found.true_class) if found is not None and found.true_class in labels else None
+    return {"highlight": 0, "correct": correct}
 
 
 # ---------------------------------------------------------------------------------------------
