@@ -203,7 +203,7 @@ top_list = top_classes.tolist()
 right.plotly_chart(
     plots.bars(
         [classes[c] for c in top_list], top_values.tolist(), title=ui.tr("mistakes.top5_title"), height=90 + 40 * k,
-        highlight=top_list.index(true_class) if true_class in top_list else None,
+        highlight=0, correct=top_list.index(true_class) if true_class in top_list else None,
     ),
     width="stretch", key="mistakes_top5",
 )  # fmt: skip
@@ -243,7 +243,7 @@ st.plotly_chart(
     plots.multi_line(
         blocks, {series_true: lens[:, 0, true_class].numpy(), series_predicted: lens[:, 0, predicted_class].numpy()},
         title=ui.tr("mistakes.lens_chart"), x_title=ui.tr("mistakes.x_block"), y_title=ui.tr("mistakes.y_prob"),
-        percent=True, colours={series_true: "#ff2d55", series_predicted: "#4c78a8"},
+        percent=True, colours={series_true: plots.TRUE_COLOUR, series_predicted: plots.PREDICTED_COLOUR},
         hover_text=[
             ui.tr("mistakes.hover", block=b, true=true_name, rank_true=int(rank_true[b]) + 1, predicted=predicted_name,
                   rank_predicted=int(rank_predicted[b]) + 1)

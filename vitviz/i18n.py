@@ -1036,7 +1036,7 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "`{file}`: true class **{true}**, predicted **{predicted}** with probability {confidence}.",
         "ko": "`{file}`: 정답 클래스 **{true}**, 예측 **{predicted}** (확률 {confidence}).",
     },
-    "mistakes.top5_title": {"en": "Top 5 classes (red: the true class)", "ko": "상위 5개 클래스 (빨간색: 정답 클래스)"},
+    "mistakes.top5_title": {"en": "Top 5 classes (red: the answer, green: the true class)", "ko": "상위 5개 클래스 (빨간색: 모델의 답, 초록색: 정답 클래스)"},
     "mistakes.true_rank": {
         "en": "The true class '{name}' is number {rank} of {k} in the final prediction.",
         "ko": "정답 클래스 '{name}'는 최종 예측에서 {k}개 중 {rank}위입니다.",

@@ -17,6 +17,7 @@ HEAT = "Viridis"
 DIVERGING = "RdBu_r"
 CHANNEL_COLOURS = ("#d62728", "#2ca02c", "#1f77b4")  # R, G, B
 TRUE_COLOUR = "#2ca02c"  # the known true class of a labelled image
+PREDICTED_COLOUR = "#ff2d55"  # the model's answer
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:
@@ -250,7 +251,7 @@ def bars(labels: Sequence[str], values: Sequence[float], title: str | None = Non
     ``highlight`` marks one bar in red (the prediction); ``correct`` marks the bar of the known
     true class in green (it wins over ``highlight`` when both are the same bar).
     """
-    colours = [TRUE_COLOUR if i == correct else "#ff2d55" if i == highlight else "#4c78a8" for i in range(len(values))]
+    colours = [TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else "#4c78a8" for i in range(len(values))]
     text = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
     fig = go.Figure(go.Bar(x=list(values), y=list(labels), orientation="h", marker_color=colours, text=text, textposition="auto"))
     fig.update_yaxes(autorange="reversed")
