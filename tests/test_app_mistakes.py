@@ -234,3 +234,4 @@ def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
     at.session_state["source"] = "sample"  # a photo has no known class: no verdict
     at.run()
     assert errors(at) == [] and [e.value for e in at.success] == []
+

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -170,4 +171,33 @@ def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(ser
         expect(true_box).to_have_value("cat", timeout=30_000)
         expect(predicted_box).to_have_value("deer", timeout=30_000)
         page.screenshot(path=str(SHOTS / "9_mistakes_clicked.png"), full_page=True)
+        browser.close()
+
+
+def test_random_test_image_and_its_verdict(server):
+    """The sidebar's 'Random test image' button picks another CIFAR-10 test image (the URL and the
+    class picker follow), and the overview says whether the model got it right."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/?lang=en&cifar=cat/3", wait_until="domcontentloaded")
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        verdict = page.locator("[data-testid='stAlert']", has_text="True class (CIFAR-10 test set): cat")
+        expect(verdict).to_have_count(1, timeout=30_000)
+        seen = {"cat/3"}
+        for _ in range(5):  # 200 images: five picks all landing on cat/3 is (1/200)^5
+            page.get_by_role("button", name="Random test image").click()
+            page.wait_for_timeout(2500)  # the rerun; the checks below wait longer if it is slow
+            picked = urllib.parse.unquote(urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["cifar"][0])
+            seen.add(picked)
+            class_name = picked.split("/")[0]
+            expect(_selectbox(page, "Class")).to_have_value(class_name, timeout=30_000)
+            alert = page.locator("[data-testid='stAlert']", has_text=f"True class (CIFAR-10 test set): {class_name}")
+            expect(alert).to_have_count(1, timeout=30_000)
+            if len(seen) > 1:
+                break
+        assert len(seen) > 1
+        page.screenshot(path=str(SHOTS / "0_home_random.png"), full_page=True)
         browser.close()

@@ -120,3 +120,20 @@ def test_dataset_label_names_cifar10_and_its_jpeg_copy():
     assert vdata.dataset_label(_image_set(cifar, ["cifar10/test/0"], "torchvision CIFAR10 (/root)")) == "CIFAR-10"
     assert vdata.dataset_label(_image_set(["a", "b"], ["a/1.png"], "/d/flowers/train")) == "flowers"
     assert vdata.dataset_label(_image_set(["a", "b"], ["a/1.png"], "/d/flowers")) == "flowers"
+
+
+def test_random_folder_image_reaches_every_image_of_an_uneven_folder(tmp_path):
+    import random
+    from collections import Counter
+
+    for name, count in (("a", 1), ("b", 3), ("c", 0)):
+        (tmp_path / name).mkdir()
+        for i in range(count):
+            Image.new("RGB", (4, 4)).save(tmp_path / name / f"{i}.png")
+    (tmp_path / "b" / "notes.txt").write_text("not an image")
+    rng = random.Random(0)
+    picks = Counter(vdata.random_folder_image(tmp_path, rng) for _ in range(400))
+    assert set(picks) == {("a", 0), ("b", 0), ("b", 1), ("b", 2)}  # every image, nothing else
+    assert min(picks.values()) > 60  # each about 100 of 400: images, not classes, are equally likely
+    with pytest.raises(FileNotFoundError):
+        vdata.random_folder_image(tmp_path / "c")

@@ -10,6 +10,7 @@ import hashlib
 import io
 import logging
 import os
+import random
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -411,6 +412,14 @@ def _class_files(folder: Path) -> list[Path]:
 
 def count_images(class_folder: Path) -> int:
     return len(_class_files(class_folder)) if Path(class_folder).is_dir() else 0
+
+
+def random_folder_image(folder: Path, rng: random.Random | None = None) -> tuple[str, int]:
+    """(class name, index within the class) of any image of an ImageFolder, each equally likely."""
+    images = [(name, index) for name in folder_classes(folder) for index in range(count_images(Path(folder) / name))]
+    if not images:
+        raise FileNotFoundError(f"{folder} holds no images.")
+    return (rng or random).choice(images)
 
 
 def folder_image_bytes(folder: Path, class_name: str, index: int) -> bytes | None:

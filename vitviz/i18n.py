@@ -48,6 +48,7 @@ TEXT: dict[str, dict[str, str]] = {
     "sidebar.upload_limit": {"en": "Up to {limit} MB; nothing you upload is stored.", "ko": "{limit} MB까지 올릴 수 있고, 올린 파일은 저장되지 않습니다."},
     "sidebar.cifar_class": {"en": "Class", "ko": "클래스"},
     "sidebar.cifar_index": {"en": "Index within the class", "ko": "클래스 안의 번호"},
+    "sidebar.cifar_random": {"en": "Random test image", "ko": "무작위 테스트 이미지"},
     "sidebar.no_cifar": {
         "en": "No CIFAR-10 folder found: set VITVIZ_DATA to an ImageFolder copy of CIFAR-10 to browse it.",
         "ko": "CIFAR-10 폴더가 없습니다. CIFAR-10 ImageFolder 사본을 VITVIZ_DATA로 지정하면 볼 수 있습니다.",

@@ -326,9 +326,15 @@ def _cifar_picker(side) -> None:  # noqa: ANN001 - a Streamlit container
     count = vdata.count_images(Path(root) / st.session_state["cifar_class"])
     st.session_state["cifar_index"] = min(st.session_state["cifar_index"], max(count - 1, 0))
     side.number_input(tr("sidebar.cifar_index"), 0, max(count - 1, 0), key="cifar_index")
+    side.button(tr("sidebar.cifar_random"), key="cifar_random", on_click=_random_cifar, args=(root,), icon=":material/casino:")
     st.session_state["cifar"] = f"{st.session_state['cifar_class']}/{st.session_state['cifar_index']}"
     set_param("cifar", st.session_state["cifar"])
     set_param("sample", None)
+
+
+def _random_cifar(root: str) -> None:
+    """A button's callback (it runs before the picker's widgets): any test image."""
+    st.session_state["cifar_class"], st.session_state["cifar_index"] = vdata.random_folder_image(Path(root))
 
 
 def model_name() -> str:
