@@ -21,6 +21,7 @@ right.plotly_chart(
     width="stretch", key="home_topk",
 )
 ui.show_verdict(cur.verdict, config.num_classes, right)
+ui.show_known_classes(config, cur.verdict, right)
 
 st.subheader(ui.tr("home.pipeline"))
 rows = [

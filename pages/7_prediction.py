@@ -53,6 +53,7 @@ st.plotly_chart(
     width="stretch", key="prediction_topk",
 )  # fmt: skip
 ui.show_verdict(cur.verdict, num_classes)
+ui.show_known_classes(config, cur.verdict)
 
 # ---- the logit lens ---------------------------------------------------------------------------
 st.subheader(ui.tr("prediction.lens_title"))

@@ -188,3 +188,12 @@ def test_upload_chosen_but_no_file_yet_says_what_to_do():
     at = open_page(source="upload")
     assert [e.value for e in at.exception] == []
     assert any("Choose an image in the sidebar" in i.value for i in at.info)
+
+
+def test_a_photo_under_a_ten_class_model_says_what_the_model_knows():
+    at = open_page(sample="coffee.jpg")  # the default model: CIFAR-10's classes
+    assert errors(at) == []
+    (note,) = [c.value for c in at.caption if "knows only" in c.value]
+    assert "10 classes" in note and "airplane" in note and "truck" in note
+    at = open_page("pages/7_prediction.py", sample="coffee.jpg", model="untrained-vit-b16")  # 1000 classes: no list
+    assert errors(at) == [] and not [c.value for c in at.caption if "knows only" in c.value]

@@ -231,6 +231,7 @@ def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
     assert errors(at) == []
     (said,) = [e.value for e in at.success]
     assert said.startswith("Right.") and f"**{class_name}**" in said
+    assert not [c.value for c in at.caption if "knows only" in c.value]  # the verdict says enough
     at.session_state["source"] = "sample"  # a photo has no known class: no verdict
     at.run()
     assert errors(at) == [] and [e.value for e in at.success] == []

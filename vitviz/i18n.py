@@ -851,6 +851,12 @@ TEXT: dict[str, dict[str, str]] = {
             "softmax가 이를 확률로 바꿉니다."
         ),
     },
+    "prediction.known_classes": {
+        "en": "This model knows only {n} classes ({names}) and gives every image one of them, even a photo "
+        "of something else: the probabilities always sum to 1 over these {n}.",
+        "ko": "이 모델은 {n}개 클래스({names})만 알고, 다른 것을 찍은 사진에도 그중 하나를 답합니다. "
+        "확률은 언제나 이 {n}개 클래스에 걸쳐 합이 1입니다.",
+    },
     "prediction.k": {"en": "Number of classes to show (k)", "ko": "보여 줄 클래스 수 (k)"},
     "prediction.topk_chart": {"en": "Top {k} classes (softmax probability)", "ko": "상위 {k}개 클래스 (softmax 확률)"},
     "prediction.lens_title": {"en": "The logit lens: when does the answer appear?", "ko": "Logit lens: 답은 언제 나타날까?"},

@@ -24,6 +24,7 @@ from PIL import Image
 from vitviz import analysis
 from vitviz import data as vdata
 from vitviz import zoo
+from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate
 from vitviz.explain import Verdict, verdict
@@ -436,6 +437,15 @@ def show_verdict(found: Verdict | None, num_classes: int, where=None) -> None:  
         where.success(tr("verdict.right", **values), icon=":material/check_circle:")
     else:
         where.warning(tr("verdict.wrong", **values), icon=":material/cancel:")
+
+
+def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> None:  # noqa: ANN001 - a container
+    """Under a prediction of an image with no known class: a model with a short list of classes
+    (CIFAR-10's 10) gives every image one of them, whatever the image shows."""
+    names = config.class_names
+    if found is not None or not names or len(names) > 20:
+        return
+    (where or st).caption(tr("prediction.known_classes", n=len(names), names=", ".join(names)))
 
 
 def bar_marks(labels: list[str], found: Verdict | None) -> dict[str, int | None]:
