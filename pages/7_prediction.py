@@ -49,7 +49,7 @@ k = st.slider(ui.tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, 
 ranked = top_k(model, trace.logits, k)
 labels = [name for name, _ in ranked]
 st.plotly_chart(
-    plots.bars(labels, [p for _, p in ranked], title=ui.tr("prediction.topk_chart", k=k), height=90 + 36 * k, **ui.bar_marks(labels, cur.verdict)),
+    plots.bars(labels, [p for _, p in ranked], title=ui.bar_title(ui.tr("prediction.topk_chart", k=k), cur.verdict), height=90 + 36 * k, **ui.bar_marks(labels, cur.verdict)),
     width="stretch", key="prediction_topk",
 )  # fmt: skip
 ui.show_verdict(cur.verdict, num_classes)

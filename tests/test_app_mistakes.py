@@ -209,7 +209,9 @@ def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None: 
     assert np.abs(shown - np.asarray(Image.open(io.BytesIO(expected)).convert("RGB"), dtype=int)).max() <= 1
     # the overview says it is a mistake: the true class in green, the model's answer on top in red
     (bars,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_topk")]
-    bar = json.loads(bars.proto.spec)["data"][0]
+    spec = json.loads(bars.proto.spec)
+    bar = spec["data"][0]
+    assert spec["layout"]["title"]["text"] == "Prediction (red: the answer, green: the true class)"
     top = bar["y"][0]
     assert top != class_name
     assert [e.value for e in at.success] == []

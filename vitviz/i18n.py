@@ -24,6 +24,8 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "This model is in use instead of the list above; clear the box to go back to the list.",
         "ko": "위 목록 대신 이 모델을 쓰고 있습니다. 칸을 비우면 목록의 모델로 돌아갑니다.",
     },
+    "verdict.legend_right": {"en": "green: the true class", "ko": "초록색: 정답 클래스"},
+    "verdict.legend_wrong": {"en": "red: the answer, green: the true class", "ko": "빨간색: 모델의 답, 초록색: 정답 클래스"},
     "verdict.right": {
         "en": "Right. True class (CIFAR-10 test set): **{truth}**; the model says **{pred}** with {p}.",
         "ko": "맞혔습니다. 정답 클래스 (CIFAR-10 테스트 세트): **{truth}**, 모델의 답: **{pred}** ({p}).",

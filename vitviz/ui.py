@@ -448,6 +448,13 @@ def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> 
     (where or st).caption(tr("prediction.known_classes", n=len(names), names=", ".join(names)))
 
 
+def bar_title(title: str, found: Verdict | None) -> str:
+    """A top-k chart's title, with what its colours mean when the true class is known."""
+    if found is None:
+        return title
+    return f"{title} ({tr('verdict.legend_right' if found.correct else 'verdict.legend_wrong')})"
+
+
 def bar_marks(labels: list[str], found: Verdict | None) -> dict[str, int | None]:
     """plots.bars' highlight (the top class) and correct (the true class, when shown) arguments."""
     correct = labels.index(found.true_class) if found is not None and found.true_class in labels else None
