@@ -197,3 +197,14 @@ def test_a_photo_under_a_ten_class_model_says_what_the_model_knows():
     assert "10 classes" in note and "airplane" in note and "truck" in note
     at = open_page("pages/7_prediction.py", sample="coffee.jpg", model="untrained-vit-b16")  # 1000 classes: no list
     assert errors(at) == [] and not [c.value for c in at.caption if "knows only" in c.value]
+
+
+def test_a_sidebar_choice_reruns_through_app_py():
+    """After the first run every run goes through app.py (tests/apptest.py): the sidebar is drawn
+    again and mirrors the new choice in the URL."""
+    at = open_page("pages/2_patches.py", sample="astronaut.jpg")
+    at.sidebar.selectbox(key="sample").set_value("rocket.jpg").run()
+    assert errors(at) == []
+    assert at.sidebar.selectbox(key="model").value == zoo.default_name()
+    assert at.query_params["sample"] in ("rocket.jpg", ["rocket.jpg"])
+    assert at.title[0].value.startswith("2.")

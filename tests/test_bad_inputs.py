@@ -85,6 +85,7 @@ def mutated_images(draw):
     return bytes(data)
 
 
+@pytest.mark.filterwarnings("ignore:Tag data larger than file:UserWarning")  # Pillow skips a fuzzed TIFF tag
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.one_of(st.binary(max_size=512), mutated_images()))
 def test_fuzz_only_image_errors_and_rgb_uint8(data):
