@@ -20,7 +20,7 @@ right.plotly_chart(
     plots.bars(labels, [p for _, p in ranked], title=ui.bar_title(ui.tr("home.prediction"), cur.verdict), height=360, **ui.bar_marks(labels, cur.verdict)),
     width="stretch", key="home_topk",
 )
-ui.show_verdict(cur.verdict, config.num_classes, right)
+ui.show_verdict(cur.verdict, right)
 ui.show_known_classes(config, cur.verdict, right)
 
 st.subheader(ui.tr("home.pipeline"))

@@ -52,7 +52,7 @@ st.plotly_chart(
     plots.bars(labels, [p for _, p in ranked], title=ui.bar_title(ui.tr("prediction.topk_chart", k=k), cur.verdict), height=90 + 36 * k, **ui.bar_marks(labels, cur.verdict)),
     width="stretch", key="prediction_topk",
 )  # fmt: skip
-ui.show_verdict(cur.verdict, num_classes)
+ui.show_verdict(cur.verdict)
 ui.show_known_classes(config, cur.verdict)
 
 # ---- the logit lens ---------------------------------------------------------------------------

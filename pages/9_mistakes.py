@@ -13,6 +13,7 @@ import torch
 from vitviz import analysis, lab, plots, ui
 from vitviz import data as vdata
 from vitviz.evaluate import prepare_batch
+from vitviz.explain import verdict
 
 CONFUSION = "mistakes_confusion"
 ANY = -1  # the class filters' "(any)" option (None would show as an empty selectbox)
@@ -199,16 +200,16 @@ with left:
             st.switch_page("pages/0_home.py")
 k = min(5, num_classes)
 top_values, top_classes = probs.topk(k)
-top_list = top_classes.tolist()
+top_names = [classes[c] for c in top_classes.tolist()]
+found = verdict(probs, classes, true_name)
 right.plotly_chart(
     plots.bars(
-        [classes[c] for c in top_list], top_values.tolist(), title=ui.tr("mistakes.top5_title"), height=90 + 40 * k,
-        highlight=0, correct=top_list.index(true_class) if true_class in top_list else None,
+        top_names, top_values.tolist(), title=ui.tr("mistakes.top5_title"), height=90 + 40 * k,
+        **ui.bar_marks(top_names, found),
     ),
     width="stretch", key="mistakes_top5",
 )  # fmt: skip
-true_rank = int((probs > probs[true_class]).sum()) + 1
-right.caption(ui.tr("mistakes.true_rank", name=true_name, rank=true_rank, k=num_classes))
+right.caption(ui.tr("mistakes.true_rank", name=true_name, rank=found.rank, k=num_classes))
 
 # Where the model looked for the predicted class and for the true class.
 st.markdown(f"#### {ui.tr('mistakes.maps_title')}")

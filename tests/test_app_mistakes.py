@@ -238,3 +238,17 @@ def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
     at.run()
     assert errors(at) == [] and [e.value for e in at.success] == []
 
+
+
+def test_the_chosen_mistake_shows_its_answer_red_and_its_true_class_green(lab_setup, csv_texts) -> None:
+    folder, model_path, result = lab_setup
+    at = _open(folder, model_path)
+    chosen = int(_rows(csv_texts["mistakes_csv"])[0]["index"])  # image #1 of the list
+    probs, true_name = result.probs[chosen], result.classes[int(result.labels[chosen])]
+    (bars,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-mistakes_top5")]
+    bar = json.loads(bars.proto.spec)["data"][0]
+    colours = bar["marker"]["color"]
+    assert bar["y"][0] == result.classes[int(probs.argmax())] and colours[0] == plots.PREDICTED_COLOUR
+    assert colours[bar["y"].index(true_name)] == plots.TRUE_COLOUR  # 3 classes: the top 5 shows them all
+    rank = int((probs > probs[int(result.labels[chosen])]).sum()) + 1
+    assert any(f"'{true_name}' is number {rank} of {len(result.classes)}" in c.value for c in at.caption)

@@ -36,24 +36,22 @@ def test_bad_image_gets_a_sentence(tmp_path, capsys):
     assert main([str(tmp_path / "missing.jpg")]) == 2
 
 
-def test_verdict_ranks_the_true_class(tiny_config):
+def test_verdict_ranks_the_true_class():
     import pytest
     import torch
 
     from vitviz.explain import verdict
-    from vitviz.model import VisionTransformer
 
-    model = VisionTransformer(tiny_config.replace(class_names=tuple("abcdefghij")))
-    logits = torch.tensor([[0.0, 3.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]])
-    probs = logits[0].softmax(-1)
-    wrong = verdict(model, logits, "d")
-    assert (wrong.predicted, wrong.correct, wrong.rank) == ("b", False, 2)
+    names = tuple("abcdefghij")
+    probs = torch.tensor([0.0, 3.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]).softmax(-1)
+    wrong = verdict(probs, names, "d")
+    assert (wrong.predicted, wrong.correct, wrong.rank, wrong.num_classes) == ("b", False, 2, 10)
     assert wrong.probability == pytest.approx(float(probs[3]))
-    right = verdict(model, logits, "b")
+    right = verdict(probs, names, "b")
     assert (right.correct, right.rank) == (True, 1)
-    assert verdict(model, logits, "j").rank == 10
-    assert verdict(model, logits, "zebra") is None and verdict(model, logits, None) is None
-    assert verdict(VisionTransformer(tiny_config), logits, "b") is None  # a model without class names
+    assert verdict(probs, names, "j").rank == 10
+    assert verdict(probs, names, "zebra") is None and verdict(probs, names, None) is None
+    assert verdict(probs, (), "b") is None  # a model without class names
 
 
 def test_bars_mark_the_true_class_green():

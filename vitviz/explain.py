@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,21 +81,20 @@ class Verdict:
     true_class: str
     predicted: str
     correct: bool
-    rank: int  # 1-based rank of the true class among all classes
+    rank: int  # 1-based rank of the true class among all num_classes
     probability: float  # softmax probability of the true class
+    num_classes: int
 
 
-def verdict(model: VisionTransformer, logits: torch.Tensor, true_class: str | None) -> Verdict | None:
-    """Compare the first image's prediction with its true class; None when the class is unknown
-    or not one the model predicts."""
-    names = model.config.class_names
-    if true_class is None or not names or true_class not in names:
+def verdict(probs: torch.Tensor, class_names: Sequence[str], true_class: str | None) -> Verdict | None:
+    """Compare one image's class probabilities (K,) with its true class; None when the class is
+    unknown or not one of the model's."""
+    if true_class is None or true_class not in class_names:
         return None
-    probs = logits[0].float().softmax(dim=-1)  # (K,)
-    target = names.index(true_class)
+    target = list(class_names).index(true_class)
     predicted = int(probs.argmax())
     rank = 1 + int((probs > probs[target]).sum())
-    return Verdict(true_class, names[predicted], predicted == target, rank, float(probs[target]))
+    return Verdict(true_class, class_names[predicted], predicted == target, rank, float(probs[target]), len(probs))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -417,7 +417,8 @@ def current() -> Current:
         st.stop()
     for note in notes:
         st.caption(tr("note.image", message=note))
-    return Current(name, model, spec, array, data, trace, verdict(model, trace.logits, true_class()))
+    probs = trace.logits[0].float().softmax(dim=-1)  # (K,)
+    return Current(name, model, spec, array, data, trace, verdict(probs, model.config.class_names, true_class()))
 
 
 def true_class() -> str | None:
@@ -427,12 +428,12 @@ def true_class() -> str | None:
     return str(st.session_state["cifar"]).partition("/")[0] or None
 
 
-def show_verdict(found: Verdict | None, num_classes: int, where=None) -> None:  # noqa: ANN001 - a Streamlit container
+def show_verdict(found: Verdict | None, where=None) -> None:  # noqa: ANN001 - a Streamlit container
     """One coloured sentence: right or wrong, and where the true class ranks (nothing when unknown)."""
     if found is None:
         return
     where = where or st
-    values = {"truth": found.true_class, "pred": found.predicted, "p": f"{found.probability:.1%}", "rank": found.rank, "n": num_classes}
+    values = {"truth": found.true_class, "pred": found.predicted, "p": f"{found.probability:.1%}", "rank": found.rank, "n": found.num_classes}
     if found.correct:
         where.success(tr("verdict.right", **values), icon=":material/check_circle:")
     else:
