@@ -349,11 +349,10 @@ def image_bytes() -> bytes | None:
     if source == "upload":
         return st.session_state.get("upload_bytes")
     if source == "cifar":
-        root = cifar_root()
-        if root is None or "cifar" not in st.session_state:
+        root, chosen = cifar_root(), chosen_test_image()
+        if root is None or chosen is None:
             return None
-        cls, _, index = str(st.session_state["cifar"]).partition("/")
-        return vdata.folder_image_bytes(Path(root), cls, int(index or 0))
+        return vdata.folder_image_bytes(Path(root), *chosen)
     name = st.session_state.get("sample") or sample_names()[0]
     path = SAMPLES / Path(name).name
     return path.read_bytes() if path.exists() else None
@@ -421,11 +420,18 @@ def current() -> Current:
     return Current(name, model, spec, array, data, trace, verdict(probs, model.config.class_names, true_class()))
 
 
-def true_class() -> str | None:
-    """The known class of the chosen image: its class folder when it is a CIFAR-10 test image."""
+def chosen_test_image() -> tuple[str, int] | None:
+    """The chosen CIFAR-10 test image as (class folder, index), or None when the image comes from elsewhere."""
     if st.session_state.get("source") != "cifar" or "cifar" not in st.session_state:
         return None
-    return str(st.session_state["cifar"]).partition("/")[0] or None
+    cls, _, index = str(st.session_state["cifar"]).partition("/")
+    return (cls, int(index)) if cls and index.isdigit() else None
+
+
+def true_class() -> str | None:
+    """The known class of the chosen image: its class folder when it is a CIFAR-10 test image."""
+    chosen = chosen_test_image()
+    return chosen[0] if chosen else None
 
 
 def show_verdict(found: Verdict | None, where=None) -> None:  # noqa: ANN001 - a Streamlit container
