@@ -32,7 +32,7 @@ def test_the_card_holds_what_evaluate_measures(run, tmp_path):
     model, spec = zoo.load(str(tmp_path / "tiny.safetensors"))
     measured = evaluate(model, load_split(data, "test"), use_cache=False)
     assert written["test_accuracy"] == pytest.approx(measured.accuracy)
-    assert written["evaluated"]["images"] == measured.n == 120
+    assert written["tested_on"]["images"] == measured.n == 120
     assert written["config"]["class_names"] == list(CLASSES)
     for field in ("recipe", "history", "epochs", "wall_time_s", "hardware", "trained_on", "tested_on"):
         assert field in written, field

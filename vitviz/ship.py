@@ -91,8 +91,7 @@ def ship(
     card = dict(card)
     card["name"] = name
     card["test_accuracy"] = result.accuracy
-    card["evaluated"] = {
-        "data": result.data, "images": result.n, "fingerprint": test.fingerprint,
+    card["evaluated"] = {  # what the test split (tested_on below) gave
         "misclassified": result.misclassified, "weights_sha256": weights_hash(model),
         "per_class_accuracy": dict(zip(result.classes, [round(a, 4) for a in result.per_class_accuracy()])),
     }  # fmt: skip
@@ -131,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 2
     verdict = "shipped" if card["shipped"] else f"kept the current model: {card['reason']}"
-    print(f"{card['name']}: test accuracy {card['test_accuracy']:.4f} on {card['evaluated']['images']} images; {verdict}")
+    print(f"{card['name']}: test accuracy {card['test_accuracy']:.4f} on {card['tested_on']['images']} images; {verdict}")
     return 0
 
 
