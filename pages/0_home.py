@@ -17,7 +17,7 @@ ranked = top_k(cur.model, cur.trace.logits, 5)
 st.session_state["home_top1"] = ranked[0]  # (class, probability): read by the concurrency test
 labels = [name for name, _ in ranked]
 right.plotly_chart(
-    plots.bars(labels, [p for _, p in ranked], title=ui.bar_title(ui.tr("home.prediction"), cur.verdict), height=360, **ui.bar_marks(labels, cur.verdict)),
+    ui.class_bars(labels, [p for _, p in ranked], ui.tr("home.prediction"), cur.verdict, height=360),
     width="stretch", key="home_topk",
 )
 ui.show_verdict(cur.verdict, right)

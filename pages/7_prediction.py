@@ -28,7 +28,7 @@ names = config.class_names
 
 
 def class_name(index: int) -> str:
-    return names[index] if names else ui.tr("prediction.class_n", n=index)
+    return ui.label(names[index]) if names else ui.tr("prediction.class_n", n=index)
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
@@ -49,7 +49,7 @@ k = st.slider(ui.tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, 
 ranked = top_k(model, trace.logits, k)
 labels = [name for name, _ in ranked]
 st.plotly_chart(
-    plots.bars(labels, [p for _, p in ranked], title=ui.bar_title(ui.tr("prediction.topk_chart", k=k), cur.verdict), height=90 + 36 * k, **ui.bar_marks(labels, cur.verdict)),
+    ui.class_bars(labels, [p for _, p in ranked], ui.tr("prediction.topk_chart", k=k), cur.verdict, height=90 + 36 * k),
     width="stretch", key="prediction_topk",
 )  # fmt: skip
 ui.show_verdict(cur.verdict)
@@ -130,7 +130,7 @@ st.plotly_chart(
 )  # fmt: skip
 
 # ---- downloads --------------------------------------------------------------------------------
-lens_columns = {"block": blocks, "after": after, **{f"{c} {class_name(c)}": lens[:, 0, c].numpy() for c in range(num_classes)}}
+lens_columns = {"block": blocks, "after": after, **{f"{c} {names[c]}" if names else f"class {c}": lens[:, 0, c].numpy() for c in range(num_classes)}}
 occlusion_columns = {
     "hidden_patches": counts, "hidden_fraction": fractions,
     **{f"probability_{kind}": curve for kind, (_, curve) in occlusion.items()},

@@ -78,7 +78,7 @@ if history:
     per_class = card.get("evaluated", {}).get("per_class_accuracy") or {}
     if per_class:
         left.plotly_chart(
-            plots.bars(list(per_class), list(per_class.values()), title=ui.tr("card.per_class"), height=120 + 30 * len(per_class)),
+            plots.bars([ui.label(c) for c in per_class], list(per_class.values()), title=ui.tr("card.per_class"), height=120 + 30 * len(per_class)),
             width="stretch", key="card_per_class",
         )  # fmt: skip
     ui.download_csv("download.csv", "training_history.csv", "card_csv", plots.history_csv(history))

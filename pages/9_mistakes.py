@@ -65,7 +65,8 @@ try:
 except ValueError as err:  # the model's classes differ from the dataset's
     st.info(ui.tr("mistakes.mismatch", message=str(err)))
     st.stop()
-classes = result.classes
+classes = result.classes  # as the model and the folders spell them
+class_labels = [ui.label(c) for c in classes]  # as the user reads them
 num_classes = len(classes)
 m1, m2, m3 = st.columns(3)
 m1.metric(ui.tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
@@ -87,14 +88,14 @@ cell = cell if ANY not in cell else None
 left, right = st.columns([2, 3])
 left.plotly_chart(
     plots.bars(
-        classes, result.per_class_accuracy(), title=ui.tr("mistakes.per_class_title"),
+        class_labels, result.per_class_accuracy(), title=ui.tr("mistakes.per_class_title"),
         height=160 + 42 * min(num_classes, 20),
     ),
     width="stretch", key="mistakes_per_class",
 )  # fmt: skip
 right.plotly_chart(
     plots.confusion_matrix(
-        result.confusion().numpy(), classes, title=ui.tr("mistakes.confusion_title"),
+        result.confusion().numpy(), class_labels, title=ui.tr("mistakes.confusion_title"),
         x_title=ui.tr("mistakes.axis_predicted"), y_title=ui.tr("mistakes.axis_true"), selected=cell,
     ),
     width="stretch", key=CONFUSION, on_select="rerun", selection_mode="points",
@@ -103,7 +104,7 @@ right.plotly_chart(
 
 # ---- filters ----------------------------------------------------------------------------------
 def any_or_name(option: int) -> str:
-    return ui.tr("mistakes.any") if option == ANY else classes[option]
+    return ui.tr("mistakes.any") if option == ANY else ui.label(classes[option])
 
 
 st.subheader(ui.tr("mistakes.filters"))
@@ -131,7 +132,7 @@ if st.session_state.get("_mistakes_filters") != filters:  # new filters: back to
     st.session_state["mistakes_page"] = 1
     st.session_state["mistake"] = 1
 if diagonal:
-    st.caption(ui.tr("mistakes.correct_cell", name=classes[true_filter]))
+    st.caption(ui.tr("mistakes.correct_cell", name=ui.label(classes[true_filter])))
 st.markdown(ui.tr("mistakes.count", m=count))
 ui.download_csv("mistakes.download_csv", "mistakes.csv", "mistakes_csv", lab.mistakes_csv(result, indices))
 if count == 0:
@@ -144,7 +145,8 @@ labels, predictions, confidence = result.labels, result.predictions, result.conf
 
 def caption(number: int, index: int) -> str:
     return ui.tr(
-        "mistakes.caption", n=number, true=classes[int(labels[index])], predicted=classes[int(predictions[index])],
+        "mistakes.caption", n=number, true=ui.label(classes[int(labels[index])], short=True),
+        predicted=ui.label(classes[int(predictions[index])], short=True),
         confidence=f"{float(confidence[index]):.0%}",
     )  # fmt: skip
 
@@ -167,7 +169,8 @@ number = ui.int_choice("mistake", 1, 1, count)
 st.number_input(ui.tr("mistakes.choose"), min_value=1, max_value=count, step=1, key="mistake")
 index = int(indices[number - 1])
 true_class, predicted_class = int(labels[index]), int(predictions[index])
-true_name, predicted_name = classes[true_class], classes[predicted_class]
+true_name, predicted_name = classes[true_class], classes[predicted_class]  # as the model and folders spell them
+true_label, predicted_label = ui.label(true_name), ui.label(predicted_name)  # as the user reads them
 probs = result.probs[index]  # (K,)
 
 left, right = st.columns([1, 2])
@@ -176,7 +179,7 @@ with left:
     st.image(ui.png_bytes(large), caption=caption(number, index), output_format="PNG")
     st.markdown(
         ui.tr(
-            "mistakes.verdict", file=result.files[index], true=true_name, predicted=predicted_name,
+            "mistakes.verdict", file=result.files[index], true=true_label, predicted=predicted_label,
             confidence=f"{float(confidence[index]):.1%}",
         )
     )  # fmt: skip
@@ -203,13 +206,10 @@ top_values, top_classes = probs.topk(k)
 top_names = [classes[c] for c in top_classes.tolist()]
 found = verdict(probs, classes, true_name)
 right.plotly_chart(
-    plots.bars(
-        top_names, top_values.tolist(), title=ui.tr("mistakes.top5_title"), height=90 + 40 * k,
-        **ui.bar_marks(top_names, found),
-    ),
+    ui.class_bars(top_names, top_values.tolist(), ui.tr("mistakes.top5_title"), found, height=90 + 40 * k),
     width="stretch", key="mistakes_top5",
-)  # fmt: skip
-right.caption(ui.tr("mistakes.true_rank", name=true_name, rank=found.rank, k=num_classes))
+)
+right.caption(ui.tr("mistakes.true_rank", name=true_label, rank=found.rank, k=num_classes))
 
 # Where the model looked for the predicted class and for the true class.
 st.markdown(f"#### {ui.tr('mistakes.maps_title')}")
@@ -222,7 +222,7 @@ maps = {
     "predicted": analysis.grad_rollout(model, pixels, predicted_class).numpy(),  # (grid_h, grid_w)
     "true": analysis.grad_rollout(model, pixels, true_class).numpy(),
 }
-for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_name, true_name)):
+for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label)):
     column.plotly_chart(
         plots.heatmap_overlay(picture, maps[which], title=ui.tr(f"mistakes.map_{which}", name=name), height=380),
         width="stretch", key=f"mistakes_map_{which}",
@@ -238,15 +238,15 @@ lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, 1, K) prob
 rank_true = analysis.class_rank_by_layer(lens, true_class)[:, 0]  # (depth + 1,)
 rank_predicted = analysis.class_rank_by_layer(lens, predicted_class)[:, 0]
 blocks = np.arange(trace.depth + 1)
-series_true = ui.tr("mistakes.series_true", name=true_name)
-series_predicted = ui.tr("mistakes.series_predicted", name=predicted_name)
+series_true = ui.tr("mistakes.series_true", name=true_label)
+series_predicted = ui.tr("mistakes.series_predicted", name=predicted_label)
 st.plotly_chart(
     plots.multi_line(
         blocks, {series_true: lens[:, 0, true_class].numpy(), series_predicted: lens[:, 0, predicted_class].numpy()},
         title=ui.tr("mistakes.lens_chart"), x_title=ui.tr("mistakes.x_block"), y_title=ui.tr("mistakes.y_prob"),
         percent=True, colours={series_true: plots.TRUE_COLOUR, series_predicted: plots.PREDICTED_COLOUR},
         hover_text=[
-            ui.tr("mistakes.hover", block=b, true=true_name, rank_true=int(rank_true[b]) + 1, predicted=predicted_name,
+            ui.tr("mistakes.hover", block=b, true=true_label, rank_true=int(rank_true[b]) + 1, predicted=predicted_label,
                   rank_predicted=int(rank_predicted[b]) + 1)
             for b in blocks
         ],
@@ -255,11 +255,11 @@ st.plotly_chart(
 )  # fmt: skip
 last_top = lab.last_top_block(rank_true)
 if last_top is None:
-    st.markdown(ui.tr("mistakes.never_top", name=true_name))
+    st.markdown(ui.tr("mistakes.never_top", name=true_label))
 elif last_top == 0:
-    st.markdown(ui.tr("mistakes.lost_at_embed", name=true_name))
+    st.markdown(ui.tr("mistakes.lost_at_embed", name=true_label))
 elif last_top < trace.depth:
-    st.markdown(ui.tr("mistakes.lost_at", name=true_name, block=last_top, next=last_top + 1))
+    st.markdown(ui.tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1))
 ui.download_npz(
     "download.npz", "mistake.npz", "mistakes_npz", probs=probs.numpy(), map_predicted=maps["predicted"],
     map_true=maps["true"], logit_lens=lens[:, 0].numpy(), rank_true=rank_true.numpy(),

@@ -20,10 +20,10 @@ from PIL import Image
 
 
 from tests.apptest import figure_array as _array
-from tests.apptest import errors, open_page, open_page_in_one_run
+from tests.apptest import errors, figure, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
-from vitviz import plots, ui, zoo
+from vitviz import i18n, plots, ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.evaluate import EvalResult, evaluate
 from vitviz.model import VisionTransformer
@@ -252,3 +252,25 @@ def test_the_chosen_mistake_shows_its_answer_red_and_its_true_class_green(lab_se
     assert colours[bar["y"].index(true_name)] == plots.TRUE_COLOUR  # 3 classes: the top 5 shows them all
     rank = int((probs > probs[int(result.labels[chosen])]).sum()) + 1
     assert any(f"'{true_name}' is number {rank} of {len(result.classes)}" in c.value for c in at.caption)
+
+
+def test_korean_class_names_on_screen_and_the_files_names_in_downloads(lab_setup, csv_texts, monkeypatch) -> None:  # noqa: ANN001
+    folder, model_path, result = lab_setup
+    korean = {"red": "빨강", "green": "초록", "blue": "파랑"}
+    for name, word in korean.items():  # the colour classes get translations, as CIFAR-10's have
+        monkeypatch.setitem(i18n.CLASS_NAMES, name, {"ko": word})
+    shown = [f"{korean[c]} ({c})" for c in result.classes]
+    at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(model_path), data_dir=str(folder))
+    assert errors(at) == []
+    assert figure(at, "mistakes_per_class")["data"][0]["y"] == shown
+    matrix = figure(at, "mistakes_confusion")["data"][0]
+    assert list(matrix["x"]) == shown and list(matrix["y"]) == shown
+    top5 = figure(at, "mistakes_top5")["data"][0]["y"]
+    assert all(label in shown for label in top5)
+    first = _rows(csv_texts["mistakes_csv"])[0]
+    assert first["true"] in result.classes and first["predicted"] in result.classes  # downloads keep the files' names
+    wrong = int(first["index"])
+    true_name = result.classes[int(result.labels[wrong])]
+    assert any(f"'{korean[true_name]} ({true_name})'" in caption.value for caption in at.caption)  # the rank sentence
+    gallery = _captions(at)
+    assert gallery[0].startswith(f"#1 {korean[true_name]} → ")  # thumbnails' captions: the short Korean name

@@ -39,3 +39,15 @@ def test_every_literal_key_used_by_the_app_exists():
     used = set().union(*(_keys_used_in(f) for f in files))
     unknown = sorted(k for k in used if k not in i18n.TEXT and not k.endswith((".py", ".npz", ".csv")))
     assert unknown == []
+
+
+def test_class_labels_translate_cifar10_and_keep_the_name_files_use():
+    cifar10 = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    korean = [i18n.class_label(name, "ko") for name in cifar10]
+    assert korean[3] == "고양이 (cat)"
+    assert all(label.endswith(f" ({name})") and label != f" ({name})" for label, name in zip(korean, cifar10))
+    assert len(set(korean)) == 10
+    assert i18n.class_label("cat", "ko", short=True) == "고양이"
+    assert i18n.class_label("cat", "en", short=True) == "cat"
+    assert [i18n.class_label(name, "en") for name in cifar10] == cifar10
+    assert i18n.class_label("tabby, tabby cat", "ko") == "tabby, tabby cat"  # no translation: the model's own name

@@ -1045,7 +1045,7 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "`{file}`: true class **{true}**, predicted **{predicted}** with probability {confidence}.",
         "ko": "`{file}`: 정답 클래스 **{true}**, 예측 **{predicted}** (확률 {confidence}).",
     },
-    "mistakes.top5_title": {"en": "Top 5 classes (red: the answer, green: the true class)", "ko": "상위 5개 클래스 (빨간색: 모델의 답, 초록색: 정답 클래스)"},
+    "mistakes.top5_title": {"en": "Top 5 classes", "ko": "상위 5개 클래스"},
     "mistakes.true_rank": {
         "en": "The true class '{name}' is number {rank} of {k} in the final prediction.",
         "ko": "정답 클래스 '{name}'는 최종 예측에서 {k}개 중 {rank}위입니다.",
@@ -1112,6 +1112,25 @@ TEXT: dict[str, dict[str, str]] = {
     "mistakes.download_csv": {"en": "Download the filtered list (CSV)", "ko": "걸러 낸 목록 내려받기 (CSV)"},
     # (end of lab: misclassification)
 }
+
+
+# Class names as models and datasets spell them, in the other languages: CIFAR-10's ten. A class
+# with no entry (ImageNet's thousand, a user's own) is shown as the model names it.
+CLASS_NAMES: dict[str, dict[str, str]] = {
+    "airplane": {"ko": "비행기"}, "automobile": {"ko": "자동차"}, "bird": {"ko": "새"}, "cat": {"ko": "고양이"},
+    "deer": {"ko": "사슴"}, "dog": {"ko": "개"}, "frog": {"ko": "개구리"}, "horse": {"ko": "말"},
+    "ship": {"ko": "배"}, "truck": {"ko": "트럭"},
+}  # fmt: skip
+
+
+def class_label(name: str, lang: str = DEFAULT_LANGUAGE, short: bool = False) -> str:
+    """A class name as users of ``lang`` read it: "고양이 (cat)" in Korean (or "고양이" when
+    ``short``, for small captions), the name itself when there is no translation. The name in
+    brackets is the one files, folders and downloads use."""
+    translated = CLASS_NAMES.get(name, {}).get(lang)
+    if not translated:
+        return name
+    return translated if short else f"{translated} ({name})"
 
 
 def t(key: str, lang: str = DEFAULT_LANGUAGE, **values: object) -> str:

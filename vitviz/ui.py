@@ -21,14 +21,14 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis
+from vitviz import analysis, plots
 from vitviz import data as vdata
 from vitviz import zoo
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate
 from vitviz.explain import Verdict, verdict
-from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, t
+from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, class_label, t
 from vitviz.model import VisionTransformer
 from vitviz.trace import Trace
 
@@ -66,6 +66,12 @@ def lang() -> str:
 def tr(key: str, **values: object) -> str:
     """The sentence for ``key`` in the user's language."""
     return t(key, lang(), **values)
+
+
+def label(class_name: str, short: bool = False) -> str:
+    """A class name in the user's language ("고양이 (cat)", or "고양이" when ``short``), or as the
+    model spells it."""
+    return class_label(class_name, lang(), short)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,7 +329,7 @@ def _cifar_picker(side) -> None:  # noqa: ANN001 - a Streamlit container
         st.session_state["cifar_class"] = cls if cls in classes else classes[0]
     if "cifar_index" not in st.session_state:
         st.session_state["cifar_index"] = int(index) if index.isdigit() else 0
-    side.selectbox(tr("sidebar.cifar_class"), classes, key="cifar_class")
+    side.selectbox(tr("sidebar.cifar_class"), classes, key="cifar_class", format_func=label)
     count = vdata.count_images(Path(root) / st.session_state["cifar_class"])
     st.session_state["cifar_index"] = min(st.session_state["cifar_index"], max(count - 1, 0))
     side.number_input(tr("sidebar.cifar_index"), 0, max(count - 1, 0), key="cifar_index")
@@ -439,7 +445,7 @@ def show_verdict(found: Verdict | None, where=None) -> None:  # noqa: ANN001 - a
     if found is None:
         return
     where = where or st
-    values = {"truth": found.true_class, "pred": found.predicted, "p": f"{found.probability:.1%}", "rank": found.rank, "n": found.num_classes}
+    values = {"truth": label(found.true_class), "pred": label(found.predicted), "p": f"{found.probability:.1%}", "rank": found.rank, "n": found.num_classes}
     if found.correct:
         where.success(tr("verdict.right", **values), icon=":material/check_circle:")
     else:
@@ -452,7 +458,7 @@ def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> 
     names = config.class_names
     if found is not None or not names or len(names) > 20:
         return
-    (where or st).caption(tr("prediction.known_classes", n=len(names), names=", ".join(names)))
+    (where or st).caption(tr("prediction.known_classes", n=len(names), names=", ".join(map(label, names))))
 
 
 def bar_title(title: str, found: Verdict | None) -> str:
@@ -462,10 +468,11 @@ def bar_title(title: str, found: Verdict | None) -> str:
     return f"{title} ({tr('verdict.legend_right' if found.correct else 'verdict.legend_wrong')})"
 
 
-def bar_marks(labels: list[str], found: Verdict | None) -> dict[str, int | None]:
-    """plots.bars' highlight (the top class) and correct (the true class, when shown) arguments."""
-    correct = labels.index(found.true_class) if found is not None and found.true_class in labels else None
-    return {"highlight": 0, "correct": correct}
+def class_bars(names: list[str], values: list[float], title: str, found: Verdict | None, height: int):  # -> go.Figure
+    """Top-k probabilities, best first, as bars labelled in the user's language: the answer in red
+    and, when the image's class is known, the true class in green (the title says so)."""
+    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
+    return plots.bars([label(n) for n in names], values, title=bar_title(title, found), height=height, highlight=0, correct=correct)
 
 
 # ---------------------------------------------------------------------------------------------
