@@ -6,7 +6,7 @@ import torch
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import zoo
 from vitviz.data import load_split, spread_subset
-from vitviz.evaluate import evaluate, main, prepare_batch, weights_hash
+from vitviz.evaluate import EvalResult, evaluate, main, prepare_batch, weights_hash
 from vitviz.model import VisionTransformer
 
 
@@ -35,6 +35,17 @@ def test_counts_match_a_direct_forward(folder, model):
     assert confusion.sum() == 36 and confusion.sum(1).tolist() == [12, 12, 12]
     assert confusion.trace() == 36 - len(wrong)
     assert result.summary()["misclassified"] == len(wrong)
+
+
+def test_accuracy_is_the_exact_fraction():
+    # 7204 of 10,000 right: a float32 mean gives 0.72039998; the card and the command must agree exactly
+    labels = torch.zeros(10_000, dtype=torch.long)
+    probs = torch.zeros(10_000, 2)
+    probs[:7204, 0] = 1.0
+    probs[7204:, 1] = 1.0
+    result = EvalResult("m", "d", ["a", "b"], [str(i) for i in range(10_000)], labels, probs, 1.0, 1.0)
+    assert result.accuracy == 0.7204
+    assert result.summary()["accuracy"] == 0.7204
 
 
 def test_second_evaluation_reads_the_cache(folder, model, monkeypatch):
