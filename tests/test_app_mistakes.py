@@ -274,3 +274,24 @@ def test_korean_class_names_on_screen_and_the_files_names_in_downloads(lab_setup
     assert any(f"'{korean[true_name]} ({true_name})'" in caption.value for caption in at.caption)  # the rank sentence
     gallery = _captions(at)
     assert gallery[0].startswith(f"#1 {korean[true_name]} → ")  # thumbnails' captions: the short Korean name
+
+
+def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monkeypatch) -> None:  # noqa: ANN001
+    folder, model_path, result = lab_setup
+    for name, word in {"red": "빨강", "green": "초록", "blue": "파랑"}.items():
+        monkeypatch.setitem(i18n.CLASS_NAMES, name, {"ko": word})
+    wrong = int(result.wrong[0])
+    class_name, _, file_name = result.files[wrong].partition("/")
+    index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
+    at = open_page_in_one_run(
+        "pages/0_home.py", lang="ko", custom_model=str(model_path), lab_data_dir=str(folder),
+        source="cifar", cifar=f"{class_name}/{index_in_class}",
+    )  # fmt: skip
+    assert errors(at) == []
+    (said,) = [e.value for e in at.warning]
+    label = i18n.class_label(class_name, "ko")
+    assert said.startswith("틀렸습니다.") and f"**{label}**" in said
+    assert label in at.selectbox(key="cifar_class").proto.options  # the sidebar's class picker, as sent to the browser
+    bars = figure(at, "home_topk")["data"][0]
+    assert sorted(bars["y"]) == sorted(i18n.class_label(c, "ko") for c in result.classes)  # all 3 classes, in Korean
+    assert bars["marker"]["color"][0] == plots.PREDICTED_COLOUR
