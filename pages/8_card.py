@@ -51,11 +51,16 @@ card = spec.card
 history = card.get("history") or []
 if history:
     st.subheader(ui.tr("card.training"))
-    planned = card.get("recipe", {}).get("epochs")
+    planned = card.get("planned_epochs") or card.get("recipe", {}).get("epochs")
+    stages = card.get("stages") or []
     if card.get("interim"):
         st.info(ui.tr("card.interim", epochs=card.get("epochs"), total=planned or "?"))
+    starts = [1 + sum(stage["epochs"] for stage in stages[:i]) for i in range(len(stages))]  # each stage's first epoch
+    if len(stages) > 1:
+        parts = [ui.tr("card.stage", name=stage["name"], first=first, last=first + stage["epochs"] - 1) for stage, first in zip(stages, starts)]
+        st.caption(ui.tr("card.stages", count=len(stages), stages=" → ".join(parts)))
     labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_LABELS}
-    st.plotly_chart(plots.training_curves(history, labels, planned), width="stretch", key="card_curves")
+    st.plotly_chart(plots.training_curves(history, labels, planned, starts[1:]), width="stretch", key="card_curves")
     facts = {
         ui.tr("card.trained_on"): split_text(card.get("trained_on", {})),
         ui.tr("card.tested_on"): split_text(card.get("tested_on", {})),
@@ -68,12 +73,12 @@ if history:
         [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()],
         hide_index=True, width="stretch", height=ui.table_height(len(facts)),
     )  # fmt: skip
-    hidden = ("name", "data", "model", "threads", "eval_every")  # where and how it ran, not what it learned from
-    recipe = {k: v for k, v in card.get("recipe", {}).items() if k not in hidden and v is not None}
     with right.expander(ui.tr("card.recipe"), expanded=True):
+        rows = plots.recipe_rows([stage["recipe"] for stage in stages] or [card.get("recipe", {})])
+        columns = [stage["name"] for stage in stages] if len(stages) > 1 else [ui.tr("card.col.value")]
         st.dataframe(
-            [{ui.tr("card.col.setting"): k, ui.tr("card.col.value"): str(v)} for k, v in recipe.items()],
-            hide_index=True, width="stretch", height=ui.table_height(len(recipe)),
+            [{ui.tr("card.col.setting"): setting, **dict(zip(columns, values))} for setting, values in rows],
+            hide_index=True, width="stretch", height=ui.table_height(len(rows)),
         )  # fmt: skip
     per_class = card.get("evaluated", {}).get("per_class_accuracy") or {}
     if per_class:

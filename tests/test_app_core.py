@@ -170,6 +170,35 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
     assert recipe == ["epochs", "lr"]  # where it ran (data, threads) is not part of the recipe shown
 
 
+def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
+    from tests.helpers import make_image_folder
+    from vitviz.train import TrainConfig, train
+
+    data = make_image_folder(tmp_path / "data", per_class=40)
+    recipe = dict(
+        data=str(data), batch_size=32, warmup_epochs=0, augment="none", mixup_alpha=0.0, cutmix_alpha=0.0,
+        random_erasing=0.0, amp="off", threads=1, model={"embed_dim": 32, "depth": 1, "num_heads": 2},
+    )  # fmt: skip
+    train(TrainConfig(name="first", epochs=2, lr=3e-3, **recipe), out=tmp_path / "first")
+    train(TrainConfig(name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"), **recipe), out=tmp_path / "second")
+    at = open_page_in_one_run("pages/8_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
+    assert errors(at) == []
+    assert any("2 stages" in c.value and "first (epochs 1-2) → second (epochs 3-5)" in c.value for c in at.caption)
+    curves = plotly_figures(at)[0]
+    lr = [trace for trace in curves["data"] if trace["name"] == "learning rate"][0]
+    assert lr["x"] == [1, 2, 3, 4, 5]
+    assert lr["y"][0] > lr["y"][1] < lr["y"][2] <= 5e-4  # decays, then the second stage starts its own schedule
+    assert sorted(shape["x0"] for shape in curves["layout"]["shapes"]) == [2.5, 2.5, 2.5]  # a line in each panel
+    assert [a["text"] for a in curves["layout"]["annotations"] if "stage" in a["text"]] == ["stage 2"] * 3
+    table = at.dataframe[3].value
+    assert list(table.columns) == ["Setting", "first", "second"]
+    rows = dict(zip(table["Setting"], zip(table["first"], table["second"])))
+    assert rows["lr"] == ("0.003", "0.0005") and rows["epochs"] == ("2", "3")
+    assert "init_from" not in rows and "data" not in rows
+    facts = dict(zip(at.dataframe[2].value["Fact"], at.dataframe[2].value["Value"]))
+    assert facts["Epochs"] == "5"
+
+
 def test_unknown_custom_model_says_so():
     at = open_page(custom_model="timm:no_such_model_at_all")
     assert [e.value for e in at.exception] == []

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 import os
 import subprocess
@@ -9,7 +10,7 @@ from safetensors.torch import load_file
 
 from tests.helpers import make_image_folder
 from vitviz import train as train_module
-from vitviz.train import TrainConfig, learning_rate, parse_args, train
+from vitviz.train import TrainConfig, learning_rate, parse_args, read_run, same_recipe, train
 
 TINY = {"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0}
 
@@ -70,6 +71,54 @@ def test_changed_recipe_is_not_resumed(dataset, tmp_path):
         train(tiny_recipe(dataset, epochs=1, lr=1e-4), out=tmp_path)
 
 
+def test_a_checkpoint_from_before_a_new_recipe_field_still_resumes():
+    recipe = TrainConfig(epochs=10)
+    saved = json.loads(json.dumps(dataclasses.asdict(recipe)))
+    older = {k: v for k, v in saved.items() if k != "init_from"}  # written before the field existed
+    assert same_recipe(older, recipe)
+    assert not same_recipe(older, TrainConfig(epochs=10, init_from="/elsewhere"))
+    assert not same_recipe({**older, "lr": 5e-4}, recipe)
+    assert not same_recipe({**saved, "unknown": 1}, recipe)
+
+
+def test_a_second_stage_starts_from_the_first_ones_weights_and_counts_on(dataset, tmp_path):
+    first = train(tiny_recipe(dataset, epochs=2), out=tmp_path / "tiny")
+    # lr 0 and no weight decay: the second stage's weights stay exactly where they started
+    still = tiny_recipe(dataset, name="tiny2", epochs=1, lr=0.0, min_lr=0.0, weight_decay=0.0, init_from=str(tmp_path / "tiny"))
+    second = train(still, out=tmp_path / "tiny2")
+    a = load_file(str(tmp_path / "tiny" / "tiny.safetensors"))
+    b = load_file(str(tmp_path / "tiny2" / "tiny2.safetensors"))
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+    assert second["test_accuracy"] == pytest.approx(first["test_accuracy"])
+
+    assert [row["epoch"] for row in second["history"]] == [1, 2, 3]
+    assert second["history"][:2] == first["history"]
+    assert second["epochs"] == 3 and second["planned_epochs"] == 3
+    assert [(s["name"], s["epochs"], s["recipe"]["lr"]) for s in second["stages"]] == [("tiny", 2, 3e-3), ("tiny2", 1, 0.0)]
+    assert second["wall_time_s"] >= first["wall_time_s"]
+
+    # a third stage from the second's checkpoint inherits both stages
+    _, _, interim = read_run(tmp_path / "tiny2", checkpoint=True)
+    assert interim["interim"] == "checkpoint after epoch 3 of 3"
+    third = train(tiny_recipe(dataset, name="tiny3", epochs=1, init_from=str(tmp_path / "tiny2" / "checkpoint.pt")), out=tmp_path / "tiny3")
+    assert [s["name"] for s in third["stages"]] == ["tiny", "tiny2", "tiny3"]
+    assert [row["epoch"] for row in third["history"]] == [1, 2, 3, 4]
+
+
+def test_a_second_stage_keeps_the_model_and_its_classes(dataset, tmp_path):
+    train(tiny_recipe(dataset, epochs=1), out=tmp_path / "tiny")
+    with pytest.raises(ValueError, match=r"cannot change a model .*\(depth\)"):
+        train(tiny_recipe(dataset, name="b", init_from=str(tmp_path / "tiny"), model={"depth": 2}), out=tmp_path / "b")
+    other = make_image_folder(tmp_path / "other", per_class=40)
+    (other / "train" / "red").rename(other / "train" / "crimson")
+    with pytest.raises(ValueError, match="knows the classes"):
+        train(tiny_recipe(other, name="c", init_from=str(tmp_path / "tiny")), out=tmp_path / "c")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="neither finished weights"):
+        train(tiny_recipe(dataset, name="d", init_from=str(tmp_path / "empty")), out=tmp_path / "d")
+
+
 def test_schedule_warms_up_then_decays():
     recipe = TrainConfig(epochs=10, warmup_epochs=2, lr=1e-3, min_lr=1e-5)
     lrs = [learning_rate(step, 10, recipe) for step in range(100)]
@@ -82,8 +131,9 @@ def test_schedule_warms_up_then_decays():
 
 def test_command_line_reads_flags_and_environment(monkeypatch):
     monkeypatch.setenv("VITVIZ_DATA", "/somewhere")
-    recipe = parse_args(["--epochs", "7", "--model", '{"depth": 2}', "--limit-train", "100"])
+    recipe = parse_args(["--epochs", "7", "--model", '{"depth": 2}', "--limit-train", "100", "--init-from", "runs/a"])
     assert recipe.epochs == 7 and recipe.model == {"depth": 2} and recipe.limit_train == 100
+    assert recipe.init_from == "runs/a"
     assert recipe.data == "/somewhere"
 
 

@@ -945,6 +945,12 @@ TEXT: dict[str, dict[str, str]] = {
     "card.curve.test_loss": {"en": "test loss", "ko": "테스트 손실"},
     "card.curve.test_accuracy": {"en": "test accuracy", "ko": "테스트 정확도"},
     "card.curve.train_accuracy": {"en": "train accuracy (augmented)", "ko": "학습 정확도 (증강된 이미지)"},
+    "card.curve.stage": {"en": "stage {n}", "ko": "{n}단계"},
+    "card.stages": {
+        "en": "Trained in {count} stages, each starting from the weights the one before ended with, on a learning-rate schedule of its own: {stages}. The recipe table has a column per stage.",
+        "ko": "{count}단계로 학습했습니다. 각 단계는 앞 단계가 끝난 가중치에서 시작해 자기만의 학습률 스케줄로 학습합니다: {stages}. 학습 설정 표에는 단계마다 열이 하나씩 있습니다.",
+    },
+    "card.stage": {"en": "{name} (epochs {first}-{last})", "ko": "{name} ({first}-{last}에폭)"},
     "card.trained_on": {"en": "Trained on", "ko": "학습 데이터"},
     "card.tested_on": {"en": "Tested on", "ko": "테스트 데이터"},
     "card.epochs": {"en": "Epochs", "ko": "에폭 수"},

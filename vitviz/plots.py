@@ -757,10 +757,14 @@ def parameter_rows(counts: dict[str, int], total: int) -> list[tuple[str, int, f
 CURVE_LABELS = {
     "loss": "loss", "accuracy": "accuracy", "lr": "learning rate", "epoch": "epoch", "train_loss": "train loss",
     "test_loss": "test loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy (augmented)",
+    "stage": "stage {n}",
 }  # fmt: skip
 
 
-def training_curves(history: Sequence[dict], labels: dict[str, str] | None = None, total_epochs: int | None = None) -> go.Figure:
+def training_curves(
+    history: Sequence[dict], labels: dict[str, str] | None = None, total_epochs: int | None = None,
+    stage_starts: Sequence[int] = (),
+) -> go.Figure:  # fmt: skip
     """Loss, accuracy and learning rate per epoch from a training history.
 
     Args:
@@ -769,6 +773,8 @@ def training_curves(history: Sequence[dict], labels: dict[str, str] | None = Non
         labels: texts for the keys of ``CURVE_LABELS`` (the page passes them in the user's language).
         total_epochs: the planned length of the run: the x axes span it, so an unfinished run
             shows how far it has come.
+        stage_starts: the first epoch of every stage after the first (a run that went on from
+            another run's weights with a schedule of its own): a dashed line marks each.
     """
     text = {**CURVE_LABELS, **(labels or {})}
     epochs = [row["epoch"] for row in history]
@@ -785,8 +791,28 @@ def training_curves(history: Sequence[dict], labels: dict[str, str] | None = Non
     if total_epochs and total_epochs > max(epochs, default=0):
         fig.update_xaxes(range=[0.5, total_epochs + 0.5])
     fig.update_yaxes(tickformat=".0%", range=[0, 1], row=1, col=2)  # the whole scale: how far from 100%
+    for n, start in enumerate(stage_starts, start=2):
+        for col in (1, 2, 3):
+            fig.add_vline(
+                x=start - 0.5, line_dash="dash", line_color="gray", row=1, col=col,
+                annotation_text=text["stage"].format(n=n), annotation_position="top right",
+            )  # fmt: skip
     fig.update_layout(height=340, margin=dict(l=4, r=4, t=40, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
     return fig
+
+
+RECIPE_HIDDEN = ("name", "data", "model", "threads", "eval_every", "init_from")  # where and how it ran, not what it learned from
+
+
+def recipe_rows(recipes: Sequence[dict]) -> list[tuple[str, list[str]]]:
+    """The training recipe as table rows, one value per stage: [(setting, [value per stage])].
+
+    Settings that say where or how a run ran rather than what it learned from are left out, and
+    so are settings that are unset in every stage.
+    """
+    keys = [k for k in dict.fromkeys(k for recipe in recipes for k in recipe) if k not in RECIPE_HIDDEN]
+    rows = [(k, ["-" if recipe.get(k) is None else str(recipe[k]) for recipe in recipes]) for k in keys]
+    return [(k, values) for k, values in rows if any(v != "-" for v in values)]
 
 
 def history_csv(history: Sequence[dict]) -> str:

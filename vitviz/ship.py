@@ -17,16 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import torch
-from safetensors.torch import load_file
 
 from vitviz import zoo
-from vitviz.config import ViTConfig
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import describe, load_split
 from vitviz.evaluate import evaluate, weights_hash
 from vitviz.model import VisionTransformer
-from vitviz.train import hardware_label
+from vitviz.train import hardware_label, read_run
 
 log = logging.getLogger(__name__)
 
@@ -40,26 +37,12 @@ class ShipError(RuntimeError):
 def load_run(run: Path, checkpoint: bool = False) -> tuple[VisionTransformer, dict[str, Any]]:
     """The model and card of a training run folder (final weights, or the latest checkpoint)."""
     run = Path(run)
-    name = run.name
-    if checkpoint:
-        path = run / "checkpoint.pt"
-        if not path.exists():
-            raise ShipError(f"{run} has no checkpoint.pt.")
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        config = ViTConfig.from_dict(state["vit_config"])
-        weights = state["model"]
-        card = {
-            "name": name, "config": config.to_dict(), "recipe": state["train_config"],
-            "history": state["history"], "epochs": state["epoch"], "wall_time_s": round(state["wall_s"], 1),
-            "interim": f"checkpoint after epoch {state['epoch']} of {state['train_config'].get('epochs')}",
-        }  # fmt: skip
-    else:
-        weights_path, card_path = run / f"{name}.safetensors", run / f"{name}.json"
-        if not weights_path.exists() or not card_path.exists():
-            raise ShipError(f"{run} has no finished weights ({weights_path.name}); pass --checkpoint for the latest epoch.")
-        card = json.loads(card_path.read_text())
-        config = ViTConfig.from_dict(card["config"])
-        weights = load_file(str(weights_path))
+    if not checkpoint and not (run / f"{run.name}.json").exists():
+        raise ShipError(f"{run} has no finished weights ({run.name}.safetensors); pass --checkpoint for the latest epoch.")
+    try:
+        weights, config, card = read_run(run, checkpoint=checkpoint)
+    except FileNotFoundError as err:
+        raise ShipError(str(err)) from None
     model = VisionTransformer(config)
     load_state_dict_strict(model, weights)
     return model.eval(), card

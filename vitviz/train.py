@@ -7,6 +7,14 @@ Runs resume by themselves: every epoch writes a checkpoint to ~/.cache/vitviz/ru
 and starting the same command again continues from it. When the last epoch ends, the weights
 (safetensors) and a json card with the config, the recipe and the per-epoch history are written
 beside the checkpoint.
+
+A run can start from another run's weights with a schedule of its own (a warm restart, or a
+second stage with a gentler recipe):
+
+    python -m vitviz.train --data ... --name cifar10-vit-2 --init-from ~/.cache/vitviz/runs/cifar10-vit
+
+Its card then carries the whole lineage: the earlier stages' recipes and histories, with epochs
+counted from the very first one.
 """
 
 from __future__ import annotations
@@ -27,12 +35,13 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 from torchvision.transforms import v2
 from tqdm import tqdm
 
 from vitviz.config import Preprocess, ViTConfig, cifar10_vit_config
+from vitviz.convert import load_state_dict_strict
 from vitviz.data import ImageSet, cache_dir, describe, load_split, spread_subset
 from vitviz.model import VisionTransformer
 
@@ -64,6 +73,7 @@ class TrainConfig:
     limit_test: int | None = None
     threads: int | None = None
     eval_every: int = 1
+    init_from: str | None = None  # a run folder, checkpoint.pt or shipped .safetensors to start from
     model: dict[str, Any] = field(default_factory=dict)  # ViTConfig overrides
 
     def model_config(self, classes: list[str]) -> ViTConfig:
@@ -75,6 +85,95 @@ class TrainConfig:
 
 def run_dir(name: str) -> Path:
     return cache_dir() / "runs" / name
+
+
+def same_recipe(saved: dict[str, Any], cfg: TrainConfig) -> bool:
+    """Whether a checkpoint's recipe is ``cfg``'s; a field added to TrainConfig after the
+    checkpoint was written matches when ``cfg`` leaves it at its default."""
+    now = _jsonable(dataclasses.asdict(cfg))
+    defaults = _jsonable(dataclasses.asdict(TrainConfig()))
+    return all(saved.get(key, defaults[key]) == value for key, value in now.items()) and set(saved) <= set(now)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lineage: a run that starts from another run's weights
+# ---------------------------------------------------------------------------------------------
+
+
+def lineage_fields(name: str, recipe: dict[str, Any], history: list[dict], wall: float, lineage: dict[str, Any] | None) -> dict[str, Any]:
+    """The card fields that count from the first stage: history, epochs, wall time, stages.
+
+    Args:
+        name, recipe: this stage's run name and recipe.
+        history: this stage's epochs (numbered from the first stage already).
+        wall: this stage's seconds.
+        lineage: what came before (``read_run``'s "lineage" of the parent), or None.
+    """
+    lineage = lineage or {}
+    before = lineage.get("epochs", 0)
+    fields: dict[str, Any] = {
+        "history": list(lineage.get("history", [])) + list(history),
+        "epochs": before + len(history),
+        "planned_epochs": before + recipe.get("epochs", len(history)),
+        "wall_time_s": round(lineage.get("wall_s", 0.0) + wall, 1),
+    }
+    if lineage:
+        fields["stages"] = list(lineage.get("stages", [])) + [{"name": name, "epochs": len(history), "recipe": recipe}]
+    return fields
+
+
+def _as_parent(card: dict[str, Any], source: str) -> dict[str, Any]:
+    """The lineage a new stage inherits from a card (a finished run's, a checkpoint's or a shipped model's)."""
+    stages = card.get("stages") or [{"name": card.get("name"), "epochs": card.get("epochs", 0), "recipe": card.get("recipe", {})}]
+    return {
+        "epochs": card.get("epochs", 0), "wall_s": card.get("wall_time_s", 0.0), "history": card.get("history", []),
+        "stages": stages, "source": source,
+    }  # fmt: skip
+
+
+def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Tensor], ViTConfig, dict[str, Any]]:
+    """Weights, config and card of a training run, never running code from the files.
+
+    Args:
+        source: a run folder (``~/.cache/vitviz/runs/<name>``: its final weights, else its
+            latest checkpoint), a run's checkpoint.pt, or a .safetensors file with its json card
+            beside it (a shipped model).
+        checkpoint: read a run folder's latest checkpoint even when its final weights exist.
+
+    Returns:
+        (state dict, config, card); a checkpoint's card is built from it and has "interim".
+
+    Raises:
+        FileNotFoundError: with a sentence saying what is missing.
+    """
+    source = Path(source).expanduser()
+    if source.is_dir():
+        final = source / f"{source.name}.safetensors"
+        if not checkpoint and final.exists():
+            source = final
+        elif (source / "checkpoint.pt").exists():
+            source = source / "checkpoint.pt"
+        elif checkpoint:
+            raise FileNotFoundError(f"{source} has no checkpoint.pt.")
+        else:
+            raise FileNotFoundError(f"{source} holds neither finished weights ({final.name}) nor a checkpoint.pt.")
+    if not source.exists():
+        raise FileNotFoundError(f"{source} does not exist.")
+    if source.suffix == ".safetensors":
+        card_path = source.with_suffix(".json")
+        if not card_path.exists():
+            raise FileNotFoundError(f"{source.name} has no json card beside it ({card_path.name}) to say its config.")
+        card = json.loads(card_path.read_text())
+        return load_file(str(source)), ViTConfig.from_dict(card["config"]), card
+    state = torch.load(source, map_location="cpu", weights_only=True)
+    recipe = state["train_config"]
+    lineage = state.get("lineage")
+    card = {
+        "name": source.parent.name, "config": state["vit_config"], "recipe": recipe,
+        **lineage_fields(recipe.get("name", source.parent.name), recipe, state["history"], state["wall_s"], lineage),
+    }  # fmt: skip
+    card["interim"] = f"checkpoint after epoch {card['epochs']} of {card['planned_epochs']}"
+    return state["model"], ViTConfig.from_dict(state["vit_config"]), card
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,10 +347,22 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
     if cfg.limit_test:
         test_set = spread_subset(test_set, cfg.limit_test)
     vit_config = cfg.model_config(train_set.classes)
+    start_weights, lineage = None, None
+    if cfg.init_from:
+        start_weights, vit_config, parent = read_run(cfg.init_from)
+        kept = vit_config.to_dict()
+        changed = sorted(k for k, v in cfg.model.items() if _jsonable(kept.get(k)) != _jsonable(v))
+        if changed:
+            raise ValueError(f"--model cannot change a model that --init-from continues ({', '.join(changed)}): it keeps its config.")
+        if list(vit_config.class_names) != list(train_set.classes):
+            raise ValueError(f"{cfg.init_from} knows the classes {list(vit_config.class_names)}, the data has {train_set.classes}.")
+        lineage = _as_parent(parent, str(cfg.init_from))
     pre = vit_config.preprocess
 
     torch.manual_seed(cfg.seed)
     model = VisionTransformer(vit_config).to(device)
+    if start_weights is not None:
+        load_state_dict_strict(model, start_weights)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n]
     no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n)]
     optimizer = torch.optim.AdamW(
@@ -267,8 +378,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
     checkpoint_path = out / "checkpoint.pt"
     if checkpoint_path.exists():
         state = torch.load(checkpoint_path, weights_only=True, map_location=device)
-        saved = state["train_config"]
-        if saved != _jsonable(dataclasses.asdict(cfg)):
+        if not same_recipe(state["train_config"], cfg):
             raise ValueError(
                 f"A run named {cfg.name!r} with a different recipe exists at {out}: "
                 "resume it with the same flags, or choose another --name."
@@ -276,6 +386,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, wall = state["epoch"], state["history"], state["wall_s"]
+        lineage = state.get("lineage")
         torch.set_rng_state(state["rng"])
         if rank == 0:
             log.info("resumed %s at epoch %d", out, start_epoch)
@@ -283,6 +394,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
     if world > 1:
         ddp_model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
 
+    offset = lineage["epochs"] if lineage else 0  # epochs are counted from the first stage
     augment = build_augment(cfg, size)
     criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
     for epoch in range(start_epoch, cfg.epochs):
@@ -322,7 +434,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
         seconds = time.perf_counter() - started
         wall += seconds
         row: dict[str, Any] = {
-            "epoch": epoch + 1, "train_loss": loss_sum / seen, "train_accuracy": correct / seen,
+            "epoch": offset + epoch + 1, "train_loss": loss_sum / seen, "train_accuracy": correct / seen,
             "lr": lr, "seconds": round(seconds, 1), "images_per_s": round(seen / seconds, 1),
         }  # fmt: skip
         if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
@@ -336,6 +448,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1,
                     "history": history, "wall_s": wall, "rng": torch.get_rng_state(),
                     "train_config": _jsonable(dataclasses.asdict(cfg)), "vit_config": vit_config.to_dict(),
+                    "lineage": lineage,
                 },
                 checkpoint_path,
             )  # fmt: skip
@@ -343,7 +456,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
         if dist.is_initialized():
             dist.barrier()
 
-    card = _card(cfg, vit_config, history, wall, train_set, test_set, world, dtype)
+    card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype)
     if rank == 0:
         weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(weights, str(out / f"{cfg.name}.safetensors"), metadata={"format": "pt", "vitviz": "1"})
@@ -372,24 +485,23 @@ def hardware_label() -> str:
 
 
 def _card(
-    cfg: TrainConfig, vit_config: ViTConfig, history: list[dict], wall: float,
+    cfg: TrainConfig, vit_config: ViTConfig, history: list[dict], wall: float, lineage: dict[str, Any] | None,
     train_set: ImageSet, test_set: ImageSet, world: int, dtype: torch.dtype | None,
 ) -> dict[str, Any]:  # fmt: skip
     final = history[-1] if history else {}
+    recipe = _jsonable(dataclasses.asdict(cfg))
     return {
         "name": cfg.name,
         "config": vit_config.to_dict(),
-        "recipe": _jsonable(dataclasses.asdict(cfg)),
+        "recipe": recipe,
         "precision": str(dtype).replace("torch.", "") if dtype else "float32",
         "processes": world,
         "trained_on": describe(train_set),
         "tested_on": describe(test_set),
         "test_accuracy": final.get("test_accuracy"),
-        "epochs": len(history),
-        "wall_time_s": round(wall, 1),
         "hardware": hardware_label(),
         "torch": torch.__version__,
-        "history": history,
+        **lineage_fields(cfg.name, recipe, history, wall, lineage),
     }
 
 
