@@ -16,7 +16,7 @@ from PIL import Image
 
 from tests.apptest import errors, open_page
 from tests.bad_inputs import CASES, table
-from vitviz import ui
+from vitviz import ui, zoo
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
 
@@ -110,7 +110,7 @@ def test_caches_are_bounded():
 
 
 def test_a_full_tour_never_changes_the_cached_model():
-    model, _ = ui.cached_model("untrained-cifar10-vit")
+    model, _ = ui.cached_model(zoo.default_name())  # the model the sessions below use
     before = weights_hash(model)
     at = open_page()
     for script, _, _ in ui.TOUR:
@@ -161,7 +161,7 @@ def shared_test_runtime(monkeypatch):
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_runtime):
     images = _cifar_images(4) + [(ROOT / "assets" / "samples" / n).read_bytes() for n in ("cat-chelsea.jpg", "coffee.jpg", "rocket.jpg", "astronaut.jpg")]
-    model, spec = ui.cached_model("untrained-cifar10-vit")
+    model, spec = ui.cached_model(zoo.default_name())  # the model the sessions below use
 
     def expected(data: bytes) -> tuple[str, float]:
         pixels = to_tensor(load_image(data), model.config.preprocess)

@@ -137,3 +137,16 @@ def test_random_folder_image_reaches_every_image_of_an_uneven_folder(tmp_path):
     assert min(picks.values()) > 60  # each about 100 of 400: images, not classes, are equally likely
     with pytest.raises(FileNotFoundError):
         vdata.random_folder_image(tmp_path / "c")
+
+
+def test_cache_writers_that_race_each_leave_a_whole_file(tmp_path):
+    # the two ranks of a torchrun decode the same dataset and write the same cache file at once
+    from concurrent.futures import ThreadPoolExecutor
+
+    target = tmp_path / "datasets" / "same.pt"
+    payloads = [{"writer": torch.full((20_000,), float(i))} for i in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda payload: vdata.save_atomic(payload, target), payloads * 4))
+    stored = torch.load(target, weights_only=True)
+    assert stored["writer"].unique().numel() == 1  # one writer's whole file, not a mix
+    assert [p.name for p in target.parent.iterdir()] == ["same.pt"]  # no temporary files left

@@ -44,16 +44,16 @@ def test_resume_continues_where_it_stopped(dataset, tmp_path, monkeypatch):
     recipe = tiny_recipe(dataset, epochs=2, augment="trivialaugment", mixup_alpha=0.8, cutmix_alpha=1.0, random_erasing=0.25)
     straight = train(recipe, out=tmp_path / "straight")
 
-    real_save = train_module._save_atomic
+    real_save = train_module.save_atomic
 
     def save_then_stop(obj, path):
         real_save(obj, path)
         raise KeyboardInterrupt  # the machine went away after epoch 1
 
-    monkeypatch.setattr(train_module, "_save_atomic", save_then_stop)
+    monkeypatch.setattr(train_module, "save_atomic", save_then_stop)
     with pytest.raises(KeyboardInterrupt):
         train(recipe, out=tmp_path / "resumed")
-    monkeypatch.setattr(train_module, "_save_atomic", real_save)
+    monkeypatch.setattr(train_module, "save_atomic", real_save)
     assert torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=True)["epoch"] == 1
     resumed = train(recipe, out=tmp_path / "resumed")
 

@@ -11,6 +11,7 @@ import io
 import logging
 import os
 import random
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -305,14 +306,26 @@ def load_image_folder(folder: Path, size: tuple[int, int] | None = None, use_cac
     data = _decode_folder(folder, files, size)
     data.fingerprint = fingerprint
     if use_cache:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(".tmp")
-        torch.save(
-            {"images": data.images, "labels": data.labels, "classes": data.classes, "files": data.files},
-            tmp,
-        )
-        tmp.replace(cache)
+        save_atomic({"images": data.images, "labels": data.labels, "classes": data.classes, "files": data.files}, cache)
     return data
+
+
+def save_atomic(obj: object, path: Path) -> None:
+    """torch.save to ``path`` through a temporary file of its own, then an atomic rename.
+
+    Readers never see half a file, and writers that race (the ranks of a torchrun, two app
+    sessions) each rename a whole file of their own: the last one wins.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            torch.save(obj, file)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def load_torchvision_cifar10(root: Path, split: str, download: bool = True) -> ImageSet:

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from tqdm import tqdm
 
-from vitviz.data import ImageSet, cache_dir, load_split, spread_subset
+from vitviz.data import ImageSet, cache_dir, load_split, save_atomic, spread_subset
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -202,13 +202,7 @@ def evaluate(
         labels=data.labels.clone(), probs=probs, images_per_s=len(data) / max(seconds, 1e-9), seconds=seconds,
     )  # fmt: skip
     if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        torch.save(
-            {"labels": result.labels, "probs": result.probs, "images_per_s": result.images_per_s, "seconds": seconds},
-            tmp,
-        )
-        tmp.replace(path)
+        save_atomic({"labels": result.labels, "probs": result.probs, "images_per_s": result.images_per_s, "seconds": seconds}, path)
     return result
 
 

@@ -42,7 +42,7 @@ from tqdm import tqdm
 
 from vitviz.config import Preprocess, ViTConfig, cifar10_vit_config
 from vitviz.convert import load_state_dict_strict
-from vitviz.data import ImageSet, cache_dir, describe, load_split, spread_subset
+from vitviz.data import ImageSet, cache_dir, describe, load_split, save_atomic, spread_subset
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -315,12 +315,6 @@ def evaluate_accuracy(
 # ---------------------------------------------------------------------------------------------
 
 
-def _save_atomic(obj: Any, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    torch.save(obj, tmp)
-    tmp.replace(path)
-
-
 def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
     """Train (or resume) a run; returns its card (config, recipe, history, accuracy).
 
@@ -443,7 +437,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
         history.append(row)
         if rank == 0:
             log.info("epoch %s", json.dumps(row))
-            _save_atomic(
+            save_atomic(
                 {
                     "model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1,
                     "history": history, "wall_s": wall, "rng": torch.get_rng_state(),
