@@ -7,16 +7,13 @@ there on the development machines and in CI, so a missing one is a failure, not 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.conftest import REPO, SHARED_DATA
+from tests.conftest import SHARED_DATA
 from vitviz import zoo
 from vitviz.data import load_split, spread_subset
-from vitviz.evaluate import evaluate, weights_hash
+from vitviz.evaluate import evaluate, main, weights_hash
 from vitviz.ship import FLOOR, MAX_BYTES
 
 CARD = zoo.MODELS_DIR / f"{zoo.SHIPPED}.json"
@@ -28,16 +25,6 @@ def card() -> dict:
     assert WEIGHTS.exists() and CARD.exists(), f"the shipped model is missing: {WEIGHTS}"
     assert SHARED_DATA.is_dir(), f"CIFAR-10 (JPEG copy) is missing: {SHARED_DATA}"
     return json.loads(CARD.read_text())
-
-
-def evaluate_cli(*args: str) -> dict:
-    """Run ``python -m vitviz.evaluate ... --json`` as a user would; its last line is the JSON."""
-    done = subprocess.run(
-        [sys.executable, "-m", "vitviz.evaluate", "--model", zoo.SHIPPED, "--data", str(SHARED_DATA), "--json", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_the_shipped_model_is_the_offline_default(card):
@@ -57,8 +44,9 @@ def test_at_least_75_percent_on_500_test_images(card):
     assert result.accuracy >= 0.75, f"{result.accuracy:.3f} on 500 CIFAR-10 (JPEG copy) test images"
 
 
-def test_the_card_accuracy_is_what_evaluate_prints_on_the_whole_test_split(card):
-    printed = evaluate_cli()
+def test_the_card_accuracy_is_what_evaluate_prints_on_the_whole_test_split(card, capsys):
+    assert main(["--model", zoo.SHIPPED, "--data", str(SHARED_DATA), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])  # --json prints it last
     assert printed["n"] == card["tested_on"]["images"] == 10_000
     assert printed["accuracy"] == card["test_accuracy"]
     assert printed["misclassified"] == card["evaluated"]["misclassified"]
