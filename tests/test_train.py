@@ -151,3 +151,78 @@ def test_torchrun_two_processes(dataset, tmp_path):
     assert card["processes"] == 2
     assert card["history"][0]["epoch"] == 1
     assert 0.0 <= card["test_accuracy"] <= 1.0
+
+
+TINY_CNN = {"stem_width": 4, "widths": [8, 8], "batchnorm_momentum": 0.5}  # 27 steps: running stats must keep up
+
+
+def cnn_recipe(data, **changes) -> TrainConfig:
+    return tiny_recipe(data, arch="cnn", optimizer="sgd", lr=0.05, model=TINY_CNN, **changes)
+
+
+def test_cnn_trains_through_the_same_command(dataset, tmp_path):
+    from vitviz.config import CNNConfig
+
+    card = train(cnn_recipe(dataset), out=tmp_path)
+    assert card["test_accuracy"] > 0.6  # three colour classes, chance is 1/3
+    assert card["config"]["arch"] == "cnn"
+    assert "groups.0.conv1.weight" in load_file(str(tmp_path / "tiny.safetensors"))
+    _, config, _ = read_run(tmp_path)
+    assert isinstance(config, CNNConfig) and config.widths == (8, 8)
+
+
+@pytest.fixture(scope="module")
+def teacher_file(dataset, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("teacher")
+    train(cnn_recipe(dataset, name="teacher"), out=folder)
+    return folder / "teacher.safetensors"
+
+
+def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_path, monkeypatch):
+    from vitviz.evaluate import weights_hash
+
+    seen = {"student": [], "teacher": []}
+
+    def recording(kind, builder):
+        def wrapped(*args, **kwargs):
+            result = builder(*args, **kwargs)
+            model = result[0] if isinstance(result, tuple) else result
+            model.register_forward_pre_hook(lambda module, inputs: seen[kind].append(inputs[0].detach().clone()) if module.training or kind == "teacher" else None)
+            return result
+        return wrapped
+
+    monkeypatch.setattr(train_module, "build_model", recording("student", train_module.build_model))
+    monkeypatch.setattr(train_module, "load_teacher", recording("teacher", train_module.load_teacher))
+    recipe = tiny_recipe(dataset, epochs=1, teacher=str(teacher_file), augment="trivialaugment", mixup_alpha=0.8, cutmix_alpha=1.0, random_erasing=0.25)
+    card = train(recipe, out=tmp_path)
+
+    steps = len(seen["teacher"])
+    assert steps == 300 // 32  # one teacher call per training step
+    student_train = [x for x in seen["student"] if x.shape[0] == 32][:steps]
+    for student, teacher in zip(student_train, seen["teacher"]):
+        assert torch.equal(student, teacher)
+    assert card["teacher"]["name"] == str(teacher_file)
+    from vitviz import zoo
+
+    assert card["teacher"]["weights_sha256"] == weights_hash(zoo.load(str(teacher_file), "cpu").model)
+    assert card["teacher"]["test_accuracy"] > 0.6
+
+
+def test_distillation_losses():
+    from vitviz.train import distillation_loss
+
+    student = torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 3.0]])
+    teacher = torch.tensor([[0.0, 5.0, 0.0], [0.0, 0.0, 1.0]])
+    hard = distillation_loss(student, teacher, "hard", 1.0)
+    assert torch.isclose(hard, torch.nn.functional.cross_entropy(student, torch.tensor([1, 2])))
+    assert distillation_loss(student, student, "soft", 2.0).abs() < 1e-6
+    assert distillation_loss(student, teacher, "soft", 2.0) > 0.1
+    with pytest.raises(ValueError, match="hard"):
+        distillation_loss(student, teacher, "medium", 1.0)
+
+
+def test_a_teacher_of_other_classes_is_refused(dataset, teacher_file, tmp_path):
+    from vitviz.train import load_teacher
+
+    with pytest.raises(ValueError, match="other|classes"):
+        load_teacher(str(teacher_file), ["x", "y", "z"], torch.device("cpu"))

@@ -266,3 +266,101 @@ def cifar10_vit_config(**changes: Any) -> ViTConfig:
         preprocess=Preprocess(resize=32, crop=(32, 32), interpolation="bicubic", mean=CIFAR10_MEAN, std=CIFAR10_STD),
     )  # fmt: skip
     return base.replace(**changes)
+
+
+@dataclass(frozen=True)
+class CNNConfig:
+    """A small convolutional network: a 2x2 stem, then groups of two 3x3 convolutions with a
+    max-pool between them, global max pooling and a linear head (the shape of Keller
+    Jordan's cifar10-airbench net).
+
+    It carries the same preprocessing and class names as a ViTConfig, so every image goes
+    into either family the same way, and ``arch`` tells the two apart in a json card.
+
+    Attributes:
+        image_size: input size, an int for square images or (height, width).
+        in_chans: colour channels C of the input, 1 or 3.
+        num_classes: size of the classification head.
+        stem_width: channels of the 2x2 stem convolution.
+        widths: channels of each group; every group halves the resolution.
+        batchnorm_momentum: BatchNorm's running-average momentum.
+        preprocess: how photos are turned into inputs; it must end at image_size.
+        class_names: one name per output class (may be empty when unknown).
+        arch: always "cnn".
+    """
+
+    image_size: int | tuple[int, int] = 32
+    in_chans: int = 3
+    num_classes: int = 10
+    stem_width: int = 24
+    widths: tuple[int, ...] = (64, 256, 256)
+    batchnorm_momentum: float = 0.1
+    preprocess: Preprocess | None = None
+    class_names: tuple[str, ...] = ()
+    arch: str = "cnn"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "image_size", _pair(self.image_size))
+        object.__setattr__(self, "class_names", tuple(self.class_names))
+        object.__setattr__(self, "widths", tuple(int(w) for w in self.widths))
+        if isinstance(self.preprocess, dict):
+            object.__setattr__(self, "preprocess", Preprocess(**self.preprocess))
+        if self.preprocess is None:
+            object.__setattr__(self, "preprocess", Preprocess(resize=self.image_size))
+        if self.arch != "cnn":
+            raise ValueError(f'A CNNConfig has arch "cnn", not {self.arch!r}.')
+        if self.preprocess.output_size() != self.image_size:
+            raise ValueError(f"The preprocessing must end at the model's input size {self.image_size}.")
+        if self.in_chans not in (1, 3):
+            raise ValueError(f"in_chans must be 1 or 3, not {self.in_chans}.")
+        if not self.widths or min(self.widths) <= 0 or self.stem_width <= 0:
+            raise ValueError("stem_width and every group width must be positive.")
+        smallest = min(self.image_size) - 1  # the 2x2 stem has no padding
+        if smallest >> len(self.widths) < 1:
+            raise ValueError(f"{len(self.widths)} groups halve a {self.image_size} image to nothing: use fewer groups.")
+        if self.num_classes <= 0:
+            raise ValueError("num_classes must be positive.")
+        if self.class_names and len(self.class_names) != self.num_classes:
+            raise ValueError(f"There are {len(self.class_names)} class names for {self.num_classes} classes.")
+        if len(self.preprocess.mean) != self.in_chans:
+            raise ValueError(f"preprocess.mean has {len(self.preprocess.mean)} values for {self.in_chans} channels.")
+
+    def replace(self, **changes: Any) -> CNNConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary; CNNConfig.from_dict (or config_from_dict) reverses it."""
+        data = dataclasses.asdict(self)
+        data["image_size"] = list(self.image_size)
+        data["widths"] = list(self.widths)
+        data["class_names"] = list(self.class_names)
+        pre = data["preprocess"]
+        for key in ("resize", "crop", "mean", "std"):
+            if isinstance(pre[key], tuple):
+                pre[key] = list(pre[key])
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CNNConfig:
+        """Build a config from a dictionary, refusing keys it does not know."""
+        unknown = sorted(set(data) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise ValueError(f"Unknown config keys: {', '.join(unknown)}.")
+        return cls(**data)
+
+
+ModelConfig = ViTConfig | CNNConfig
+
+
+def config_from_dict(data: dict[str, Any]) -> ModelConfig:
+    """A ViTConfig, or a CNNConfig when the dictionary says ``"arch": "cnn"``."""
+    return CNNConfig.from_dict(data) if data.get("arch") == "cnn" else ViTConfig.from_dict(data)
+
+
+def cifar10_cnn_config(**changes: Any) -> CNNConfig:
+    """The shipped CNN: 32x32 input, widths 64/256/256 (about 2M parameters), CIFAR-10's statistics."""
+    base = CNNConfig(
+        image_size=32, num_classes=10, class_names=CIFAR10_CLASSES,
+        preprocess=Preprocess(resize=32, crop=(32, 32), interpolation="bicubic", mean=CIFAR10_MEAN, std=CIFAR10_STD),
+    )  # fmt: skip
+    return base.replace(**changes)

@@ -117,7 +117,7 @@ def weights_hash(model: torch.nn.Module) -> str:
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(str(tuple(tensor.shape)).encode())
-        digest.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())  # reshape: 0-dim buffers (BatchNorm counters)
     return digest.hexdigest()
 
 

@@ -152,6 +152,11 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "A ViT this project trained from scratch on CIFAR-10 (JPEG copy); 32x32 inputs, 4x4 patches.",
         "ko": "이 프로젝트가 CIFAR-10 (JPEG 사본)으로 처음부터 학습한 ViT입니다. 입력 32x32, 패치 4x4.",
     },
+    "zoo.cifar10-cnn.title": {"en": "CIFAR-10 CNN (shipped, {accuracy} test)", "ko": "CIFAR-10 CNN (기본 제공, 테스트 {accuracy})"},
+    "zoo.cifar10-cnn.about": {
+        "en": "A small CNN (widths 64/256/256, as in cifar10-airbench) this project trained on CIFAR-10 (JPEG copy): the ViT's counterpart and teacher.",
+        "ko": "이 프로젝트가 CIFAR-10 (JPEG 사본)으로 학습한 작은 CNN입니다 (채널 64/256/256, cifar10-airbench와 같은 구조). ViT와 비교하는 모델이자 ViT의 교사입니다.",
+    },
     "zoo.untrained-cifar10-vit.title": {"en": "CIFAR-10 ViT, untrained (random weights)", "ko": "CIFAR-10 ViT, 학습 전 (무작위 가중치)"},
     "zoo.untrained-cifar10-vit.about": {
         "en": "The shipped architecture with random weights (seed 0): its predictions mean nothing.",

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
-from vitviz.config import ViTConfig
+from vitviz.cnn import ConvNet
+from vitviz.config import ModelConfig, ViTConfig
 from vitviz.patches import patchify
 from vitviz.trace import BlockTrace, Trace
 
@@ -321,3 +322,8 @@ def flops_per_image(config: ViTConfig) -> int:
     head = 2 * d * config.num_classes
     return embed + config.depth * (attn + mlp) + head
 
+
+
+def build_model(config: ModelConfig) -> nn.Module:
+    """A VisionTransformer for a ViTConfig, a ConvNet for a CNNConfig (random weights)."""
+    return ConvNet(config) if getattr(config, "arch", "vit") == "cnn" else VisionTransformer(config)

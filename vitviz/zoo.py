@@ -24,15 +24,16 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, Preprocess, ViTConfig, cifar10_vit_config
+from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, ModelConfig, Preprocess, ViTConfig, cifar10_vit_config, config_from_dict
 from vitviz.i18n import TEXT, TranslatedError, t
-from vitviz.model import VisionTransformer
+from vitviz.model import VisionTransformer, build_model
 
 log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 MODELS_DIR = ASSETS / "models"
 SHIPPED = "cifar10-vit"
+SHIPPED_CNN = "cifar10-cnn"
 UNTRAINED = "untrained-cifar10-vit"
 
 
@@ -59,7 +60,7 @@ class ModelSpec:
     name: str
     title: str
     source: str
-    config: ViTConfig
+    config: ModelConfig
     trained: bool
     offline: bool
     description: str
@@ -73,6 +74,11 @@ class ModelSpec:
     def description_in(self, lang: str) -> str:
         """The one-sentence description in ``lang``."""
         return self._text("about", lang, self.description)
+
+    @property
+    def is_cnn(self) -> bool:
+        """A convolutional network (no patches, tokens or attention to show)."""
+        return getattr(self.config, "arch", "vit") == "cnn"
 
     def _text(self, part: str, lang: str, fallback: str) -> str:
         return _entry_text(self.name, part, lang, self.card) if f"zoo.{self.name}.{part}" in TEXT else fallback
@@ -108,20 +114,21 @@ VIT_S16 = VIT_B16.replace(embed_dim=384, num_heads=6)
 
 def _registry() -> dict[str, ModelSpec]:
     specs: list[ModelSpec] = []
-    shipped_json = MODELS_DIR / f"{SHIPPED}.json"
-    if shipped_json.exists():
-        card = json.loads(shipped_json.read_text())
-        specs.append(
-            _entry(
-                SHIPPED,
-                source="shipped",
-                config=ViTConfig.from_dict(card["config"]),
-                trained=True,
-                offline=True,
-                card=card,
-                path=MODELS_DIR / f"{SHIPPED}.safetensors",
+    for name in (SHIPPED, SHIPPED_CNN):
+        shipped_json = MODELS_DIR / f"{name}.json"
+        if shipped_json.exists():
+            card = json.loads(shipped_json.read_text())
+            specs.append(
+                _entry(
+                    name,
+                    source="shipped",
+                    config=config_from_dict(card["config"]),
+                    trained=True,
+                    offline=True,
+                    card=card,
+                    path=MODELS_DIR / f"{name}.safetensors",
+                )
             )
-        )
     specs += [
         _entry(
             UNTRAINED,
@@ -236,10 +243,10 @@ def _random(config: ViTConfig, seed: int = 0) -> VisionTransformer:
         return VisionTransformer(config)
 
 
-def _load_shipped(spec: ModelSpec) -> VisionTransformer:
+def _load_shipped(spec: ModelSpec) -> torch.nn.Module:
     from vitviz.convert import load_state_dict_strict
 
-    model = VisionTransformer(spec.config)
+    model = build_model(spec.config)
     load_state_dict_strict(model, load_file(str(spec.path)))
     return model
 
@@ -380,8 +387,8 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
     meta = _json_beside(path)
     try:
         if meta is not None and ("config" in meta or "patch_size" in meta):
-            config = ViTConfig.from_dict(meta.get("config", meta))
-            model = VisionTransformer(config)
+            config = config_from_dict(meta.get("config", meta))
+            model = build_model(config)
             load_state_dict_strict(model, state)
         elif any(k.startswith(("vit.", "embeddings.")) for k in state):
             if not (path.parent / "config.json").exists():

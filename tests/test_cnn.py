@@ -1,0 +1,70 @@
+import pytest
+import torch
+from torch import nn
+from torchvision.models import alexnet
+
+from vitviz.cnn import ConvNet, ReceptiveField, flops_per_image, receptive_fields
+from vitviz.config import CNNConfig, ViTConfig, cifar10_cnn_config, config_from_dict
+from vitviz.model import VisionTransformer, build_model
+
+TINY_CNN = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=("a", "b", "c"))
+
+
+def test_cifar10_cnn_has_the_airbench_shape():
+    model = ConvNet(cifar10_cnn_config())
+    logits = model(torch.randn(2, 3, 32, 32))
+    assert logits.shape == (2, 10)
+    assert 1.9e6 < model.num_params() < 2.1e6  # about 2M parameters, like cifar10-airbench's net
+    assert model.forward_features(torch.randn(1, 3, 32, 32)).shape == (1, 256, 3, 3)  # 31 -> 15 -> 7 -> 3
+    assert model.last_conv is model.groups[-1].conv2
+
+
+def test_wrong_input_shape_says_what_it_expects():
+    with pytest.raises(ValueError, match=r"\(B, 3, 16, 16\)"):
+        ConvNet(TINY_CNN)(torch.randn(1, 3, 32, 32))
+
+
+def test_config_round_trips_and_dispatches_on_arch():
+    config = cifar10_cnn_config()
+    again = config_from_dict(config.to_dict())
+    assert again == config and isinstance(again, CNNConfig)
+    assert isinstance(config_from_dict(ViTConfig(image_size=32, patch_size=8).to_dict()), ViTConfig)
+    assert isinstance(build_model(TINY_CNN), ConvNet)
+    assert isinstance(build_model(ViTConfig(image_size=32, patch_size=8, embed_dim=32, depth=1, num_heads=2)), VisionTransformer)
+    with pytest.raises(ValueError, match="Unknown config keys"):
+        CNNConfig.from_dict({**config.to_dict(), "patch_size": 4})
+    with pytest.raises(ValueError, match="halve"):
+        CNNConfig(image_size=8, widths=(8, 8, 8, 8))
+
+
+def test_receptive_field_of_alexnet_is_the_published_195_pixels():
+    fields = receptive_fields(alexnet().features)
+    assert [f.size for f in fields] == [11, 19, 51, 67, 99, 131, 163, 195]
+    assert fields[-1].jump == 32
+
+
+def test_receptive_field_of_our_cnn_by_hand():
+    fields = {f.name: f for f in receptive_fields(ConvNet(cifar10_cnn_config()))}
+    # stem 2x2: 2; conv 3x3: 4; pool 2: 5, jump 2; conv: 9; then 13, 15 (jump 4), 23; 31, 35 (jump 8), 51
+    assert fields["stem"] == ReceptiveField("stem", 2, 1)
+    assert [fields[f"groups.{i}.conv2"].size for i in range(3)] == [9, 23, 51]
+    assert fields["groups.2.conv2"].jump == 8
+
+
+def test_receptive_field_matches_the_support_of_a_gradient():
+    """Without pooling (whose gradient picks one pixel), the field is where a unit's gradient is non-zero."""
+    net = nn.Sequential(nn.Conv2d(1, 1, 3, padding=1), nn.Conv2d(1, 1, 3, stride=2, padding=1), nn.Conv2d(1, 1, 5, padding=2))
+    for conv in net:
+        nn.init.constant_(conv.weight, 1.0)
+    pixels = torch.zeros(1, 1, 64, 64, requires_grad=True)
+    out = net(pixels)  # (1, 1, 32, 32)
+    out[0, 0, 16, 16].backward()
+    rows = torch.nonzero(pixels.grad[0, 0].abs().sum(1)).flatten()
+    assert rows.max() - rows.min() + 1 == receptive_fields(net)[-1].size == 1 + 2 + 2 + 4 * 2
+
+
+def test_flops_count_the_convolutions():
+    config = TINY_CNN
+    # stem: 15x15 outputs x 3 in x 4 out x 4 taps; group 1: 15x15 (4->8) then 7x7 (8->8); group 2: 7x7 (8->8) then 3x3
+    expected = 2 * (15 * 15 * 3 * 4 * 4 + 15 * 15 * 4 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 3 * 3 * 8 * 8 * 9 + 8 * 3)
+    assert flops_per_image(config) == expected

@@ -1,0 +1,142 @@
+"""A small convolutional network, the ViT's counterpart: locality and translation built in.
+
+The shape is Keller Jordan's cifar10-airbench net: a 2x2 stem convolution, then groups of
+
+    conv 3x3 -> max-pool 2x2 -> BatchNorm -> GELU -> conv 3x3 -> BatchNorm -> GELU
+
+that double the channels while halving the resolution, a global max-pool and a linear head.
+Every layer is a named attribute, so the receptive field of each one can be read off the
+modules (``receptive_fields``) and Grad-CAM can hook the last convolution
+(``ConvNet.last_conv``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from vitviz.config import CNNConfig
+
+
+class ConvGroup(nn.Module):
+    """Two 3x3 convolutions with a 2x2 max-pool after the first: (B, C_in, H, W) -> (B, C_out, H/2, W/2)."""
+
+    def __init__(self, in_channels: int, out_channels: int, momentum: float) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
+        self.pool = nn.MaxPool2d(2)
+        self.norm1 = nn.BatchNorm2d(out_channels, momentum=momentum)
+        self.conv2 = nn.Conv2d(out_channels, out_channels, kernel_size=3, padding=1, bias=False)
+        self.norm2 = nn.BatchNorm2d(out_channels, momentum=momentum)
+        self.act = nn.GELU()
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.act(self.norm1(self.pool(self.conv1(x))))  # (B, C_out, H/2, W/2)
+        return self.act(self.norm2(self.conv2(x)))
+
+
+class ConvNet(nn.Module):
+    """stem -> groups -> global max-pool -> head, with the same preprocessing as the ViT."""
+
+    def __init__(self, config: CNNConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.stem = nn.Conv2d(config.in_chans, config.stem_width, kernel_size=2, padding=0, bias=True)
+        self.stem_act = nn.GELU()
+        widths = (config.stem_width, *config.widths)
+        self.groups = nn.ModuleList(
+            ConvGroup(c_in, c_out, config.batchnorm_momentum) for c_in, c_out in zip(widths[:-1], widths[1:])
+        )
+        self.pool = nn.AdaptiveMaxPool2d(1)
+        self.head = nn.Linear(widths[-1], config.num_classes)
+
+    @property
+    def last_conv(self) -> nn.Conv2d:
+        """The last convolution, whose feature map Grad-CAM reads."""
+        return self.groups[-1].conv2
+
+    def _check_input(self, pixels: Tensor) -> None:
+        expected = (self.config.in_chans, *self.config.image_size)
+        if pixels.dim() != 4 or tuple(pixels.shape[1:]) != expected:
+            raise ValueError(
+                f"The model expects images of shape (B, {', '.join(map(str, expected))}), "
+                f"got {tuple(pixels.shape)}: preprocess the image with the model's spec first."
+            )
+
+    def forward_features(self, pixels: Tensor) -> Tensor:
+        """(B, C, H, W) -> the last group's feature map (B, C_last, H', W')."""
+        self._check_input(pixels)
+        x = self.stem_act(self.stem(pixels))  # (B, stem_width, H-1, W-1)
+        for group in self.groups:
+            x = group(x)
+        return x
+
+    def forward_head(self, features: Tensor) -> Tensor:
+        """(B, C_last, H', W') -> logits (B, num_classes)."""
+        return self.head(self.pool(features).flatten(1))  # (B, C_last) -> (B, classes)
+
+    def forward(self, pixels: Tensor) -> Tensor:
+        return self.forward_head(self.forward_features(pixels))
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def params_by_module(self) -> dict[str, int]:
+        """Parameter count of every top-level module, groups listed one by one."""
+        counts: dict[str, int] = {}
+        for name, param in self.named_parameters():
+            parts = name.split(".")
+            key = ".".join(parts[:2]) if parts[0] == "groups" else parts[0]
+            counts[key] = counts.get(key, 0) + param.numel()
+        return counts
+
+
+@dataclass(frozen=True)
+class ReceptiveField:
+    """One layer's theoretical receptive field on the input.
+
+    Attributes:
+        name: the module's name, e.g. "groups.1.conv2".
+        size: side of the square input region one output unit depends on, in input pixels.
+        jump: distance in input pixels between neighbouring output units (the total stride).
+    """
+
+    name: str
+    size: int
+    jump: int
+
+
+def receptive_fields(model: nn.Module) -> list[ReceptiveField]:
+    """The receptive field after every convolution and pooling layer, in the order they run.
+
+    Uses the standard recurrence: a layer with kernel k and stride s grows the field by
+    (k - 1) * jump and multiplies the jump by s. Square kernels are assumed.
+    """
+    size, jump, fields = 1, 1, []
+    for name, module in model.named_modules():
+        if isinstance(module, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d)):
+            kernel = module.kernel_size if isinstance(module.kernel_size, int) else module.kernel_size[0]
+            stride = module.stride if isinstance(module.stride, int) else module.stride[0]
+            dilation = getattr(module, "dilation", 1)
+            dilation = dilation if isinstance(dilation, int) else dilation[0]
+            size += (kernel - 1) * dilation * jump
+            jump *= stride
+            fields.append(ReceptiveField(name, size, jump))
+    return fields
+
+
+@torch.no_grad()
+def flops_per_image(config: CNNConfig) -> int:
+    """Multiply-adds x 2 of one forward pass over the convolutions and the head."""
+    height, width = config.image_size
+    height, width = height - 1, width - 1  # the 2x2 stem, no padding
+    flops = 2 * height * width * config.in_chans * config.stem_width * 4
+    c_in = config.stem_width
+    for c_out in config.widths:
+        flops += 2 * height * width * c_in * c_out * 9
+        height, width = height // 2, width // 2
+        flops += 2 * height * width * c_out * c_out * 9
+        c_in = c_out
+    return flops + 2 * c_in * config.num_classes
