@@ -385,3 +385,16 @@ def test_worked_attention_refuses_a_foreign_trace(tiny: tuple[VisionTransformer,
         analysis.worked_attention(other, trace, 0, 0, 0)
     with pytest.raises(ValueError, match="Head 4"):
         analysis.worked_attention(model, trace, 0, 4, 0)
+
+
+def test_occlusion_reading_says_which_curve_fell_faster():
+    import numpy as np
+
+    from vitviz.analysis import occlusion_reading
+
+    slow = np.array([0.6, 0.6, 0.58, 0.55, 0.3])
+    fast = np.array([0.6, 0.2, 0.1, 0.05, 0.05])
+    assert occlusion_reading(fast, slow)[0] == "rollout_faster"
+    assert occlusion_reading(slow, fast)[0] == "random_faster"  # the default cat: attended patches hidden first, 'cat' holds
+    kind, rollout_mean, random_mean = occlusion_reading(slow, slow + 0.01)
+    assert kind == "similar" and abs(rollout_mean - slow.mean()) < 1e-9 and random_mean > rollout_mean

@@ -1089,3 +1089,22 @@ def grad_rollout(model: VisionTransformer, pixels: Tensor, class_index: int) -> 
     else:
         row = rollout[0, prefix:, prefix:].mean(dim=0)  # (N,): mean over the patch queries
     return grid(row.float().cpu(), trace.grid_size)  # (grid_h, grid_w)
+
+
+def occlusion_reading(rollout_curve: Sequence[float] | Tensor, random_curve: Sequence[float] | Tensor, margin: float = 0.05) -> tuple[str, float, float]:
+    """Which occlusion curve fell faster, read from the curves themselves.
+
+    The mean probability over a curve (its area, the x steps being even) is lower the faster
+    the answer falls. The page states what the curves show for this image instead of assuming
+    that hiding the most attended patches first must hurt most.
+
+    Returns:
+        ("rollout_faster" | "random_faster" | "similar", mean of the rollout curve, mean of the random curve).
+    """
+    rollout_mean = float(torch.as_tensor(rollout_curve, dtype=torch.float64).mean())
+    random_mean = float(torch.as_tensor(random_curve, dtype=torch.float64).mean())
+    if rollout_mean < random_mean - margin:
+        return "rollout_faster", rollout_mean, random_mean
+    if random_mean < rollout_mean - margin:
+        return "random_faster", rollout_mean, random_mean
+    return "similar", rollout_mean, random_mean
