@@ -1,4 +1,5 @@
-"""vitviz: streamlit run app.py. The navigation and the shared sidebar; pages live in pages/."""
+"""vitviz: streamlit run app.py. The navigation and the shared sidebar; pages live in app_pages/
+(not pages/: that folder name beside app.py switches Streamlit to its legacy pages-folder mode)."""
 
 import streamlit as st
 
@@ -6,7 +7,6 @@ from vitviz import ui
 
 st.set_page_config(page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide")
 ui.init_state()
-ui.mark_app_run()
 
 tour = [st.Page(f, title=ui.tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(ui.TOUR) if (ui.ROOT / f).exists()]
 lab = [st.Page(f, title=ui.tr(k), icon=i) for f, k, i in ui.LAB if (ui.ROOT / f).exists()]

@@ -33,4 +33,4 @@ rows = [
     for step, code, shape in pipeline(cur.model, cur.trace)
 ]
 st.dataframe(rows, hide_index=True, width="stretch")
-ui.nav("pages/0_home.py")
+ui.nav("app_pages/0_home.py")

@@ -53,4 +53,4 @@ if facts["num_patches"] <= 4096:
     resized = np.asarray(resize_and_crop(Image.fromarray(cur.image), Preprocess(resize=size, crop=(size, size))))
     st.plotly_chart(plots.patch_grid(resized, concept_p, height=420), width="stretch", key="patches_concept")
 ui.download_npz("download.npz", "patches.npz", "patches_npz", patches=cur.trace.patches[0].numpy(), tiles=tiles)
-ui.nav("pages/2_patches.py")
+ui.nav("app_pages/2_patches.py")

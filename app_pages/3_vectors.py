@@ -92,4 +92,4 @@ if not cur.spec.trained:
 st.plotly_chart(plots.component_tiles(components, ratios), width="stretch", key="vectors_components")
 ui.download_npz("vectors.download_components", "patch_embed_components.npz", "vectors_components_npz",
                 components=components, explained_variance_ratio=ratios)  # fmt: skip
-ui.nav("pages/3_vectors.py")
+ui.nav("app_pages/3_vectors.py")

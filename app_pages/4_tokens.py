@@ -86,4 +86,4 @@ st.caption(ui.tr("tokens.own_range_note"))
 ui.download_npz("tokens.download", "pos_embed_similarity.npz", "tokens_npz", pos_embed=pos_embed.numpy(),
                 similarity=similarities["model"], similarity_sincos_1d=similarities["sincos_1d"],
                 similarity_sincos_2d=similarities["sincos_2d"])  # fmt: skip
-ui.nav("pages/4_tokens.py")
+ui.nav("app_pages/4_tokens.py")

@@ -208,4 +208,4 @@ with d2:
         "attention.download_tensor", f"attention_layer{layer}.npz", "attention_npz",
         attention=attention.numpy(), layer=np.array(layer), mean_attention_distance=distances,
     )  # fmt: skip
-ui.nav("pages/5_attention.py")
+ui.nav("app_pages/5_attention.py")

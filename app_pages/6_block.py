@@ -16,7 +16,7 @@ depth = trace.depth
 if depth == 0:
     ui.header("page.block", "block.intro")
     st.info(ui.tr("block.no_blocks"))
-    ui.nav("pages/6_block.py")
+    ui.nav("app_pages/6_block.py")
     st.stop()
 prefix = trace.num_prefix_tokens
 num_tokens = trace.hidden_states[0].shape[1]
@@ -165,4 +165,4 @@ with e2:
         **{f"token_{k}": v.numpy() for k, v in norms.items()}, fc1_preactivations=pre.numpy(), token=np.array(query),
         **{f"by_layer_{k}": v for k, v in depth_columns.items()},
     )  # fmt: skip
-ui.nav("pages/6_block.py")
+ui.nav("app_pages/6_block.py")

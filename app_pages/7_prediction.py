@@ -19,7 +19,7 @@ config = model.config
 if config.num_classes == 0:
     ui.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
     st.info(ui.tr("prediction.no_head"))
-    ui.nav("pages/7_prediction.py")
+    ui.nav("app_pages/7_prediction.py")
     st.stop()
 ui.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
 prefix = trace.num_prefix_tokens
@@ -114,6 +114,8 @@ right.plotly_chart(
     plots.heatmap_overlay(model_input, rollout, title=ui.tr("prediction.rollout_title"), height=360),
     width="stretch", key="prediction_rollout",
 )  # fmt: skip
+reading, rollout_mean, random_mean = analysis.occlusion_reading(occlusion["rollout"][1], occlusion["random"][1])
+st.markdown(ui.tr(f"prediction.reading.{reading}", rollout=f"{rollout_mean:.0%}", random=f"{random_mean:.0%}"))
 st.caption(ui.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
 
 rollout_order = torch.as_tensor(occlusion["rollout"][0])
@@ -146,4 +148,4 @@ with d3:
         occlusion_counts=counts, **{f"occlusion_{kind}": curve for kind, (_, curve) in occlusion.items()},
         **{f"order_{kind}": order for kind, (order, _) in occlusion.items()},
     )  # fmt: skip
-ui.nav("pages/7_prediction.py")
+ui.nav("app_pages/7_prediction.py")

@@ -89,4 +89,4 @@ if history:
     ui.download_csv("download.csv", "training_history.csv", "card_csv", plots.history_csv(history))
 else:
     st.info(ui.tr("card.no_history"))
-ui.nav("pages/8_card.py")
+ui.nav("app_pages/8_card.py")

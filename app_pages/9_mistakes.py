@@ -190,17 +190,13 @@ with left:
 
         def open_in_tour(class_name: str, index_in_class: int) -> None:
             """Make this image the sidebar's CIFAR-10 image (before the sidebar's widgets exist)."""
-            st.session_state["source"] = "cifar"
-            st.session_state["cifar"] = f"{class_name}/{index_in_class}"
-            st.session_state["cifar_class"] = class_name
-            st.session_state["cifar_index"] = index_in_class
-            st.session_state["step"] = 0
+            ui.remember(source="cifar", cifar=f"{class_name}/{index_in_class}", cifar_class=class_name, cifar_index=index_in_class, step=0)
 
         if st.button(
             ui.tr("mistakes.open_tour"), key="mistakes_open_tour", help=ui.tr("mistakes.open_tour_help"),
             on_click=open_in_tour, args=position, type="primary",
         ):  # fmt: skip
-            st.switch_page("pages/0_home.py")
+            ui.go_to(0)
 k = min(5, num_classes)
 top_values, top_classes = probs.topk(k)
 top_names = [classes[c] for c in top_classes.tolist()]
@@ -265,4 +261,4 @@ ui.download_npz(
     map_true=maps["true"], logit_lens=lens[:, 0].numpy(), rank_true=rank_true.numpy(),
     rank_predicted=rank_predicted.numpy(),
 )  # fmt: skip
-ui.nav("pages/9_mistakes.py")
+ui.nav("app_pages/9_mistakes.py")

@@ -7,38 +7,20 @@ import json
 from pathlib import Path
 
 import numpy as np
-import streamlit.testing.v1.app_test as _app_test
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 TIMEOUT = 120
 
 
-class _ServerPagesManager(PagesManager):
-    """Runs every AppTest run the way a running server runs the app: through app.py.
-
-    A project with a pages/ folder starts in Streamlit's v1 mode (the requested page's script
-    alone) until some run calls st.navigation, which a server then remembers for good (the one
-    fresh-server case, a shared link to a page, is the browser test's). AppTest forgets it before
-    every run, so each rerun after the first would run the page alone: no sidebar, no app.py.
-    """
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
-_app_test.PagesManager = _ServerPagesManager
-
-
 def open_page_in_one_run(page: str, **state: object) -> AppTest:
-    """Open ``page`` in the app's first run, the way a shared link to it does (ui.guard_page /
-    ui.follow_step_link). For Korean: AppTest formats widget options outside the script (in
-    English) and then fails to find the Korean ones on a second run."""
+    """Open ``page`` in the app's first run, the way a shared link to the page's URL does. For
+    Korean: AppTest formats widget options outside the script (in English) and then fails to
+    find the Korean ones on a second run."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    for key, value in {**state, "_requested_page": page}.items():
+    for key, value in state.items():
         at.session_state[key] = value
+    at.switch_page(page)
     at.run()
     return at
 

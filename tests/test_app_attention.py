@@ -13,7 +13,7 @@ from vitviz import ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 
-PAGE = "pages/5_attention.py"
+PAGE = "app_pages/5_attention.py"
 CHARTS = (
     "attention_readout", "attention_query", "attention_heads", "attention_rollout", "attention_last_layer",
     "attention_distance", "attention_worked_bars",

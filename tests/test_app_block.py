@@ -27,8 +27,8 @@ from vitviz.zoo import VIT_B16
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 
 TINY = ViTConfig(image_size=32, patch_size=8, num_classes=5, embed_dim=32, depth=2, num_heads=4)
-BLOCK = "pages/6_block.py"
-PREDICTION = "pages/7_prediction.py"
+BLOCK = "app_pages/6_block.py"
+PREDICTION = "app_pages/7_prediction.py"
 
 
 @pytest.fixture(scope="module")

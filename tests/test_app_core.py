@@ -28,7 +28,7 @@ def test_home_shows_the_pipeline_and_a_next_button():
 
 
 def test_input_page_shows_original_resized_and_channels():
-    at = open_page("pages/1_input.py", sample="coffee.jpg")
+    at = open_page("app_pages/1_input.py", sample="coffee.jpg")
     assert errors(at) == []
     figures = plotly_figures(at)
     assert len(figures) == 5
@@ -37,7 +37,7 @@ def test_input_page_shows_original_resized_and_channels():
 
 
 def test_patch_page_counts_and_concept_slider():
-    at = open_page("pages/2_patches.py")
+    at = open_page("app_pages/2_patches.py")
     assert errors(at) == []
     values = metric_values(at)
     assert "8 x 8 = 64" in values and "4 x 4 x 3 = 48" in values
@@ -95,7 +95,7 @@ def test_page_switch_does_not_rerun_the_model(monkeypatch):
     monkeypatch.setattr(VisionTransformer, "explain", counting)
     at = open_page(sample="astronaut.jpg")
     first = len(calls)
-    for page in ("pages/1_input.py", "pages/2_patches.py", "pages/0_home.py"):
+    for page in ("app_pages/1_input.py", "app_pages/2_patches.py", "app_pages/0_home.py"):
         at.switch_page(page).run()
         assert errors(at) == []
     assert len(calls) == first <= 1
@@ -121,7 +121,7 @@ def test_an_upload_is_decoded_once(monkeypatch):
 
     monkeypatch.setattr(ui, "load_image", counting)
     at = open_page(source="upload", upload_bytes=buffer.getvalue())
-    for page in ("pages/1_input.py", "pages/2_patches.py", "pages/0_home.py"):
+    for page in ("app_pages/1_input.py", "app_pages/2_patches.py", "app_pages/0_home.py"):
         at.switch_page(page).run()
         assert errors(at) == []
     assert len(calls) == 1
@@ -135,7 +135,7 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
     zoo.save(VisionTransformer(tiny_config), path, card={"history": history, "test_accuracy": 0.75, "epochs": 3})
-    at = open_page("pages/8_card.py", custom_model=str(path))
+    at = open_page("app_pages/8_card.py", custom_model=str(path))
     assert errors(at) == []
     assert "75.00%" in metric_values(at)
     curves = plotly_figures(at)[0]
@@ -156,7 +156,7 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
     zoo.save(VisionTransformer(tiny_config), path, card=card)
-    at = open_page_in_one_run("pages/8_card.py", custom_model=str(path), lang="ko")
+    at = open_page_in_one_run("app_pages/8_card.py", custom_model=str(path), lang="ko")
     assert errors(at) == []
     assert any("40에폭 중 2에폭" in i.value for i in at.info)  # an interim model says so
     curves, per_class = plotly_figures(at)[:2]
@@ -181,7 +181,7 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     )  # fmt: skip
     train(TrainConfig(name="first", epochs=2, lr=3e-3, **recipe), out=tmp_path / "first")
     train(TrainConfig(name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"), **recipe), out=tmp_path / "second")
-    at = open_page_in_one_run("pages/8_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
+    at = open_page_in_one_run("app_pages/8_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
     assert errors(at) == []
     assert any("2 stages" in c.value and "first (epochs 1-2) → second (epochs 3-5)" in c.value for c in at.caption)
     curves = plotly_figures(at)[0]
@@ -206,7 +206,7 @@ def test_unknown_custom_model_says_so():
 
 
 def test_shapes_json_roundtrip_of_config_on_card():
-    at = open_page("pages/8_card.py")
+    at = open_page("app_pages/8_card.py")
     assert errors(at) == []
     keys = list(at.dataframe[1].value["Setting"])
     assert "embed_dim" in keys and "patch_size" in keys
@@ -224,16 +224,40 @@ def test_a_photo_under_a_ten_class_model_says_what_the_model_knows():
     assert errors(at) == []
     (note,) = [c.value for c in at.caption if "knows only" in c.value]
     assert "10 classes" in note and "airplane" in note and "truck" in note
-    at = open_page("pages/7_prediction.py", sample="coffee.jpg", model="untrained-vit-b16")  # 1000 classes: no list
+    at = open_page("app_pages/7_prediction.py", sample="coffee.jpg", model="untrained-vit-b16")  # 1000 classes: no list
     assert errors(at) == [] and not [c.value for c in at.caption if "knows only" in c.value]
 
 
 def test_a_sidebar_choice_reruns_through_app_py():
     """After the first run every run goes through app.py (tests/apptest.py): the sidebar is drawn
     again and mirrors the new choice in the URL."""
-    at = open_page("pages/2_patches.py", sample="astronaut.jpg")
+    at = open_page("app_pages/2_patches.py", sample="astronaut.jpg")
     at.sidebar.selectbox(key="sample").set_value("rocket.jpg").run()
     assert errors(at) == []
     assert at.sidebar.selectbox(key="model").value == zoo.default_name()
     assert at.query_params["sample"] in ("rocket.jpg", ["rocket.jpg"])
     assert at.title[0].value.startswith("2.")
+
+
+def test_choices_refuse_a_translated_label_in_place_of_an_option():
+    """After a language switch, a selectbox or radio with translated labels sends the label it
+    showed (the model's English title, "업로드") instead of its option; Choices refuses such a
+    value and keeps the last valid one (the browser journey test_c walks the real thing)."""
+    from vitviz import ui
+
+    name = zoo.default_name()
+    assert ui._is_valid("model", name) and not ui._is_valid("model", zoo.REGISTRY[name].title_in("en"))
+    assert ui._is_valid("source", "upload") and not ui._is_valid("source", "업로드")
+    assert ui._is_valid("lang", "ko") and not ui._is_valid("lang", "한국어")
+    assert ui._is_valid("layer", 2) and not ui._is_valid("layer", "3층") and not ui._is_valid("layer", True)
+    assert ui._is_valid("sample", "coffee.jpg") and not ui._is_valid("sample", "../app.py")
+    assert ui._is_valid("present", True) and not ui._is_valid("present", "1")
+
+
+def test_the_tour_lists_vits_only(monkeypatch):
+    from vitviz import ui
+    from vitviz.config import cifar10_cnn_config
+
+    cnn = zoo.ModelSpec("some-cnn", "A CNN", "shipped", cifar10_cnn_config(), True, True, "a CNN")
+    monkeypatch.setitem(zoo.REGISTRY, "some-cnn", cnn)
+    assert "some-cnn" not in ui.tour_models() and zoo.default_name() in ui.tour_models()

@@ -1,4 +1,4 @@
-"""The misclassification lab (pages/9_mistakes.py) in Streamlit's AppTest.
+"""The misclassification lab (app_pages/9_mistakes.py) in Streamlit's AppTest.
 
 Every test uses a tiny ImageFolder made here (3 colour classes, 10 images each, 32x32) and a
 tiny random ViT whose class names are the folders', saved to a temporary file and chosen with
@@ -30,7 +30,7 @@ from vitviz.model import VisionTransformer
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 
-PAGE = "pages/9_mistakes.py"
+PAGE = "app_pages/9_mistakes.py"
 TINY = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES)
 
 
@@ -284,7 +284,7 @@ def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monke
     class_name, _, file_name = result.files[wrong].partition("/")
     index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
     at = open_page_in_one_run(
-        "pages/0_home.py", lang="ko", custom_model=str(model_path), lab_data_dir=str(folder),
+        "app_pages/0_home.py", lang="ko", custom_model=str(model_path), lab_data_dir=str(folder),
         source="cifar", cifar=f"{class_name}/{index_in_class}",
     )  # fmt: skip
     assert errors(at) == []

@@ -13,8 +13,8 @@ from vitviz import analysis, patches, plots, zoo
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer, sincos_2d
 
-VECTORS = "pages/3_vectors.py"
-TOKENS = "pages/4_tokens.py"
+VECTORS = "app_pages/3_vectors.py"
+TOKENS = "app_pages/4_tokens.py"
 
 
 def _bar_values(figure: dict) -> list:

@@ -100,9 +100,9 @@ def test_targets_met_or_missed() -> None:
 
 
 def test_url_paths_and_pages() -> None:
-    assert bench.url_path("pages/0_home.py") == ""
-    assert bench.url_path("pages/5_attention.py") == "attention"
-    assert "pages/0_home.py" in bench.app_pages()
+    assert bench.url_path("app_pages/0_home.py") == ""
+    assert bench.url_path("app_pages/5_attention.py") == "attention"
+    assert "app_pages/0_home.py" in bench.app_pages()
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")

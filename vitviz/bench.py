@@ -83,8 +83,8 @@ REQUIRED_KEYS = (
 
 # (page, AppTest accessor, widget key, two values to alternate between) in order of preference.
 RERUN_TARGETS = [
-    ("pages/5_attention.py", "selectbox", "head", (0, 1)),
-    ("pages/2_patches.py", "select_slider", "concept_size", (64, 224)),
+    ("app_pages/5_attention.py", "selectbox", "head", (0, 1)),
+    ("app_pages/2_patches.py", "select_slider", "concept_size", (64, 224)),
 ]
 
 
@@ -469,7 +469,7 @@ def rerun_target() -> tuple[str, str, str, tuple[Any, Any]]:
     for target in RERUN_TARGETS:
         if (ROOT / target[0]).exists():
             return target
-    raise FileNotFoundError("neither pages/5_attention.py nor pages/2_patches.py exists.")
+    raise FileNotFoundError("neither app_pages/5_attention.py nor app_pages/2_patches.py exists.")
 
 
 def cached_rerun_ms(report: Report, plan: Plan) -> None:
@@ -567,7 +567,7 @@ def cold_start_s(report: Report, plan: Plan) -> None:
 
 
 def url_path(script: str) -> str:
-    """pages/5_attention.py -> "attention"; the home page (0_...) is the root."""
+    """app_pages/5_attention.py -> "attention"; the home page (0_...) is the root."""
     stem = Path(script).stem
     return "" if stem.startswith("0_") else stem.split("_", 1)[1]
 

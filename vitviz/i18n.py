@@ -38,6 +38,14 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "sidebar.image": {"en": "Image", "ko": "이미지"},
     "sidebar.source": {"en": "Source", "ko": "가져올 곳"},
+    "sidebar.upload_kept": {"en": "In use: your upload {name}. Choose another file or source to change it.", "ko": "사용 중: 업로드한 {name}. 바꾸려면 다른 파일이나 가져올 곳을 고르세요."},
+    "present.toggle": {"en": "Presenter mode", "ko": "발표 모드"},
+    "present.help": {
+        "en": "For a projector: hides this sidebar, enlarges the page, and → / PageDown (or a clicker) go to the next step, ← / PageUp back; Escape leaves. A link with ?present=1 opens in this mode.",
+        "ko": "프로젝터용: 이 사이드바를 숨기고 화면을 키웁니다. → / PageDown (또는 발표용 리모컨)으로 다음 단계, ← / PageUp으로 이전 단계로 갑니다. Esc로 나옵니다. ?present=1 링크는 이 모드로 열립니다.",
+    },
+    "present.leave": {"en": "Leave presenter mode", "ko": "발표 모드 끝내기"},
+    "present.leave_help": {"en": "Shows the sidebar again (Escape does the same).", "ko": "사이드바를 다시 보여 줍니다 (Esc 키도 같습니다)."},
     "sidebar.source.sample": {"en": "Sample photo", "ko": "예제 사진"},
     "sidebar.source.upload": {"en": "Upload", "ko": "업로드"},
     "sidebar.source.cifar": {"en": "CIFAR-10 test image", "ko": "CIFAR-10 테스트 이미지"},
@@ -911,6 +919,18 @@ TEXT: dict[str, dict[str, str]] = {
             "rollout이 가장 중요하다고 본 패치부터 가립니다. 회색: 같은 수의 패치를 무작위(고정된) 순서로 가립니다. 빨간 곡선이 "
             "더 빨리 떨어지면 rollout 지도가 모델이 실제로 쓰는 패치를 가리킨다는 뜻입니다."
         ),
+    },
+    "prediction.reading.rollout_faster": {
+        "en": "On this image the red curve falls faster (mean probability {rollout} against {random} in random order): hiding the patches rollout ranks highest hurts the answer most, so the map points at patches the model uses.",
+        "ko": "이 이미지에서는 빨간 곡선이 더 빨리 떨어집니다 (평균 확률 {rollout}, 무작위 순서는 {random}). rollout이 가장 높게 본 패치를 가리면 답이 가장 크게 흔들리므로, 이 지도는 모델이 실제로 쓰는 패치를 가리킵니다.",
+    },
+    "prediction.reading.random_faster": {
+        "en": "On this image the grey curve falls faster (mean probability {random} in random order against {rollout} for rollout's order): the answer survives losing its most attended patches better than losing random ones, so here rollout does not point at the evidence the model needs. Attention shows where information flows, not always what decides.",
+        "ko": "이 이미지에서는 회색 곡선이 더 빨리 떨어집니다 (무작위 순서의 평균 확률 {random}, rollout 순서는 {rollout}). 가장 주목받은 패치를 잃을 때보다 무작위 패치를 잃을 때 답이 더 흔들리므로, 여기서는 rollout이 모델이 필요로 하는 근거를 가리키지 않습니다. 어텐션은 정보가 흐르는 곳을 보여 줄 뿐, 늘 답을 정하는 곳을 보여 주지는 않습니다.",
+    },
+    "prediction.reading.similar": {
+        "en": "On this image both curves fall about as fast (mean probability {rollout} for rollout's order, {random} in random order): rollout's ranking says little about which patches the answer needs.",
+        "ko": "이 이미지에서는 두 곡선이 비슷하게 떨어집니다 (rollout 순서의 평균 확률 {rollout}, 무작위 순서 {random}). rollout의 순위는 답에 필요한 패치를 거의 알려 주지 않습니다.",
     },
     "prediction.occlusion_running": {"en": "Running the occluded images through the model…", "ko": "가린 이미지를 모델에 통과시키는 중…"},
     "prediction.order.rollout": {"en": "most attended first (rollout)", "ko": "가장 주목받은 패치부터 (rollout)"},

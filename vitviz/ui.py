@@ -10,10 +10,9 @@ same view.
 
 from __future__ import annotations
 
-import inspect
 import io
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -39,19 +38,19 @@ SAMPLES = ROOT / "assets" / "samples"
 
 # (script, title key, icon): the tour in order, then the lab.
 TOUR = [
-    ("pages/0_home.py", "page.home", ":material/home:"),
-    ("pages/1_input.py", "page.input", ":material/image:"),
-    ("pages/2_patches.py", "page.patches", ":material/grid_on:"),
-    ("pages/3_vectors.py", "page.vectors", ":material/linear_scale:"),
-    ("pages/4_tokens.py", "page.tokens", ":material/pin_drop:"),
-    ("pages/5_attention.py", "page.attention", ":material/visibility:"),
-    ("pages/6_block.py", "page.block", ":material/layers:"),
-    ("pages/7_prediction.py", "page.prediction", ":material/flag:"),
-    ("pages/8_card.py", "page.card", ":material/description:"),
+    ("app_pages/0_home.py", "page.home", ":material/home:"),
+    ("app_pages/1_input.py", "page.input", ":material/image:"),
+    ("app_pages/2_patches.py", "page.patches", ":material/grid_on:"),
+    ("app_pages/3_vectors.py", "page.vectors", ":material/linear_scale:"),
+    ("app_pages/4_tokens.py", "page.tokens", ":material/pin_drop:"),
+    ("app_pages/5_attention.py", "page.attention", ":material/visibility:"),
+    ("app_pages/6_block.py", "page.block", ":material/layers:"),
+    ("app_pages/7_prediction.py", "page.prediction", ":material/flag:"),
+    ("app_pages/8_card.py", "page.card", ":material/description:"),
 ]
-LAB = [("pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
+LAB = [("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
 
-URL_KEYS = ("model", "sample", "cifar", "step", "layer", "head", "query", "lang")
+URL_KEYS = ("model", "sample", "cifar", "step", "layer", "head", "query", "lang", "present")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,15 +177,126 @@ def cached_evaluation(model_name: str, root: str) -> EvalResult:
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass
+class Choices:
+    """The session's choices: one source of truth that outlives every click.
+
+    Streamlit drops a widget's value when a run ends in ``st.switch_page`` (Next, Previous, the
+    lab's "Open in the tour") and the URL's query parameters with it. So every run starts with
+    ``sync_choices``: a widget value that is present is the newest and is kept here; one that
+    Streamlit dropped comes back from here before any widget is drawn. The field names are the
+    widgets' keys; the URL mirrors the fields in URL_KEYS with stable ids (the model's name, the
+    sample's file name, a CIFAR-10 image as "class/index"; layers and heads counted from 0).
+    """
+
+    lang: str = DEFAULT_LANGUAGE
+    model: str | None = None  # a registry name
+    custom_model: str | None = None  # any other name (timm:, hf:, a path)
+    source: str | None = None  # "sample", "upload" or "cifar"
+    sample: str | None = None  # a file name in assets/samples
+    cifar: str | None = None  # "class/index" of a CIFAR-10 test image
+    cifar_class: str | None = None
+    cifar_index: int | None = None
+    step: int | None = None  # the tour page, 0 = overview
+    layer: int | None = None
+    head: int | None = None
+    query: int | None = None  # a token index, [CLS] = 0
+    patch: int | None = None
+    pos: int | None = None
+    mistakes_true: int | None = None  # the lab's filters (class indices, or the lab's "any")
+    mistakes_predicted: int | None = None
+    present: bool | None = None  # presenter mode: no sidebar, larger type, keys for a clicker
+
+
+def choices() -> Choices:
+    """This session's Choices."""
+    if "_choices" not in st.session_state:
+        st.session_state["_choices"] = Choices()
+    return st.session_state["_choices"]
+
+
+SOURCES = ("sample", "upload", "cifar")
+
+
+def tour_models() -> list[str]:
+    """The registry's ViTs: the tour explains patches, tokens and attention, which a CNN has not."""
+    return [name for name, spec in zoo.REGISTRY.items() if not spec.is_cnn]
+_INT_CHOICES = {"cifar_index", "step", "layer", "head", "query", "patch", "pos", "mistakes_true", "mistakes_predicted"}
+
+
+def _is_valid(name: str, value: object) -> bool:
+    """Whether a widget's value is one of its options.
+
+    A selectbox or radio whose labels are translated sends, on the run after a language switch,
+    the label it showed before (the English title of a model, say) instead of its option: such
+    a value is refused here, so it never reaches Choices, the URL or a page.
+    """
+    if value is None:
+        return False
+    if name in _INT_CHOICES:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if name == "present":
+        return isinstance(value, bool)
+    if name == "lang":
+        return value in LANGUAGES
+    if name == "model":
+        return value in tour_models()
+    if name == "source":
+        return value in SOURCES
+    if name == "sample":
+        return value in sample_names()
+    if name == "cifar_class":
+        root = cifar_root()
+        return root is not None and value in vdata.folder_classes(Path(root))
+    return isinstance(value, str)
+
+
+def sync_choices() -> None:
+    """Keep the widgets' newest valid values, and give back the ones Streamlit dropped or a
+    language switch garbled (see Choices and _is_valid)."""
+    kept = choices()
+    for field in fields(Choices):
+        value = st.session_state.get(field.name)
+        if field.name in st.session_state and _is_valid(field.name, value):
+            setattr(kept, field.name, value)
+        elif getattr(kept, field.name) is not None:
+            st.session_state[field.name] = getattr(kept, field.name)
+        elif field.name in st.session_state:
+            del st.session_state[field.name]
+
+
+def remember(**values: object) -> None:
+    """Set choices from code (before a page switch): in the widgets' keys and in Choices at once."""
+    kept = choices()
+    for key, value in values.items():
+        setattr(kept, key, value)
+        st.session_state[key] = value
+
+
+def url_params() -> dict[str, str]:
+    """The URL's query parameters for the session's choices (presenter mode as present=1)."""
+    params = {key: str(st.session_state[key]) for key in URL_KEYS if st.session_state.get(key) not in (None, "", False)}
+    if "present" in params:
+        params["present"] = "1"
+    return params
+
+
 def init_state() -> None:
-    """On a session's first run, copy the URL's query parameters into session state."""
-    if st.session_state.get("_url_loaded"):
-        return
+    """Every run: on the session's first, copy the URL's query parameters into session state;
+    then bring back the choices a page switch dropped."""
+    if not st.session_state.get("_url_loaded"):
+        _load_url()
+    sync_choices()
+
+
+def _load_url() -> None:
     params = st.query_params
     for key in URL_KEYS:
         if key in params and key not in st.session_state:
             value = params[key]
             st.session_state[key] = int(value) if key in ("layer", "head", "query", "step") and value.lstrip("-").isdigit() else value
+    if "present" in st.session_state:
+        st.session_state["present"] = st.session_state["present"] in ("1", "true", "True")
     if st.session_state.get("lang") not in LANGUAGES:
         st.session_state["lang"] = DEFAULT_LANGUAGE
     st.session_state["_url_loaded"] = True
@@ -201,41 +311,10 @@ def set_param(key: str, value: object | None) -> None:
         st.query_params[key] = str(value)
 
 
-def mark_app_run() -> None:
-    """Called by app.py on every run, before the page: pages check it (see ``guard_page``)."""
-    st.session_state["_app_ran"] = True
-
-
-def _calling_page() -> str | None:
-    for frame in inspect.stack():
-        path = Path(frame.filename)
-        if path.parent == ROOT / "pages":
-            return f"pages/{path.name}"
-    return None
-
-
-def guard_page() -> None:
-    """Send a page that runs without app.py around it through app.py first.
-
-    A fresh server that is asked for a page's own URL (a shared link) runs the page script
-    alone, without the navigation and the sidebar, until app.py has run once. The page then
-    remembers where it was asked to go, and app.py's first run opens it with the URL's state.
-    """
-    if st.session_state.get("_app_ran"):
-        return
-    init_state()
-    st.session_state["_requested_page"] = _calling_page()
-    st.switch_page("app.py")
-
-
 def follow_step_link(page) -> None:  # noqa: ANN001 - a StreamlitPage
-    """Open a page asked for by a shared link (its own URL, or the ``step`` parameter) once,
-    then track the page in the URL."""
+    """Open the page a shared link's ``step`` parameter asks for (once, on the session's first
+    run at the root URL; a page's own URL opens it directly), then track the page in the URL."""
     files = [f for f, _, _ in TOUR]
-    requested = st.session_state.pop("_requested_page", None)
-    if requested and (ROOT / requested).exists() and not (requested == files[0] and page.url_path == ""):
-        st.session_state["_step_followed"] = True
-        st.switch_page(requested)
     step = st.session_state.get("step")
     if not st.session_state.get("_step_followed"):
         st.session_state["_step_followed"] = True
@@ -277,7 +356,7 @@ def sidebar() -> None:
     side.radio(tr("sidebar.language"), codes, format_func=LANGUAGES.get, key="lang", horizontal=True)
     set_param("lang", lang())
 
-    names = list(zoo.REGISTRY)
+    names = tour_models()
     if st.session_state.get("model") not in names and st.session_state.get("model"):
         st.session_state["custom_model"] = st.session_state["model"]
         st.session_state["model"] = zoo.default_name()
@@ -292,7 +371,7 @@ def sidebar() -> None:
     set_param("model", custom.strip() or st.session_state["model"])
 
     side.subheader(tr("sidebar.image"))
-    sources = ["sample", "upload", "cifar"]
+    sources = list(SOURCES)
     if "source" not in st.session_state:
         st.session_state["source"] = "cifar" if st.session_state.get("cifar") else "sample"
     source = side.radio(tr("sidebar.source"), sources, key="source", format_func=lambda s: tr(f"sidebar.source.{s}"))
@@ -308,6 +387,9 @@ def sidebar() -> None:
         side.caption(tr("sidebar.upload_limit", limit=st.get_option("server.maxUploadSize")))
         if upload is not None:
             st.session_state["upload_bytes"] = upload.getvalue()
+            st.session_state["upload_name"] = upload.name
+        elif st.session_state.get("upload_bytes"):  # the uploader forgets its file on a page switch; the image stays
+            side.caption(tr("sidebar.upload_kept", name=st.session_state.get("upload_name", "")))
         set_param("sample", None)
         set_param("cifar", None)
     else:
@@ -315,6 +397,46 @@ def sidebar() -> None:
 
     device = zoo.pick_device()
     side.caption(f"{tr('sidebar.device')}: {zoo.device_label(device)}")
+    side.toggle(tr("present.toggle"), key="present", help=tr("present.help"))
+    set_param("present", "1" if st.session_state.get("present") else None)
+    if st.session_state.get("present"):
+        presenter_mode()
+
+
+# Presenter mode: the sidebar hidden, the page zoomed for a projector, and the keys a clicker
+# sends (→ / PageDown, ← / PageUp) pressing Next / Previous; Escape leaves. Keys typed into a
+# field, a select box or a slider stay theirs.
+_PRESENTER = """
+<div id="vitviz-present"></div>
+<style>
+  [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] { display: none !important; }
+  [data-testid="stMainBlockContainer"] { zoom: 1.25; max-width: 100%; padding-top: 1.5rem; }
+</style>
+<script>
+  (function () {
+    if (window.__vitvizKeys) return;
+    window.__vitvizKeys = true;
+    const press = (pattern) => {
+      const button = Array.from(document.querySelectorAll("button")).find((b) => pattern.test(b.innerText.trim()));
+      if (button) button.click();
+    };
+    document.addEventListener("keydown", (event) => {
+      if (!document.getElementById("vitviz-present")) return;
+      const target = event.target;
+      if (target && (target.closest("input, textarea, select, [role=slider], [role=combobox], [role=listbox]"))) return;
+      if (event.key === "ArrowRight" || event.key === "PageDown") { press(/→$/); event.preventDefault(); }
+      else if (event.key === "ArrowLeft" || event.key === "PageUp") { press(/^←/); event.preventDefault(); }
+      else if (event.key === "Escape") { press(/^✕/); }
+    });
+  })();
+</script>
+"""
+
+
+def presenter_mode() -> None:
+    """Hide the sidebar, enlarge the page and bind the clicker's keys (see _PRESENTER)."""
+    st.html(_PRESENTER, unsafe_allow_javascript=True)
+    st.button(f"✕ {tr('present.leave')}", key="present_leave", on_click=remember, kwargs={"present": False}, help=tr("present.leave_help"))
 
 
 def _cifar_picker(side) -> None:  # noqa: ANN001 - a Streamlit container
@@ -394,7 +516,6 @@ class CurrentModel:
 def current_model() -> CurrentModel:
     """The sidebar's model (marked there when its weights are random); on a load error show one
     sentence and stop the page."""
-    guard_page()
     name = model_name()
     try:
         model, spec = cached_model(name)
@@ -482,7 +603,6 @@ def class_bars(names: list[str], values: list[float], title: str, found: Verdict
 
 def header(page_key: str, intro_key: str, shape: tuple[int, ...] | str | None = None) -> None:
     """Title, one explaining paragraph, and the live shape of the tensor at this step."""
-    guard_page()
     st.title(tr(page_key))
     st.markdown(tr(intro_key))
     if shape is not None:
@@ -499,15 +619,19 @@ def nav(script: str) -> None:
     st.divider()
     left, middle, right = st.columns([1, 2, 1])
     if index > 0 and left.button(f"← {tr('nav.previous')}", key="nav_prev", width="stretch"):
-        st.session_state["step"] = index - 1
-        st.switch_page(files[index - 1])
+        go_to(index - 1)
     middle.markdown(
         f"<div style='text-align:center;padding-top:0.4rem'>{tr('nav.step', index=index, total=len(files) - 1)}</div>",
         unsafe_allow_html=True,
     )
     if index < len(files) - 1 and right.button(f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary"):
-        st.session_state["step"] = index + 1
-        st.switch_page(files[index + 1])
+        go_to(index + 1)
+
+
+def go_to(step: int) -> None:
+    """Open a tour page, keeping the session's choices (and the URL's copy of them)."""
+    remember(step=step)
+    st.switch_page(TOUR[step][0], query_params={**url_params(), "step": str(step)})
 
 
 def table_height(rows: int, limit: int = 720) -> int:

@@ -1,0 +1,191 @@
+"""Journeys through `streamlit run app.py` the way a person clicks them, in headless Chromium.
+
+AppTest renders one page at a time; these walk across pages (Next, Previous, sidebar links, the
+lab's "Open in the tour", a language switch, a shared link), where the session's choices must
+survive every click.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.test_browser import ARGS, CHROMIUM, SHOTS, server  # noqa: F401 - server is a fixture
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets" / "samples"
+NO_IMAGE = "Choose an image"
+HANGUL = re.compile("[\uac00-\ud7a3]")
+
+
+@pytest.fixture
+def page():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install chromium chromium-driver fonts-noto-cjk"
+    SHOTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        yield tab
+        browser.close()
+
+
+def settle(page) -> None:  # noqa: ANN001 - a Playwright page
+    """Wait until the page has its title and Streamlit has finished the rerun."""
+    page.wait_for_selector("h1", timeout=90_000)
+    page.wait_for_timeout(800)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') "
+        "|| !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.match(/Running|실행/)",
+        timeout=90_000,
+    )
+    page.wait_for_timeout(700)
+
+
+def query(page) -> dict[str, str]:  # noqa: ANN001
+    return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query).items()}
+
+
+def title(page) -> str:  # noqa: ANN001
+    return page.locator("h1").first.inner_text()
+
+
+def problems(page) -> list[str]:  # noqa: ANN001
+    """Error boxes and exceptions on the page."""
+    found = []
+    for selector in ("[data-testid='stException']", "[data-testid='stAlertContentError']"):
+        found += [page.url + ": " + e.inner_text()[:200] for e in page.locator(selector).all()]
+    return found
+
+
+def click_button(page, pattern: str, new_page: bool = True) -> None:  # noqa: ANN001
+    """Click a button; with ``new_page``, wait until another page's title shows."""
+    before = title(page)
+    page.get_by_role("button", name=re.compile(pattern)).first.click()
+    if new_page:
+        page.wait_for_function(
+            "(before) => { const h = document.querySelector('h1'); return h && h.innerText !== before; }", arg=before, timeout=90_000
+        )
+    settle(page)
+
+
+def pick(page, label: str, option: str) -> None:  # noqa: ANN001
+    """Choose an option of a Streamlit selectbox (searchable: type it, Enter picks it)."""
+    page.get_by_role("combobox", name=label).click()
+    page.keyboard.type(option)
+    page.keyboard.press("Enter")
+    settle(page)
+
+
+def sidebar_link(page, index: int) -> None:  # noqa: ANN001
+    page.locator("[data-testid='stSidebarNav'] a").nth(index).click()
+    settle(page)
+
+
+def test_a_chosen_sample_survives_next_and_previous(server, page):  # noqa: F811
+    page.goto(f"{server}/?lang=en", wait_until="domcontentloaded")
+    settle(page)
+    pick(page, "Photo", "coffee")
+    assert query(page)["sample"] == "coffee.jpg"
+    seen = []
+    for step in ("Next", "Next", "Next", "Previous"):
+        click_button(page, f"^(← )?{step}( →)?$")
+        seen.append((title(page), query(page).get("sample"), page.get_by_role("combobox", name="Photo").input_value()))
+    assert [t[:2] for t, _, _ in seen] == ["1.", "2.", "3.", "2."]
+    assert all(sample == "coffee.jpg" and shown == "coffee.jpg" for _, sample, shown in seen), seen
+    assert problems(page) == []
+
+
+def test_b_an_upload_survives_next_previous_and_a_sidebar_link(server, page):  # noqa: F811
+    page.goto(f"{server}/?lang=en", wait_until="domcontentloaded")
+    settle(page)
+    page.get_by_text("Upload", exact=True).click()
+    settle(page)
+    page.locator("[data-testid='stFileUploader'] input[type=file]").set_input_files(str(ASSETS / "astronaut.jpg"))
+    settle(page)
+    overview = page.locator("[data-testid='stMainBlockContainer']").inner_text()  # the upload's prediction and shapes
+
+    def still_the_upload() -> bool:
+        return page.get_by_role("radio", name="Upload").is_checked() and "sample" not in query(page)
+
+    assert still_the_upload()
+    for move in ("next", "previous", "link"):
+        if move == "link":
+            sidebar_link(page, 0)
+        else:
+            click_button(page, "^(← )?(Next|Previous)( →)?$" if move == "next" else "^← Previous$")
+        assert still_the_upload(), move
+        assert page.get_by_text(re.compile("astronaut.jpg")).count() >= 1, move  # the uploader, or the sentence that it is in use
+        assert page.get_by_text(NO_IMAGE).count() == 0, move
+        assert problems(page) == [], move
+    assert title(page) == "Overview"
+    assert page.locator("[data-testid='stMainBlockContainer']").inner_text() == overview  # the same prediction as right after the upload
+
+
+def test_c_korean_from_page_3_through_next_links_the_lab_and_back(server, page):  # noqa: F811
+    page.goto(f"{server}/vectors?lang=en", wait_until="domcontentloaded")
+    settle(page)
+    page.get_by_text("한국어", exact=True).click()
+    settle(page)
+    walked = [("switch", title(page), problems(page))]
+    click_button(page, "^다음 →$")
+    walked.append(("next", title(page), problems(page)))
+    sidebar_link(page, 1)
+    walked.append(("link", title(page), problems(page)))
+    sidebar_link(page, -1)  # the lab
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    walked.append(("lab", title(page), problems(page)))
+    click_button(page, "둘러보기에서 열기")
+    walked.append(("open in the tour", title(page), problems(page)))
+    page.screenshot(path=str(SHOTS / "journey_korean.png"), full_page=True)
+    for where, heading, found in walked:
+        assert HANGUL.search(heading), (where, heading)
+        assert found == [], (where, found)
+    assert query(page)["lang"] == "ko" and query(page)["model"] == "cifar10-vit"
+    page.get_by_text("English", exact=True).click()
+    settle(page)
+    assert not HANGUL.search(title(page)) and problems(page) == []
+    assert query(page)["model"] == "cifar10-vit"
+
+
+def test_d_a_shared_link_opens_exactly_that_view(server, page):  # noqa: F811
+    page.goto(f"{server}/?lang=ko&model=cifar10-vit&sample=coffee.jpg&step=5&layer=2&head=1", wait_until="domcontentloaded")
+    settle(page)
+    page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+    assert title(page).startswith("5. 어텐션")
+    assert page.get_by_role("combobox", name="사진").input_value() == "coffee.jpg"
+    assert page.locator("[data-testid='stSliderThumbValue']").first.inner_text() == "3층"  # layer 2 counted from 0
+    assert page.get_by_role("combobox", name="헤드").first.input_value() == "헤드 2"
+    assert problems(page) == []
+    shown = query(page)
+    assert (shown["lang"], shown["model"], shown["sample"], shown["layer"], shown["head"]) == ("ko", "cifar10-vit", "coffee.jpg", "2", "1")
+    click_button(page, "^다음 →$")  # on to the encoder block and back: the same view again
+    click_button(page, "^← 이전$")
+    assert title(page).startswith("5. 어텐션") and problems(page) == []
+    assert page.locator("[data-testid='stSliderThumbValue']").first.inner_text() == "3층"
+    assert page.get_by_role("combobox", name="헤드").first.input_value() == "헤드 2"
+    assert page.get_by_role("combobox", name="사진").input_value() == "coffee.jpg"
+
+
+def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server, page):  # noqa: F811
+    page.goto(f"{server}/?lang=en&present=1&sample=rocket.jpg", wait_until="domcontentloaded")
+    settle(page)
+    assert not page.locator("[data-testid='stSidebar']").is_visible()
+    walked = []
+    for key in ("ArrowRight", "PageDown", "ArrowLeft", "PageUp"):
+        before = title(page)
+        page.keyboard.press(key)
+        page.wait_for_function("(b) => { const h = document.querySelector('h1'); return h && h.innerText !== b; }", arg=before, timeout=90_000)
+        settle(page)
+        walked.append((key, title(page), query(page).get("present"), query(page).get("sample")))
+    page.screenshot(path=str(SHOTS / "journey_presenter.png"), full_page=False)
+    assert [t[:2] for _, t, _, _ in walked] == ["1.", "2.", "1.", "Ov"], walked
+    assert all(present == "1" and sample == "rocket.jpg" for _, _, present, sample in walked), walked
+    assert not page.locator("[data-testid='stSidebar']").is_visible()
+    page.keyboard.press("Escape")
+    settle(page)
+    assert page.locator("[data-testid='stSidebar']").is_visible()
+    assert "present" not in query(page) and problems(page) == []
