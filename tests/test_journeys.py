@@ -34,8 +34,9 @@ def page():
 
 
 def settle(page) -> None:  # noqa: ANN001 - a Playwright page
-    """Wait until the page has its title and Streamlit has finished the rerun."""
-    page.wait_for_selector("h1", timeout=90_000)
+    """Wait until the page shows its title (or, with no image chosen yet, the sentence asking for
+    one) and Streamlit has finished the rerun."""
+    page.wait_for_selector("h1, [data-testid='stAlert']", timeout=90_000)
     page.wait_for_timeout(800)
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') "
@@ -104,7 +105,9 @@ def test_b_an_upload_survives_next_previous_and_a_sidebar_link(server, page):  #
     settle(page)
     page.get_by_text("Upload", exact=True).click()
     settle(page)
+    page.get_by_text(NO_IMAGE).wait_for(timeout=90_000)  # no upload yet: the page asks for one
     page.locator("[data-testid='stFileUploader'] input[type=file]").set_input_files(str(ASSETS / "astronaut.jpg"))
+    page.wait_for_selector("h1", timeout=90_000)
     settle(page)
     overview = page.locator("[data-testid='stMainBlockContainer']").inner_text()  # the upload's prediction and shapes
 
