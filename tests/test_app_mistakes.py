@@ -25,7 +25,7 @@ from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
 from vitviz import i18n, plots, ui, zoo
 from vitviz.config import ViTConfig
-from vitviz.evaluate import EvalResult, evaluate
+from vitviz.evaluate import EvalResult, evaluate, predictions_path, save_predictions, weights_hash
 from vitviz.model import VisionTransformer
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
@@ -148,14 +148,7 @@ def test_korean_and_a_model_without_cls(lab_setup, tmp_path) -> None:  # noqa: A
 def test_second_open_and_filter_changes_do_not_run_the_model(lab_setup, tmp_path, monkeypatch) -> None:  # noqa: ANN001
     folder, _, _ = lab_setup
     model_path = _save_model(tmp_path / "fresh.safetensors", seed=1)  # a model no other test evaluated
-    calls: list[int] = []
-    original = VisionTransformer.forward
-
-    def counting(self, pixels):  # noqa: ANN001, ANN202 - the method's own signature
-        calls.append(len(pixels))
-        return original(self, pixels)
-
-    monkeypatch.setattr(VisionTransformer, "forward", counting)
+    calls = _counting_forward(monkeypatch)
     at = _open(folder, model_path)
     assert errors(at) == []
     assert sum(calls) == 30  # every test image went through the model once
@@ -166,6 +159,40 @@ def test_second_open_and_filter_changes_do_not_run_the_model(lab_setup, tmp_path
     again.checkbox(key="mistakes_confident").check().run()
     assert errors(again) == []
     assert sum(calls) == 30
+
+
+def _counting_forward(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The batch sizes of every VisionTransformer.forward from now on."""
+    calls: list[int] = []
+    original = VisionTransformer.forward
+
+    def counting(self, pixels):  # noqa: ANN001, ANN202 - the method's own signature
+        calls.append(len(pixels))
+        return original(self, pixels)
+
+    monkeypatch.setattr(VisionTransformer, "forward", counting)
+    return calls
+
+
+def test_predictions_beside_the_weights_open_the_lab_without_running_the_model(lab_setup, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    folder, _, _ = lab_setup
+    model_path = _save_model(tmp_path / "shipped.safetensors", seed=3)
+    model, _ = zoo.load(str(model_path), device="cpu")
+    data = vdata.load_image_folder(folder)
+    measured = evaluate(model, data, use_cache=False)
+    save_predictions(measured, predictions_path(model_path), weights_hash(model), data.fingerprint)
+    shutil.rmtree(vdata.cache_dir() / "eval", ignore_errors=True)  # no disk cache can answer
+    calls = _counting_forward(monkeypatch)
+    at = _open(folder, model_path)
+    assert errors(at) == []
+    assert sum(calls) == 0  # not one test image went through the model
+    assert at.metric[0].value == f"{measured.accuracy:.1%}"
+
+    stale = _save_model(tmp_path / "retrained.safetensors", seed=4)  # other weights, the old file beside them
+    shutil.copy(predictions_path(model_path), predictions_path(stale))
+    again = _open(folder, stale)
+    assert errors(again) == []
+    assert sum(calls) == 30  # the stale predictions were refused: the model ran over the 30 images
 
 
 def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:  # noqa: ANN001

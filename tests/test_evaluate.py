@@ -6,7 +6,7 @@ import torch
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import zoo
 from vitviz.data import load_split, spread_subset
-from vitviz.evaluate import EvalResult, evaluate, main, prepare_batch, weights_hash
+from vitviz.evaluate import EvalResult, evaluate, main, predictions_path, prepare_batch, read_predictions, save_predictions, weights_hash
 from vitviz.model import VisionTransformer
 
 
@@ -55,6 +55,30 @@ def test_second_evaluation_reads_the_cache(folder, model, monkeypatch):
     second = evaluate(model, data)
     assert second.cached and not first.cached
     assert torch.equal(first.probs, second.probs)
+
+
+def test_stored_predictions_are_used_only_for_their_weights_and_data(folder, model, tiny_config, tmp_path, monkeypatch):
+    data = load_split(folder, "test")
+    measured = evaluate(model, data, use_cache=False)
+    path = predictions_path(tmp_path / "tiny.safetensors")
+    assert path.name == "tiny.predictions.safetensors"
+    save_predictions(measured, path, weights_hash(model), data.fingerprint)
+    assert path.stat().st_size < 2 * 36 * 3 + 2 * 36 + 1024  # float16 probabilities, int16 labels, a header
+
+    monkeypatch.setattr(model, "forward", lambda *_: pytest.fail("the model ran despite its stored predictions"))
+    stored = evaluate(model, data, use_cache=False, shipped=path)
+    assert stored.cached and stored.files == measured.files and torch.equal(stored.labels, data.labels)
+    assert torch.allclose(stored.probs, measured.probs, atol=1e-3)  # float16 rounding
+    assert torch.equal(stored.predictions, measured.predictions) and stored.accuracy == measured.accuracy
+    monkeypatch.undo()
+
+    torch.manual_seed(1)
+    other = VisionTransformer(tiny_config.replace(num_classes=3, class_names=CLASSES)).eval()
+    assert read_predictions(path, other, data) is None  # other weights
+    assert read_predictions(path, model, spread_subset(data, 30)) is None  # other images
+    assert read_predictions(tmp_path / "missing.predictions.safetensors", model, data) is None
+    path.write_bytes(b"not a safetensors file")
+    assert read_predictions(path, model, data) is None  # a damaged file is ignored, not raised
 
 
 def test_cache_key_changes_with_the_weights(model):

@@ -6,7 +6,7 @@ import pytest
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import zoo
 from vitviz.data import load_split
-from vitviz.evaluate import evaluate
+from vitviz.evaluate import evaluate, predictions_path, read_predictions
 from vitviz.ship import ShipError, main, ship
 from vitviz.train import TrainConfig, train
 
@@ -36,6 +36,24 @@ def test_the_card_holds_what_evaluate_measures(run, tmp_path):
     assert written["config"]["class_names"] == list(CLASSES)
     for field in ("recipe", "history", "epochs", "wall_time_s", "hardware", "trained_on", "tested_on"):
         assert field in written, field
+    stored = read_predictions(predictions_path(tmp_path / "tiny.safetensors"), model, load_split(data, "test"))
+    assert stored is not None and stored.accuracy == written["test_accuracy"]  # the lab's first look, beside the weights
+
+
+def test_predictions_only_writes_the_shipped_models_predictions_again(run, tmp_path, capsys):
+    folder, data = run
+    ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
+    path = predictions_path(tmp_path / "tiny.safetensors")
+    path.unlink()
+    assert main(["--predictions-only", "--name", "cifar10-vit", "--out", str(tmp_path), "--data", str(data)]) == 2
+    assert "ship a run first" in capsys.readouterr().err
+    (tmp_path / "tiny.safetensors").rename(tmp_path / "cifar10-vit.safetensors")
+    (tmp_path / "tiny.json").rename(tmp_path / "cifar10-vit.json")
+    assert main(["--predictions-only", "--name", "cifar10-vit", "--out", str(tmp_path), "--data", str(data)]) == 0
+    assert "cifar10-vit.predictions.safetensors" in capsys.readouterr().out
+    model, _ = zoo.load(str(tmp_path / "cifar10-vit.safetensors"))
+    stored = read_predictions(predictions_path(tmp_path / "cifar10-vit.safetensors"), model, load_split(data, "test"))
+    assert stored is not None and stored.accuracy == json.loads((tmp_path / "cifar10-vit.json").read_text())["test_accuracy"]
 
 
 def test_weights_that_do_not_beat_the_shipped_ones_are_not_written(run, tmp_path):

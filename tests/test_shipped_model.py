@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import SHARED_DATA
 from vitviz import zoo
 from vitviz.data import load_split, spread_subset
-from vitviz.evaluate import evaluate, main, weights_hash
+from vitviz.evaluate import evaluate, main, predictions_path, read_predictions, weights_hash
 from vitviz.ship import FLOOR, MAX_BYTES
 
 CARD = zoo.MODELS_DIR / f"{zoo.SHIPPED}.json"
@@ -51,3 +51,14 @@ def test_the_card_accuracy_is_what_evaluate_prints_on_the_whole_test_split(card,
     assert printed["accuracy"] == card["test_accuracy"]
     assert printed["misclassified"] == card["evaluated"]["misclassified"]
     assert card["test_accuracy"] >= FLOOR  # 80%, the issue's floor for the offline default
+
+
+def test_the_shipped_predictions_are_the_cards(card):
+    """The lab's first look at the shipped model reads these instead of running 10,000 images."""
+    path = predictions_path(WEIGHTS)
+    assert path.exists() and path.stat().st_size < 1_000_000
+    model, _ = zoo.load(zoo.SHIPPED)
+    stored = read_predictions(path, model, load_split(SHARED_DATA, "test"))
+    assert stored is not None, "the predictions were made by other weights or on other images"
+    assert stored.accuracy == card["test_accuracy"]
+    assert stored.misclassified == card["evaluated"]["misclassified"]

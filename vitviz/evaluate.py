@@ -4,7 +4,9 @@
 
 Results, with every test image's class probabilities, are cached on disk keyed by
 (weights hash, dataset fingerprint), so the app's second look at the same model and data is
-instant.
+instant. A shipped model also carries its test-split predictions beside its weights
+(``<name>.predictions.safetensors``, float16, written by ``vitviz.ship``), so the app's first
+look is instant too wherever the weights and the dataset are the very ones they were made on.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
 from torch import Tensor
 from tqdm import tqdm
 
@@ -31,6 +35,7 @@ from vitviz.model import VisionTransformer
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
+PREDICTIONS_SUFFIX = ".predictions.safetensors"
 
 
 @dataclass
@@ -121,6 +126,53 @@ def weights_hash(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
+def predictions_path(weights: Path) -> Path:
+    """Where the shipped test-split predictions of the weights file ``weights`` sit: beside it."""
+    weights = Path(weights)
+    return weights.with_name(weights.name.removesuffix(".safetensors") + PREDICTIONS_SUFFIX)
+
+
+def save_predictions(result: EvalResult, path: Path, weights_sha256: str, fingerprint: str) -> None:
+    """Write ``result``'s class probabilities (float16) and labels, keyed by the weights hash
+    and the dataset fingerprint they were computed from (safetensors metadata)."""
+    metadata = {
+        "weights_sha256": weights_sha256, "fingerprint": fingerprint, "classes": json.dumps(result.classes),
+        "images_per_s": f"{result.images_per_s:.1f}", "seconds": f"{result.seconds:.3f}",
+    }  # fmt: skip
+    tensors = {"probs": result.probs.to(torch.float16).contiguous(), "labels": result.labels.to(torch.int16).contiguous()}
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata=metadata)
+
+
+def read_predictions(path: Path | None, model: torch.nn.Module, data: ImageSet, name: str = "model") -> EvalResult | None:
+    """The predictions stored at ``path`` when they are those of these weights on this dataset.
+
+    Returns:
+        An EvalResult (cached=True) when the file exists, its weights hash and dataset
+        fingerprint match ``model`` and ``data``, and its labels and classes are the dataset's;
+        otherwise None, and the caller evaluates.
+    """
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="pt") as file:
+            metadata = file.metadata() or {}
+            if metadata.get("fingerprint") != data.fingerprint or metadata.get("weights_sha256") != weights_hash(model):
+                return None
+            probs, labels = file.get_tensor("probs").float(), file.get_tensor("labels").long()
+    except (SafetensorError, OSError, KeyError) as err:
+        log.warning("ignoring the predictions in %s: %s", path, err)
+        return None
+    if probs.shape != (len(data), len(data.classes)) or not torch.equal(labels, data.labels):
+        return None
+    if json.loads(metadata.get("classes", "[]")) != list(data.classes):
+        return None
+    return EvalResult(
+        model=name, data=data.source, classes=list(data.classes), files=list(data.files), labels=labels, probs=probs,
+        images_per_s=float(metadata.get("images_per_s", 0)), seconds=float(metadata.get("seconds", 0)), cached=True,
+    )  # fmt: skip
+
+
 def _cache_path(model: VisionTransformer, data: ImageSet) -> Path:
     key = f"{weights_hash(model)[:20]}-{data.fingerprint[:20]}"
     return cache_dir() / "eval" / f"{key}.pt"
@@ -164,8 +216,9 @@ def evaluate(
     batch_size: int = 256,
     progress: Progress | None = None,
     use_cache: bool = True,
+    shipped: Path | None = None,
 ) -> EvalResult:
-    """Run the model over a dataset (or read the cached result of having done so).
+    """Run the model over a dataset (or read the stored result of having done so).
 
     Args:
         model: the model, in eval mode, on any device.
@@ -174,8 +227,15 @@ def evaluate(
         batch_size: images per forward pass.
         progress: called with (done, total) after every batch.
         use_cache: read and write the disk cache.
+        shipped: a predictions file (``predictions_path``), read first and used when it was made
+            by these weights on this dataset.
     """
     check_classes(model, data)
+    stored = read_predictions(shipped, model, data, name)
+    if stored is not None:
+        if progress is not None:
+            progress(len(data), len(data))
+        return stored
     path = _cache_path(model, data)
     if use_cache and path.exists():
         stored = torch.load(path, weights_only=True)

@@ -2,12 +2,18 @@
 
     python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
     python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-cnn --name cifar10-cnn --data ...
+    python -m vitviz.ship --predictions-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
 
 The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint)
 are evaluated on the whole test split with vitviz.evaluate, so the accuracy in the json card is
 exactly what ``python -m vitviz.evaluate`` prints. They replace the shipped model only when they
 reach the accuracy floor of their name (the ViT 80% on the test split, issue 3; the CNN 91%,
 issue 17), beat the shipped model and stay under the size limit; otherwise nothing is written.
+
+Beside the weights goes ``<name>.predictions.safetensors``: every test image's class
+probabilities (float16, keyed by the weights hash and the test split's fingerprint), so the
+app's misclassification lab opens at once. ``--predictions-only`` writes it again for the model
+already shipped.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import torch
 from vitviz import zoo
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import describe, load_split
-from vitviz.evaluate import evaluate, weights_hash
+from vitviz.evaluate import evaluate, predictions_path, save_predictions, weights_hash
 from vitviz.model import build_model
 from vitviz.train import hardware_label, read_run
 
@@ -103,20 +109,49 @@ def ship(
     if size > MAX_BYTES:
         raise ShipError(f"The weights take {size:,} bytes, above the {MAX_BYTES:,}-byte limit for shipped models.")
     zoo.save(model, weights, card={k: v for k, v in card.items() if k != "config"})
+    save_predictions(result, predictions_path(weights), card["evaluated"]["weights_sha256"], test.fingerprint)
     return {**card, "shipped": True}
+
+
+def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) -> Path:
+    """Evaluate the shipped model ``name`` on the test split and write its predictions file.
+
+    Raises:
+        ShipError: ``name`` has no shipped weights in ``out_dir``.
+    """
+    weights = Path(out_dir) / f"{name}.safetensors"
+    if not weights.exists():
+        raise ShipError(f"There is no shipped model {weights}: ship a run first.")
+    model, _ = zoo.load(str(weights))
+    test = load_split(data, "test")
+    result = evaluate(model, test, name=name)
+    path = predictions_path(weights)
+    save_predictions(result, path, weights_hash(model), test.fingerprint)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vitviz.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", type=Path, help="a training run folder, e.g. ~/.cache/vitviz/runs/cifar10-vit")
+    parser.add_argument("run", type=Path, nargs="?", help="a training run folder, e.g. ~/.cache/vitviz/runs/cifar10-vit")
     parser.add_argument("--data", default=None, help="the dataset root with a test split (default: VITVIZ_DATA)")
     parser.add_argument("--checkpoint", action="store_true", help="ship the latest epoch's checkpoint of an unfinished run")
     parser.add_argument("--out", type=Path, default=zoo.MODELS_DIR)
     parser.add_argument("--name", default=zoo.SHIPPED, choices=sorted(FLOORS), help="which shipped model to replace (default %(default)s)")
     parser.add_argument("--hardware", default=None, help="override the card's hardware field")
     parser.add_argument("--floor", type=float, default=None, help=f"the least test accuracy that ships (default {FLOORS})")
+    parser.add_argument("--predictions-only", action="store_true", help="only write the shipped model's test-split predictions again")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
+    if args.predictions_only:
+        try:
+            path = write_predictions(args.name, args.data, args.out)
+        except (ShipError, FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"{args.name}: wrote {path.name} ({path.stat().st_size:,} bytes)")
+        return 0
+    if args.run is None:
+        parser.error("give a training run folder (or --predictions-only)")
     try:
         card = ship(args.run.expanduser(), args.data, args.out, name=args.name, checkpoint=args.checkpoint, hardware=args.hardware, floor=args.floor)
     except (ShipError, FileNotFoundError, ValueError) as err:

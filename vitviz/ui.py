@@ -25,7 +25,7 @@ from vitviz import data as vdata
 from vitviz import zoo
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
-from vitviz.evaluate import EvalResult, evaluate
+from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.explain import Verdict, verdict
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, class_label, t
 from vitviz.model import VisionTransformer
@@ -154,18 +154,20 @@ def cached_test_set(root: str) -> vdata.ImageSet:
 def cached_evaluation(model_name: str, root: str) -> EvalResult:
     """Every test image's class probabilities, keyed by (model name, data folder) (read-only).
 
-    The first call shows a progress bar while the model runs (or reads evaluate's disk cache);
-    the bar is made and emptied inside this function, so a cache hit replays nothing visible.
+    A model that ships its test-split predictions beside its weights opens at once when they
+    match these weights and this folder; otherwise the first call shows a progress bar while the
+    model runs (or reads evaluate's disk cache). The bar is made and emptied inside this
+    function, so a cache hit replays nothing visible.
 
     Raises:
         ValueError: the model does not predict the dataset's classes (a sentence to show).
     """
-    model, _ = cached_model(model_name)
+    model, spec = cached_model(model_name)
     data = cached_test_set(root)
     holder = st.empty()
     try:
         return evaluate(
-            model, data, name=model_name,
+            model, data, name=model_name, shipped=predictions_path(spec.path) if spec.path else None,
             progress=lambda done, total: holder.progress(done / max(total, 1), text=tr("mistakes.evaluating", done=done, total=total)),
         )  # fmt: skip
     finally:
