@@ -32,21 +32,18 @@ def stop_with(message: str) -> None:
 
 
 # ---- the test images and the evaluation -------------------------------------------------------
-if not st.session_state.get("data_dir"):  # first visit, back from another page (widget state is dropped), or cleared
-    st.session_state["data_dir"] = st.session_state.get("lab_root") or str(lab.default_test_root())
-root = st.text_input(ui.tr("mistakes.data_dir"), key="data_dir", help=ui.tr("mistakes.data_dir_help")).strip()
-st.session_state["lab_root"] = root
+# The folder is the server's (streamlit run app.py -- --data FOLDER, or VITVIZ_DATA): a visitor
+# can neither see nor change it.
+root = lab.default_test_root()
 located = lab.locate_test_data(root)
-# The sidebar's "CIFAR-10 test image" picker reads this folder too (ui.cifar_root).
-st.session_state["lab_data_dir"] = str(located[1]) if located and located[0] == "folder" else None
 if located is None:
     with head:
         ui.header("page.mistakes", "mistakes.intro")
-    st.info(ui.tr("mistakes.no_data", folder=root))
+    st.info(ui.tr("mistakes.no_data"))
     if st.button(ui.tr("mistakes.download"), key="mistakes_download"):
         with st.spinner(ui.tr("mistakes.downloading")):
             try:
-                vdata.load_split(root or vdata.default_data_dir(), "test", download=True)
+                vdata.load_split(root, "test", download=True)
             except FileNotFoundError as err:
                 st.info(ui.tr("mistakes.download_failed", message=str(err)))
             else:
@@ -57,7 +54,7 @@ try:
     with st.spinner(ui.tr("mistakes.loading")):
         data = ui.cached_test_set(location)
 except (FileNotFoundError, ValueError) as err:  # no images after all, or a damaged one
-    stop_with(ui.tr("mistakes.bad_data", folder=root, message=str(err)))
+    stop_with(ui.tr("mistakes.bad_data", message=str(err)))
 with head:  # the shape of EvalResult.probs: one probability per image and class
     ui.header("page.mistakes", "mistakes.intro", shape=(len(data), model.config.num_classes))
 try:
@@ -70,8 +67,9 @@ class_labels = [ui.label(c) for c in classes]  # as the user reads them
 num_classes = len(classes)
 m1, m2, m3 = st.columns(3)
 m1.metric(ui.tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
-m2.metric(ui.tr("mistakes.misclassified"), ui.tr("mistakes.of", m=result.misclassified, n=result.n))
+m2.metric(ui.tr("mistakes.misclassified"), ui.tr("mistakes.of", m=f"{result.misclassified:,}", n=f"{result.n:,}"))
 m3.metric(ui.tr("mistakes.speed"), ui.tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}"))
+st.caption(ui.tr("mistakes.data", dataset=vdata.dataset_label(data), n=f"{len(data):,}") + (" " + ui.tr("mistakes.stored") if result.cached else ""))
 
 # ---- a click on the confusion matrix sets the two class filters --------------------------------
 options = [ANY, *range(num_classes)]
@@ -115,12 +113,12 @@ predicted_filter = f2.selectbox(
 )
 true_filter = None if true_filter == ANY else true_filter
 predicted_filter = None if predicted_filter == ANY else predicted_filter
-low, high = f3.slider(ui.tr("mistakes.confidence"), 0.0, 1.0, (0.0, 1.0), step=0.01, key="mistakes_range")
+st.session_state.setdefault("mistakes_range", (0.0, 1.0))
+st.session_state.setdefault("mistakes_threshold", 0.9)
+low, high = f3.slider(ui.tr("mistakes.confidence"), 0.0, 1.0, step=0.01, key="mistakes_range")
 g1, g2 = st.columns([1, 3])
 confident = g1.checkbox(ui.tr("mistakes.confident_only"), key="mistakes_confident")
-threshold = g2.slider(
-    ui.tr("mistakes.threshold"), 0.0, 0.99, 0.9, step=0.01, key="mistakes_threshold", disabled=not confident
-)
+threshold = g2.slider(ui.tr("mistakes.threshold"), 0.0, 0.99, step=0.01, key="mistakes_threshold", disabled=not confident)
 diagonal = true_filter is not None and true_filter == predicted_filter
 indices = lab.filter_mistakes(
     result, true_filter, predicted_filter, low, high, threshold if confident else None, include_correct=diagonal
@@ -133,13 +131,13 @@ if st.session_state.get("_mistakes_filters") != filters:  # new filters: back to
     st.session_state["mistake"] = 1
 if diagonal:
     st.caption(ui.tr("mistakes.correct_cell", name=ui.label(classes[true_filter])))
-st.markdown(ui.tr("mistakes.count", m=count))
+st.markdown(ui.tr("mistakes.count", m=f"{count:,}"))
 ui.download_csv("mistakes.download_csv", "mistakes.csv", "mistakes_csv", lab.mistakes_csv(result, indices))
 if count == 0:
     st.info(ui.tr("mistakes.none"))
     st.stop()
 
-# ---- the gallery ------------------------------------------------------------------------------
+# ---- the gallery: a click on a thumbnail opens that image below ----------------------------------
 labels, predictions, confidence = result.labels, result.predictions, result.confidence
 
 
@@ -151,22 +149,48 @@ def caption(number: int, index: int) -> str:
     )  # fmt: skip
 
 
+def show(number: int) -> None:
+    """A button's callback (before the widgets exist): open image #number and its gallery page."""
+    ui.remember(mistake=number, mistakes_page=(number - 1) // lab.PER_PAGE + 1)
+
+
+def follow() -> None:
+    """The number box's callback: the gallery turns to the page of the image typed in."""
+    show(st.session_state["mistake"])
+
+
+def turn(page: int) -> None:
+    """A button's callback: show gallery page ``page``."""
+    ui.remember(mistakes_page=page)
+
+
 st.subheader(ui.tr("mistakes.gallery"))
-pages = lab.page_bounds(count, 1)[2]
+number = ui.int_choice("mistake", 1, 1, count)  # the image shown up close, #1 = the most confident
+pages = lab.page_bounds(count, 1, lab.PER_PAGE)[2]
 page = ui.int_choice("mistakes_page", 1, 1, pages)
-st.number_input(ui.tr("mistakes.page"), min_value=1, max_value=pages, step=1, key="mistakes_page")
-start, end, pages = lab.page_bounds(count, page)
+start, end, pages = lab.page_bounds(count, page, lab.PER_PAGE)
+back, where, forward = st.columns([1, 4, 1], vertical_alignment="center")
+back.button(f"◀ {ui.tr('mistakes.page_back')}", key="mistakes_page_back", on_click=turn, args=(page - 1,), disabled=page == 1, width="stretch")
+where.caption(ui.tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=f"{count:,}"))
+forward.button(f"{ui.tr('mistakes.page_forward')} ▶", key="mistakes_page_forward", on_click=turn, args=(page + 1,), disabled=page == pages, width="stretch")
 shown = indices[start:end].tolist()  # never more than lab.PER_PAGE thumbnails, however many mistakes
-st.image(
-    [ui.png_bytes(t) for t in lab.thumbnails(data.images[shown])],
-    caption=[caption(start + j + 1, i) for j, i in enumerate(shown)], width=lab.THUMBNAIL, output_format="PNG",
-)  # fmt: skip
-st.caption(ui.tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=count))
+pictures = lab.thumbnails(data.images[shown])
+with st.container(key="mistakes_gallery"):
+    for row in range(0, len(shown), lab.PER_ROW):
+        for column, j in zip(st.columns(lab.PER_ROW), range(row, min(row + lab.PER_ROW, len(shown)))):
+            picked = start + j + 1
+            column.image(ui.png_bytes(pictures[j]), width="stretch", output_format="PNG")
+            column.button(
+                caption(picked, shown[j]), key=f"mistakes_thumb_{j}", on_click=show, args=(picked,),
+                type="primary" if picked == number else "secondary", width="stretch",
+            )  # fmt: skip
 
 # ---- one image up close -----------------------------------------------------------------------
 st.subheader(ui.tr("mistakes.detail"))
-number = ui.int_choice("mistake", 1, 1, count)
-st.number_input(ui.tr("mistakes.choose"), min_value=1, max_value=count, step=1, key="mistake")
+back, choose, forward = st.columns([1, 4, 1], vertical_alignment="bottom")
+back.button(f"◀ {ui.tr('mistakes.image_back')}", key="mistakes_image_back", on_click=show, args=(number - 1,), disabled=number == 1, width="stretch")
+choose.number_input(ui.tr("mistakes.choose"), min_value=1, max_value=count, step=1, key="mistake", on_change=follow)
+forward.button(f"{ui.tr('mistakes.image_forward')} ▶", key="mistakes_image_forward", on_click=show, args=(number + 1,), disabled=number == count, width="stretch")
 index = int(indices[number - 1])
 true_class, predicted_class = int(labels[index]), int(predictions[index])
 true_name, predicted_name = classes[true_class], classes[predicted_class]  # as the model and folders spell them

@@ -261,3 +261,12 @@ def test_the_tour_lists_vits_only(monkeypatch):
     cnn = zoo.ModelSpec("some-cnn", "A CNN", "shipped", cifar10_cnn_config(), True, True, "a CNN")
     monkeypatch.setitem(zoo.REGISTRY, "some-cnn", cnn)
     assert "some-cnn" not in ui.tour_models() and zoo.default_name() in ui.tour_models()
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_sidebar_shows_the_whole_model_name(lang):
+    """The picker cuts a long name ("CIFAR-10 ViT (shipped, 80.4% tes"): the caption under it wraps the whole of it."""
+    at = open_page_in_one_run("app_pages/0_home.py", lang=lang)
+    spec = zoo.REGISTRY[zoo.default_name()]
+    captions = [c.value for c in at.sidebar.caption]
+    assert f"**{spec.title_in(lang)}**: {spec.description_in(lang)}" in captions

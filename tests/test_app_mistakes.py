@@ -2,7 +2,8 @@
 
 Every test uses a tiny ImageFolder made here (3 colour classes, 10 images each, 32x32) and a
 tiny random ViT whose class names are the folders', saved to a temporary file and chosen with
-session state ``custom_model``; ``data_dir`` points the page at the folder.
+session state ``custom_model``. The server's data folder is VITVIZ_DATA (``serve``): a visitor
+can neither see nor change it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tests.apptest import figure_array as _array
 from tests.apptest import errors, figure, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
-from vitviz import i18n, plots, ui, zoo
+from vitviz import i18n, lab, plots, ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.evaluate import EvalResult, evaluate, predictions_path, save_predictions, weights_hash
 from vitviz.model import VisionTransformer
@@ -52,6 +53,12 @@ def lab_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Eva
     return root / "test", model_path, result
 
 
+@pytest.fixture(autouse=True)
+def serve(lab_setup: tuple[Path, Path, EvalResult], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test's server has the tiny test folder as its data (VITVIZ_DATA)."""
+    monkeypatch.setenv("VITVIZ_DATA", str(lab_setup[0]))
+
+
 @pytest.fixture
 def csv_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The text of every ui.download_csv button, by widget key (AppTest keeps no media files)."""
@@ -71,13 +78,12 @@ def _rows(text: str) -> list[dict[str, str]]:
 
 
 def _captions(at) -> list[str]:  # noqa: ANN001 - an AppTest
-    """Captions of the gallery (the first st.image list on the page)."""
-    gallery = at.get("image")[0]
-    return [image.caption for image in gallery.proto.imgs]
+    """The gallery's thumbnail buttons, in order."""
+    return [button.label for button in at.button if str(button.key).startswith("mistakes_thumb_")]
 
 
 def _open(folder: Path, model_path: Path, **state: object):  # noqa: ANN202 - an AppTest
-    return open_page(PAGE, custom_model=str(model_path), data_dir=str(folder), **state)
+    return open_page(PAGE, custom_model=str(model_path), **state)
 
 
 def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:  # noqa: ANN001
@@ -86,10 +92,14 @@ def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:  # n
     assert errors(at) == []
     assert at.title[0].value == "Misclassification lab"
     assert any(f"`({result.n}, 3)`" in m.value for m in at.markdown)  # the header's probs shape
-    assert at.text_input(key="data_dir").value == str(folder)
+    assert [w.key for w in at.text_input if w.key != "custom_model"] == []  # no folder to type
+    on_screen = [e.value for e in (*at.markdown, *at.caption, *at.info)]
+    assert not [text for text in on_screen if str(folder) in text or str(folder.parent) in text]  # no server path
+    assert any("test split: 30 images" in text for text in on_screen)
     assert at.selectbox(key="mistakes_true").value == -1 == at.selectbox(key="mistakes_predicted").value  # (any)
     assert at.slider(key="mistakes_range").value == (0.0, 1.0) and at.checkbox(key="mistakes_confident").value is False
-    assert at.number_input(key="mistakes_page").value == 1 and at.number_input(key="mistake").value == 1
+    assert at.number_input(key="mistake").value == 1
+    assert at.button(key="mistakes_page_back").disabled and at.button(key="mistakes_image_back").disabled
     assert at.button(key="mistakes_open_tour") is not None
     charts = {chart.proto.id.rsplit("-", 1)[-1].removeprefix("mistakes_") for chart in at.get("plotly_chart")}
     assert {"per_class", "confusion", "top5", "map_predicted", "map_true", "lens"} <= charts
@@ -108,6 +118,39 @@ def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:  # n
     first = int(rows[0]["index"])
     true, predicted = CLASSES[int(result.labels[first])], CLASSES[int(result.predictions[first])]
     assert captions[0] == f"#1 {true} → {predicted} ({float(result.confidence[first]):.0%})"
+
+
+def test_thumbnails_and_previous_next_open_images_and_turn_pages(lab_setup, csv_texts, monkeypatch) -> None:  # noqa: ANN001
+    folder, model_path, result = lab_setup
+    monkeypatch.setattr(lab, "PER_PAGE", 4)  # pages of 4, so a few mistakes fill several pages
+    at = _open(folder, model_path)
+    rows = _rows(csv_texts["mistakes_csv"])
+    count = len(rows)
+    assert count >= 10 and errors(at) == []
+
+    def up_close() -> int:  # the dataset index of the image shown up close
+        (said,) = [m.value for m in at.markdown if m.value.startswith("`") and "true class" in m.value]
+        return next(int(r["index"]) for r in rows if f"`{r['file']}`" in said)
+
+    assert [label.split()[0] for label in _captions(at)] == ["#1", "#2", "#3", "#4"]
+    assert at.button(key="mistakes_thumb_0").proto.type == "primary"  # the image up close is marked
+    at.button(key="mistakes_thumb_2").click().run()  # a click on a thumbnail opens it
+    assert at.number_input(key="mistake").value == 3 and up_close() == int(rows[2]["index"])
+    assert at.button(key="mistakes_thumb_2").proto.type == "primary" and at.button(key="mistakes_thumb_0").proto.type == "secondary"
+    at.button(key="mistakes_page_forward").click().run()  # the gallery turns; the image up close stays
+    assert [label.split()[0] for label in _captions(at)] == ["#5", "#6", "#7", "#8"]
+    assert at.number_input(key="mistake").value == 3
+    assert any(f"images 5–8 of {count}" in c.value for c in at.caption)
+    at.button(key="mistakes_thumb_3").click().run()
+    assert at.number_input(key="mistake").value == 8
+    at.button(key="mistakes_image_forward").click().run()  # #9 lives on page 3: the gallery follows
+    assert at.number_input(key="mistake").value == 9 and up_close() == int(rows[8]["index"])
+    assert _captions(at)[0].startswith("#9 ")
+    at.button(key="mistakes_image_back").click().run()
+    assert at.number_input(key="mistake").value == 8 and _captions(at)[0].startswith("#5 ")
+    at.number_input(key="mistake").set_value(count).run()  # typed: the last image, on the last page
+    assert at.button(key="mistakes_image_forward").disabled and at.button(key="mistakes_page_forward").disabled
+    assert _captions(at)[-1].startswith(f"#{count} ") and errors(at) == []
 
 
 def test_choosing_a_confusion_cell_shows_exactly_that_cell(lab_setup, csv_texts) -> None:  # noqa: ANN001
@@ -138,7 +181,7 @@ def test_korean_and_a_model_without_cls(lab_setup, tmp_path) -> None:  # noqa: A
     torch.manual_seed(2)
     path = tmp_path / "no_cls.safetensors"
     zoo.save(VisionTransformer(TINY.replace(class_token=False, global_pool="avg")).eval(), path)
-    at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(path), data_dir=str(folder))
+    at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(path))
     assert errors(at) == []
     assert at.title[0].value == "오분류 실험실"
     assert at.selectbox(key="mistakes_true").options[0] == "(전체)"
@@ -200,17 +243,19 @@ def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:  # noqa: ANN
     monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: None)
     empty = tmp_path / "nothing here"
     empty.mkdir()
-    at = open_page(PAGE, data_dir=str(empty))
+    monkeypatch.setattr(vdata, "default_data_dir", lambda: empty)
+    at = open_page(PAGE)
     assert [e.value for e in at.exception] == []
     assert errors(at) == []
-    assert any(str(empty) in info.value and "ImageFolder" in info.value for info in at.info)
+    (said,) = [info.value for info in at.info]
+    assert "ImageFolder" in said and "--data" in said and str(empty) not in said
     assert at.button(key="mistakes_download") is not None
     assert at.get("plotly_chart") == []
 
 
 def test_a_model_for_other_classes_gets_a_sentence(lab_setup) -> None:  # noqa: ANN001
     folder, _, _ = lab_setup
-    at = open_page(PAGE, data_dir=str(folder))  # the default model predicts the 10 CIFAR-10 classes
+    at = open_page(PAGE)  # the default model predicts the 10 CIFAR-10 classes
     assert errors(at) == []
     assert any("10 classes" in info.value for info in at.info)
 
@@ -228,7 +273,6 @@ def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None: 
     assert at.session_state["source"] == "cifar"
     assert at.session_state["cifar"] == f"{class_name}/{index_in_class}"
     assert (at.session_state["cifar_class"], at.session_state["cifar_index"]) == (class_name, index_in_class)
-    assert at.session_state["lab_data_dir"] == str(folder.resolve())  # the sidebar reads the lab's folder
     expected = (folder / result.files[chosen]).read_bytes()
     assert vdata.folder_image_bytes(folder, class_name, index_in_class) == expected
     (grid,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_grid")]
@@ -246,9 +290,9 @@ def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None: 
     assert said.startswith("Wrong.") and f"**{class_name}**" in said and f"the model says **{top}**" in said
     if class_name in bar["y"]:
         assert bar["marker"]["color"][bar["y"].index(class_name)] == plots.TRUE_COLOUR
-    at.switch_page(PAGE).run()  # back in the lab, the folder is still the one chosen
+    at.switch_page(PAGE).run()  # back in the lab, the same image is still the one up close
     assert errors(at) == []
-    assert at.text_input(key="data_dir").value == str(folder)
+    assert at.number_input(key="mistake").value == 2
 
 
 def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
@@ -256,7 +300,7 @@ def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
     right = int((~result.wrong).nonzero()[0])
     class_name, _, file_name = result.files[right].partition("/")
     index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
-    at = open_page(None, custom_model=str(model_path), lab_data_dir=str(folder), source="cifar", cifar=f"{class_name}/{index_in_class}")
+    at = open_page(None, custom_model=str(model_path), source="cifar", cifar=f"{class_name}/{index_in_class}")
     assert errors(at) == []
     (said,) = [e.value for e in at.success]
     assert said.startswith("Right.") and f"**{class_name}**" in said
@@ -287,7 +331,7 @@ def test_korean_class_names_on_screen_and_the_files_names_in_downloads(lab_setup
     for name, word in korean.items():  # the colour classes get translations, as CIFAR-10's have
         monkeypatch.setitem(i18n.CLASS_NAMES, name, {"ko": word})
     shown = [f"{korean[c]} ({c})" for c in result.classes]
-    at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(model_path), data_dir=str(folder))
+    at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(model_path))
     assert errors(at) == []
     assert figure(at, "mistakes_per_class")["data"][0]["y"] == shown
     matrix = figure(at, "mistakes_confusion")["data"][0]
@@ -311,7 +355,7 @@ def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monke
     class_name, _, file_name = result.files[wrong].partition("/")
     index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
     at = open_page_in_one_run(
-        "app_pages/0_home.py", lang="ko", custom_model=str(model_path), lab_data_dir=str(folder),
+        "app_pages/0_home.py", lang="ko", custom_model=str(model_path),
         source="cifar", cifar=f"{class_name}/{index_in_class}",
     )  # fmt: skip
     assert errors(at) == []

@@ -102,7 +102,7 @@ def test_fuzz_only_image_errors_and_rgb_uint8(data):
 
 def test_caches_are_bounded():
     for cached in (
-        ui.cached_model, ui.cached_trace, ui.cached_image, ui._found_cifar_root, ui._image_folder,
+        ui.cached_model, ui.cached_trace, ui.cached_image,
         ui.cached_test_set, ui.cached_evaluation,
     ):  # fmt: skip
         assert cached._info.max_entries is not None, cached

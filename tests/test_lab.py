@@ -143,9 +143,13 @@ def test_locate_test_data(tmp_path: Path) -> None:
 def test_default_test_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: None)
     monkeypatch.setenv("VITVIZ_DATA", str(tmp_path))
-    assert lab.default_test_root() == tmp_path
+    assert lab.default_test_root([]) == tmp_path
     monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: tmp_path / "found")
-    assert lab.default_test_root() == tmp_path / "found"
+    assert lab.default_test_root([]) == tmp_path / "found"
+    # the server's command line wins: streamlit run app.py -- --data FOLDER
+    assert lab.default_test_root(["--data", str(tmp_path / "flag")]) == tmp_path / "flag"
+    assert lab.default_test_root(["--other", "x", f"--data={tmp_path / 'flag'}"]) == tmp_path / "flag"
+    assert lab.data_flag(["--dataset", "x"]) is None and lab.data_flag([]) is None
 
 
 def test_class_position_opens_the_same_file(tmp_path: Path) -> None:

@@ -1010,24 +1010,26 @@ TEXT: dict[str, dict[str, str]] = {
             "클래스를 찾으려고 각각 어디를 봤는지, 그리고 정답 클래스가 몇 번째 블록에서 밀려났는지 볼 수 있습니다."
         ),
     },
-    "mistakes.data_dir": {"en": "Test images (ImageFolder or CIFAR-10 folder)", "ko": "테스트 이미지 (ImageFolder 또는 CIFAR-10 폴더)"},
-    "mistakes.data_dir_help": {
-        "en": "A folder with one subfolder of images per class (root/test/<class>/ or root/<class>/), or torchvision's CIFAR-10 folder.",
-        "ko": "클래스마다 이미지 하위 폴더가 하나씩 있는 폴더(root/test/<class>/ 또는 root/<class>/), 또는 torchvision의 CIFAR-10 폴더입니다.",
-    },
     "mistakes.no_data": {
         "en": (
-            "No test images at `{folder}`: enter the folder of an ImageFolder copy of CIFAR-10 (such as "
-            "../shared/data/cifar10-jpeg), or, with a network, download CIFAR-10 there with the button below (about 170 MB)."
+            "This server has no test images. Whoever runs it can point it at an ImageFolder copy of CIFAR-10 "
+            "(`streamlit run app.py -- --data FOLDER`, or the VITVIZ_DATA variable), or, with a network, download "
+            "CIFAR-10 with the button below (about 170 MB)."
         ),
         "ko": (
-            "`{folder}`에 테스트 이미지가 없습니다. CIFAR-10 ImageFolder 사본의 폴더(예: ../shared/data/cifar10-jpeg)를 "
-            "입력하거나, 네트워크가 된다면 아래 버튼으로 그곳에 CIFAR-10을 내려받으세요(약 170 MB)."
+            "이 서버에는 테스트 이미지가 없습니다. 서버를 실행하는 사람이 CIFAR-10 ImageFolder 사본을 지정하거나"
+            "(`streamlit run app.py -- --data FOLDER` 또는 VITVIZ_DATA 변수), 네트워크가 된다면 아래 버튼으로 "
+            "CIFAR-10을 내려받을 수 있습니다(약 170 MB)."
         ),
     },
     "mistakes.bad_data": {
-        "en": "The test images in `{folder}` could not be read: {message}",
-        "ko": "`{folder}`의 테스트 이미지를 읽지 못했습니다: {message}",
+        "en": "This server's test images could not be read: {message}",
+        "ko": "이 서버의 테스트 이미지를 읽지 못했습니다: {message}",
+    },
+    "mistakes.data": {"en": "On the {dataset} test split: {n} images.", "ko": "{dataset} 테스트 세트 {n}장 기준입니다."},
+    "mistakes.stored": {
+        "en": "These results were stored when the model was first evaluated (or shipped with it); the speed is that run's.",
+        "ko": "이 결과는 모델을 처음 평가할 때(또는 모델과 함께 제공될 때) 저장된 것이며, 속도도 그때 잰 값입니다.",
     },
     "mistakes.download": {"en": "Download CIFAR-10 with torchvision", "ko": "torchvision으로 CIFAR-10 내려받기"},
     "mistakes.downloading": {"en": "Downloading CIFAR-10…", "ko": "CIFAR-10을 내려받는 중…"},
@@ -1064,14 +1066,17 @@ TEXT: dict[str, dict[str, str]] = {
         "ko": "조건에 맞는 이미지가 없습니다. 확신도 범위를 넓히거나 다른 클래스를 고르세요.",
     },
     "mistakes.gallery": {"en": "Gallery", "ko": "갤러리"},
-    "mistakes.page": {"en": "Page", "ko": "페이지"},
+    "mistakes.page_back": {"en": "Previous page", "ko": "이전 쪽"},
+    "mistakes.page_forward": {"en": "Next page", "ko": "다음 쪽"},
+    "mistakes.image_back": {"en": "Previous image", "ko": "이전 이미지"},
+    "mistakes.image_forward": {"en": "Next image", "ko": "다음 이미지"},
     "mistakes.page_of": {
         "en": "Page {page} of {pages}: images {start}–{stop} of {count}, most confident first.",
         "ko": "{pages}쪽 중 {page}쪽: {count}장 중 {start}–{stop}번째, 확신이 높은 것부터.",
     },
     "mistakes.caption": {"en": "#{n} {true} → {predicted} ({confidence})", "ko": "#{n} {true} → {predicted} ({confidence})"},
     "mistakes.detail": {"en": "One image up close", "ko": "이미지 하나 자세히 보기"},
-    "mistakes.choose": {"en": "Image number (#) in the list above", "ko": "위 목록의 이미지 번호 (#)"},
+    "mistakes.choose": {"en": "Image number (#) in the gallery: click a thumbnail, or type", "ko": "갤러리의 이미지 번호 (#): 썸네일을 누르거나 입력하세요"},
     "mistakes.verdict": {
         "en": "`{file}`: true class **{true}**, predicted **{predicted}** with probability {confidence}.",
         "ko": "`{file}`: 정답 클래스 **{true}**, 예측 **{predicted}** (확률 {confidence}).",

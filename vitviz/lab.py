@@ -8,8 +8,10 @@ in ``vitviz.ui`` (``cached_test_set``, ``cached_evaluation``); nothing here talk
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -23,6 +25,7 @@ from vitviz import data as vdata
 from vitviz.evaluate import EvalResult
 
 PER_PAGE = 24  # thumbnails per gallery page
+PER_ROW = 8  # thumbnails per gallery row
 THUMBNAIL = 96  # pixels on the longer side of a gallery thumbnail
 TORCHVISION_FOLDER = "cifar-10-batches-py"  # where torchvision keeps CIFAR-10 under its root
 
@@ -34,10 +37,22 @@ DataKind = Literal["folder", "torchvision"]
 # ---------------------------------------------------------------------------------------------
 
 
-def default_test_root() -> Path:
-    """The folder the lab opens with: a CIFAR-10 test ImageFolder found on this machine
-    (``vitviz.data.find_cifar_test_folder``: VITVIZ_DATA, then ``../shared/data/cifar10-jpeg``),
-    else VITVIZ_DATA or the cache folder where torchvision would download CIFAR-10."""
+def data_flag(argv: Sequence[str]) -> str | None:
+    """The folder given on the server's command line, ``streamlit run app.py -- --data FOLDER``."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--data", default=None)
+    return parser.parse_known_args(list(argv))[0].data or None
+
+
+def default_test_root(argv: Sequence[str] | None = None) -> Path:
+    """The server's test images, chosen by whoever runs it and never by a visitor: the folder of
+    ``--data`` on the command line (``argv``, default ``sys.argv[1:]``), else a CIFAR-10 test
+    ImageFolder found on this machine (``vitviz.data.find_cifar_test_folder``: VITVIZ_DATA, then
+    ``../shared/data/cifar10-jpeg``), else VITVIZ_DATA or the cache folder where torchvision
+    would download CIFAR-10."""
+    flag = data_flag(sys.argv[1:] if argv is None else argv)
+    if flag:
+        return Path(flag).expanduser()
     folder = vdata.find_cifar_test_folder()
     return folder if folder is not None else vdata.default_data_dir()
 

@@ -20,7 +20,7 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis, plots
+from vitviz import analysis, lab, plots
 from vitviz import data as vdata
 from vitviz import zoo
 from vitviz.config import ViTConfig
@@ -125,23 +125,10 @@ def cached_image(image_bytes: bytes, language: str) -> tuple[np.ndarray, list[st
 
 
 def cifar_root() -> str | None:
-    """The CIFAR-10 test ImageFolder: the misclassification lab's folder (session state
-    "lab_data_dir") when it is one, else one found on this machine."""
-    chosen = str(st.session_state.get("lab_data_dir") or "").strip()
-    return (_image_folder(chosen) if chosen else None) or _found_cifar_root()
-
-
-@st.cache_data(max_entries=4, ttl=600, show_spinner=False)
-def _found_cifar_root() -> str | None:
-    folder = vdata.find_cifar_test_folder()
-    return str(folder) if folder else None
-
-
-@st.cache_data(max_entries=8, ttl=600, show_spinner=False)
-def _image_folder(root: str) -> str | None:
-    path = Path(root).expanduser()
-    folder = vdata.find_image_folder(path, "test") if path.is_dir() else None
-    return str(folder) if folder else None
+    """The server's test ImageFolder (``lab.default_test_root``), which the sidebar's CIFAR-10
+    picker and the misclassification lab both read, or None when the server has none."""
+    located = lab.locate_test_data(lab.default_test_root())
+    return str(located[1]) if located and located[0] == "folder" else None
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -207,6 +194,11 @@ class Choices:
     pos: int | None = None
     mistakes_true: int | None = None  # the lab's filters (class indices, or the lab's "any")
     mistakes_predicted: int | None = None
+    mistakes_range: tuple[float, float] | None = None  # the lab's confidence range
+    mistakes_confident: bool | None = None  # "only confidently wrong"
+    mistakes_threshold: float | None = None
+    mistakes_page: int | None = None  # the lab's gallery page, from 1
+    mistake: int | None = None  # the image the lab shows up close: its # in the filtered list, from 1
     present: bool | None = None  # presenter mode: no sidebar, larger type, keys for a clicker
 
 
@@ -223,7 +215,13 @@ SOURCES = ("sample", "upload", "cifar")
 def tour_models() -> list[str]:
     """The registry's ViTs: the tour explains patches, tokens and attention, which a CNN has not."""
     return [name for name, spec in zoo.REGISTRY.items() if not spec.is_cnn]
-_INT_CHOICES = {"cifar_index", "step", "layer", "head", "query", "patch", "pos", "mistakes_true", "mistakes_predicted"}
+_INT_CHOICES = {
+    "cifar_index", "step", "layer", "head", "query", "patch", "pos", "mistakes_true", "mistakes_predicted", "mistakes_page", "mistake",
+}  # fmt: skip
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_valid(name: str, value: object) -> bool:
@@ -237,8 +235,12 @@ def _is_valid(name: str, value: object) -> bool:
         return False
     if name in _INT_CHOICES:
         return isinstance(value, int) and not isinstance(value, bool)
-    if name == "present":
+    if name in ("present", "mistakes_confident"):
         return isinstance(value, bool)
+    if name == "mistakes_threshold":
+        return _is_number(value)
+    if name == "mistakes_range":
+        return isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_number(v) for v in value)
     if name == "lang":
         return value in LANGUAGES
     if name == "model":
@@ -350,9 +352,21 @@ def sample_names() -> list[str]:
     return sorted(names, key=lambda n: n != DEFAULT_SAMPLE)
 
 
+# Korean wraps between words, never inside one ("자동차", not "자동/차" under a thumbnail); the
+# lab's thumbnail buttons wrap their captions instead of cutting them.
+_STYLE = """
+<style>
+  [data-testid="stAppViewContainer"], [data-testid="stSidebar"],
+  :is([data-testid="stAppViewContainer"], [data-testid="stSidebar"]) :is(p, li, span, label, button) { word-break: keep-all; overflow-wrap: break-word; }
+  .st-key-mistakes_gallery button, .st-key-mistakes_gallery button * { white-space: normal; overflow: visible; text-overflow: clip; height: auto; }
+</style>
+"""
+
+
 def sidebar() -> None:
     """Draw the shared sidebar and store the user's choices in session state."""
     init_state()
+    st.html(_STYLE)
     side = st.sidebar
     codes = list(LANGUAGES)
     side.radio(tr("sidebar.language"), codes, format_func=LANGUAGES.get, key="lang", horizontal=True)
@@ -370,6 +384,9 @@ def sidebar() -> None:
     custom = side.text_input(tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224")
     if custom.strip():
         side.caption(tr("sidebar.custom_in_use"))
+    else:  # the picker cuts a long name: the whole of it, and what the model is, wrap below
+        spec = zoo.REGISTRY[st.session_state["model"]]
+        side.caption(f"**{spec.title_in(lang())}**: {spec.description_in(lang())}")
     set_param("model", custom.strip() or st.session_state["model"])
 
     side.subheader(tr("sidebar.image"))
