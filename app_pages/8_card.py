@@ -57,7 +57,10 @@ if history:
         st.info(ui.tr("card.interim", epochs=card.get("epochs"), total=planned or "?"))
     starts = [1 + sum(stage["epochs"] for stage in stages[:i]) for i in range(len(stages))]  # each stage's first epoch
     if len(stages) > 1:
-        parts = [ui.tr("card.stage", name=stage["name"], first=first, last=first + stage["epochs"] - 1) for stage, first in zip(stages, starts)]
+        parts = [
+            ui.tr("card.stage", n=n, name=stage["name"], first=first, last=first + stage["epochs"] - 1)
+            for n, (stage, first) in enumerate(zip(stages, starts), start=1)
+        ]  # fmt: skip
         st.caption(ui.tr("card.stages", count=len(stages), stages=" → ".join(parts)))
     labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_LABELS}
     st.plotly_chart(plots.training_curves(history, labels, planned, starts[1:]), width="stretch", key="card_curves")
@@ -68,24 +71,27 @@ if history:
         ui.tr("card.wall_time"): f"{card.get('wall_time_s', 0) / 3600:.1f} h",
         ui.tr("card.hardware"): card.get("hardware", "-"),
     }
-    left, right = st.columns([3, 2])
+    left, right = st.columns([2, 3])
     left.dataframe(
         [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()],
         hide_index=True, width="stretch", height=ui.table_height(len(facts)),
     )  # fmt: skip
-    with right.expander(ui.tr("card.recipe"), expanded=True):
-        rows = plots.recipe_rows([stage["recipe"] for stage in stages] or [card.get("recipe", {})])
-        columns = [stage["name"] for stage in stages] if len(stages) > 1 else [ui.tr("card.col.value")]
-        st.dataframe(
-            [{ui.tr("card.col.setting"): setting, **dict(zip(columns, values))} for setting, values in rows],
-            hide_index=True, width="stretch", height=ui.table_height(len(rows)),
-        )  # fmt: skip
     per_class = card.get("evaluated", {}).get("per_class_accuracy") or {}
     if per_class:
-        left.plotly_chart(
+        right.plotly_chart(
             plots.bars([ui.label(c) for c in per_class], list(per_class.values()), title=ui.tr("card.per_class"), height=120 + 30 * len(per_class)),
             width="stretch", key="card_per_class",
         )  # fmt: skip
+    # The recipe across the page's width: one column per stage, and the epochs each stage ran.
+    st.markdown(f"**{ui.tr('card.recipe')}**")
+    recipes = [stage["recipe"] for stage in stages] or [card.get("recipe", {})]
+    run_epochs = [stage["epochs"] for stage in stages] if stages else [card["epochs"]] if card.get("epochs") else None
+    rows = plots.recipe_rows(recipes, run_epochs, cut_short=ui.tr("card.cut_short"))
+    columns = [ui.tr("card.col.stage", n=n) for n in range(1, len(stages) + 1)] if len(stages) > 1 else [ui.tr("card.col.value")]
+    st.dataframe(
+        [{ui.tr("card.col.setting"): setting, **dict(zip(columns, values))} for setting, values in rows],
+        hide_index=True, width="stretch", height=ui.table_height(len(rows)),
+    )  # fmt: skip
     ui.download_csv("download.csv", "training_history.csv", "card_csv", plots.history_csv(history))
 else:
     st.info(ui.tr("card.no_history"))

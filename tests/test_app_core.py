@@ -183,16 +183,16 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     train(TrainConfig(name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"), **recipe), out=tmp_path / "second")
     at = open_page_in_one_run("app_pages/8_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
     assert errors(at) == []
-    assert any("2 stages" in c.value and "first (epochs 1-2) → second (epochs 3-5)" in c.value for c in at.caption)
+    assert any("2 stages" in c.value and "stage 1, first (epochs 1-2) → stage 2, second (epochs 3-5)" in c.value for c in at.caption)
     curves = plotly_figures(at)[0]
     lr = [trace for trace in curves["data"] if trace["name"] == "learning rate"][0]
     assert lr["x"] == [1, 2, 3, 4, 5]
     assert lr["y"][0] > lr["y"][1] < lr["y"][2] <= 5e-4  # decays, then the second stage starts its own schedule
     assert sorted(shape["x0"] for shape in curves["layout"]["shapes"]) == [2.5, 2.5, 2.5]  # a line in each panel
-    assert [a["text"] for a in curves["layout"]["annotations"] if "stage" in a["text"]] == ["stage 2"] * 3
+    assert [a["text"] for a in curves["layout"]["annotations"] if "stage" in a["text"]] == ["stage 2"]  # labelled once
     table = at.dataframe[3].value
-    assert list(table.columns) == ["Setting", "first", "second"]
-    rows = dict(zip(table["Setting"], zip(table["first"], table["second"])))
+    assert list(table.columns) == ["Setting", "stage 1", "stage 2"]  # every stage fits across the page
+    rows = dict(zip(table["Setting"], zip(table["stage 1"], table["stage 2"])))
     assert rows["lr"] == ("0.003", "0.0005") and rows["epochs"] == ("2", "3")
     assert "init_from" not in rows and "data" not in rows
     facts = dict(zip(at.dataframe[2].value["Fact"], at.dataframe[2].value["Value"]))

@@ -761,6 +761,9 @@ CURVE_LABELS = {
 }  # fmt: skip
 
 
+STAGE_LABEL_STEP = 13  # pixels between the staggered stage labels
+
+
 def training_curves(
     history: Sequence[dict], labels: dict[str, str] | None = None, total_epochs: int | None = None,
     stage_starts: Sequence[int] = (),
@@ -774,7 +777,9 @@ def training_curves(
         total_epochs: the planned length of the run: the x axes span it, so an unfinished run
             shows how far it has come.
         stage_starts: the first epoch of every stage after the first (a run that went on from
-            another run's weights with a schedule of its own): a dashed line marks each.
+            another run's weights with a schedule of its own): a dashed line marks each in every
+            panel, labelled in the accuracy panel above its 100% line at three staggered heights,
+            so stages a few epochs apart keep their labels apart and off the curves.
     """
     text = {**CURVE_LABELS, **(labels or {})}
     epochs = [row["epoch"] for row in history]
@@ -790,13 +795,15 @@ def training_curves(
     fig.update_xaxes(title_text=text["epoch"])
     if total_epochs and total_epochs > max(epochs, default=0):
         fig.update_xaxes(range=[0.5, total_epochs + 0.5])
-    fig.update_yaxes(tickformat=".0%", range=[0, 1], row=1, col=2)  # the whole scale: how far from 100%
+    headroom = 1.0 + 0.06 * min(len(stage_starts), 3) if stage_starts else 1.0  # room above 100% for the stage labels
+    fig.update_yaxes(tickformat=".0%", range=[0, headroom], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], row=1, col=2)  # the whole scale: how far from 100%
     for n, start in enumerate(stage_starts, start=2):
-        for col in (1, 2, 3):
-            fig.add_vline(
-                x=start - 0.5, line_dash="dash", line_color="gray", row=1, col=col,
-                annotation_text=text["stage"].format(n=n), annotation_position="top right",
-            )  # fmt: skip
+        for col in (1, 3):
+            fig.add_vline(x=start - 0.5, line_dash="dash", line_color="gray", row=1, col=col)
+        fig.add_vline(
+            x=start - 0.5, line_dash="dash", line_color="gray", row=1, col=2, annotation_text=text["stage"].format(n=n),
+            annotation_position="top right", annotation_yshift=-STAGE_LABEL_STEP * ((n - 2) % 3), annotation_font_size=11,
+        )  # fmt: skip
     fig.update_layout(height=340, margin=dict(l=4, r=4, t=40, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
     return fig
 
@@ -804,14 +811,27 @@ def training_curves(
 RECIPE_HIDDEN = ("name", "data", "model", "threads", "eval_every", "init_from")  # where and how it ran, not what it learned from
 
 
-def recipe_rows(recipes: Sequence[dict]) -> list[tuple[str, list[str]]]:
+def recipe_rows(
+    recipes: Sequence[dict], run_epochs: Sequence[int] | None = None, cut_short: str = "{run} of {planned}"
+) -> list[tuple[str, list[str]]]:
     """The training recipe as table rows, one value per stage: [(setting, [value per stage])].
 
     Settings that say where or how a run ran rather than what it learned from are left out, and
     so are settings that are unset in every stage.
+
+    Args:
+        recipes: each stage's recipe (its "epochs" is what the stage planned).
+        run_epochs: the epochs each stage really ran; a stage stopped early reads
+            ``cut_short`` ("10 of 28"), one that ran its plan just the number.
     """
     keys = [k for k in dict.fromkeys(k for recipe in recipes for k in recipe) if k not in RECIPE_HIDDEN]
     rows = [(k, ["-" if recipe.get(k) is None else str(recipe[k]) for recipe in recipes]) for k in keys]
+    if run_epochs is not None:
+        ran = [
+            str(run) if recipe.get("epochs") in (None, run) else cut_short.format(run=run, planned=recipe["epochs"])
+            for recipe, run in zip(recipes, run_epochs)
+        ]  # fmt: skip
+        rows = [(k, ran if k == "epochs" else values) for k, values in rows]
     return [(k, values) for k, values in rows if any(v != "-" for v in values)]
 
 
