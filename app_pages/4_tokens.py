@@ -19,8 +19,8 @@ cls_row = {0: "[CLS]"} if prefix else None
 if not prefix:
     st.info(ui.tr("tokens.no_cls"))
 left, right = st.columns(2)
-before = plots.token_matrix(trace.patch_tokens[0].numpy(), title=ui.tr("tokens.before", n=count, d=dim))
-after = plots.token_matrix(trace.tokens[0].numpy(), title=ui.tr("tokens.after", t=trace.tokens.shape[1], d=dim), marked=cls_row)
+before = plots.token_matrix(trace.patch_tokens[0].numpy(), title=ui.tr("tokens.before", n=count, d=dim), y_title=ui.tr("tokens.axis_token"), x_title=ui.tr("tokens.axis_channel"))
+after = plots.token_matrix(trace.tokens[0].numpy(), title=ui.tr("tokens.after", t=trace.tokens.shape[1], d=dim), marked=cls_row, y_title=ui.tr("tokens.axis_token"), x_title=ui.tr("tokens.axis_channel"))
 left.plotly_chart(before, width="stretch", key="tokens_before")
 right.plotly_chart(after, width="stretch", key="tokens_after")
 cls_tex = r"x_\mathrm{class};\; " if prefix else ""
@@ -38,7 +38,7 @@ else:
         st.info(ui.tr("tokens.pos_untrained"))
 pos_embed = cur.model.pos_embed.detach()[0].cpu()  # (T, D)
 st.plotly_chart(
-    plots.token_matrix(pos_embed.numpy(), title=ui.tr("tokens.pos_title", t=pos_embed.shape[0], d=dim), marked=cls_row),
+    plots.token_matrix(pos_embed.numpy(), title=ui.tr("tokens.pos_title", t=pos_embed.shape[0], d=dim), marked=cls_row, y_title=ui.tr("tokens.axis_token"), x_title=ui.tr("tokens.axis_channel")),
     width="stretch", key="tokens_pos_embed",
 )  # fmt: skip
 

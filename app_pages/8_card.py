@@ -43,7 +43,7 @@ with right:
 def split_text(facts: dict) -> str:
     """A dataset split as the card records it: "CIFAR-10 (JPEG copy), 10,000 images"."""
     if facts.get("dataset"):
-        return ui.tr("card.split", dataset=facts["dataset"], n=f"{facts.get('images', 0):,}")
+        return ui.tr("card.split", dataset=ui.dataset_text(facts["dataset"]), n=f"{facts.get('images', 0):,}")
     return str(facts.get("source") or "-")
 
 
@@ -69,7 +69,7 @@ if history:
         ui.tr("card.tested_on"): split_text(card.get("tested_on", {})),
         ui.tr("card.epochs"): card.get("epochs", "-"),
         ui.tr("card.wall_time"): f"{card.get('wall_time_s', 0) / 3600:.1f} h",
-        ui.tr("card.hardware"): card.get("hardware", "-"),
+        ui.tr("card.hardware"): ui.hardware_text(card.get("hardware", "-")),
     }
     left, right = st.columns([2, 3])
     left.dataframe(

@@ -64,6 +64,9 @@ TEXT: dict[str, dict[str, str]] = {
         "ko": "CIFAR-10 폴더가 없습니다. CIFAR-10 ImageFolder 사본을 VITVIZ_DATA로 지정하면 볼 수 있습니다.",
     },
     "sidebar.device": {"en": "Running on", "ko": "실행 장치"},
+    "sidebar.device_cpu": {"en": "CPU ({threads} threads)", "ko": "CPU (스레드 {threads}개)"},
+    "data.cifar10_jpeg": {"en": "CIFAR-10 (JPEG copy)", "ko": "CIFAR-10 (JPEG 사본)"},
+    "data.cifar10_folder": {"en": "CIFAR-10 (image folder)", "ko": "CIFAR-10 (이미지 폴더)"},
     "sidebar.untrained": {
         "en": "This model has random weights: its attention and predictions show the mechanics, not learned behaviour.",
         "ko": "이 모델은 무작위 가중치입니다. 어텐션과 예측은 작동 방식만 보여 줄 뿐, 학습된 행동이 아닙니다.",
@@ -265,6 +268,16 @@ TEXT: dict[str, dict[str, str]] = {
     "input.channels": {"en": "The normalised input, channel by channel", "ko": "정규화된 입력 (채널별)"},
     "input.hist_before": {"en": "Pixel values in [0, 1]", "ko": "[0, 1] 범위의 픽셀 값"},
     "input.hist_after": {"en": "After normalisation (centred near 0)", "ko": "정규화 뒤 (0 근처에 모임)"},
+    "input.hist_x_before": {"en": "pixel value / 255", "ko": "픽셀 값 / 255"},
+    "input.hist_x_after": {"en": "normalised value (x - mean) / std", "ko": "정규화된 값 (x - mean) / std"},
+    "input.hist_y": {"en": "number of pixels", "ko": "픽셀 수"},
+    "input.normalised_channel": {"en": "{channel} normalised", "ko": "정규화된 {channel}"},
+    "input.shorter_side": {"en": "{size} (shorter side)", "ko": "{size} (짧은 변)"},
+    "input.step.resize": {"en": "resize", "ko": "크기 조정"},
+    "input.step.crop": {"en": "center crop", "ko": "가운데 자르기"},
+    "input.step.scale": {"en": "to [0, 1]", "ko": "[0, 1]로"},
+    "input.step.scale_value": {"en": "pixel / 255", "ko": "픽셀 / 255"},
+    "input.step.normalise": {"en": "normalise", "ko": "정규화"},
     # ---- 2. patches --------------------------------------------------------------------------
     "patches.intro": {
         "en": (
@@ -468,12 +481,12 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "tokens.own_range_note": {
         "en": (
-            "Each map uses its own colour range, given in its title: fixed sine-cosine tables are similar almost "
-            "everywhere, and only their own range shows their pattern."
+            "Each map uses its own colour range, read on the colour bar beside it: fixed sine-cosine tables are "
+            "similar almost everywhere, and only their own range shows their pattern."
         ),
         "ko": (
-            "각 그림은 제목에 적힌 자기 범위로 색을 칠했습니다. 고정된 sine-cosine 표는 거의 모든 곳이 비슷해서, "
-            "자기 범위로 봐야 패턴이 보입니다."
+            "각 그림은 옆의 색 막대에 적힌 자기 범위로 색을 칠했습니다. 고정된 사인·코사인 표는 거의 모든 곳이 "
+            "비슷해서, 자기 범위로 봐야 패턴이 보입니다."
         ),
     },
     "tokens.compare": {"en": "Learned, 1D sinusoidal and 2D sine-cosine embeddings", "ko": "학습된 임베딩, 1D sinusoidal, 2D sine-cosine 비교"},
@@ -492,8 +505,10 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "tokens.kind.learned": {"en": "(a) this model (learned)", "ko": "(a) 이 모델 (학습됨)"},
     "tokens.kind.fixed": {"en": "(a) this model (fixed 2D)", "ko": "(a) 이 모델 (고정 2D)"},
-    "tokens.kind.sincos_1d": {"en": "(b) 1D sinusoidal", "ko": "(b) 1D sinusoidal"},
-    "tokens.kind.sincos_2d": {"en": "(c) 2D sine-cosine", "ko": "(c) 2D sine-cosine"},
+    "tokens.kind.sincos_1d": {"en": "(b) 1D sinusoidal", "ko": "(b) 1D 사인파 (sinusoidal)"},
+    "tokens.kind.sincos_2d": {"en": "(c) 2D sine-cosine", "ko": "(c) 2D 사인·코사인"},
+    "tokens.axis_token": {"en": "token", "ko": "토큰"},
+    "tokens.axis_channel": {"en": "channel (D)", "ko": "채널 (D)"},
     "tokens.download": {"en": "Download pos_embed and the similarities (NPZ)", "ko": "pos_embed와 유사도 내려받기 (NPZ)"},
     # (end of 4. tokens)
     # ---- 5. attention ----
@@ -800,7 +815,7 @@ TEXT: dict[str, dict[str, str]] = {
             "얼마나 비슷한지 보여 줍니다."
         ),
     },
-    "block.series.residual_norm": {"en": "residual stream ‖x‖", "ko": "residual stream ‖x‖"},
+    "block.series.residual_norm": {"en": "residual stream ‖x‖", "ko": "잔차 stream ‖x‖"},
     "block.series.attn_norm": {"en": "attention branch", "ko": "attention 가지"},
     "block.series.mlp_norm": {"en": "MLP branch", "ko": "MLP 가지"},
     "block.series.cosine": {"en": "cosine(input, output)", "ko": "코사인(입력, 출력)"},
@@ -981,6 +996,7 @@ TEXT: dict[str, dict[str, str]] = {
     "card.epochs": {"en": "Epochs", "ko": "에폭 수"},
     "card.wall_time": {"en": "Training time", "ko": "학습 시간"},
     "card.hardware": {"en": "Hardware", "ko": "하드웨어"},
+    "card.hardware_cpu": {"en": "CPU ({name}, {threads} threads)", "ko": "CPU ({name}, 스레드 {threads}개)"},
     "card.recipe": {"en": "Training recipe (epochs: as run, of those planned)", "ko": "학습 설정 (에폭: 실제로 학습한 수 / 계획한 수)"},
     "card.cut_short": {"en": "{run} of {planned}", "ko": "{planned} 중 {run}"},
     "card.col.stage": {"en": "stage {n}", "ko": "{n}단계"},
@@ -1154,6 +1170,15 @@ TEXT: dict[str, dict[str, str]] = {
 
 # Class names as models and datasets spell them, in the other languages: CIFAR-10's ten. A class
 # with no entry (ImageNet's thousand, a user's own) is shown as the model names it.
+# English words a Korean page keeps on purpose: names of the model's parts and operations as
+# the paper and the code write them (Korean ML texts write them so too), units and file formats.
+# tests/test_korean_pages.py fails on any other English word a Korean page shows.
+KEPT_TERMS = frozenset(
+    """vit cls mlp gelu relu layernorm linear softmax attention rollout query key stream norm attn qkv proj
+    cos mean std logit lens cifar jpeg gflop cpu gpu pca conv""".split()
+)
+
+
 CLASS_NAMES: dict[str, dict[str, str]] = {
     "airplane": {"ko": "비행기"}, "automobile": {"ko": "자동차"}, "bird": {"ko": "새"}, "cat": {"ko": "고양이"},
     "deer": {"ko": "사슴"}, "dog": {"ko": "개"}, "frog": {"ko": "개구리"}, "horse": {"ko": "말"},

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 FONT = dict(size=15)
@@ -233,13 +234,16 @@ def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -
     return fig
 
 
-def histogram(series: dict[str, np.ndarray], title: str | None = None, height: int = 280, x_title: str | None = None) -> go.Figure:
+def histogram(
+    series: dict[str, np.ndarray], title: str | None = None, height: int = 280, x_title: str | None = None,
+    y_title: str | None = None,
+) -> go.Figure:  # fmt: skip
     """Overlaid histograms of named value arrays."""
     fig = go.Figure()
     for (name, values), colour in zip(series.items(), CHANNEL_COLOURS * 3):
         fig.add_trace(go.Histogram(x=np.asarray(values).ravel(), name=name, opacity=0.6, nbinsx=60, marker_color=colour))
     fig.update_layout(barmode="overlay", height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT,
-                      title=title, xaxis_title=x_title, legend=dict(orientation="h", y=1.12))  # fmt: skip
+                      title=title, xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=1.12))  # fmt: skip
     return fig
 
 
@@ -379,16 +383,17 @@ def component_tiles(
 
 # ---- 4. tokens ----
 def token_matrix(
-    values: np.ndarray, title: str | None = None, marked: dict[int, str] | None = None, height: int = 420
-) -> go.Figure:
+    values: np.ndarray, title: str | None = None, marked: dict[int, str] | None = None, height: int = 420,
+    y_title: str = "token", x_title: str = "channel (D)",
+) -> go.Figure:  # fmt: skip
     """A token sequence (rows, D) as a heat map, one row per token; ``marked`` outlines and
-    labels rows (e.g. {0: "[CLS]"})."""
+    labels rows (e.g. {0: "[CLS]"}); the axis titles come in the user's language."""
     values = np.asarray(values, dtype=np.float32)
     rows, dim = values.shape
     limit = float(np.abs(values).max()) or 1.0
     fig = go.Figure(
         go.Heatmap(z=values, colorscale=DIVERGING, zmin=-limit, zmax=limit, colorbar=dict(thickness=12),
-                   hovertemplate="token %{y}, channel %{x}: %{z:.3f}<extra></extra>")
+                   hovertemplate=f"{y_title} %{{y}}, {x_title} %{{x}}: %{{z:.3f}}<extra></extra>")
     )  # fmt: skip
     for row, label in (marked or {}).items():
         fig.add_shape(type="rect", x0=-0.5, x1=dim - 0.5, y0=row - 0.5, y1=row + 0.5,
@@ -397,8 +402,8 @@ def token_matrix(
             x=(dim - 1) / 2, y=row, text=f"<b>{label}</b>", showarrow=True, arrowhead=2, arrowcolor="#ff2d55",
             ax=0, ay=40, font=dict(color="#ff2d55", size=16), bgcolor="rgba(255,255,255,0.85)",
         )  # fmt: skip
-    fig.update_yaxes(autorange="reversed", title_text="token")
-    fig.update_xaxes(title_text="channel (D)", range=[-0.5, dim - 0.5])
+    fig.update_yaxes(autorange="reversed", title_text=y_title)
+    fig.update_xaxes(title_text=x_title, range=[-0.5, dim - 0.5])
     fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT,
                       title=title)  # fmt: skip
     return fig
@@ -466,22 +471,22 @@ def similarity_maps(
     the chosen position in every map.
 
     By default every map shares the -1..1 scale (red similar, blue opposite). With
-    ``own_range`` each map spans its own min..max in Viridis, and its title gives that range:
+    ``own_range`` each map spans its own min..max in Viridis, with a colour bar of its own:
     fixed sine-cosine tables are similar everywhere (0.6 to 1), and only their own range shows
     their row and column pattern.
     """
     maps = np.asarray(maps, dtype=np.float64)
     count = len(maps)
-    if own_range:
-        titles = [f"{title}<br>{values.min():.2f} to {values.max():.2f}" for title, values in zip(titles, maps)]
-    fig = make_subplots(rows=1, cols=count, subplot_titles=list(titles), horizontal_spacing=0.04)
+    fig = make_subplots(rows=1, cols=count, subplot_titles=list(titles), horizontal_spacing=0.08 if own_range else 0.04)
     for index, values in enumerate(maps):
-        if own_range:
-            scale = dict(colorscale=HEAT, zmin=values.min(), zmax=values.max(), showscale=False)
+        if own_range:  # a colour bar beside each map: its own min..max
+            right = fig.layout["xaxis" if index == 0 else f"xaxis{index + 1}"].domain[1]
+            scale = dict(colorscale=HEAT, zmin=values.min(), zmax=values.max(), showscale=True,
+                         colorbar=dict(thickness=10, x=right + 0.005, xanchor="left", len=0.8, title="cos", tickformat=".2f"))  # fmt: skip
         else:
-            scale = dict(colorscale=DIVERGING, zmin=-1, zmax=1, showscale=index == count - 1)
+            scale = dict(colorscale=DIVERGING, zmin=-1, zmax=1, showscale=index == count - 1, colorbar=dict(thickness=12, title="cos"))
         fig.add_trace(
-            go.Heatmap(z=values, colorbar=dict(thickness=12, title="cos"), **scale,
+            go.Heatmap(z=values, **scale,
                        hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>"),
             row=1, col=index + 1,
         )  # fmt: skip
@@ -541,22 +546,21 @@ def attention_distance(
 ) -> go.Figure:  # fmt: skip
     """Mean attention distance (depth, heads) as the ViT paper's Fig. 7 (right).
 
-    One dot per head at x = layer (1-based, as users count) and y = distance in pixels; hover
-    names the head (1-based). ``uniform`` draws the distance of attention spread evenly.
+    One dot per head at x = layer (1-based, as users count) and y = distance in pixels, a colour
+    per head named in the legend (1-based). ``uniform`` draws the distance of attention spread evenly.
     """
     distances = np.asarray(distances, dtype=np.float64)
     depth, heads = distances.shape
-    layers, head_ids = np.meshgrid(np.arange(depth), np.arange(heads), indexing="ij")  # (depth, heads)
-    fig = go.Figure(
-        go.Scatter(
-            x=(layers + 1).ravel(), y=distances.ravel(), mode="markers",
-            marker=dict(size=11, color=head_ids.ravel(), colorscale="Turbo", cmin=0, cmax=max(heads - 1, 1),
-                        line=dict(color="white", width=1)),
-            customdata=head_ids.ravel() + 1,
-            hovertemplate=f"{x_title or 'layer'} %{{x}}, {head_word} %{{customdata}}: %{{y:.1f}} px<extra></extra>",
-            showlegend=False,
-        )
-    )  # fmt: skip
+    colours = sample_colorscale("Turbo", [h / max(heads - 1, 1) for h in range(heads)])
+    fig = go.Figure()
+    for head in range(heads):  # one trace per head: the legend says which colour is which head
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(1, depth + 1), y=distances[:, head], mode="markers", name=f"{head_word} {head + 1}",
+                marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
+                hovertemplate=f"{x_title or 'layer'} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
+            )
+        )  # fmt: skip
     if uniform is not None:
         fig.add_hline(y=uniform, line=dict(color="grey", dash="dot"), annotation_text=uniform_label,
                       annotation_position="top left")  # fmt: skip

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -50,6 +51,7 @@ TOUR = [
 ]
 LAB = [("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
 
+DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
 URL_KEYS = ("model", "sample", "cifar", "step", "layer", "head", "query", "lang", "present")
 
 
@@ -415,7 +417,7 @@ def sidebar() -> None:
         _cifar_picker(side)
 
     device = zoo.pick_device()
-    side.caption(f"{tr('sidebar.device')}: {zoo.device_label(device)}")
+    side.caption(f"{tr('sidebar.device')}: {device_text(device)}")
     side.toggle(tr("present.toggle"), key="present", help=tr("present.help"))
     set_param("present", "1" if st.session_state.get("present") else None)
     if st.session_state.get("present"):
@@ -450,6 +452,24 @@ _PRESENTER = """
   })();
 </script>
 """
+
+
+def device_text(device: torch.device) -> str:
+    """Where the model runs, in the user's language: "CPU (2 threads)" / "CPU (스레드 2개)", or the GPU's name."""
+    return tr("sidebar.device_cpu", threads=torch.get_num_threads()) if device.type == "cpu" else zoo.device_label(device)
+
+
+def dataset_text(label: str) -> str:
+    """A dataset's name as ``vitviz.data.dataset_label`` and model cards write it, in the user's language."""
+    key = DATASET_KEYS.get(label)
+    return tr(key) if key else label
+
+
+def hardware_text(label: str) -> str:
+    """A card's hardware ("CPU (Intel(R) Xeon(R) Processor, 2 threads)", as ``train.hardware_label``
+    writes it) in the user's language; other labels as written."""
+    found = re.fullmatch(r"CPU \((.+), (\d+) threads\)", label)
+    return tr("card.hardware_cpu", name=found[1], threads=found[2]) if found else label
 
 
 def presenter_mode() -> None:

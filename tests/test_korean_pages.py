@@ -1,0 +1,88 @@
+"""Korean pages label their figures in Korean: every figure's title, axis titles, legend
+entries, annotations and colour-bar titles, and the sidebar's captions, rendered in AppTest with
+lang=ko, may keep an English word only when it is a term the Korean text keeps on purpose
+(``i18n.KEPT_TERMS``), a gloss in parentheses after Korean ("고양이 (cat)"), a quotation or code.
+A label written straight into a page or a plot function bypasses i18n and fails here.
+
+(The paragraphs keep technical terms such as "residual stream" or "self-attention" beside the
+Korean by choice; they come from i18n and are not checked word by word. Hover texts are not
+checked yet.)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.apptest import open_page_in_one_run
+from tests.conftest import SHARED_DATA
+from vitviz import i18n, ui
+
+WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
+# code spans, HTML tags, plotly fields, maths, quotations, and glosses in parentheses after Korean
+CODE = re.compile(r"`[^`]*`|<[^>]*>|%\{[^}]*\}|\$[^$]*\$|\"[^\"]*\"|(?<=[\uac00-\ud7a3])\s?\([^)]*\)")
+
+
+def english_words(text: str) -> list[str]:
+    """The English words of ``text`` that a Korean reader would have to translate."""
+    found = []
+    for chunk in CODE.sub(" ", text).split():
+        if re.search(r"[\d_./\\=\[\]]", chunk.strip("()[],:;!?'\"")):  # file names, identifiers, shapes: code
+            continue
+        for word in WORD.findall(chunk):
+            if word.lower() not in i18n.KEPT_TERMS:
+                found.append(word)
+    return found
+
+
+def figure_texts(spec: dict) -> list[str]:
+    """Titles, axis and colour-bar titles, legend entries and annotations."""
+    texts: list[str] = []
+
+    def walk(node: object, key: str = "") -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and key in ("text", "name", "title"):
+            texts.append(node)
+
+    walk(spec.get("layout", {}))
+    for trace in spec.get("data", []):
+        walk({k: v for k, v in trace.items() if k in ("name", "colorbar")})
+    return texts
+
+
+def page_labels(at) -> list[str]:  # noqa: ANN001 - an AppTest
+    """Every figure label of the page, and the sidebar's captions."""
+    texts = [str(caption.value) for caption in at.sidebar.caption]
+    for chart in at.get("plotly_chart"):
+        texts += figure_texts(json.loads(chart.proto.spec))
+    return texts
+
+
+@pytest.mark.parametrize("page", [f for f, _, _ in ui.TOUR + ui.LAB])
+def test_a_korean_page_shows_no_untranslated_english(page, monkeypatch):
+    monkeypatch.setenv("VITVIZ_DATA", str(SHARED_DATA))  # the lab's test images
+    at = open_page_in_one_run(page, lang="ko")
+    assert [e.value for e in at.exception] == []
+    leaks = sorted({f"{word!r} in {text[:80]!r}" for text in page_labels(at) for word in english_words(text)})
+    assert leaks == [], "\n".join(leaks)
+
+
+def test_the_check_catches_a_label_that_bypasses_i18n():
+    assert english_words("channel (D)") == ["channel"]
+    assert english_words("residual stream ‖x‖") == ["residual"]
+    assert english_words("고양이 (cat), `blocks[0]`, fc1, softmax(QKᵀ/√d), ViT, \"Attention is all you need\"") == []
+
+
+def test_the_model_card_names_its_data_and_hardware_in_korean():
+    at = open_page_in_one_run("app_pages/8_card.py", lang="ko")
+    facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1]))
+    assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
+    assert facts["하드웨어"].startswith("CPU (") and facts["하드웨어"].endswith("스레드 2개)")  # the card says 2 threads
+    assert ui.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written
