@@ -165,7 +165,7 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
     assert curves["layout"]["xaxis"]["range"] == [0.5, 40.5]  # the axes span the planned run
     assert per_class["data"][0]["y"] == ["고양이 (cat)", "개 (dog)", "새 (bird)"] and per_class["data"][0]["x"] == [0.25, 0.5, 0.75]
     facts = dict(zip(at.dataframe[2].value["항목"], at.dataframe[2].value["값"]))
-    assert facts["학습 데이터"] == "CIFAR-10 (JPEG copy), 이미지 50,000장"
+    assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
     recipe = list(at.dataframe[3].value["설정 이름"])
     assert recipe == ["epochs", "lr"]  # where it ran (data, threads) is not part of the recipe shown
 
