@@ -32,7 +32,7 @@ left, right = st.columns([2, 3])
 with right:
     index = st.selectbox(
         ui.tr("vectors.choose"), list(range(count)), key="patch",
-        format_func=lambda i: ui.tr("vectors.patch_option", index=i, row=i // grid_w, col=i % grid_w),
+        format_func=lambda i: ui.tr("vectors.patch_option", index=i + 1, row=i // grid_w + 1, col=i % grid_w + 1),  # counted from 1
     )  # fmt: skip
 model_input = denormalize(trace.pixels[0], config.preprocess)
 left.plotly_chart(
@@ -63,7 +63,7 @@ st.plotly_chart(
     plots.vector_bars(token, title=ui.tr("vectors.token", dim=dim), x_title=ui.tr("vectors.token_axis")),
     width="stretch", key="vectors_token",
 )  # fmt: skip
-ui.download_npz("vectors.download_vector", f"patch_{index}_vector_token.npz", "vectors_npz",
+ui.download_npz("vectors.download_vector", f"patch_{index + 1}_vector_token.npz", "vectors_npz",
                 patch=index, row=index // grid_w, col=index % grid_w, vector=vector, token=token)  # fmt: skip
 
 st.subheader(ui.tr("vectors.check"))

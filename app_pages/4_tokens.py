@@ -59,14 +59,14 @@ left, right = st.columns([3, 2])
 with right:
     pos = st.selectbox(
         ui.tr("tokens.choose_pos"), list(range(count)), key="pos",
-        format_func=lambda i: ui.tr("tokens.pos_option", index=i, row=i // grid_w, col=i % grid_w),
+        format_func=lambda i: ui.tr("tokens.pos_option", index=i + 1, row=i // grid_w + 1, col=i % grid_w + 1),  # counted from 1
     )  # fmt: skip
 row, col = divmod(pos, grid_w)
 left.plotly_chart(
     plots.similarity_grid(similarities["model"], title=ui.tr("tokens.mosaic_title", h=grid_h, w=grid_w), selected=pos),
     width="stretch", key="tokens_mosaic", on_select=_pick_position, selection_mode="points",
 )  # fmt: skip
-large_title = ui.tr("tokens.large_title", index=pos, row=row, col=col)
+large_title = ui.tr("tokens.large_title", index=pos + 1, row=row + 1, col=col + 1)
 right.plotly_chart(
     plots.similarity_maps(similarities["model"][row, col][None], [large_title], marked=(row, col), height=460),
     width="stretch", key="tokens_large",

@@ -1,9 +1,10 @@
 """Step 5: self-attention. Where [CLS] and any patch look, every head, rollout, distance, one worked query.
 
-Layers and heads are 0-based everywhere in code, in session state and in the URL (layer=0 is the
-first block), and shown 1-based to users ("Layer 1", "Head 1"). Patches and tokens are shown with
-their 0-based indices, as on the patches page. HEAD_MEAN (-1) in the "head" key means the mean of
-the heads; it is never passed to vitviz as a head index.
+Layers and heads are 0-based in code and session state (layer 0 is blocks[0]) and counted from 1
+on screen and in the URL ("Layer 1", "Head 1", layer=1), as on every page; so are patches, rows and
+columns. A token keeps its index in the sequence, where [CLS] is token 0, so with a [CLS] token,
+token k is patch k. HEAD_MEAN (-1) in the "head" key means the mean of the heads; it is never
+passed to vitviz as a head index.
 """
 
 from functools import partial
@@ -52,7 +53,7 @@ def token_label(token: int) -> str:
     patch = analysis.token_to_patch(token, trace.grid_size, prefix)
     if patch is None:
         return ui.tr("attention.token_cls", token=token)
-    return ui.tr("attention.token_patch", token=token, patch=token - prefix, row=patch[0], col=patch[1])
+    return ui.tr("attention.token_patch", token=token, patch=token - prefix + 1, row=patch[0] + 1, col=patch[1] + 1)
 
 
 def pick_query(chart_key: str) -> None:
@@ -67,7 +68,7 @@ layer = c1.select_slider(ui.tr("attention.layer"), options=list(range(depth)), f
 head = c2.selectbox(ui.tr("attention.head"), [*range(heads), HEAD_MEAN], format_func=head_label, key="head")
 query = c3.number_input(
     ui.tr("attention.query"), min_value=0, max_value=num_tokens - 1, step=1, key="query",
-    help=ui.tr("attention.query_help", first=0, last=num_tokens - 1, prefix=prefix, grid_w=grid_w),
+    help=ui.tr("attention.query_help_cls" if prefix else "attention.query_help_no_cls", last=num_tokens - 1),
 )  # fmt: skip
 for key, value in (("layer", layer), ("head", head), ("query", query)):
     ui.set_param(key, value)
@@ -165,7 +166,7 @@ st.markdown(f"**{ui.tr('attention.worked_q', n=shown_dims, d=head_dim)}**")
 q_row = {f"q[{i}]": round(float(v), 4) for i, v in enumerate(worked["q"][:shown_dims])}
 st.dataframe([q_row], hide_index=True, width="stretch")
 rows, other_weight = analysis.top_keys(worked, trace.grid_size, prefix, TOP_KEYS)
-labels = ["[CLS]" if r["row"] is None else ui.tr("attention.position", row=r["row"], col=r["col"]) for r in rows]
+labels = ["[CLS]" if r["row"] is None else ui.tr("attention.position", row=r["row"] + 1, col=r["col"] + 1) for r in rows]
 keys_left, keys_right = st.columns([3, 2])
 keys_left.markdown(f"**{ui.tr('attention.worked_keys', k=len(rows))}**")
 keys_left.dataframe(
@@ -201,8 +202,8 @@ d1, d2 = st.columns(2)
 with d1:
     readout_name = "cls" if prefix else "mean_patch_queries"
     shown = plots.maps_csv({readout_name: readout_map, f"query_{query}": query_map, f"rollout_{fusion}": rollout})
-    head_name = "mean" if head_index is None else head
-    ui.download_csv("attention.download_maps", f"attention_layer{layer}_head{head_name}.csv", "attention_csv", shown)
+    head_name = "mean" if head_index is None else head + 1
+    ui.download_csv("attention.download_maps", f"attention_layer{layer + 1}_head{head_name}.csv", "attention_csv", shown)
 with d2:
     ui.download_npz(
         "attention.download_tensor", f"attention_layer{layer}.npz", "attention_npz",

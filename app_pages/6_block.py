@@ -1,8 +1,8 @@
 """Step 6: the encoder block. pre-LN -> MHSA -> residual -> pre-LN -> MLP (GELU) -> residual.
 
-Layers are 0-based in code, in session state and in the URL (layer=0 is blocks[0]) and shown
-1-based to users ("Layer 1"), as on the attention page; the token is the shared "query" key,
-a token index ([CLS], when there is one, is token 0).
+Layers are 0-based in code and session state (layer 0 is blocks[0]) and counted from 1 on screen
+and in the URL ("Layer 1 (blocks[0])", layer=1), as on the attention page; the token is the shared
+"query" key, a token index ([CLS], when there is one, is token 0, and token k is patch k).
 """
 
 import numpy as np
@@ -40,7 +40,7 @@ def token_label(token: int) -> str:
     patch = analysis.token_to_patch(token, trace.grid_size, prefix)
     if patch is None:
         return ui.tr("block.token_cls", token=token)
-    return ui.tr("block.token_patch", token=token, patch=token - prefix, row=patch[0], col=patch[1])
+    return ui.tr("block.token_patch", token=token, patch=token - prefix + 1, row=patch[0] + 1, col=patch[1] + 1)
 
 
 # ---- the diagram ------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ st.markdown(ui.tr("prediction.lens_intro_cls" if config.global_pool == "token" e
 lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, B, K) probabilities
 depth = trace.depth
 blocks = np.arange(depth + 1)
-after = [ui.tr("prediction.after_embed") if i == 0 else ui.tr("prediction.after_layer", n=i) for i in blocks]
+after = [ui.tr("prediction.after_embed") if i == 0 else ui.tr("prediction.after_layer", n=i, index=i - 1) for i in blocks]
 tracked, scores = analysis.logit_lens_tracks(lens, k=min(5, num_classes))  # (k,), (depth + 1, k)
 st.plotly_chart(
     plots.multi_line(

@@ -279,7 +279,7 @@ if last_top is None:
 elif last_top == 0:
     st.markdown(ui.tr("mistakes.lost_at_embed", name=true_label))
 elif last_top < trace.depth:
-    st.markdown(ui.tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1))
+    st.markdown(ui.tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1, index=last_top))
 ui.download_npz(
     "download.npz", "mistake.npz", "mistakes_npz", probs=probs.numpy(), map_predicted=maps["predicted"],
     map_true=maps["true"], logit_lens=lens[:, 0].numpy(), rank_true=rank_true.numpy(),

@@ -59,7 +59,7 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
     assert errors(at) == []
     assert not np.allclose(_heatmap(at, "attention_readout"), readout)  # layer changes the [CLS] map
     assert not np.allclose(_heatmap(at, "attention_query"), query_map)
-    assert at.query_params["layer"] == ["3"] or at.query_params["layer"] == "3"
+    assert at.query_params["layer"] == ["4"] or at.query_params["layer"] == "4"  # blocks[3] is layer 4 in the URL, as on screen
 
     readout = _heatmap(at, "attention_readout")
     at.selectbox(key="head").set_value(2).run()
@@ -96,17 +96,21 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
 
 
 def test_url_opens_the_page_at_layer_head_and_query() -> None:
-    at = open_page(PAGE, query={"layer": "4", "head": "1", "query": "10"})
+    at = open_page(PAGE, query={"layer": "5", "head": "2", "query": "10"})  # the URL counts as the screen does
     assert errors(at) == []
-    assert at.select_slider(key="layer").value == 4
+    assert at.select_slider(key="layer").value == 4  # 0-based in session state: blocks[4]
     assert at.selectbox(key="head").value == 1
     assert at.number_input(key="query").value == 10
     title = _figure(at, "attention_readout")["layout"]["title"]["text"]
-    assert "Layer 5" in title and "Head 2" in title  # shown 1-based
+    assert "Layer 5" in title and "Head 2" in title  # shown from 1, as the URL said
+    assert (at.query_params["layer"], at.query_params["head"]) in (("5", "2"), (["5"], ["2"]))
+    assert any("token 10 = patch 10 (row 2, col 2)" in c.value for c in at.caption)  # [CLS] is token 0: token k is patch k
+    mean = open_page(PAGE, query={"head": "mean"})
+    assert mean.selectbox(key="head").value == -1 and mean.query_params["head"] in ("mean", ["mean"])
 
 
 def test_url_values_out_of_range_are_clipped() -> None:
-    at = open_page(PAGE, query={"layer": "99", "head": "7", "query": "5000"})
+    at = open_page(PAGE, query={"layer": "99", "head": "8", "query": "5000"})
     assert errors(at) == []
     assert at.select_slider(key="layer").value == 5
     assert at.selectbox(key="head").value == 2

@@ -149,8 +149,8 @@ def test_similarity_grid_marks_and_clicks() -> None:
     similarity = np.random.default_rng(0).uniform(-1, 1, (3, 4, 3, 4))
     fig = plots.similarity_grid(similarity, selected=5)
     markers = fig.data[1]
-    assert markers.customdata.shape == (12, 3)
-    assert markers.customdata[5].tolist() == [5, 1, 1]
+    assert markers.customdata.shape == (12, 6)
+    assert markers.customdata[5].tolist() == [5, 1, 1, 6, 2, 2]  # 0-based for the click, from 1 for the hover
     rect = fig.layout.shapes[0]  # position 5 = (row 1, col 1): block at rows 4-6, cols 5-8
     assert (rect.x0, rect.y0) == (5 - 0.5, 4 - 0.5)
 

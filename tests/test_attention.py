@@ -176,6 +176,7 @@ def test_attention_picker_markers_and_outline() -> None:
     assert custom[:, 0].tolist() == list(range(6))
     assert custom[4, 1:3].tolist() == [1, 1]  # patch 4 = row 1, col 1
     assert np.allclose(custom[:, 3], values.ravel())
+    assert custom[4, 4:].tolist() == [5, 2, 2]  # the hover counts from 1: patch 5, row 2, col 2
     assert markers.x[4] == pytest.approx(11.5) and markers.y[4] == pytest.approx(11.5)  # centre of patch (1, 1)
     (rect,) = [s for s in fig.layout.shapes if s.type == "rect"]
     assert (rect.x0, rect.x1, rect.y0, rect.y1) == (7.5, 15.5, 7.5, 15.5)
@@ -188,10 +189,10 @@ def test_attention_picker_markers_and_outline() -> None:
 def test_attention_distance_figure() -> None:
     distances = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])  # (depth 2, heads 3)
     fig = plots.attention_distance(distances, title="d", uniform=3.5, uniform_label="uniform")
-    scatter = fig.data[0]
-    assert list(scatter.x) == [1, 1, 1, 2, 2, 2]  # layers shown 1-based
-    assert list(scatter.y) == [1, 2, 3, 4, 5, 6]
-    assert list(scatter.customdata) == [1, 2, 3, 1, 2, 3]  # heads shown 1-based
+    assert [trace.name for trace in fig.data] == ["head 1", "head 2", "head 3"]  # a legend entry per head, from 1
+    assert [list(trace.x) for trace in fig.data] == [[1, 2]] * 3  # layers shown 1-based
+    assert [list(trace.y) for trace in fig.data] == [[1, 4], [2, 5], [3, 6]]
+    assert len({trace.marker.color for trace in fig.data}) == 3
     assert any(s.y0 == 3.5 for s in fig.layout.shapes)
 
 

@@ -155,16 +155,16 @@ def test_c_korean_from_page_3_through_next_links_the_lab_and_back(server, page):
 
 
 def test_d_a_shared_link_opens_exactly_that_view(server, page):  # noqa: F811
-    page.goto(f"{server}/?lang=ko&model=cifar10-vit&sample=coffee.jpg&step=5&layer=2&head=1", wait_until="domcontentloaded")
+    page.goto(f"{server}/?lang=ko&model=cifar10-vit&sample=coffee.jpg&step=5&layer=3&head=2", wait_until="domcontentloaded")
     settle(page)
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     assert title(page).startswith("5. 어텐션")
     assert page.get_by_role("combobox", name="사진").input_value() == "coffee.jpg"
-    assert page.locator("[data-testid='stSliderThumbValue']").first.inner_text() == "3층"  # layer 2 counted from 0
+    assert page.locator("[data-testid='stSliderThumbValue']").first.inner_text() == "3층"  # the URL counts layers as the screen does
     assert page.get_by_role("combobox", name="헤드").first.input_value() == "헤드 2"
     assert problems(page) == []
     shown = query(page)
-    assert (shown["lang"], shown["model"], shown["sample"], shown["layer"], shown["head"]) == ("ko", "cifar10-vit", "coffee.jpg", "2", "1")
+    assert (shown["lang"], shown["model"], shown["sample"], shown["layer"], shown["head"]) == ("ko", "cifar10-vit", "coffee.jpg", "3", "2")
     click_button(page, "^다음 →$")  # on to the encoder block and back: the same view again
     click_button(page, "^← 이전$")
     assert title(page).startswith("5. 어텐션") and problems(page) == []

@@ -420,7 +420,7 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "tokens.sequence": {"en": "The sequence before and after [CLS]", "ko": "[CLS] 앞뒤의 시퀀스"},
     "tokens.before": {"en": "Patch tokens, N x D = {n} x {d}", "ko": "패치 토큰, N x D = {n} x {d}"},
-    "tokens.after": {"en": "Tokens entering block 0, T x D = {t} x {d}", "ko": "블록 0에 들어가는 토큰, T x D = {t} x {d}"},
+    "tokens.after": {"en": "Tokens entering layer 1 (blocks[0]), T x D = {t} x {d}", "ko": "1층 (blocks[0])에 들어가는 토큰, T x D = {t} x {d}"},
     "tokens.formula_note": {
         "en": "Row 0 of the right-hand map is the [CLS] token; rows 1 to {n} are the patch tokens, each plus its position embedding.",
         "ko": "오른쪽 그림의 0번째 행이 [CLS] 토큰이고, 1번부터 {n}번 행은 각자의 위치 임베딩을 더한 패치 토큰입니다.",
@@ -536,9 +536,13 @@ TEXT: dict[str, dict[str, str]] = {
     "attention.head_n": {"en": "Head {n}", "ko": "헤드 {n}"},
     "attention.mean_heads": {"en": "Mean of heads", "ko": "헤드 평균"},
     "attention.query": {"en": "Query token", "ko": "query 토큰"},
-    "attention.query_help": {
-        "en": "The token index: {first} to {last}. Patch (row, col) is token {prefix} + row x {grid_w} + col; token 0 is [CLS] when the model has one.",
-        "ko": "토큰 번호: {first}부터 {last}까지. 패치 (행, 열)은 토큰 {prefix} + 행 x {grid_w} + 열이고, 모델에 [CLS]가 있으면 0번 토큰이 [CLS]입니다.",
+    "attention.query_help_cls": {
+        "en": "The token's index in the sequence, 0 to {last}: token 0 is [CLS] and token k is patch k (patches counted from 1 in reading order). A click on a patch chooses it too.",
+        "ko": "시퀀스 안의 토큰 번호(0부터 {last}까지)입니다. 0번 토큰은 [CLS]이고, k번 토큰은 k번 패치입니다(패치는 읽는 순서대로 1부터 셉니다). 패치를 눌러 고를 수도 있습니다.",
+    },
+    "attention.query_help_no_cls": {
+        "en": "The token's index in the sequence, 0 to {last}: this model has no [CLS], so token k is patch k + 1 (patches counted from 1 in reading order). A click on a patch chooses it too.",
+        "ko": "시퀀스 안의 토큰 번호(0부터 {last}까지)입니다. 이 모델에는 [CLS]가 없어서 k번 토큰이 k + 1번 패치입니다(패치는 읽는 순서대로 1부터 셉니다). 패치를 눌러 고를 수도 있습니다.",
     },
     "attention.token_cls": {"en": "token {token} = [CLS]", "ko": "토큰 {token} = [CLS]"},
     "attention.token_patch": {
@@ -893,29 +897,29 @@ TEXT: dict[str, dict[str, str]] = {
     "prediction.lens_intro_cls": {
         "en": (
             "What would the model answer if it stopped early? Apply the final LayerNorm and the head to the [CLS] "
-            "token after each block (block 0: the embeddings, before any block). The lines follow the final top "
+            "token after each layer (0: the embeddings, before layer 1). The lines follow the final top "
             "classes; the last point is the real prediction."
         ),
         "ko": (
-            "모델이 중간에 멈춘다면 무엇이라고 답할까요? 각 블록 뒤의 [CLS] 토큰에 마지막 LayerNorm과 head를 적용해 봅니다"
-            "(0번: 블록을 지나기 전의 임베딩). 선은 최종 상위 클래스를 따라가고, 마지막 점이 실제 예측입니다."
+            "모델이 중간에 멈춘다면 무엇이라고 답할까요? 각 층 뒤의 [CLS] 토큰에 마지막 LayerNorm과 head를 적용해 봅니다"
+            "(0: 1층에 들어가기 전의 임베딩). 선은 최종 상위 클래스를 따라가고, 마지막 점이 실제 예측입니다."
         ),
     },
     "prediction.lens_intro_avg": {
         "en": (
             "What would the model answer if it stopped early? This model has no [CLS] token, so the average of the "
-            "patch tokens after each block (block 0: the embeddings) goes through the final LayerNorm and the head. "
+            "patch tokens after each layer (0: the embeddings, before layer 1) goes through the final LayerNorm and the head. "
             "The lines follow the final top classes; the last point is the real prediction."
         ),
         "ko": (
-            "모델이 중간에 멈춘다면 무엇이라고 답할까요? 이 모델에는 [CLS] 토큰이 없으므로 각 블록 뒤 패치 토큰의 평균(0번: "
-            "임베딩)을 마지막 LayerNorm과 head에 통과시킵니다. 선은 최종 상위 클래스를 따라가고, 마지막 점이 실제 예측입니다."
+            "모델이 중간에 멈춘다면 무엇이라고 답할까요? 이 모델에는 [CLS] 토큰이 없으므로 각 층 뒤 패치 토큰의 평균(0: "
+            "1층 전의 임베딩)을 마지막 LayerNorm과 head에 통과시킵니다. 선은 최종 상위 클래스를 따라가고, 마지막 점이 실제 예측입니다."
         ),
     },
-    "prediction.after_embed": {"en": "Embeddings (no block yet)", "ko": "임베딩 (블록 전)"},
-    "prediction.after_layer": {"en": "After layer {n}", "ko": "{n}층 뒤"},
-    "prediction.lens_chart": {"en": "Probability of the final top classes after each block", "ko": "각 블록 뒤 최종 상위 클래스의 확률"},
-    "prediction.x_block": {"en": "Block (0 = embeddings)", "ko": "블록 (0 = 임베딩)"},
+    "prediction.after_embed": {"en": "Embeddings (before layer 1)", "ko": "임베딩 (1층 전)"},
+    "prediction.after_layer": {"en": "After layer {n} (blocks[{index}])", "ko": "{n}층 (blocks[{index}]) 뒤"},
+    "prediction.lens_chart": {"en": "Probability of the final top classes after each layer", "ko": "각 층 뒤 최종 상위 클래스의 확률"},
+    "prediction.x_block": {"en": "After layer (0 = the embeddings)", "ko": "지난 층 (0 = 임베딩)"},
     "prediction.y_prob": {"en": "Probability", "ko": "확률"},
     "prediction.col.after": {"en": "Read after", "ko": "읽은 위치"},
     "prediction.col.top1": {"en": "Top-1 class", "ko": "1위 클래스"},
@@ -1128,31 +1132,31 @@ TEXT: dict[str, dict[str, str]] = {
     "mistakes.lens_intro": {
         "en": (
             "The logit lens: the final LayerNorm and the head read the residual stream after every block "
-            "(0: the embeddings, before any block). The two lines follow the true and the predicted class; "
+            "(0: the embeddings, before layer 1). The two lines follow the true and the predicted class; "
             "hover to see their ranks."
         ),
         "ko": (
-            "Logit lens: 블록마다 그 뒤의 residual stream에 마지막 LayerNorm과 head를 적용해 봅니다(0: 블록을 지나기 전의 "
+            "Logit lens: 층마다 그 뒤의 residual stream에 마지막 LayerNorm과 head를 적용해 봅니다(0: 1층에 들어가기 전의 "
             "임베딩). 두 선은 정답 클래스와 예측 클래스를 따라가며, 마우스를 올리면 순위가 보입니다."
         ),
     },
-    "mistakes.lens_chart": {"en": "Probability of the true and the predicted class after each block", "ko": "각 블록 뒤 정답 클래스와 예측 클래스의 확률"},
-    "mistakes.x_block": {"en": "Block (0 = embeddings)", "ko": "블록 (0 = 임베딩)"},
+    "mistakes.lens_chart": {"en": "Probability of the true and the predicted class after each layer", "ko": "각 층 뒤 정답 클래스와 예측 클래스의 확률"},
+    "mistakes.x_block": {"en": "After layer (0 = the embeddings)", "ko": "지난 층 (0 = 임베딩)"},
     "mistakes.y_prob": {"en": "Probability", "ko": "확률"},
     "mistakes.series_true": {"en": "true: {name}", "ko": "정답: {name}"},
     "mistakes.series_predicted": {"en": "predicted: {name}", "ko": "예측: {name}"},
-    "mistakes.hover": {"en": "block {block}: rank of {true} {rank_true}, of {predicted} {rank_predicted}", "ko": "블록 {block}: {true} {rank_true}위, {predicted} {rank_predicted}위"},
+    "mistakes.hover": {"en": "after layer {block}: rank of {true} {rank_true}, of {predicted} {rank_predicted}", "ko": "{block}층 뒤: {true} {rank_true}위, {predicted} {rank_predicted}위"},
     "mistakes.lost_at": {
-        "en": "'{name}' was the top answer after block {block} and lost the lead in block {next}.",
-        "ko": "'{name}'는 블록 {block} 뒤에는 1위였다가 블록 {next}에서 1위를 내주었습니다.",
+        "en": "'{name}' was the top answer after layer {block} and lost the lead in layer {next} (blocks[{index}]).",
+        "ko": "'{name}'는 {block}층 뒤에는 1위였다가 {next}층 (blocks[{index}])에서 1위를 내주었습니다.",
     },
     "mistakes.lost_at_embed": {
-        "en": "'{name}' was the top answer of the embeddings alone and lost the lead in block 1.",
-        "ko": "'{name}'는 임베딩만 읽었을 때는 1위였다가 블록 1에서 1위를 내주었습니다.",
+        "en": "'{name}' was the top answer of the embeddings alone and lost the lead in layer 1 (blocks[0]).",
+        "ko": "'{name}'는 임베딩만 읽었을 때는 1위였다가 1층 (blocks[0])에서 1위를 내주었습니다.",
     },
     "mistakes.never_top": {
-        "en": "'{name}' was never the top answer, after any block.",
-        "ko": "'{name}'는 어느 블록 뒤에서도 1위가 된 적이 없습니다.",
+        "en": "'{name}' was never the top answer, after any layer.",
+        "ko": "'{name}'는 어느 층 뒤에서도 1위가 된 적이 없습니다.",
     },
     "mistakes.open_tour": {"en": "Open in the tour", "ko": "둘러보기에서 열기"},
     "mistakes.open_tour_help": {

@@ -85,16 +85,22 @@ def patch_grid(
     fig.add_trace(
         click_markers(
             centres_x, centres_y, max(6, min(40, 600 // max(grid_w, 1))),
-            np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
-            "patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
+            numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
+            "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>",
             mode="text+markers" if numbers else "markers",
-            text=[str(i) for i in range(grid_h * grid_w)] if numbers else None,
+            text=[str(i + 1) for i in range(grid_h * grid_w)] if numbers else None,
             textfont=dict(color="white", size=11),
         )
     )  # fmt: skip
     if highlight is not None and 0 <= highlight < grid_h * grid_w:
         outline_patch(fig, highlight, grid_w, patch_size, width=3)
     return fig
+
+
+def numbered(index_row_col: np.ndarray) -> np.ndarray:
+    """[index, row, col] rows (0-based, what a click hands back) with the same three counted from
+    1 appended, for hover texts: users count patches, rows and columns from 1."""
+    return np.concatenate([index_row_col, index_row_col[:, :3] + 1], axis=1)
 
 
 def click_markers(
@@ -433,7 +439,8 @@ def similarity_grid(
     similarity: np.ndarray, title: str | None = None, selected: int | None = None, height: int = 600
 ) -> go.Figure:
     """The grid of similarity maps as ONE heat map (cosine, -1 to 1), with a clickable marker
-    on every block (customdata [index, row, col]) and the ``selected`` position outlined."""
+    on every block (customdata [index, row, col], then the three from 1 for the hover text) and
+    the ``selected`` position outlined."""
     similarity = np.asarray(similarity, dtype=np.float64)
     grid_h, grid_w = similarity.shape[:2]
     gap = 1
@@ -446,8 +453,8 @@ def similarity_grid(
     fig.add_trace(
         click_markers(
             cols * (grid_w + gap) + (grid_w - 1) / 2, rows * (grid_h + gap) + (grid_h - 1) / 2,
-            max(6, min(40, 560 // max(grid_w, 1))), np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1),
-            "position %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]})<extra></extra>",
+            max(6, min(40, 560 // max(grid_w, 1))), numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
+            "position %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>",
         )
     )  # fmt: skip
     if selected is not None and 0 <= selected < grid_h * grid_w:
@@ -516,8 +523,8 @@ def attention_picker(
     """An attention map over the image that a click can pick a patch from.
 
     ``heatmap_overlay`` plus one transparent marker per patch centre (as in ``patch_grid``)
-    whose customdata is [patch index, row, col, value], so ``analysis.patch_from_selection``
-    reads the clicked patch; ``query_patch`` (an index among the patches) gets a red outline.
+    whose customdata is [patch index, row, col, value] (0-based, then the three from 1 for the
+    hover text), so ``analysis.patch_from_selection`` reads the clicked patch; ``query_patch`` (an index among the patches) gets a red outline.
     The markers are the last trace, and the heat map itself takes no hover or clicks.
     """
     array = to_uint8(array)
@@ -531,8 +538,9 @@ def attention_picker(
     fig.add_trace(
         click_markers(
             cols * patch_size + patch_size / 2 - 0.5, rows * patch_size + patch_size / 2 - 0.5, size,
-            np.stack([np.arange(grid_h * grid_w), rows, cols, values.ravel()], axis=1),
-            "patch %{customdata[0]} (row %{customdata[1]}, col %{customdata[2]}): %{customdata[3]:.4f}<extra></extra>",
+            np.concatenate([np.stack([np.arange(grid_h * grid_w), rows, cols, values.ravel()], axis=1),
+                            numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1))[:, 3:]], axis=1),
+            "patch %{customdata[4]} (row %{customdata[5]}, col %{customdata[6]}): %{customdata[3]:.4f}<extra></extra>",
         )
     )  # fmt: skip
     if query_patch is not None and 0 <= query_patch < grid_h * grid_w:

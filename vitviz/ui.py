@@ -177,7 +177,8 @@ class Choices:
     ``sync_choices``: a widget value that is present is the newest and is kept here; one that
     Streamlit dropped comes back from here before any widget is drawn. The field names are the
     widgets' keys; the URL mirrors the fields in URL_KEYS with stable ids (the model's name, the
-    sample's file name, a CIFAR-10 image as "class/index"; layers and heads counted from 0).
+    sample's file name, a CIFAR-10 image as "class/index"; layers and heads counted from 1, as on
+    screen, while code and session state count them from 0; the query as a token index, [CLS] = 0).
     """
 
     lang: str = DEFAULT_LANGUAGE
@@ -279,12 +280,33 @@ def remember(**values: object) -> None:
         st.session_state[key] = value
 
 
+COUNTED_FROM_ONE = ("layer", "head")  # 0-based in code and session state, from 1 on screen and in the URL
+
+
+def _to_url(key: str, value: object) -> str:
+    """A choice as the URL writes it: layers and heads counted from 1 (the mean of the heads as
+    "mean"), presenter mode as 1, everything else as it is."""
+    if key in COUNTED_FROM_ONE and isinstance(value, int) and not isinstance(value, bool):
+        return "mean" if value < 0 else str(value + 1)
+    if key == "present":
+        return "1"
+    return str(value)
+
+
+def _from_url(key: str, text: str) -> object:
+    """A URL parameter as session state holds it (the inverse of ``_to_url``)."""
+    if key in COUNTED_FROM_ONE:
+        if key == "head" and text == "mean":
+            return -1
+        return int(text) - 1 if text.isdigit() and int(text) >= 1 else text  # anything else: refused by sync_choices
+    if key in ("query", "step") and text.lstrip("-").isdigit():
+        return int(text)
+    return text
+
+
 def url_params() -> dict[str, str]:
-    """The URL's query parameters for the session's choices (presenter mode as present=1)."""
-    params = {key: str(st.session_state[key]) for key in URL_KEYS if st.session_state.get(key) not in (None, "", False)}
-    if "present" in params:
-        params["present"] = "1"
-    return params
+    """The URL's query parameters for the session's choices."""
+    return {key: _to_url(key, st.session_state[key]) for key in URL_KEYS if st.session_state.get(key) not in (None, "", False)}
 
 
 def init_state() -> None:
@@ -299,8 +321,7 @@ def _load_url() -> None:
     params = st.query_params
     for key in URL_KEYS:
         if key in params and key not in st.session_state:
-            value = params[key]
-            st.session_state[key] = int(value) if key in ("layer", "head", "query", "step") and value.lstrip("-").isdigit() else value
+            st.session_state[key] = _from_url(key, params[key])
     if "present" in st.session_state:
         st.session_state["present"] = st.session_state["present"] in ("1", "true", "True")
     if st.session_state.get("lang") not in LANGUAGES:
@@ -309,12 +330,12 @@ def _load_url() -> None:
 
 
 def set_param(key: str, value: object | None) -> None:
-    """Mirror one choice in the URL (None removes it)."""
+    """Mirror one choice in the URL (None removes it), as ``_to_url`` writes it."""
     if value is None:
         if key in st.query_params:
             del st.query_params[key]
-    elif st.query_params.get(key) != str(value):
-        st.query_params[key] = str(value)
+    elif st.query_params.get(key) != _to_url(key, value):
+        st.query_params[key] = _to_url(key, value)
 
 
 def follow_step_link(page) -> None:  # noqa: ANN001 - a StreamlitPage
