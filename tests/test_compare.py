@@ -1,0 +1,102 @@
+"""vitviz.compare: Grad-CAM and integrated gradients against hand computations, and the
+experiments' inputs (shuffled patches, shifts, no position embeddings) on tiny models."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from vitviz import compare
+from vitviz.cnn import ConvNet
+from vitviz.config import CNNConfig, ViTConfig
+from vitviz.model import VisionTransformer
+
+TINY_CNN = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=("a", "b", "c"))
+TINY_VIT = ViTConfig(image_size=16, patch_size=4, num_classes=3, embed_dim=32, depth=2, num_heads=4)
+
+
+@pytest.fixture
+def cnn() -> ConvNet:
+    torch.manual_seed(0)
+    model = ConvNet(TINY_CNN)
+    for module in model.modules():  # BatchNorm statistics that are not the identity
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.2, 0.2)
+            module.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def test_gradcam_is_the_hand_computed_one(cnn):
+    pixels = torch.randn(1, 3, 16, 16)
+    for target in range(3):
+        features = {}
+        handle = cnn.last_conv.register_forward_hook(lambda _m, _i, out: features.setdefault("a", out))
+        logits = cnn(pixels)
+        handle.remove()
+        activation = features["a"]  # (1, K, h, w)
+        (grad,) = torch.autograd.grad(logits[0, target], activation)
+        alpha = grad.mean(dim=(2, 3), keepdim=True)  # (1, K, 1, 1)
+        cam = F.relu((alpha * activation).sum(dim=1, keepdim=True))  # (1, 1, h, w)
+        expected = F.interpolate(cam, size=(16, 16), mode="bilinear")[0, 0]
+        found = compare.gradcam(cnn, pixels, target)
+        assert found.shape == (16, 16)
+        torch.testing.assert_close(found, expected.detach(), rtol=1e-4, atol=1e-6)
+    assert not any(p.grad is not None for p in cnn.parameters())  # the model is left as it was
+
+
+@pytest.mark.parametrize("family", ["cnn", "vit"])
+def test_integrated_gradients_add_up_to_the_logit_change(family, cnn):
+    torch.manual_seed(1)
+    model = cnn if family == "cnn" else VisionTransformer(TINY_VIT).eval()
+    pixels = torch.randn(1, 3, 16, 16)
+    from captum.attr import IntegratedGradients
+
+    raw = IntegratedGradients(model).attribute(pixels, target=1, n_steps=256)
+    with torch.no_grad():
+        change = model(pixels)[0, 1] - model(torch.zeros_like(pixels))[0, 1]
+    assert float(raw.sum()) == pytest.approx(float(change), rel=0.05, abs=1e-3)  # completeness: what IG promises
+    shown = compare.integrated_gradients(model, pixels, 1)
+    assert shown.shape == (16, 16) and float(shown.min()) >= 0
+
+
+def test_shuffled_patches_are_the_same_patches_elsewhere():
+    pixels = torch.arange(2 * 3 * 8 * 8, dtype=torch.float32).reshape(2, 3, 8, 8)
+    permutation = torch.tensor([3, 0, 2, 1])
+    shuffled = compare.shuffle_patches(pixels, 4, permutation)
+    assert torch.equal(shuffled[..., :4, :4], pixels[..., 4:, 4:])  # position 0 holds patch 3
+    assert torch.equal(shuffled[..., :4, 4:], pixels[..., :4, :4])  # position 1 holds patch 0
+    assert torch.equal(compare.shuffle_patches(shuffled, 4, torch.argsort(permutation)), pixels)
+    with pytest.raises(ValueError, match="reorder all 4"):
+        compare.shuffle_patches(pixels, 4, torch.tensor([0, 0, 1, 2]))
+
+
+def test_shifts_wrap_or_pad():
+    pixels = torch.arange(16, dtype=torch.float32).reshape(1, 1, 4, 4)
+    assert torch.equal(compare.shift_image(pixels, 1, 0)[0, 0, :, 0], pixels[0, 0, :, 3])  # wrapped round
+    padded = compare.shift_image(pixels, 1, 2, mode="pad")
+    assert torch.equal(padded[0, 0, 2:, 1:], pixels[0, 0, :2, :3]) and float(padded[0, 0, :2].abs().sum()) == 0
+    assert torch.equal(compare.shift_image(compare.shift_image(pixels, -3, 1, "pad"), 0, 0, "pad"), compare.shift_image(pixels, -3, 1, "pad"))
+
+
+def test_without_position_the_cls_output_ignores_the_order_of_the_patches():
+    torch.manual_seed(2)
+    model = VisionTransformer(TINY_VIT).eval()
+    with torch.no_grad():
+        model.pos_embed.normal_(std=0.5)  # position information that matters
+    pixels = torch.randn(1, 3, 16, 16)
+    permutation = torch.randperm(16, generator=torch.Generator().manual_seed(0))
+    shuffled = compare.shuffle_patches(pixels, 4, permutation)
+    with torch.no_grad():
+        assert not torch.allclose(model(pixels), model(shuffled), atol=1e-4)  # with positions: the order matters
+    for mode in ("zero", "mean"):
+        torch.testing.assert_close(
+            compare.logits_without_position(model, pixels, mode), compare.logits_without_position(model, shuffled, mode),
+            rtol=1e-4, atol=1e-5,
+        )  # without them, self-attention cannot tell where a patch was
+    before = model.pos_embed.detach().clone()
+    with torch.no_grad():
+        model.pos_embed.zero_()
+        torch.testing.assert_close(compare.logits_without_position(model, pixels, "zero"), model(pixels))
+        model.pos_embed.copy_(before)
+    assert torch.equal(model.pos_embed, before)

@@ -1,0 +1,122 @@
+"""ViT against CNN on the same image: where each looked, and what each needs (issue 18).
+
+Attribution comes from Captum (PyTorch's attribution library) rather than hooks of our own:
+``gradcam`` is Captum's LayerGradCam on a CNN's last convolution, and ``integrated_gradients``
+is Captum's IntegratedGradients, which needs nothing of a model but its gradient, so it reads a
+ViT and a CNN alike. The ViT's own maps (attention rollout, gradient-weighted rollout) live in
+``vitviz.analysis``.
+
+The experiments change the input or the model's position information, never a cached model:
+``shuffle_patches`` and ``shift_image`` make new inputs, ``logits_without_position`` runs a ViT
+forward with its position embeddings replaced.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from vitviz.cnn import ConvNet
+from vitviz.model import VisionTransformer
+from vitviz.patches import grid_size, patchify, unpatchify
+
+
+def _one_image(pixels: Tensor) -> Tensor:
+    if pixels.dim() == 3:
+        pixels = pixels[None]
+    if pixels.dim() != 4 or pixels.shape[0] != 1:
+        raise ValueError(f"Expected one image, (1, C, H, W) or (C, H, W), got {tuple(pixels.shape)}.")
+    return pixels
+
+
+def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
+    """Grad-CAM (Selvaraju et al. 2017) of one class on the CNN's last convolution.
+
+    Each channel k of the last feature map A gets the weight alpha_k, the mean over positions
+    of d logit / d A_k; the map is relu(sum_k alpha_k A_k), upsampled (bilinear) to the input.
+
+    Args:
+        model: a ``ConvNet`` in eval mode.
+        pixels: (1, C, H, W) or (C, H, W), the normalised input.
+        class_index: the class to explain.
+
+    Returns:
+        (H, W) float on the CPU, >= 0, in the units of the feature map (not normalised).
+    """
+    from captum.attr import LayerAttribution, LayerGradCam
+
+    pixels = _one_image(pixels).detach().to(next(model.parameters()).device)
+    cam = LayerGradCam(model, model.last_conv).attribute(pixels, target=class_index, relu_attributions=True)  # (1, 1, h, w)
+    upsampled = LayerAttribution.interpolate(cam, tuple(pixels.shape[-2:]), interpolate_mode="bilinear")  # (1, 1, H, W)
+    return upsampled[0, 0].detach().float().cpu()
+
+
+def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, steps: int = 32) -> Tensor:
+    """Integrated gradients (Sundararajan et al. 2017) of one class, from a black baseline.
+
+    The baseline is the all-zero normalised input, the dataset's mean colour. The attribution of
+    every pixel is summed over the channels and taken in absolute value: how much the pixel
+    mattered, whichever way.
+
+    Returns:
+        (H, W) float on the CPU, >= 0.
+    """
+    from captum.attr import IntegratedGradients
+
+    pixels = _one_image(pixels).detach().to(next(model.parameters()).device)
+    attribution = IntegratedGradients(model).attribute(pixels, target=class_index, n_steps=steps, internal_batch_size=steps)
+    return attribution[0].sum(dim=0).abs().detach().float().cpu()  # (H, W)
+
+
+def shuffle_patches(pixels: Tensor, patch_size: int, permutation: Tensor) -> Tensor:
+    """The image with its P x P patches moved: patch ``permutation[i]`` goes to position i.
+
+    Args:
+        pixels: (B, C, H, W).
+        patch_size: P; H and W must be multiples of it.
+        permutation: (N,) long, a permutation of the N = (H/P)(W/P) patches.
+    """
+    grid = grid_size(tuple(pixels.shape[-2:]), patch_size)
+    patches = patchify(pixels, patch_size)  # (B, N, C*P*P)
+    if sorted(permutation.tolist()) != list(range(patches.shape[1])):
+        raise ValueError(f"permutation must reorder all {patches.shape[1]} patches.")
+    return unpatchify(patches[:, permutation], patch_size, grid, pixels.shape[1])
+
+
+def shift_image(pixels: Tensor, dx: int, dy: int, mode: Literal["circular", "pad"] = "circular") -> Tensor:
+    """The image moved ``dx`` pixels right and ``dy`` down: wrapped around ("circular") or with
+    the uncovered border filled with 0, the dataset's mean colour ("pad")."""
+    if mode == "circular":
+        return torch.roll(pixels, shifts=(dy, dx), dims=(-2, -1))
+    if mode != "pad":
+        raise ValueError(f'mode must be "circular" or "pad", not {mode!r}.')
+    height, width = pixels.shape[-2:]
+    padded = F.pad(pixels, (max(dx, 0), max(-dx, 0), max(dy, 0), max(-dy, 0)))
+    top, left = max(-dy, 0), max(-dx, 0)
+    return padded[..., top : top + height, left : left + width]
+
+
+@torch.no_grad()
+def logits_without_position(model: VisionTransformer, pixels: Tensor, mode: Literal["zero", "mean"] = "zero") -> Tensor:
+    """The ViT's logits with its position embeddings replaced, the model itself left as it is.
+
+    "zero" removes them; "mean" gives every token the average position embedding, so the tokens
+    keep the embeddings' overall offset but lose where they are.
+
+    Returns:
+        (B, num_classes) logits.
+    """
+    if mode not in ("zero", "mean"):
+        raise ValueError(f'mode must be "zero" or "mean", not {mode!r}.')
+    model._check_input(pixels)
+    x = model.patch_embed(pixels)  # (B, N, D)
+    if model.cls_token is not None:
+        x = torch.cat([model.cls_token.expand(x.shape[0], -1, -1), x], dim=1)  # (B, T, D)
+    if mode == "mean":
+        x = x + model.pos_embed.mean(dim=1, keepdim=True)  # (1, 1, D): the same for every token
+    for block in model.blocks:
+        x = block(x)
+    return model.forward_head(model.norm(x))
