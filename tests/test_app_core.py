@@ -135,7 +135,7 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
     zoo.save(VisionTransformer(tiny_config), path, card={"history": history, "test_accuracy": 0.75, "epochs": 3})
-    at = open_page("app_pages/8_card.py", custom_model=str(path))
+    at = open_page("app_pages/9_card.py", custom_model=str(path))
     assert errors(at) == []
     assert "75.00%" in metric_values(at)
     curves = plotly_figures(at)[0]
@@ -156,7 +156,7 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
     zoo.save(VisionTransformer(tiny_config), path, card=card)
-    at = open_page_in_one_run("app_pages/8_card.py", custom_model=str(path), lang="ko")
+    at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(path), lang="ko")
     assert errors(at) == []
     assert any("40에폭 중 2에폭" in i.value for i in at.info)  # an interim model says so
     curves, per_class = plotly_figures(at)[:2]
@@ -181,7 +181,7 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     )  # fmt: skip
     train(TrainConfig(name="first", epochs=2, lr=3e-3, **recipe), out=tmp_path / "first")
     train(TrainConfig(name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"), **recipe), out=tmp_path / "second")
-    at = open_page_in_one_run("app_pages/8_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
+    at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
     assert errors(at) == []
     assert any("2 stages" in c.value and "stage 1, first (epochs 1-2) → stage 2, second (epochs 3-5)" in c.value for c in at.caption)
     curves = plotly_figures(at)[0]
@@ -206,7 +206,7 @@ def test_unknown_custom_model_says_so():
 
 
 def test_shapes_json_roundtrip_of_config_on_card():
-    at = open_page("app_pages/8_card.py")
+    at = open_page("app_pages/9_card.py")
     assert errors(at) == []
     keys = list(at.dataframe[1].value["Setting"])
     assert "embed_dim" in keys and "patch_size" in keys

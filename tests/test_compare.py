@@ -100,3 +100,24 @@ def test_without_position_the_cls_output_ignores_the_order_of_the_patches():
         torch.testing.assert_close(compare.logits_without_position(model, pixels, "zero"), model(pixels))
         model.pos_embed.copy_(before)
     assert torch.equal(model.pos_embed, before)
+
+
+def test_the_experiments_change_what_they_say(cnn):
+    torch.manual_seed(3)
+    vit = VisionTransformer(TINY_VIT).eval()
+    with torch.no_grad():
+        vit.pos_embed.normal_(std=0.5)
+    vit_pixels, cnn_pixels = torch.randn(1, 3, 16, 16), torch.randn(1, 3, 16, 16)
+    with torch.no_grad():
+        before_vit, before_cnn = vit(vit_pixels), cnn(cnn_pixels)
+    shuffled = compare.run_experiment("shuffle", vit, vit_pixels, cnn, cnn_pixels, seed=0)
+    assert not torch.equal(shuffled.vit_input, vit_pixels) and sorted(shuffled.vit_input.flatten().tolist()) == sorted(vit_pixels.flatten().tolist())
+    assert shuffled.cnn_logits is not None and not torch.allclose(shuffled.cnn_logits, before_cnn)
+    moved = compare.run_experiment("shift", vit, vit_pixels, cnn, cnn_pixels, shift=2)
+    assert torch.equal(moved.vit_input, torch.roll(vit_pixels, (2, 2), (-2, -1)))
+    with torch.no_grad():
+        assert torch.allclose(moved.cnn_logits, cnn(torch.roll(cnn_pixels, (2, 2), (-2, -1))))
+    unplaced = compare.run_experiment("no_position", vit, vit_pixels, cnn, cnn_pixels)
+    assert unplaced.cnn_logits is None and not torch.allclose(unplaced.vit_logits, before_vit)
+    with pytest.raises(ValueError, match="Unknown experiment"):
+        compare.run_experiment("melt", vit, vit_pixels, cnn, cnn_pixels)

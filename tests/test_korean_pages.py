@@ -81,7 +81,7 @@ def test_the_check_catches_a_label_that_bypasses_i18n():
 
 
 def test_the_model_card_names_its_data_and_hardware_in_korean():
-    at = open_page_in_one_run("app_pages/8_card.py", lang="ko")
+    at = open_page_in_one_run("app_pages/9_card.py", lang="ko")
     facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1]))
     assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
     assert facts["하드웨어"].startswith("CPU (") and facts["하드웨어"].endswith("스레드 2개)")  # the card says 2 threads

@@ -13,6 +13,7 @@ forward with its position embeddings replaced.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -120,3 +121,63 @@ def logits_without_position(model: VisionTransformer, pixels: Tensor, mode: Lite
     for block in model.blocks:
         x = block(x)
     return model.forward_head(model.norm(x))
+
+
+EXPERIMENTS = ("shuffle", "shift", "no_position")
+
+
+@dataclass
+class Experiment:
+    """Both models' logits after one experiment, and the ViT's altered input to show.
+
+    Attributes:
+        vit_logits: (1, K).
+        cnn_logits: (1, K), or None where the experiment does not apply to the CNN (it has no
+            position embeddings) or its input cannot be cut into the ViT's grid.
+        vit_input: (1, C, H, W) the input the ViT saw, normalised.
+    """
+
+    vit_logits: Tensor
+    cnn_logits: Tensor | None
+    vit_input: Tensor
+
+
+@torch.no_grad()
+def run_experiment(
+    kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int = 2, seed: int = 0,
+) -> Experiment:  # fmt: skip
+    """One of the experiments a class can run with a click, on both models at once.
+
+    - "shuffle": the ViT's patch grid in a random order (``seed``), the same permutation for the
+      CNN's input cut into the same grid;
+    - "shift": both inputs moved ``shift`` pixels right and down, wrapping round;
+    - "no_position": the ViT without its position embeddings (the CNN has none to remove).
+
+    Inputs go to each model's device; what comes back is on the CPU.
+    """
+    vit_pixels = vit_pixels.to(next(vit.parameters()).device)
+    cnn_pixels = cnn_pixels.to(next(cnn.parameters()).device)
+    outcome = _experiment(kind, vit, vit_pixels, cnn, cnn_pixels, shift, seed)
+    return Experiment(
+        outcome.vit_logits.float().cpu(), None if outcome.cnn_logits is None else outcome.cnn_logits.float().cpu(),
+        outcome.vit_input.cpu(),
+    )  # fmt: skip
+
+
+def _experiment(kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int, seed: int) -> Experiment:
+    if kind == "shuffle":
+        patch = vit.config.patch_size
+        grid_h, grid_w = grid_size(tuple(vit_pixels.shape[-2:]), patch)
+        permutation = torch.randperm(grid_h * grid_w, generator=torch.Generator().manual_seed(seed))
+        vit_input = shuffle_patches(vit_pixels, patch, permutation)
+        height, width = cnn_pixels.shape[-2:]
+        cnn_patch = height // grid_h
+        fits = cnn_patch * grid_h == height and cnn_patch * grid_w == width
+        cnn_logits = cnn(shuffle_patches(cnn_pixels, cnn_patch, permutation)) if fits else None
+        return Experiment(vit(vit_input), cnn_logits, vit_input)
+    if kind == "shift":
+        vit_input = shift_image(vit_pixels, shift, shift)
+        return Experiment(vit(vit_input), cnn(shift_image(cnn_pixels, shift, shift)), vit_input)
+    if kind == "no_position":
+        return Experiment(logits_without_position(vit, vit_pixels, "zero"), None, vit_pixels)
+    raise ValueError(f"Unknown experiment {kind!r}: choose one of {', '.join(EXPERIMENTS)}.")

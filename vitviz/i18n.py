@@ -216,7 +216,8 @@ TEXT: dict[str, dict[str, str]] = {
     "page.attention": {"en": "5. Attention", "ko": "5. 어텐션"},
     "page.block": {"en": "6. Encoder block", "ko": "6. 인코더 블록"},
     "page.prediction": {"en": "7. Prediction", "ko": "7. 예측"},
-    "page.card": {"en": "8. Model card", "ko": "8. 모델 카드"},
+    "page.compare": {"en": "8. ViT vs CNN", "ko": "8. ViT와 CNN"},
+    "page.card": {"en": "9. Model card", "ko": "9. 모델 카드"},
     "page.mistakes": {"en": "Misclassification lab", "ko": "오분류 실험실"},
     # ---- home ------------------------------------------------------------------------------
     "home.intro": {
@@ -966,7 +967,119 @@ TEXT: dict[str, dict[str, str]] = {
     "prediction.download_lens": {"en": "Download the logit lens (CSV)", "ko": "logit lens 내려받기 (CSV)"},
     "prediction.download_occlusion": {"en": "Download the occlusion curves (CSV)", "ko": "가리기 곡선 내려받기 (CSV)"},
     # (end of 7. prediction)
-    # ---- 8. model card ----
+    # ---- 8. ViT vs CNN ----
+    "compare.intro": {
+        "en": (
+            "A convolutional network builds two assumptions in: locality (a unit sees a small neighbourhood, which "
+            "widens layer by layer) and translation equivariance (the same filter everywhere). A ViT builds in "
+            "neither: every patch can attend to every other from the first layer, and where a patch sits is only "
+            "known through the position embeddings it learned. That is why a ViT needs more data, and why hybrid "
+            "models put a CNN stem in front of the transformer. Here both look at the same image."
+        ),
+        "ko": (
+            "합성곱 신경망(CNN)에는 두 가지 가정이 들어 있습니다. 지역성(한 유닛은 작은 이웃만 보고, 층을 지날수록 넓어짐)과 "
+            "평행 이동 등변성(어디서나 같은 필터)입니다. ViT에는 둘 다 없습니다. 첫 층부터 모든 패치가 다른 모든 패치에 "
+            "어텐션할 수 있고, 패치가 어디에 있는지는 학습한 위치 임베딩으로만 압니다. 그래서 ViT는 데이터가 더 많이 "
+            "필요하고, 하이브리드 모델은 트랜스포머 앞에 CNN 줄기(stem)를 둡니다. 여기서는 두 모델이 같은 이미지를 봅니다."
+        ),
+    },
+    "compare.cnn": {"en": "CNN to compare with", "ko": "비교할 CNN"},
+    "compare.cnn_path": {"en": "Other CNN (a .safetensors path)", "ko": "다른 CNN (.safetensors 경로)"},
+    "compare.no_cnn": {
+        "en": (
+            "No CNN is available yet: the shipped CIFAR-10 CNN (cifar10-cnn) is still training. Give the path of a "
+            "CNN trained with `python -m vitviz.train --arch cnn` above."
+        ),
+        "ko": (
+            "아직 쓸 수 있는 CNN이 없습니다. 함께 제공될 CIFAR-10 CNN(cifar10-cnn)은 아직 학습 중입니다. "
+            "`python -m vitviz.train --arch cnn`으로 학습한 CNN의 경로를 위에 입력하세요."
+        ),
+    },
+    "compare.not_cnn": {"en": "{name} is not a CNN: choose a convolutional network here; the ViT is the sidebar's model.", "ko": "{name}은(는) CNN이 아닙니다. 여기서는 합성곱 신경망을 고르세요. ViT는 사이드바에서 고른 모델입니다."},
+    "compare.classes_differ": {
+        "en": "The two models predict different classes: compare models trained on the same classes (the sidebar's ViT and this CNN).",
+        "ko": "두 모델이 예측하는 클래스가 다릅니다. 같은 클래스로 학습한 모델끼리 비교하세요 (사이드바의 ViT와 이 CNN).",
+    },
+    "compare.answers": {"en": "Both answers", "ko": "두 모델의 답"},
+    "compare.vit_top": {"en": "ViT: top 5", "ko": "ViT: 상위 5개"},
+    "compare.cnn_top": {"en": "CNN: top 5", "ko": "CNN: 상위 5개"},
+    "compare.maps_title": {"en": "Where did each look?", "ko": "각 모델은 어디를 봤을까?"},
+    "compare.maps_intro": {
+        "en": (
+            "For one class: the ViT's attention rollout (how [CLS] mixes the patches, whatever the class), its "
+            "gradient-weighted rollout for the class (Chefer et al. 2021), and Grad-CAM on the CNN's last convolution "
+            "(Selvaraju et al. 2017). Each map is divided by its own maximum, so all read on one 0 to 1 scale."
+        ),
+        "ko": (
+            "한 클래스에 대해 봅니다. ViT의 attention rollout(클래스와 상관없이 [CLS]가 패치를 섞는 방식), 그 클래스에 대한 "
+            "gradient 가중 rollout(Chefer 외, 2021), 그리고 CNN의 마지막 합성곱에 대한 Grad-CAM(Selvaraju 외, 2017)입니다. "
+            "그림마다 자기 최댓값으로 나누었으므로 모두 같은 0에서 1 눈금으로 읽습니다."
+        ),
+    },
+    "compare.class": {"en": "Class to explain", "ko": "설명할 클래스"},
+    "compare.map.rollout": {"en": "ViT: attention rollout", "ko": "ViT: attention rollout"},
+    "compare.map.grad_rollout": {"en": "ViT: rollout for '{name}'", "ko": "ViT: '{name}'에 대한 rollout"},
+    "compare.map.gradcam": {"en": "CNN: Grad-CAM for '{name}'", "ko": "CNN: '{name}'에 대한 Grad-CAM"},
+    "compare.ig_toggle": {"en": "Also integrated gradients (both models, 32 steps)", "ko": "통합 기울기(integrated gradients)도 보기 (두 모델, 32단계)"},
+    "compare.map.ig_vit": {"en": "ViT: integrated gradients", "ko": "ViT: 통합 기울기"},
+    "compare.map.ig_cnn": {"en": "CNN: integrated gradients", "ko": "CNN: 통합 기울기"},
+    "compare.ig_note": {
+        "en": "Integrated gradients (Sundararajan et al. 2017) need nothing but a model's gradient, so they read both families the same way: pixel by pixel, from a black image to this one.",
+        "ko": "통합 기울기(Sundararajan 외, 2017)는 모델의 기울기만 있으면 되므로 두 종류의 모델을 똑같이 읽습니다. 검은 이미지에서 이 이미지까지 픽셀 단위로 봅니다.",
+    },
+    "compare.reach_title": {"en": "How far does each look, layer by layer?", "ko": "층마다 얼마나 멀리 볼까?"},
+    "compare.reach_intro": {
+        "en": (
+            "Left: the CNN's theoretical receptive field, the square of input pixels one unit of a layer depends on, "
+            "from its kernels, strides and pools: it can only grow, step by step. Right: the ViT's mean attention "
+            "distance per layer and head (ViT paper, Fig. 7 right), in pixels of the same input."
+        ),
+        "ko": (
+            "왼쪽: CNN의 이론적 수용 영역, 곧 한 층의 유닛 하나가 의존하는 입력 픽셀의 정사각형으로, 커널·스트라이드·풀링으로 "
+            "계산합니다. 층을 지날수록 조금씩 커지기만 합니다. 오른쪽: ViT의 층·헤드별 평균 어텐션 거리(ViT 논문 Fig. 7 "
+            "오른쪽)로, 같은 입력의 픽셀 단위입니다."
+        ),
+    },
+    "compare.reach.cnn": {"en": "CNN: receptive field", "ko": "CNN: 수용 영역"},
+    "compare.reach.vit": {"en": "ViT: mean attention distance", "ko": "ViT: 평균 어텐션 거리"},
+    "compare.reach.y": {"en": "pixels of the input", "ko": "입력 픽셀"},
+    "compare.reach.x_cnn": {"en": "CNN layer", "ko": "CNN 층"},
+    "compare.reach.x_vit": {"en": "ViT layer", "ko": "ViT 층"},
+    "compare.reach.image": {"en": "image side", "ko": "이미지 한 변"},
+    "compare.reach_reading": {
+        "en": "On this image, the ViT's farthest-looking head in layer 1 averages {vit:.1f} px, while the CNN's first convolution sees {cnn} px and its receptive field first covers the whole {side} px image at {layer}.",
+        "ko": "이 이미지에서 ViT 1층의 가장 멀리 보는 헤드는 평균 {vit:.1f} px 떨어진 곳을 보고, CNN의 첫 합성곱은 {cnn} px를 보며, 수용 영역은 {layer}에서 처음으로 {side} px 이미지 전체를 덮습니다.",
+    },
+    "compare.reach_never": {"en": "never", "ko": "끝까지 덮지 못함"},
+    "compare.experiments": {"en": "Experiments: what does each need?", "ko": "실험: 각 모델에 필요한 것은?"},
+    "compare.experiments_intro": {
+        "en": (
+            "Change the input, or take something from the ViT, and see both answers before and after. Shuffle the "
+            "patches: a ViT without position information could not tell, with it the drop shows how much it relies "
+            "on position, and the CNN loses its spatial structure. Shift the image: a CNN's filters move with it. "
+            "Remove the ViT's position embeddings: the CNN has none to lose."
+        ),
+        "ko": (
+            "입력을 바꾸거나 ViT에서 무언가를 빼고, 두 모델의 답이 어떻게 바뀌는지 봅니다. 패치 섞기: 위치 정보가 없는 ViT는 "
+            "알아채지 못하고, 위치 정보가 있으면 떨어지는 만큼 위치에 기대고 있다는 뜻이며, CNN은 공간 구조를 잃습니다. "
+            "이미지 옮기기: CNN의 필터는 이미지와 함께 움직입니다. ViT의 위치 임베딩 빼기: CNN에는 뺄 것이 없습니다."
+        ),
+    },
+    "compare.experiment": {"en": "Experiment", "ko": "실험"},
+    "compare.exp.shuffle": {"en": "Shuffle the patches", "ko": "패치 섞기"},
+    "compare.exp.shift": {"en": "Shift the image", "ko": "이미지 옮기기"},
+    "compare.exp.no_position": {"en": "Remove the ViT's position embeddings", "ko": "ViT의 위치 임베딩 빼기"},
+    "compare.shift_px": {"en": "Shift right and down by (pixels, wrapping round)", "ko": "오른쪽 아래로 옮길 거리 (픽셀, 넘친 부분은 반대편으로)"},
+    "compare.seed": {"en": "Shuffle number (another order)", "ko": "섞기 번호 (다른 순서)"},
+    "compare.col.model": {"en": "Model", "ko": "모델"},
+    "compare.col.before": {"en": "Before", "ko": "전"},
+    "compare.col.after": {"en": "After", "ko": "후"},
+    "compare.answer": {"en": "{name} ({p:.0%})", "ko": "{name} ({p:.0%})"},
+    "compare.na": {"en": "does not apply", "ko": "해당 없음"},
+    "compare.input_title": {"en": "What the ViT sees now", "ko": "지금 ViT가 보는 입력"},
+    "compare.download": {"en": "Download the maps and the answers (NPZ)", "ko": "지도와 답 내려받기 (NPZ)"},
+    # (end of 8. ViT vs CNN)
+    # ---- 9. model card ----
     "card.intro": {
         "en": "What this model is: its architecture and size, and for the shipped model how it was trained and how well it does.",
         "ko": "이 모델이 무엇인지 보여 줍니다. 구조와 크기, 그리고 함께 제공되는 모델이라면 어떻게 학습했고 성능이 어떤지도 보여 줍니다.",
@@ -1017,7 +1130,7 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "No training record comes with this model: training curves are shown for the model this project trains and ships.",
         "ko": "이 모델에는 학습 기록이 없습니다. 학습 곡선은 이 프로젝트가 직접 학습해 제공하는 모델에서 볼 수 있습니다.",
     },
-    # (end of 8. model card)
+    # (end of 9. model card)
     # ---- lab: misclassification ----
     "mistakes.intro": {
         "en": (

@@ -580,6 +580,47 @@ def attention_distance(
     return fig
 
 
+def reach(
+    fields: Sequence[tuple[str, int]], distances: np.ndarray, image_px: int, cnn_title: str = "CNN: receptive field",
+    vit_title: str = "ViT: mean attention distance", y_title: str = "pixels", cnn_x_title: str = "layer",
+    vit_x_title: str = "layer", head_word: str = "head", image_label: str = "image side", height: int = 400,
+) -> go.Figure:  # fmt: skip
+    """How far each family looks, in pixels of its input: the CNN's theoretical receptive field
+    after every convolution and pooling layer (``cnn.receptive_fields``, a line that can only
+    grow) beside the ViT's mean attention distance per layer and head (``analysis.mean_attention_distance``,
+    a dot per head, named in the legend), on one y axis, with the image's side dashed.
+
+    Args:
+        fields: (layer name, receptive field in pixels), in the order the layers run.
+        distances: (depth, heads) mean attention distance in pixels.
+        image_px: the side of the input in pixels.
+    """
+    distances = np.asarray(distances, dtype=np.float64)
+    depth, heads = distances.shape
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=[cnn_title, vit_title], horizontal_spacing=0.05)
+    steps = np.arange(1, len(fields) + 1)
+    fig.add_trace(
+        go.Scatter(x=steps, y=[size for _, size in fields], mode="lines+markers", line=dict(color="#2ca02c", width=3),
+                   text=[name for name, _ in fields], hovertemplate="%{text}: %{y} px<extra></extra>", showlegend=False),
+        row=1, col=1,
+    )  # fmt: skip
+    colours = sample_colorscale("Turbo", [h / max(heads - 1, 1) for h in range(heads)])
+    for head in range(heads):
+        fig.add_trace(
+            go.Scatter(x=np.arange(1, depth + 1), y=distances[:, head], mode="markers", name=f"{head_word} {head + 1}",
+                       marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
+                       hovertemplate=f"{vit_x_title} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>"),
+            row=1, col=2,
+        )  # fmt: skip
+    fig.add_hline(y=image_px, line=dict(color="grey", dash="dash"), row=1, col=1, annotation_text=image_label, annotation_position="top left")
+    fig.add_hline(y=image_px, line=dict(color="grey", dash="dash"), row=1, col=2)
+    fig.update_xaxes(title_text=cnn_x_title, tickvals=steps, ticktext=[name for name, _ in fields], tickangle=-45, row=1, col=1)
+    fig.update_xaxes(title_text=vit_x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2, row=1, col=2)
+    fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=1)
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=40, b=4), font=FONT)
+    return fig
+
+
 def key_weights(
     labels: Sequence[str], weights: Sequence[float], title: str | None = None, height: int = 360
 ) -> go.Figure:
@@ -760,7 +801,7 @@ def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int =
 # (end of 7. prediction)
 
 
-# ---- 8. model card ----
+# ---- 9. model card ----
 def parameter_rows(counts: dict[str, int], total: int) -> list[tuple[str, int, float]]:
     """(module, parameters, share of the total) rows, in the model's order."""
     return [(name, count, count / total if total else 0.0) for name, count in counts.items()]
@@ -853,7 +894,7 @@ def history_csv(history: Sequence[dict]) -> str:
     lines = [",".join(keys)]
     lines += [",".join(str(row.get(key, "")) for key in keys) for row in history]
     return "\n".join(lines) + "\n"
-# (end of 8. model card)
+# (end of 9. model card)
 
 
 # ---- lab: misclassification ----

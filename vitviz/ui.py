@@ -21,7 +21,7 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis, lab, plots
+from vitviz import analysis, compare, lab, plots
 from vitviz import data as vdata
 from vitviz import zoo
 from vitviz.config import ViTConfig
@@ -47,7 +47,8 @@ TOUR = [
     ("app_pages/5_attention.py", "page.attention", ":material/visibility:"),
     ("app_pages/6_block.py", "page.block", ":material/layers:"),
     ("app_pages/7_prediction.py", "page.prediction", ":material/flag:"),
-    ("app_pages/8_card.py", "page.card", ":material/description:"),
+    ("app_pages/8_compare.py", "page.compare", ":material/compare:"),
+    ("app_pages/9_card.py", "page.card", ":material/description:"),
 ]
 LAB = [("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
 
@@ -117,6 +118,34 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
     target = int(trace.logits[0].argmax())
     curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=target)
     return order.numpy(), curve.numpy()
+
+
+@st.cache_data(max_entries=16, ttl=3600, show_spinner=False)
+def cached_comparison(vit_name: str, cnn_name: str, image_bytes: bytes, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
+    """The ViT-vs-CNN page's arrays for one image and class, keyed by (models, image, class, IG on).
+
+    Returns:
+        "cnn_logits" (K,), "rollout" and "grad_rollout" (grid_h, grid_w), "gradcam" (H, W) of
+        the CNN's input, and with ``with_ig`` "ig_vit" and "ig_cnn" (the inputs' H, W).
+    """
+    vit, _ = cached_model(vit_name)
+    cnn, _ = cached_model(cnn_name)
+    image = decoded_image(image_bytes)
+    vit_pixels = to_tensor(image, vit.config.preprocess, vit.config.in_chans).to(next(vit.parameters()).device)
+    cnn_pixels = to_tensor(image, cnn.config.preprocess, cnn.config.in_chans).to(next(cnn.parameters()).device)
+    with torch.no_grad():
+        cnn_logits = cnn(cnn_pixels)[0].float().cpu().numpy()
+    trace = cached_trace(vit_name, image_bytes)
+    arrays = {
+        "cnn_logits": cnn_logits,
+        "rollout": analysis.rollout_map(trace)[0].float().cpu().numpy(),
+        "grad_rollout": analysis.grad_rollout(vit, vit_pixels, class_index).numpy(),
+        "gradcam": compare.gradcam(cnn, cnn_pixels, class_index).numpy(),
+    }
+    if with_ig:
+        arrays["ig_vit"] = compare.integrated_gradients(vit, vit_pixels, class_index).numpy()
+        arrays["ig_cnn"] = compare.integrated_gradients(cnn, cnn_pixels, class_index).numpy()
+    return arrays
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -213,6 +242,11 @@ def choices() -> Choices:
 
 
 SOURCES = ("sample", "upload", "cifar")
+
+
+def cnn_models() -> list[str]:
+    """The registry's CNNs, for the page that sets one beside the ViT."""
+    return [name for name, spec in zoo.REGISTRY.items() if spec.is_cnn]
 
 
 def tour_models() -> list[str]:

@@ -95,4 +95,4 @@ if history:
     ui.download_csv("download.csv", "training_history.csv", "card_csv", plots.history_csv(history))
 else:
     st.info(ui.tr("card.no_history"))
-ui.nav("app_pages/8_card.py")
+ui.nav("app_pages/9_card.py")

@@ -1,0 +1,159 @@
+"""Step 8: the ViT beside a CNN on the same image (issue 18): both answers, where each looked, how
+far each looks layer by layer, and experiments that show what each needs.
+
+The ViT is the sidebar's model; the CNN is chosen here (a registry CNN, or a CNN file). The maps
+for one class (the test image's true class, else the ViT's answer) are each divided by their own
+maximum, so all read on one 0..1 scale. Everything the page computes lives in vitviz.compare,
+vitviz.analysis and ui.cached_comparison.
+"""
+
+import numpy as np
+import streamlit as st
+import torch
+
+from vitviz import analysis, compare, plots, ui, zoo
+from vitviz.cnn import receptive_fields
+from vitviz.data import denormalize, to_tensor
+from vitviz.explain import top_k, verdict
+
+PAGE = "app_pages/8_compare.py"
+
+cur = ui.current()
+vit, trace = cur.model, cur.trace
+names = list(vit.config.class_names)
+head = st.container()  # the title goes here once both models are known
+
+
+def stop_with(message: str) -> None:
+    """Title, introduction, one sentence, the tour's buttons, and nothing else."""
+    with head:
+        ui.header("page.compare", "compare.intro")
+    st.info(message)
+    ui.nav(PAGE)
+    st.stop()
+
+
+# ---- the CNN ----------------------------------------------------------------------------------
+cnns = ui.cnn_models()
+c1, c2 = st.columns(2)
+if cnns:
+    st.session_state.setdefault("compare_cnn", cnns[0])
+    c1.selectbox(ui.tr("compare.cnn"), cnns, key="compare_cnn", format_func=lambda n: zoo.REGISTRY[n].title_in(ui.lang()))
+path = c2.text_input(ui.tr("compare.cnn_path"), key="compare_cnn_path", placeholder="cnn.safetensors").strip()
+cnn_name = path or (st.session_state.get("compare_cnn") if cnns else None)
+if not cnn_name:
+    stop_with(ui.tr("compare.no_cnn"))
+try:
+    cnn, cnn_spec = ui.cached_model(cnn_name)
+except zoo.ModelLoadError as err:
+    stop_with(ui.tr("error.model", message=err.sentence(ui.lang())))
+if not cnn_spec.is_cnn:
+    stop_with(ui.tr("compare.not_cnn", name=cnn_name))
+if list(cnn.config.class_names) != names or cnn.config.num_classes != vit.config.num_classes:
+    stop_with(ui.tr("compare.classes_differ"))
+
+true_name = ui.true_class()
+vit_probs = trace.logits[0].float().softmax(dim=-1)  # (K,)
+default_class = names.index(true_name) if true_name in names else int(vit_probs.argmax())
+class_index = ui.int_choice("compare_class", default_class, 0, len(names) - 1)
+with_ig = bool(st.session_state.get("compare_ig", False))
+arrays = ui.cached_comparison(cur.name, cnn_name, cur.image_bytes, class_index, with_ig)
+cnn_logits = torch.from_numpy(arrays["cnn_logits"])[None]  # (1, K)
+with head:
+    ui.header("page.compare", "compare.intro", shape=f"ViT {tuple(trace.logits.shape)}, CNN {tuple(cnn_logits.shape)}")
+
+# ---- both answers -----------------------------------------------------------------------------
+st.subheader(ui.tr("compare.answers"))
+answers = {}
+for column, which, model, logits in zip(st.columns(2), ("vit", "cnn"), (vit, cnn), (trace.logits, cnn_logits)):
+    ranked = top_k(model, logits, 5)
+    found = verdict(logits[0].float().softmax(dim=-1), names, true_name)
+    answers[which] = ranked[0]
+    column.plotly_chart(
+        ui.class_bars([n for n, _ in ranked], [p for _, p in ranked], ui.tr(f"compare.{which}_top"), found, height=90 + 36 * len(ranked)),
+        width="stretch", key=f"compare_{which}_top",
+    )  # fmt: skip
+    ui.show_verdict(found, column)
+
+# ---- where each looked ------------------------------------------------------------------------
+st.subheader(ui.tr("compare.maps_title"))
+st.markdown(ui.tr("compare.maps_intro"))
+k1, k2 = st.columns([2, 3])
+k1.selectbox(ui.tr("compare.class"), list(range(len(names))), key="compare_class", format_func=lambda i: ui.label(names[i]))
+k2.toggle(ui.tr("compare.ig_toggle"), key="compare_ig")
+shown_class = ui.label(names[class_index])
+vit_input = denormalize(trace.pixels[0], vit.config.preprocess)  # (H, W, 3) in [0, 1]
+image = ui.decoded_image(cur.image_bytes)
+cnn_pixels = to_tensor(image, cnn.config.preprocess, cnn.config.in_chans)
+cnn_input = denormalize(cnn_pixels[0], cnn.config.preprocess)
+panels = [
+    ("rollout", vit_input, ui.tr("compare.map.rollout")),
+    ("grad_rollout", vit_input, ui.tr("compare.map.grad_rollout", name=shown_class)),
+    ("gradcam", cnn_input, ui.tr("compare.map.gradcam", name=shown_class)),
+]
+if with_ig:
+    panels += [("ig_vit", vit_input, ui.tr("compare.map.ig_vit")), ("ig_cnn", cnn_input, ui.tr("compare.map.ig_cnn"))]
+for column, (key, picture, title) in zip(st.columns(len(panels)), panels):
+    values = arrays[key] / max(float(arrays[key].max()), 1e-12)  # its own maximum: one 0..1 scale for all
+    column.plotly_chart(
+        plots.heatmap_overlay(picture, values, title=title, height=300, zmin=0.0, zmax=1.0, colorbar=key == panels[-1][0]),
+        width="stretch", key=f"compare_map_{key}",
+    )  # fmt: skip
+if with_ig:
+    st.caption(ui.tr("compare.ig_note"))
+
+# ---- how far each looks, layer by layer -------------------------------------------------------
+st.subheader(ui.tr("compare.reach_title"))
+st.markdown(ui.tr("compare.reach_intro"))
+fields = [(field.name, field.size) for field in receptive_fields(cnn)]
+distances = analysis.mean_attention_distance(trace, vit.config.patch_size).numpy()  # (depth, heads)
+side = max(cnn.config.image_size)
+st.plotly_chart(
+    plots.reach(
+        fields, distances, side, cnn_title=ui.tr("compare.reach.cnn"), vit_title=ui.tr("compare.reach.vit"),
+        y_title=ui.tr("compare.reach.y"), cnn_x_title=ui.tr("compare.reach.x_cnn"), vit_x_title=ui.tr("compare.reach.x_vit"),
+        head_word=ui.tr("attention.distance_head"), image_label=ui.tr("compare.reach.image"),
+    ),
+    width="stretch", key="compare_reach",
+)  # fmt: skip
+covering = next((name for name, size in fields if size >= side), None)
+st.markdown(
+    ui.tr(
+        "compare.reach_reading", vit=float(distances[0].max()), cnn=fields[0][1], side=side,
+        layer=f"`{covering}`" if covering else ui.tr("compare.reach_never"),
+    )
+)  # fmt: skip
+
+# ---- experiments ------------------------------------------------------------------------------
+st.subheader(ui.tr("compare.experiments"))
+st.markdown(ui.tr("compare.experiments_intro"))
+e1, e2 = st.columns([2, 3])
+kind = e1.radio(ui.tr("compare.experiment"), compare.EXPERIMENTS, key="compare_experiment", format_func=lambda k: ui.tr(f"compare.exp.{k}"))
+shift = e2.slider(ui.tr("compare.shift_px"), 1, 4, 2, key="compare_shift", disabled=kind != "shift")
+seed = e2.number_input(ui.tr("compare.seed"), 0, 999, 0, key="compare_seed", disabled=kind != "shuffle")
+outcome = compare.run_experiment(kind, vit, trace.pixels, cnn, cnn_pixels, shift=int(shift), seed=int(seed))
+
+
+def answer(model, logits: torch.Tensor | None) -> str:  # noqa: ANN001 - either family
+    if logits is None:
+        return ui.tr("compare.na")
+    name, probability = top_k(model, logits, 1)[0]
+    return ui.tr("compare.answer", name=ui.label(name), p=probability)
+
+
+rows = [
+    {ui.tr("compare.col.model"): "ViT", ui.tr("compare.col.before"): answer(vit, trace.logits), ui.tr("compare.col.after"): answer(vit, outcome.vit_logits)},
+    {ui.tr("compare.col.model"): "CNN", ui.tr("compare.col.before"): answer(cnn, cnn_logits), ui.tr("compare.col.after"): answer(cnn, outcome.cnn_logits)},
+]
+t1, t2 = st.columns([3, 2])
+t1.dataframe(rows, hide_index=True, width="stretch")
+t2.plotly_chart(
+    plots.image(denormalize(outcome.vit_input[0], vit.config.preprocess), ui.tr("compare.input_title"), height=260),
+    width="stretch", key="compare_input",
+)  # fmt: skip
+ui.download_npz(
+    "compare.download", "vit_vs_cnn.npz", "compare_npz", class_index=np.array(class_index),
+    vit_logits=trace.logits[0].numpy(), **arrays, receptive_field=np.array([size for _, size in fields]),
+    mean_attention_distance=distances,
+)  # fmt: skip
+ui.nav(PAGE)

@@ -1,0 +1,112 @@
+"""The ViT-vs-CNN page (app_pages/8_compare.py) in Streamlit's AppTest, with a tiny ViT and a tiny
+CNN made here (3 colour classes), chosen with session state ``custom_model`` and the page's own
+``compare_cnn_path``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
+from tests.helpers import CLASSES
+from vitviz import compare, ui, zoo
+from vitviz.cnn import ConvNet
+from vitviz.config import CNNConfig, ViTConfig
+from vitviz.data import load_image, to_tensor
+from vitviz.model import VisionTransformer
+
+torch.set_num_threads(1)
+
+PAGE = "app_pages/8_compare.py"
+SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "samples" / ui.DEFAULT_SAMPLE
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(tiny ViT file, tiny CNN file), both predicting CLASSES from 32x32 inputs."""
+    root = tmp_path_factory.mktemp("compare")
+    torch.manual_seed(0)
+    vit = VisionTransformer(ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES))
+    with torch.no_grad():
+        vit.pos_embed.normal_(std=0.5)
+    cnn = ConvNet(CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), class_names=CLASSES))
+    zoo.save(vit.eval(), root / "vit.safetensors")
+    zoo.save(cnn.eval(), root / "cnn.safetensors")
+    return root / "vit.safetensors", root / "cnn.safetensors"
+
+
+def _open(models: tuple[Path, Path], **state: object):  # noqa: ANN202 - an AppTest
+    vit_path, cnn_path = models
+    return open_page(PAGE, custom_model=str(vit_path), compare_cnn_path=str(cnn_path), **state)
+
+
+def _table(at) -> dict[str, tuple[str, str]]:  # noqa: ANN001 - an AppTest
+    table = at.dataframe[0].value
+    return {row.iloc[0]: (row.iloc[1], row.iloc[2]) for _, row in table.iterrows()}
+
+
+def test_both_models_answer_and_the_maps_are_theirs(models) -> None:  # noqa: ANN001
+    at = _open(models)
+    assert errors(at) == [] and [e.value for e in at.exception] == []
+    assert at.title[0].value == "8. ViT vs CNN"
+    cnn, _ = zoo.load(str(models[1]), device="cpu")
+    pixels = to_tensor(load_image(SAMPLE.read_bytes()), cnn.config.preprocess)
+    with torch.no_grad():
+        probs = cnn(pixels)[0].softmax(-1)
+    bars = figure(at, "compare_cnn_top")["data"][0]
+    assert bars["y"][0] == CLASSES[int(probs.argmax())]  # the CNN's own answer, computed here
+    assert _table(at)["CNN"][0] == f"{CLASSES[int(probs.argmax())]} ({float(probs.max()):.0%})"
+    # Grad-CAM for the chosen class (no true class for a photo: the ViT's answer), on one 0..1 scale
+    chosen = at.selectbox(key="compare_class").value
+    expected = compare.gradcam(cnn, pixels, chosen).numpy()
+    shown = figure_array(figure(at, "compare_map_gradcam")["data"][1]["z"])
+    np.testing.assert_allclose(shown, expected / expected.max(), rtol=1e-4, atol=1e-5)
+    reach = figure(at, "compare_reach")
+    assert [t["name"] for t in reach["data"][1:]] == ["head 1", "head 2", "head 3", "head 4"]
+    assert figure_array(reach["data"][0]["y"]).tolist() == [f.size for f in compare_fields(cnn)]
+    assert [a["text"] for a in reach["layout"]["annotations"] if a["text"] not in ("CNN: receptive field", "ViT: mean attention distance")] == ["image side"]
+
+
+def compare_fields(cnn: ConvNet):  # noqa: ANN201
+    from vitviz.cnn import receptive_fields
+
+    return receptive_fields(cnn)
+
+
+def test_the_experiments_report_before_and_after(models) -> None:  # noqa: ANN001
+    at = _open(models)
+    vit, _ = zoo.load(str(models[0]), device="cpu")
+    pixels = to_tensor(load_image(SAMPLE.read_bytes()), vit.config.preprocess)
+    at.radio(key="compare_experiment").set_value("no_position").run()
+    assert errors(at) == []
+    table = _table(at)
+    assert table["CNN"][1] == "does not apply"  # a CNN has no position embeddings to remove
+    logits = compare.logits_without_position(vit, pixels)
+    probs = logits[0].softmax(-1)
+    assert table["ViT"][1] == f"{CLASSES[int(probs.argmax())]} ({float(probs.max()):.0%})"
+    at.radio(key="compare_experiment").set_value("shift").run()
+    at.slider(key="compare_shift").set_value(3).run()
+    assert errors(at) == [] and _table(at)["CNN"][1] != "does not apply"
+    at.toggle(key="compare_ig").set_value(True).run()  # integrated gradients: two more maps
+    assert errors(at) == []
+    assert {"compare_map_ig_vit", "compare_map_ig_cnn"} <= {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")}
+
+
+def test_korean(models) -> None:  # noqa: ANN001
+    vit_path, cnn_path = models
+    at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(vit_path), compare_cnn_path=str(cnn_path))
+    assert errors(at) == [] and at.title[0].value == "8. ViT와 CNN"
+    assert at.radio(key="compare_experiment").options == ["패치 섞기", "이미지 옮기기", "ViT의 위치 임베딩 빼기"]
+
+
+def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setattr(ui, "cnn_models", lambda: [])  # nothing shipped yet
+    at = open_page(PAGE, custom_model=str(models[0]))
+    assert errors(at) == []
+    assert any("No CNN is available yet" in info.value for info in at.info)
+    assert at.button(key="nav_next") is not None  # the tour goes on
+    at = open_page(PAGE, custom_model=str(models[0]), compare_cnn_path=str(models[0]))
+    assert any("is not a CNN" in info.value for info in at.info)
