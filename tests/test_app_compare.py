@@ -110,3 +110,14 @@ def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monke
     assert at.button(key="nav_next") is not None  # the tour goes on
     at = open_page(PAGE, custom_model=str(models[0]), compare_cnn_path=str(models[0]))
     assert any("is not a CNN" in info.value for info in at.info)
+
+
+def test_the_pages_choices_survive_a_trip_through_the_tour(models) -> None:  # noqa: ANN001
+    at = _open(models)
+    at.radio(key="compare_experiment").set_value("shift").run()
+    at.button(key="nav_next").click().run()  # on to the model card, where none of these widgets exist
+    assert at.title[0].value == "9. Model card"
+    at.button(key="nav_prev").click().run()
+    assert errors(at) == [] and at.title[0].value == "8. ViT vs CNN"
+    assert at.text_input(key="compare_cnn_path").value == str(models[1])
+    assert at.radio(key="compare_experiment").value == "shift"

@@ -231,6 +231,11 @@ class Choices:
     mistakes_threshold: float | None = None
     mistakes_page: int | None = None  # the lab's gallery page, from 1
     mistake: int | None = None  # the image the lab shows up close: its # in the filtered list, from 1
+    compare_cnn: str | None = None  # the ViT-vs-CNN page: the registry's CNN, or a file
+    compare_cnn_path: str | None = None
+    compare_class: int | None = None
+    compare_ig: bool | None = None
+    compare_experiment: str | None = None
     present: bool | None = None  # presenter mode: no sidebar, larger type, keys for a clicker
 
 
@@ -254,6 +259,7 @@ def tour_models() -> list[str]:
     return [name for name, spec in zoo.REGISTRY.items() if not spec.is_cnn]
 _INT_CHOICES = {
     "cifar_index", "step", "layer", "head", "query", "patch", "pos", "mistakes_true", "mistakes_predicted", "mistakes_page", "mistake",
+    "compare_class",
 }  # fmt: skip
 
 
@@ -272,7 +278,7 @@ def _is_valid(name: str, value: object) -> bool:
         return False
     if name in _INT_CHOICES:
         return isinstance(value, int) and not isinstance(value, bool)
-    if name in ("present", "mistakes_confident"):
+    if name in ("present", "mistakes_confident", "compare_ig"):
         return isinstance(value, bool)
     if name == "mistakes_threshold":
         return _is_number(value)
@@ -284,6 +290,8 @@ def _is_valid(name: str, value: object) -> bool:
         return value in tour_models()
     if name == "source":
         return value in SOURCES
+    if name == "compare_experiment":
+        return value in compare.EXPERIMENTS
     if name == "sample":
         return value in sample_names()
     if name == "cifar_class":
