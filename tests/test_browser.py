@@ -90,14 +90,17 @@ def _url_path(script: str) -> str:
     return "" if stem.startswith("0_") else stem.split("_", 1)[1]
 
 
-def _visit(page, url: str, shot: Path) -> list[str]:
+CONTENT = ".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame']"
+
+
+def _visit(page, url: str, shot: Path, content: str = CONTENT) -> list[str]:
     problems: list[str] = []
     page.goto(url, wait_until="domcontentloaded")
     page.wait_for_selector("h1", timeout=90_000)
     try:
-        page.wait_for_selector(".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame']", timeout=90_000)
+        page.wait_for_selector(content, timeout=90_000)
     except Exception:  # noqa: BLE001 - reported below as a problem, with the screenshot
-        problems.append(f"{url}: no figure, metric or table appeared")
+        problems.append(f"{url}: no figure, metric or table appeared" if content == CONTENT else f"{url}: {content} did not appear")
     page.wait_for_timeout(1500)
     page.screenshot(path=str(shot), full_page=True)
     for selector in ("[data-testid='stException']", ".stException"):
@@ -128,7 +131,9 @@ def test_every_page_in_a_real_browser(server):
         assert "sample=rocket.jpg" in page.url
         for script in pages:
             path = _url_path(script)
-            problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png")
+            # the ViT-vs-CNN step says so while no CNN is shipped (its figures: tests/test_app_compare.py)
+            content = "text=No CNN is available yet" if script.endswith("8_compare.py") and not ui.cnn_models() else CONTENT
+            problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png", content)
         browser.close()
     assert problems == []
     assert console == []
