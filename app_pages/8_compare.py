@@ -131,7 +131,22 @@ e1, e2 = st.columns([2, 3])
 kind = e1.radio(ui.tr("compare.experiment"), compare.EXPERIMENTS, key="compare_experiment", format_func=lambda k: ui.tr(f"compare.exp.{k}"))
 shift = e2.slider(ui.tr("compare.shift_px"), 1, 4, 2, key="compare_shift", disabled=kind != "shift")
 seed = e2.number_input(ui.tr("compare.seed"), 0, 999, 0, key="compare_seed", disabled=kind != "shuffle")
-outcome = compare.run_experiment(kind, vit, trace.pixels, cnn, cnn_pixels, shift=int(shift), seed=int(seed))
+num_patches = trace.grid_size[0] * trace.grid_size[1]
+hidden = [i for i in st.session_state.get("compare_hidden", []) if 0 <= i < num_patches]  # patches on the ViT's grid
+st.session_state["compare_hidden"] = hidden
+outcome = compare.run_experiment(kind, vit, trace.pixels, cnn, cnn_pixels, shift=int(shift), seed=int(seed), hidden=hidden)
+
+
+def toggle_patch() -> None:
+    """on_select callback: a clicked patch is hidden, or shown again (runs before the script)."""
+    picked = analysis.patch_from_selection(st.session_state.get("compare_hide_grid"), num_patches)
+    if picked is not None:
+        chosen = st.session_state.setdefault("compare_hidden", [])
+        chosen.remove(picked) if picked in chosen else chosen.append(picked)
+
+
+def show_all() -> None:
+    st.session_state["compare_hidden"] = []
 
 
 def answer(model, logits: torch.Tensor | None) -> str:  # noqa: ANN001 - either family
@@ -147,10 +162,16 @@ rows = [
 ]
 t1, t2 = st.columns([3, 2])
 t1.dataframe(rows, hide_index=True, width="stretch")
-t2.plotly_chart(
-    plots.image(denormalize(outcome.vit_input[0], vit.config.preprocess), ui.tr("compare.input_title"), height=260),
-    width="stretch", key="compare_input",
-)  # fmt: skip
+seen = denormalize(outcome.vit_input[0], vit.config.preprocess)
+if kind == "hide":  # the image is the control: a click hides a patch, a second click shows it again
+    t2.plotly_chart(
+        plots.patch_grid(seen, vit.config.patch_size, title=ui.tr("compare.input_title"), height=300),
+        width="stretch", key="compare_hide_grid", on_select=toggle_patch, selection_mode="points",
+    )  # fmt: skip
+    t2.caption(ui.tr("compare.hide_hint", n=len(hidden)))
+    t2.button(ui.tr("compare.hide_clear"), key="compare_show_all", on_click=show_all, disabled=not hidden)
+else:
+    t2.plotly_chart(plots.image(seen, ui.tr("compare.input_title"), height=260), width="stretch", key="compare_input")
 ui.download_npz(
     "compare.download", "vit_vs_cnn.npz", "compare_npz", class_index=np.array(class_index),
     vit_logits=trace.logits[0].numpy(), **arrays, receptive_field=np.array([size for _, size in fields]),

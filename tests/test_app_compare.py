@@ -99,7 +99,7 @@ def test_korean(models) -> None:  # noqa: ANN001
     vit_path, cnn_path = models
     at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(vit_path), compare_cnn_path=str(cnn_path))
     assert errors(at) == [] and at.title[0].value == "8. ViT와 CNN"
-    assert at.radio(key="compare_experiment").options == ["패치 섞기", "이미지 옮기기", "ViT의 위치 임베딩 빼기"]
+    assert at.radio(key="compare_experiment").options == ["패치 섞기", "이미지 옮기기", "ViT의 위치 임베딩 빼기", "누른 패치 가리기"]
 
 
 def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monkeypatch) -> None:  # noqa: ANN001
@@ -121,3 +121,24 @@ def test_the_pages_choices_survive_a_trip_through_the_tour(models) -> None:  # n
     assert errors(at) == [] and at.title[0].value == "8. ViT vs CNN"
     assert at.text_input(key="compare_cnn_path").value == str(models[1])
     assert at.radio(key="compare_experiment").value == "shift"
+
+
+def test_hidden_patches_are_hidden_from_both_models(models) -> None:  # noqa: ANN001
+    at = _open(models, compare_hidden=[0, 5, 9])  # as three clicks on the grid leave them
+    at.radio(key="compare_experiment").set_value("hide").run()
+    assert errors(at) == []
+    vit, _ = zoo.load(str(models[0]), device="cpu")
+    cnn, _ = zoo.load(str(models[1]), device="cpu")
+    image = load_image(SAMPLE.read_bytes())
+    outcome = compare.run_experiment(
+        "hide", vit, to_tensor(image, vit.config.preprocess), cnn, to_tensor(image, cnn.config.preprocess), hidden=[0, 5, 9]
+    )  # fmt: skip
+    for model_name, logits, model in (("ViT", outcome.vit_logits, vit), ("CNN", outcome.cnn_logits, cnn)):
+        probs = logits[0].softmax(-1)
+        assert _table(at)[model_name][1] == f"{CLASSES[int(probs.argmax())]} ({float(probs.max()):.0%})"
+    grid = figure(at, "compare_hide_grid")
+    shown = figure_array(grid["data"][0]["z"])  # the picture the user clicks on: patch 0 in the mean colour
+    assert shown.shape[:2] == (32, 32) and np.ptp(shown[:8, :8].reshape(-1, shown.shape[-1]), axis=0).max() == 0
+    assert any("3 hidden" in c.value for c in at.caption)
+    at.button(key="compare_show_all").click().run()
+    assert at.session_state["compare_hidden"] == [] and errors(at) == []

@@ -119,5 +119,13 @@ def test_the_experiments_change_what_they_say(cnn):
         assert torch.allclose(moved.cnn_logits, cnn(torch.roll(cnn_pixels, (2, 2), (-2, -1))))
     unplaced = compare.run_experiment("no_position", vit, vit_pixels, cnn, cnn_pixels)
     assert unplaced.cnn_logits is None and not torch.allclose(unplaced.vit_logits, before_vit)
+    hidden = compare.run_experiment("hide", vit, vit_pixels, cnn, cnn_pixels, hidden=[0, 5])
+    assert float(hidden.vit_input[..., :4, :4].abs().sum()) == 0 and float(hidden.vit_input[..., 4:8, 4:8].abs().sum()) == 0
+    assert torch.equal(hidden.vit_input[..., 8:, 8:], vit_pixels[..., 8:, 8:])  # only patches 0 and 5 are hidden
+    cnn_hidden = cnn_pixels.clone()
+    cnn_hidden[..., :4, :4] = 0
+    cnn_hidden[..., 4:8, 4:8] = 0
+    with torch.no_grad():
+        assert torch.allclose(hidden.cnn_logits, cnn(cnn_hidden))
     with pytest.raises(ValueError, match="Unknown experiment"):
         compare.run_experiment("melt", vit, vit_pixels, cnn, cnn_pixels)

@@ -14,12 +14,14 @@ forward with its position embeddings replaced.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from vitviz.analysis import occlude
 from vitviz.cnn import ConvNet
 from vitviz.model import VisionTransformer
 from vitviz.patches import grid_size, patchify, unpatchify
@@ -123,7 +125,7 @@ def logits_without_position(model: VisionTransformer, pixels: Tensor, mode: Lite
     return model.forward_head(model.norm(x))
 
 
-EXPERIMENTS = ("shuffle", "shift", "no_position")
+EXPERIMENTS = ("shuffle", "shift", "no_position", "hide")
 
 
 @dataclass
@@ -145,35 +147,51 @@ class Experiment:
 @torch.no_grad()
 def run_experiment(
     kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int = 2, seed: int = 0,
+    hidden: Sequence[int] = (),
 ) -> Experiment:  # fmt: skip
     """One of the experiments a class can run with a click, on both models at once.
 
     - "shuffle": the ViT's patch grid in a random order (``seed``), the same permutation for the
       CNN's input cut into the same grid;
     - "shift": both inputs moved ``shift`` pixels right and down, wrapping round;
-    - "no_position": the ViT without its position embeddings (the CNN has none to remove).
+    - "no_position": the ViT without its position embeddings (the CNN has none to remove);
+    - "hide": the patches ``hidden`` (indices on the ViT's grid) set to 0, the dataset's mean
+      colour, in both inputs (the CNN's cut into the same grid).
 
     Inputs go to each model's device; what comes back is on the CPU.
     """
     vit_pixels = vit_pixels.to(next(vit.parameters()).device)
     cnn_pixels = cnn_pixels.to(next(cnn.parameters()).device)
-    outcome = _experiment(kind, vit, vit_pixels, cnn, cnn_pixels, shift, seed)
+    outcome = _experiment(kind, vit, vit_pixels, cnn, cnn_pixels, shift, seed, hidden)
     return Experiment(
         outcome.vit_logits.float().cpu(), None if outcome.cnn_logits is None else outcome.cnn_logits.float().cpu(),
         outcome.vit_input.cpu(),
     )  # fmt: skip
 
 
-def _experiment(kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int, seed: int) -> Experiment:
+def _same_grid(cnn_pixels: Tensor, grid: tuple[int, int]) -> int | None:
+    """The patch side that cuts the CNN's input into the ViT's grid, or None when none does."""
+    (height, width), (grid_h, grid_w) = cnn_pixels.shape[-2:], grid
+    patch = height // grid_h
+    return patch if patch * grid_h == height and patch * grid_w == width else None
+
+
+def _experiment(
+    kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int, seed: int, hidden: Sequence[int],
+) -> Experiment:  # fmt: skip
+    patch = vit.config.patch_size
+    grid = grid_size(tuple(vit_pixels.shape[-2:]), patch)
+    cnn_patch = _same_grid(cnn_pixels, grid)
     if kind == "shuffle":
-        patch = vit.config.patch_size
-        grid_h, grid_w = grid_size(tuple(vit_pixels.shape[-2:]), patch)
-        permutation = torch.randperm(grid_h * grid_w, generator=torch.Generator().manual_seed(seed))
+        permutation = torch.randperm(grid[0] * grid[1], generator=torch.Generator().manual_seed(seed))
         vit_input = shuffle_patches(vit_pixels, patch, permutation)
-        height, width = cnn_pixels.shape[-2:]
-        cnn_patch = height // grid_h
-        fits = cnn_patch * grid_h == height and cnn_patch * grid_w == width
-        cnn_logits = cnn(shuffle_patches(cnn_pixels, cnn_patch, permutation)) if fits else None
+        cnn_logits = cnn(shuffle_patches(cnn_pixels, cnn_patch, permutation)) if cnn_patch else None
+        return Experiment(vit(vit_input), cnn_logits, vit_input)
+    if kind == "hide":
+        mask = torch.zeros(1, grid[0] * grid[1], dtype=torch.bool)
+        mask[0, list(hidden)] = True
+        vit_input = occlude(vit_pixels, mask, patch)
+        cnn_logits = cnn(occlude(cnn_pixels, mask, cnn_patch)) if cnn_patch else None
         return Experiment(vit(vit_input), cnn_logits, vit_input)
     if kind == "shift":
         vit_input = shift_image(vit_pixels, shift, shift)

@@ -1057,7 +1057,7 @@ TEXT: dict[str, dict[str, str]] = {
             "Change the input, or take something from the ViT, and see both answers before and after. Shuffle the "
             "patches: a ViT without position information could not tell, with it the drop shows how much it relies "
             "on position, and the CNN loses its spatial structure. Shift the image: a CNN's filters move with it. "
-            "Remove the ViT's position embeddings: the CNN has none to lose."
+            "Remove the ViT's position embeddings: the CNN has none to lose. Or hide the patches you choose."
         ),
         "ko": (
             "입력을 바꾸거나 ViT에서 무언가를 빼고, 두 모델의 답이 어떻게 바뀌는지 봅니다. 패치 섞기: 위치 정보가 없는 ViT는 "
@@ -1069,6 +1069,12 @@ TEXT: dict[str, dict[str, str]] = {
     "compare.exp.shuffle": {"en": "Shuffle the patches", "ko": "패치 섞기"},
     "compare.exp.shift": {"en": "Shift the image", "ko": "이미지 옮기기"},
     "compare.exp.no_position": {"en": "Remove the ViT's position embeddings", "ko": "ViT의 위치 임베딩 빼기"},
+    "compare.exp.hide": {"en": "Hide the patches you click", "ko": "누른 패치 가리기"},
+    "compare.hide_hint": {
+        "en": "Click a patch on the image to hide it from both models (the dataset's mean colour), click it again to show it: {n} hidden.",
+        "ko": "이미지에서 패치를 누르면 두 모델 모두에게서 가려지고(데이터셋의 평균 색), 다시 누르면 보입니다. 지금 {n}개를 가렸습니다.",
+    },
+    "compare.hide_clear": {"en": "Show every patch again", "ko": "모든 패치 다시 보이기"},
     "compare.shift_px": {"en": "Shift right and down by (pixels, wrapping round)", "ko": "오른쪽 아래로 옮길 거리 (픽셀, 넘친 부분은 반대편으로)"},
     "compare.seed": {"en": "Shuffle number (another order)", "ko": "섞기 번호 (다른 순서)"},
     "compare.col.model": {"en": "Model", "ko": "모델"},
