@@ -106,8 +106,9 @@ if with_ig:
 st.subheader(ui.tr("compare.reach_title"))
 st.markdown(ui.tr("compare.reach_intro"))
 fields = [(field.name, field.size) for field in receptive_fields(cnn)]
-distances = analysis.mean_attention_distance(trace, vit.config.patch_size).numpy()  # (depth, heads)
 side = max(cnn.config.image_size)
+# (depth, heads), in pixels of the CNN's input: scaled when the ViT reads another size (224 against 32)
+distances = analysis.mean_attention_distance(trace, vit.config.patch_size).numpy() * side / max(vit.config.image_size)
 st.plotly_chart(
     plots.reach(
         fields, distances, side, cnn_title=ui.tr("compare.reach.cnn"), vit_title=ui.tr("compare.reach.vit"),

@@ -1032,12 +1032,13 @@ TEXT: dict[str, dict[str, str]] = {
         "en": (
             "Left: the CNN's theoretical receptive field, the square of input pixels one unit of a layer depends on, "
             "from its kernels, strides and pools: it can only grow, step by step. Right: the ViT's mean attention "
-            "distance per layer and head (ViT paper, Fig. 7 right), in pixels of the same input."
+            "distance per layer and head (ViT paper, Fig. 7 right), in pixels of the same input (scaled to the CNN's when "
+            "the two read different sizes)."
         ),
         "ko": (
             "왼쪽: CNN의 이론적 수용 영역, 곧 한 층의 유닛 하나가 의존하는 입력 픽셀의 정사각형으로, 커널·스트라이드·풀링으로 "
             "계산합니다. 층을 지날수록 조금씩 커지기만 합니다. 오른쪽: ViT의 층·헤드별 평균 어텐션 거리(ViT 논문 Fig. 7 "
-            "오른쪽)로, 같은 입력의 픽셀 단위입니다."
+            "오른쪽)로, 같은 입력의 픽셀 단위입니다(두 모델의 입력 크기가 다르면 CNN 입력에 맞춰 환산)."
         ),
     },
     "compare.reach.cnn": {"en": "CNN: receptive field", "ko": "CNN: 수용 영역"},
