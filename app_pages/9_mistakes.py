@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, lab, plots, ui
+from vitviz import analysis, lab, plots, ui, zoo
 from vitviz import data as vdata
 from vitviz.evaluate import prepare_batch
 from vitviz.explain import verdict
@@ -119,12 +119,38 @@ low, high = f3.slider(ui.tr("mistakes.confidence"), 0.0, 1.0, step=0.01, key="mi
 g1, g2 = st.columns([1, 3])
 confident = g1.checkbox(ui.tr("mistakes.confident_only"), key="mistakes_confident")
 threshold = g2.slider(ui.tr("mistakes.threshold"), 0.0, 0.99, step=0.01, key="mistakes_threshold", disabled=not confident)
+
+# A second model on the same images (issue 18): which of the two gets an image wrong.
+others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
+o1, o2 = st.columns(2)
+picked_other = o1.selectbox(
+    ui.tr("mistakes.other"), ["", *others], key="mistakes_other",
+    format_func=lambda n: ui.tr("mistakes.other_none") if not n else zoo.REGISTRY[n].title_in(ui.lang()),
+)  # fmt: skip
+other_name = o2.text_input(ui.tr("mistakes.other_path"), key="mistakes_other_path").strip() or picked_other
+other, which = None, "first_wrong"
+if other_name:
+    try:
+        other = ui.cached_evaluation(other_name, location)  # a progress bar the first time
+    except (zoo.ModelLoadError, ValueError) as err:
+        message = err.sentence(ui.lang()) if isinstance(err, zoo.ModelLoadError) else str(err)
+        st.info(ui.tr("mistakes.other_failed", message=message))
+if other is not None:
+    counts = lab.agreement(result, other).tolist()  # rows: this model right / wrong; columns: the second model
+    a1, a2 = st.columns([2, 3])
+    a1.dataframe(
+        [{"": ui.tr(f"mistakes.agree.first_{row}"), ui.tr("mistakes.agree.second_right"): f"{counts[i][0]:,}",
+          ui.tr("mistakes.agree.second_wrong"): f"{counts[i][1]:,}"} for i, row in enumerate(("right", "wrong"))],
+        hide_index=True, width="stretch",
+    )  # fmt: skip
+    which = a2.radio(ui.tr("mistakes.pair"), lab.PAIRS, key="mistakes_pair", format_func=lambda k: ui.tr(f"mistakes.pair.{k}"))
 diagonal = true_filter is not None and true_filter == predicted_filter
+keep = lab.pair_mask(result, other, which) if other is not None and which != "first_wrong" else None
 indices = lab.filter_mistakes(
-    result, true_filter, predicted_filter, low, high, threshold if confident else None, include_correct=diagonal
+    result, true_filter, predicted_filter, low, high, threshold if confident else None, include_correct=diagonal, keep=keep,
 )  # (m,) most confident first
 count = len(indices)
-filters = (chosen.name, location, true_filter, predicted_filter, low, high, confident, threshold)
+filters = (chosen.name, location, true_filter, predicted_filter, low, high, confident, threshold, other_name, which)
 if st.session_state.get("_mistakes_filters") != filters:  # new filters: back to the first page and image
     st.session_state["_mistakes_filters"] = filters
     st.session_state["mistakes_page"] = 1
@@ -207,6 +233,14 @@ with left:
             confidence=f"{float(confidence[index]):.1%}",
         )
     )  # fmt: skip
+    if other is not None:  # the second model's answer on the same image
+        other_class = int(other.predictions[index])
+        st.markdown(
+            ui.tr(
+                "mistakes.other_answer", predicted=ui.label(classes[other_class]), confidence=f"{float(other.confidence[index]):.1%}",
+                verdict=ui.tr("mistakes.other_right" if other_class == true_class else "mistakes.other_wrong"),
+            )
+        )  # fmt: skip
     position = lab.class_position(result.files, classes, index) if kind == "folder" else None
     if position is None:
         st.caption(ui.tr("mistakes.no_tour"))

@@ -92,7 +92,7 @@ def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:  # n
     assert errors(at) == []
     assert at.title[0].value == "Misclassification lab"
     assert any(f"`({result.n}, 3)`" in m.value for m in at.markdown)  # the header's probs shape
-    assert [w.key for w in at.text_input if w.key != "custom_model"] == []  # no folder to type
+    assert [w.key for w in at.text_input if w.key not in ("custom_model", "mistakes_other_path")] == []  # no data folder to type (model files only)
     on_screen = [e.value for e in (*at.markdown, *at.caption, *at.info)]
     assert not [text for text in on_screen if str(folder) in text or str(folder.parent) in text]  # no server path
     assert any("test split: 30 images" in text for text in on_screen)
@@ -366,3 +366,27 @@ def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monke
     bars = figure(at, "home_topk")["data"][0]
     assert sorted(bars["y"]) == sorted(i18n.class_label(c, "ko") for c in result.classes)  # all 3 classes, in Korean
     assert bars["marker"]["color"][0] == plots.PREDICTED_COLOUR
+
+
+def test_a_second_model_splits_the_mistakes(lab_setup, csv_texts, tmp_path) -> None:  # noqa: ANN001
+    folder, model_path, result = lab_setup
+    second_path = _save_model(tmp_path / "second.safetensors", seed=7)
+    second_model, _ = zoo.load(str(second_path), device="cpu")
+    second = evaluate(second_model, vdata.load_image_folder(folder, use_cache=False), use_cache=False)
+    at = _open(folder, model_path, mistakes_other_path=str(second_path))
+    assert errors(at) == []
+    counts = lab.agreement(result, second).tolist()
+    table = at.dataframe[0].value
+    assert table.iloc[:, 1].tolist() == [str(counts[0][0]), str(counts[1][0])]  # second model right
+    assert table.iloc[:, 2].tolist() == [str(counts[0][1]), str(counts[1][1])]  # second model wrong
+    for which in ("first_only", "both", "second_only"):
+        at.radio(key="mistakes_pair").set_value(which).run()
+        assert errors(at) == []
+        expected = lab.pair_mask(result, second, which).nonzero().flatten().tolist()
+        assert sorted(int(r["index"]) for r in _rows(csv_texts["mistakes_csv"])) == expected, which
+    at.radio(key="mistakes_pair").set_value("both").run()
+    if lab.pair_mask(result, second, "both").any():
+        first = int(_rows(csv_texts["mistakes_csv"])[0]["index"])
+        said = [m.value for m in at.markdown if m.value.startswith("Second model:")]
+        answer = CLASSES[int(second.predictions[first])]
+        assert said == [f"Second model: **{answer}** ({float(second.confidence[first]):.1%}), wrong."]

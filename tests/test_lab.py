@@ -38,6 +38,37 @@ def hand_result() -> EvalResult:
     return EvalResult("hand", "here", ["a", "b", "c"], files, torch.tensor([0, 0, 1, 1, 2, 2]), probs, 1.0, 1.0)
 
 
+def second_result() -> EvalResult:
+    """A second model on the same six images: right on 0, 1, 3 and 4, wrong on 2 and 5.
+
+    first (hand_result) wrong: 0, 2, 3, 4, 5; second wrong: 2, 5.
+    """
+    probs = torch.tensor(
+        [[0.9, 0.05, 0.05], [0.6, 0.2, 0.2], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.3, 0.6, 0.1]]
+    )
+    first = hand_result()
+    return EvalResult("cnn", "here", first.classes, first.files, first.labels.clone(), probs, 1.0, 1.0)
+
+
+def test_agreement_and_pair_filters_of_two_models() -> None:
+    first, second = hand_result(), second_result()
+    assert lab.agreement(first, second).tolist() == [[1, 0], [3, 2]]  # rows: first right/wrong; columns: second
+    assert lab.pair_mask(first, second, "first_only").nonzero().flatten().tolist() == [0, 3, 4]
+    assert lab.pair_mask(first, second, "both").nonzero().flatten().tolist() == [2, 5]
+    assert lab.pair_mask(first, second, "second_only").nonzero().flatten().tolist() == []
+    assert lab.pair_mask(first, second, "first_wrong").nonzero().flatten().tolist() == [0, 2, 3, 4, 5]
+    keep = lab.pair_mask(first, second, "first_only")
+    assert lab.filter_mistakes(first, keep=keep).tolist() == [3, 0, 4]  # most confident first
+    assert lab.filter_mistakes(first, true=2, keep=keep).tolist() == [4]
+    swapped = lab.pair_mask(second, first, "second_only")  # the second right, the first wrong
+    assert swapped.nonzero().flatten().tolist() == [0, 3, 4]
+    other = EvalResult("x", "there", first.classes, list(reversed(first.files)), first.labels.clone(), second.probs, 1.0, 1.0)
+    with pytest.raises(ValueError, match="different images"):
+        lab.agreement(first, other)
+    with pytest.raises(ValueError, match="Unknown pair filter"):
+        lab.pair_mask(first, second, "neither")
+
+
 # ---- filter_mistakes ----------------------------------------------------------------------------
 
 

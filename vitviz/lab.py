@@ -95,6 +95,7 @@ def filter_mistakes(
     high: float = 1.0,
     min_confidence: float | None = None,
     include_correct: bool = False,
+    keep: Tensor | None = None,
 ) -> Tensor:
     """The images that match the lab's filters, the most confident first.
 
@@ -108,6 +109,8 @@ def filter_mistakes(
             above this threshold (None: no threshold).
         include_correct: also keep correctly classified images (for a diagonal cell of the
             confusion matrix, where true == predicted and every image is correct).
+        keep: (n,) bool, the images a second model's filter (``pair_mask``) allows; with it,
+            the mask decides right and wrong and ``include_correct`` is not needed.
 
     Returns:
         (m,) long: indices into the result (and its dataset), sorted by confidence, highest
@@ -119,7 +122,10 @@ def filter_mistakes(
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"The confidence range must satisfy 0 <= low <= high <= 1, not [{low}, {high}].")
     labels, predictions, confidence = result.labels, result.predictions, result.confidence  # each (n,)
-    keep = torch.ones_like(labels, dtype=torch.bool) if include_correct else predictions != labels
+    if keep is not None:
+        keep = keep.clone()
+    else:
+        keep = torch.ones_like(labels, dtype=torch.bool) if include_correct else predictions != labels
     if true is not None:
         keep &= labels == true
     if predicted is not None:
@@ -130,6 +136,45 @@ def filter_mistakes(
     indices = torch.nonzero(keep).flatten()  # (m,) ascending
     order = torch.sort(confidence[indices], descending=True, stable=True).indices
     return indices[order]
+
+
+PAIRS = ("first_wrong", "first_only", "both", "second_only")  # which images, when a second model is compared
+
+
+def agreement(first: EvalResult, second: EvalResult) -> Tensor:
+    """How two models' answers on the same images agree: (2, 2) counts, rows the first model
+    right / wrong, columns the second model right / wrong.
+
+    Raises:
+        ValueError: the two results are not of the same images and labels.
+    """
+    _check_pair(first, second)
+    first_right, second_right = first.predictions == first.labels, second.predictions == second.labels
+    return torch.tensor(
+        [[int((first_right & second_right).sum()), int((first_right & ~second_right).sum())],
+         [int((~first_right & second_right).sum()), int((~first_right & ~second_right).sum())]]
+    )  # fmt: skip
+
+
+def pair_mask(first: EvalResult, second: EvalResult, which: str) -> Tensor:
+    """(n,) bool: the images that ``which`` of ``PAIRS`` selects.
+
+    "first_wrong": the first model's mistakes (whatever the second says); "first_only": the
+    first wrong and the second right; "both": both wrong; "second_only": the first right and
+    the second wrong.
+    """
+    _check_pair(first, second)
+    first_wrong, second_wrong = first.predictions != first.labels, second.predictions != second.labels
+    masks = {"first_wrong": first_wrong, "first_only": first_wrong & ~second_wrong, "both": first_wrong & second_wrong,
+             "second_only": ~first_wrong & second_wrong}  # fmt: skip
+    if which not in masks:
+        raise ValueError(f"Unknown pair filter {which!r}: choose one of {', '.join(PAIRS)}.")
+    return masks[which]
+
+
+def _check_pair(first: EvalResult, second: EvalResult) -> None:
+    if first.files != second.files or not torch.equal(first.labels, second.labels):
+        raise ValueError("The two models were evaluated on different images: compare them on the same test set.")
 
 
 def cell_from_selection(selection: dict | None, num_classes: int) -> tuple[int, int] | None:

@@ -231,6 +231,9 @@ class Choices:
     mistakes_threshold: float | None = None
     mistakes_page: int | None = None  # the lab's gallery page, from 1
     mistake: int | None = None  # the image the lab shows up close: its # in the filtered list, from 1
+    mistakes_other: str | None = None  # a second model on the same images (a registry name, or a file)
+    mistakes_other_path: str | None = None
+    mistakes_pair: str | None = None  # which of the two gets the image wrong (lab.PAIRS)
     compare_cnn: str | None = None  # the ViT-vs-CNN page: the registry's CNN, or a file
     compare_cnn_path: str | None = None
     compare_class: int | None = None
@@ -292,6 +295,8 @@ def _is_valid(name: str, value: object) -> bool:
         return value in SOURCES
     if name == "compare_experiment":
         return value in compare.EXPERIMENTS
+    if name == "mistakes_pair":
+        return value in lab.PAIRS
     if name == "sample":
         return value in sample_names()
     if name == "cifar_class":
