@@ -137,7 +137,7 @@ if other_name:
         st.info(ui.tr("mistakes.other_failed", message=message))
 if other is not None:
     counts = lab.agreement(result, other).tolist()  # rows: this model right / wrong; columns: the second model
-    a1, a2 = st.columns([2, 3])
+    a1, a2 = st.columns([3, 2])
     a1.dataframe(
         [{"": ui.tr(f"mistakes.agree.first_{row}"), ui.tr("mistakes.agree.second_right"): f"{counts[i][0]:,}",
           ui.tr("mistakes.agree.second_wrong"): f"{counts[i][1]:,}"} for i, row in enumerate(("right", "wrong"))],
