@@ -27,13 +27,8 @@ def _pick_patch() -> None:
         st.session_state["patch"] = index
 
 
-ui.int_choice("patch", (grid_h // 2) * grid_w + grid_w // 2, 0, count - 1)  # a new model may have fewer patches
 left, right = st.columns([2, 3])
-with right:
-    index = st.selectbox(
-        ui.tr("vectors.choose"), list(range(count)), key="patch",
-        format_func=lambda i: ui.tr("vectors.patch_option", index=i + 1, row=i // grid_w + 1, col=i % grid_w + 1),  # counted from 1
-    )  # fmt: skip
+index = ui.patch_picker(right, "vectors.choose", "patch", (grid_h, grid_w))
 model_input = denormalize(trace.pixels[0], config.preprocess)
 left.plotly_chart(
     plots.patch_grid(model_input, p, highlight=index, title=ui.tr("vectors.grid"), numbers=count <= 64, height=400),

@@ -54,13 +54,8 @@ def _pick_position() -> None:
         st.session_state["pos"] = index
 
 
-pos = ui.int_choice("pos", (grid_h // 2) * grid_w + grid_w // 2, 0, count - 1)
 left, right = st.columns([3, 2])
-with right:
-    pos = st.selectbox(
-        ui.tr("tokens.choose_pos"), list(range(count)), key="pos",
-        format_func=lambda i: ui.tr("tokens.pos_option", index=i + 1, row=i // grid_w + 1, col=i % grid_w + 1),  # counted from 1
-    )  # fmt: skip
+pos = ui.patch_picker(right, "tokens.choose_pos", "pos", (grid_h, grid_w))
 row, col = divmod(pos, grid_w)
 left.plotly_chart(
     plots.similarity_grid(similarities["model"], title=ui.tr("tokens.mosaic_title", h=grid_h, w=grid_w), selected=pos),

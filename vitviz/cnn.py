@@ -85,12 +85,18 @@ class ConvNet(nn.Module):
 
     def params_by_module(self) -> dict[str, int]:
         """Parameter count of every top-level module, groups listed one by one."""
-        counts: dict[str, int] = {}
-        for name, param in self.named_parameters():
-            parts = name.split(".")
-            key = ".".join(parts[:2]) if parts[0] == "groups" else parts[0]
-            counts[key] = counts.get(key, 0) + param.numel()
-        return counts
+        return params_by_module(self, "groups")
+
+
+def params_by_module(model: nn.Module, listed: str) -> dict[str, int]:
+    """Parameter count of every top-level module of ``model``, the members of the module list
+    ``listed`` ("blocks" of a ViT, "groups" of a CNN) one by one, in the model's order."""
+    counts: dict[str, int] = {}
+    for name, param in model.named_parameters():
+        parts = name.split(".")
+        key = ".".join(parts[:2]) if parts[0] == listed else parts[0]
+        counts[key] = counts.get(key, 0) + param.numel()
+    return counts
 
 
 @dataclass(frozen=True)

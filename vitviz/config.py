@@ -75,6 +75,19 @@ class Preprocess:
         return None
 
 
+def _json_ready(config: Any, tuples: tuple[str, ...]) -> dict[str, Any]:
+    """``dataclasses.asdict`` of a model config with the named tuple fields and the
+    preprocessing's tuples (resize, crop, mean, std) as lists, ready for json."""
+    data = dataclasses.asdict(config)
+    for key in tuples:
+        data[key] = list(getattr(config, key))
+    pre = data["preprocess"]
+    for key in ("resize", "crop", "mean", "std"):
+        if isinstance(pre[key], tuple):
+            pre[key] = list(pre[key])
+    return data
+
+
 @dataclass(frozen=True)
 class ViTConfig:
     """The Vision Transformer of Dosovitskiy et al. (ICLR 2021), with timm's options.
@@ -231,14 +244,7 @@ class ViTConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary; ViTConfig.from_dict reverses it."""
-        data = dataclasses.asdict(self)
-        data["image_size"] = list(self.image_size)
-        data["class_names"] = list(self.class_names)
-        pre = data["preprocess"]
-        for key in ("resize", "crop", "mean", "std"):
-            if isinstance(pre[key], tuple):
-                pre[key] = list(pre[key])
-        return data
+        return _json_ready(self, ("image_size", "class_names"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ViTConfig:
@@ -330,15 +336,7 @@ class CNNConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary; CNNConfig.from_dict (or config_from_dict) reverses it."""
-        data = dataclasses.asdict(self)
-        data["image_size"] = list(self.image_size)
-        data["widths"] = list(self.widths)
-        data["class_names"] = list(self.class_names)
-        pre = data["preprocess"]
-        for key in ("resize", "crop", "mean", "std"):
-            if isinstance(pre[key], tuple):
-                pre[key] = list(pre[key])
-        return data
+        return _json_ready(self, ("image_size", "widths", "class_names"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CNNConfig:

@@ -473,7 +473,6 @@ TEXT: dict[str, dict[str, str]] = {
         ),
     },
     "tokens.choose_pos": {"en": "Position (or click a small map)", "ko": "위치 (작은 그림을 클릭해도 됩니다)"},
-    "tokens.pos_option": {"en": "patch {index} (row {row}, col {col})", "ko": "패치 {index} ({row}행, {col}열)"},
     "tokens.mosaic_title": {"en": "One map per position ({h} x {w} maps)", "ko": "위치마다 그림 하나 ({h} x {w}개)"},
     "tokens.large_title": {"en": "Position {index} (row {row}, col {col})", "ko": "위치 {index} ({row}행, {col}열)"},
     "tokens.large_note": {

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
-from vitviz.cnn import ConvNet
+from vitviz.cnn import ConvNet, params_by_module
 from vitviz.config import ModelConfig, ViTConfig
 from vitviz.patches import patchify
 from vitviz.trace import BlockTrace, Trace
@@ -305,12 +305,7 @@ class VisionTransformer(nn.Module):
 
     def params_by_module(self) -> dict[str, int]:
         """Parameter count of every top-level module, blocks listed one by one."""
-        counts: dict[str, int] = {}
-        for name, param in self.named_parameters():
-            parts = name.split(".")
-            key = ".".join(parts[:2]) if parts[0] == "blocks" else parts[0]
-            counts[key] = counts.get(key, 0) + param.numel()
-        return counts
+        return params_by_module(self, "blocks")
 
 
 def flops_per_image(config: ViTConfig) -> int:

@@ -400,6 +400,18 @@ def follow_step_link(page) -> None:  # noqa: ANN001 - a StreamlitPage
     set_param("step", index)
 
 
+def patch_picker(where, label_key: str, key: str, grid: tuple[int, int]) -> int:  # noqa: ANN001 - a Streamlit container
+    """A select box of the patches, counted from 1 with their row and column, on the centre patch
+    at first (and again when a new model has fewer patches); returns the 0-based patch index."""
+    grid_h, grid_w = grid
+    count = grid_h * grid_w
+    int_choice(key, (grid_h // 2) * grid_w + grid_w // 2, 0, count - 1)
+    return where.selectbox(
+        tr(label_key), list(range(count)), key=key,
+        format_func=lambda i: tr("vectors.patch_option", index=i + 1, row=i // grid_w + 1, col=i % grid_w + 1),
+    )  # fmt: skip
+
+
 def int_choice(key: str, default: int, low: int, high: int) -> int:
     """The session's value for a numeric widget key, clipped to [low, high] (for a new model)."""
     value = st.session_state.get(key, default)
