@@ -38,7 +38,7 @@ left.plotly_chart(
 vector = trace.patches[0, index].numpy()  # (C*P*P,) in (c p1 p2) order
 titles = [f"c = {c} ({name}): {c * p * p}-{(c + 1) * p * p - 1}" for c, name in enumerate(names)]
 right.plotly_chart(
-    plots.patch_planes(vector, p, chans, titles, title=ui.tr("vectors.planes", index=index, p=p)),
+    plots.patch_planes(vector, p, chans, titles, title=ui.tr("vectors.planes", index=index + 1, p=p)),
     width="stretch", key="vectors_planes",
 )  # fmt: skip
 right.caption(ui.tr("vectors.planes_note"))

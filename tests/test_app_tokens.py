@@ -34,6 +34,9 @@ def test_vectors_page_runs(model: str | None) -> None:
     assert len(at.success) == 1  # every route agrees with the Conv2d
     assert len(at.get("download_button")) == 2
     planes = _figure(at, "vectors_planes")
+    number = at.selectbox(key="patch").value + 1  # patches counted from 1 on screen
+    assert at.selectbox(key="patch").format_func(at.selectbox(key="patch").value).startswith(f"patch {number} (")
+    assert planes["layout"]["title"]["text"].startswith(f"Patch {number}:")  # the planes' title counts as the picker does
     patch_size = 16 if model else 4
     assert len(planes["data"]) == 3  # R, G, B planes
     flat = _figure(at, "vectors_flat")
