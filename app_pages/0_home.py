@@ -12,7 +12,7 @@ ui.header("page.home", "home.intro", shape=tuple(cur.trace.pixels.shape))
 
 left, right = st.columns([1, 1])
 model_input = denormalize(cur.trace.pixels[0], config.preprocess)
-left.plotly_chart(plots.patch_grid(model_input, config.patch_size, height=360), width="stretch", key="home_grid")
+left.plotly_chart(plots.patch_grid(model_input, config.token_size, height=360), width="stretch", key="home_grid")
 ranked = top_k(cur.model, cur.trace.logits, 5)
 st.session_state["home_top1"] = ranked[0]  # (class, probability): read by the concurrency test
 labels = [name for name, _ in ranked]

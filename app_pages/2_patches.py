@@ -7,31 +7,42 @@ from PIL import Image
 from vitviz import plots, ui
 from vitviz.config import Preprocess
 from vitviz.data import denormalize, resize_and_crop
-from vitviz.patches import patch_arithmetic, patch_tiles
+from vitviz.explain import resnet_name
+from vitviz.patches import patch_arithmetic, patch_tiles, patchify
 
 cur = ui.current()
 config = cur.model.config
 pre = config.preprocess
-p = config.patch_size
+p, square = config.patch_size, config.token_size  # pixels per token: P, or P x the ResNet's stride
 height, width = config.image_size
 grid_h, grid_w = cur.trace.grid_size
 ui.header("page.patches", "patches.intro", shape=tuple(cur.trace.patches.shape))
+if config.is_hybrid:
+    st.info(ui.tr("patches.hybrid", resnet=resnet_name(config), height=height, width=width, p=p, s=square,
+                  features=tuple(cur.trace.features.shape[1:]), dim=config.patch_dim))  # fmt: skip
 
 m = st.columns(4)
 m[0].metric(ui.tr("patches.image_size"), f"{height} x {width}")
 m[1].metric(ui.tr("patches.patch_size"), f"{p} x {p}")
 m[2].metric(ui.tr("patches.count"), f"{grid_h} x {grid_w} = {grid_h * grid_w}")
-m[3].metric(ui.tr("patches.vector"), f"{p} x {p} x {config.in_chans} = {config.patch_dim}")
+if config.is_hybrid:  # the sum does not fit a column; the feature map's row below spells it out
+    m[3].metric(ui.tr("patches.vector"), f"{config.patch_dim}")
+    h = st.columns(4)
+    h[0].metric(ui.tr("patches.feature_map"), " x ".join(map(str, cur.trace.features.shape[1:])))
+    h[1].metric(ui.tr("patches.token_pixels"), f"{square} x {square}")
+else:
+    m[3].metric(ui.tr("patches.vector"), f"{p} x {p} x {config.in_chans} = {config.patch_dim}")
 
 left, right = st.columns(2)
 model_input = denormalize(cur.trace.pixels[0], pre)
 left.plotly_chart(
-    plots.patch_grid(model_input, p, title=ui.tr("patches.grid"), numbers=grid_h * grid_w <= 64),
+    plots.patch_grid(model_input, square, title=ui.tr("patches.grid"), numbers=grid_h * grid_w <= 64),
     width="stretch", key="patches_grid",
 )
-tiles = patch_tiles(cur.trace.patches[0], p, config.in_chans, pre.mean, pre.std).numpy()  # (N, P, P, C)
+squares = patchify(cur.trace.pixels, square)[0]  # (N, C*s*s): of a hybrid, the squares its tokens stand for
+tiles = patch_tiles(squares, square, config.in_chans, pre.mean, pre.std).numpy()  # (N, s, s, C)
 right.plotly_chart(
-    plots.patch_gallery(tiles, (grid_h, grid_w), title=ui.tr("patches.gallery")),
+    plots.patch_gallery(tiles, (grid_h, grid_w), title=ui.tr("patches.hybrid_gallery" if config.is_hybrid else "patches.gallery")),
     width="stretch", key="patches_gallery",
 )
 

@@ -9,7 +9,7 @@ from vitviz.patches import ROUTE_TOLERANCE, compare_routes
 cur = ui.current()
 config = cur.model.config
 trace = cur.trace
-p, chans, dim = config.patch_size, config.in_chans, config.embed_dim
+p, chans, dim = config.patch_size, config.feature_dim, config.embed_dim  # chans: a hybrid's ResNet channels
 length = chans * p * p
 grid_h, grid_w = trace.grid_size
 count = grid_h * grid_w
@@ -18,6 +18,8 @@ ui.header(
     "page.vectors", "vectors.intro",
     shape=f"patch_tokens {tuple(trace.patch_tokens.shape)}  ·  x_p: {chans} x {p} x {p} = {length}",
 )  # fmt: skip
+if config.is_hybrid:
+    st.info(ui.tr("vectors.hybrid", p=p, chans=chans, length=length))
 
 
 def _pick_patch() -> None:
@@ -31,29 +33,36 @@ left, right = st.columns([2, 3])
 index = ui.patch_picker(right, "vectors.choose", "patch", (grid_h, grid_w))
 model_input = denormalize(trace.pixels[0], config.preprocess)
 left.plotly_chart(
-    plots.patch_grid(model_input, p, highlight=index, title=ui.tr("vectors.grid"), numbers=count <= 64, height=400),
+    plots.patch_grid(model_input, config.token_size, highlight=index, title=ui.tr("vectors.grid"), numbers=count <= 64, height=400),
     width="stretch", key="vectors_grid", on_select=_pick_patch, selection_mode="points",
 )  # fmt: skip
 
 vector = trace.patches[0, index].numpy()  # (C*P*P,) in (c p1 p2) order
-titles = [f"c = {c} ({name}): {c * p * p}-{(c + 1) * p * p - 1}" for c, name in enumerate(names)]
-right.plotly_chart(
-    plots.patch_planes(vector, p, chans, titles, title=ui.tr("vectors.planes", index=index + 1, p=p)),
-    width="stretch", key="vectors_planes",
-)  # fmt: skip
-right.caption(ui.tr("vectors.planes_note"))
-st.plotly_chart(
-    plots.vector_bars(vector, segment=p * p, names=names, title=ui.tr("vectors.flat", length=length, pp=p * p, p=p),
-                      x_title=ui.tr("vectors.index_axis")),
-    width="stretch", key="vectors_flat",
-)  # fmt: skip
+if config.is_hybrid:  # thousands of channels: one bar each, no picture
+    right.plotly_chart(
+        plots.vector_bars(vector, title=ui.tr("vectors.hybrid_flat", index=index + 1, length=length),
+                          x_title=ui.tr("vectors.hybrid_axis")),
+        width="stretch", key="vectors_flat",
+    )  # fmt: skip
+else:
+    titles = [f"c = {c} ({name}): {c * p * p}-{(c + 1) * p * p - 1}" for c, name in enumerate(names)]
+    right.plotly_chart(
+        plots.patch_planes(vector, p, chans, titles, title=ui.tr("vectors.planes", index=index + 1, p=p)),
+        width="stretch", key="vectors_planes",
+    )  # fmt: skip
+    right.caption(ui.tr("vectors.planes_note"))
+    st.plotly_chart(
+        plots.vector_bars(vector, segment=p * p, names=names, title=ui.tr("vectors.flat", length=length, pp=p * p, p=p),
+                          x_title=ui.tr("vectors.index_axis")),
+        width="stretch", key="vectors_flat",
+    )  # fmt: skip
 
 token = trace.patch_tokens[0, index].numpy()  # (D,)
 st.latex(
     rf"\underbrace{{z_p}}_{{{dim}}} = \underbrace{{W}}_{{{dim} \times {length}}}\;"
     rf"\underbrace{{x_p}}_{{{length}}} + \underbrace{{b}}_{{{dim}}}"
 )
-st.caption(ui.tr("vectors.formula_note", dim=dim, length=length, p=p))
+st.caption(ui.tr("vectors.formula_note_hybrid" if config.is_hybrid else "vectors.formula_note", dim=dim, length=length, p=p))
 st.plotly_chart(
     plots.vector_bars(token, title=ui.tr("vectors.token", dim=dim), x_title=ui.tr("vectors.token_axis")),
     width="stretch", key="vectors_token",
@@ -64,7 +73,7 @@ ui.download_npz("vectors.download_vector", f"patch_{index + 1}_vector_token.npz"
 st.subheader(ui.tr("vectors.check"))
 st.markdown(ui.tr("vectors.check_intro"))
 proj = cur.model.patch_embed.proj
-differences = compare_routes(trace.pixels, proj.weight, proj.bias)
+differences = compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
 st.dataframe(
     [
         {ui.tr("vectors.col.route"): name, ui.tr("vectors.col.how"): ui.tr(f"vectors.route.{name}"),
@@ -79,12 +88,15 @@ if worst < ROUTE_TOLERANCE:
 else:
     st.error(ui.tr("vectors.check_fail", diff=f"{worst:.1e}", tol=f"{ROUTE_TOLERANCE:.0e}"))
 
-components, ratios = (t.cpu().numpy() for t in analysis.patch_embed_components(proj.weight, k=28))
-st.subheader(ui.tr("vectors.filters", k=len(components)))
-st.markdown(ui.tr("vectors.filters_intro", dim=dim))
-if not cur.spec.trained:
-    st.info(ui.tr("vectors.filters_untrained"))
-st.plotly_chart(plots.component_tiles(components, ratios), width="stretch", key="vectors_components")
-ui.download_npz("vectors.download_components", "patch_embed_components.npz", "vectors_components_npz",
-                components=components, explained_variance_ratio=ratios)  # fmt: skip
+if config.is_hybrid:
+    st.caption(ui.tr("vectors.filters_hybrid", chans=chans))
+else:
+    components, ratios = (t.cpu().numpy() for t in analysis.patch_embed_components(proj.weight, k=28))
+    st.subheader(ui.tr("vectors.filters", k=len(components)))
+    st.markdown(ui.tr("vectors.filters_intro", dim=dim))
+    if not cur.spec.trained:
+        st.info(ui.tr("vectors.filters_untrained"))
+    st.plotly_chart(plots.component_tiles(components, ratios), width="stretch", key="vectors_components")
+    ui.download_npz("vectors.download_components", "patch_embed_components.npz", "vectors_components_npz",
+                    components=components, explained_variance_ratio=ratios)  # fmt: skip
 ui.nav("app_pages/3_vectors.py")

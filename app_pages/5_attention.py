@@ -31,7 +31,7 @@ prefix = trace.num_prefix_tokens
 grid_h, grid_w = trace.grid_size
 num_patches = grid_h * grid_w
 num_tokens = prefix + num_patches
-patch_size = config.patch_size
+patch_size = config.token_size  # pixels per token
 
 centre = analysis.patch_index(grid_h // 2, grid_w // 2, trace.grid_size, prefix)
 layer = ui.int_choice("layer", 0, 0, depth - 1)  # 0-based

@@ -121,7 +121,7 @@ st.caption(ui.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, 
 rollout_order = torch.as_tensor(occlusion["rollout"][0])
 shown = sorted({round(steps * f) for f in (0.0, 0.25, 0.5, 0.75)})
 masks = analysis.occlusion_masks(rollout_order, steps)[shown]  # (len(shown), N)
-occluded = analysis.occlude(trace.pixels, masks, config.patch_size)  # (len(shown), C, H, W)
+occluded = analysis.occlude(trace.pixels, masks, config.token_size)  # (len(shown), C, H, W)
 curve = occlusion["rollout"][1]
 st.plotly_chart(
     plots.image_row(

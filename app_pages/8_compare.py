@@ -108,7 +108,7 @@ st.markdown(ui.tr("compare.reach_intro"))
 fields = [(field.name, field.size) for field in receptive_fields(cnn)]
 side = max(cnn.config.image_size)
 # (depth, heads), in pixels of the CNN's input: scaled when the ViT reads another size (224 against 32)
-distances = analysis.mean_attention_distance(trace, vit.config.patch_size).numpy() * side / max(vit.config.image_size)
+distances = analysis.mean_attention_distance(trace, vit.config.token_size).numpy() * side / max(vit.config.image_size)
 st.plotly_chart(
     plots.reach(
         fields, distances, side, cnn_title=ui.tr("compare.reach.cnn"), vit_title=ui.tr("compare.reach.vit"),
@@ -166,7 +166,7 @@ t1.dataframe(rows, hide_index=True, width="stretch")
 seen = denormalize(outcome.vit_input[0], vit.config.preprocess)
 if kind == "hide":  # the image is the control: a click hides a patch, a second click shows it again
     t2.plotly_chart(
-        plots.patch_grid(seen, vit.config.patch_size, title=ui.tr("compare.input_title"), height=300),
+        plots.patch_grid(seen, vit.config.token_size, title=ui.tr("compare.input_title"), height=300),
         width="stretch", key="compare_hide_grid", on_select=toggle_patch, selection_mode="points",
     )  # fmt: skip
     t2.caption(ui.tr("compare.hide_hint", n=len(hidden)))

@@ -65,3 +65,30 @@ def test_new_image_size_rescales_the_preprocessing():
     bigger = config.replace(image_size=384)
     assert bigger.preprocess.crop == (384, 384)
     assert bigger.preprocess.resize == round(248 * 384 / 224)
+
+
+@pytest.mark.parametrize(
+    ("layers", "patch", "stride", "channels"),
+    [((2, 2, 2, 2), 1, 32, 2048), ((3, 4, 9), 1, 16, 1024), ((), 8, 4, 64), ((1,), 2, 4, 256)],
+)
+def test_a_hybrid_counts_tokens_on_its_feature_map(layers, patch, stride, channels):
+    config = ViTConfig(image_size=224, patch_size=patch, embed_dim=32, num_heads=4, hybrid_layers=layers)
+    assert (config.feature_stride, config.feature_dim) == (stride, channels)
+    assert config.token_size == patch * stride
+    assert config.grid_size == (224 // (patch * stride),) * 2
+    assert config.patch_dim == patch * patch * channels
+    again = ViTConfig.from_dict(json.loads(json.dumps(config.to_dict())))
+    assert again == config and again.hybrid_layers == layers
+
+
+def test_a_plain_config_has_no_hybrid_key_and_pixel_patches():
+    config = cifar10_vit_config()
+    assert "hybrid_layers" not in config.to_dict()  # the shipped card's json is unchanged
+    assert (config.token_size, config.feature_dim, config.patch_dim) == (4, 3, 48)
+
+
+def test_a_hybrid_image_must_divide_into_its_tokens():
+    with pytest.raises(ValueError, match="whole 32x32 patches"):
+        ViTConfig(image_size=200, patch_size=1, embed_dim=32, num_heads=4, hybrid_layers=(2, 2, 2, 2))
+    with pytest.raises(ValueError, match="hybrid_layers"):
+        ViTConfig(image_size=224, patch_size=1, embed_dim=32, num_heads=4, hybrid_layers=(2, 2, 2, 2, 2))

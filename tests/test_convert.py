@@ -40,7 +40,7 @@ def _randomise(model: nn.Module, seed: int = 0) -> nn.Module:
         for module in model.modules():
             for name, param in module.named_parameters(recurse=False):
                 noise = torch.randn(param.shape, generator=generator)
-                is_norm_scale = isinstance(module, nn.LayerNorm) and name == "weight"
+                is_norm_scale = isinstance(module, (nn.LayerNorm, nn.GroupNorm)) and name == "weight"
                 param.copy_(1.0 + 0.1 * noise if is_norm_scale else 0.2 * noise)
     return model.eval()
 
@@ -196,6 +196,63 @@ def test_timm_state_dict_features_we_lack_are_refused_by_name(overrides, feature
     source = TimmViT(**{**TINY, **overrides})
     with pytest.raises(ValueError, match=re.escape(feature)):
         from_timm(source.state_dict(), num_heads=4)
+
+
+# ---------------------------------------------------------------------------------------------
+# timm's hybrid ViTs (ResNet stem + transformer), their real layouts at a small input size
+
+HYBRIDS = {
+    "r26_s32": ("vit_small_r26_s32_224", (2, 2, 2, 2), 1, 32),  # name, hybrid_layers, P, pixels per token
+    "stem_p8": ("vit_tiny_r_s16_p8_224", (), 8, 32),
+}
+
+
+def _timm_hybrid(case: str) -> TimmViT:
+    torch.manual_seed(0)
+    name = HYBRIDS[case][0]
+    return _randomise(timm.create_model(name, pretrained=False, img_size=64, depth=2, num_classes=10))
+
+
+@pytest.mark.parametrize("case", HYBRIDS)
+def test_timm_hybrid_parity(case):
+    source = _timm_hybrid(case)
+    ours = from_timm(source)
+    source, ours = source.double(), ours.double()  # 26 layers of float32 rounding reach 4e-4; float64 is exact
+    _, layers, patch, token_size = HYBRIDS[case]
+    assert ours.config.hybrid_layers == layers
+    assert (ours.config.patch_size, ours.config.token_size, ours.config.grid_size) == (patch, token_size, (2, 2))
+    pixels = _pixels(ours.config).double()
+    with torch.no_grad(), timm_attention_maps(source) as maps:
+        logits = source(pixels)
+        features = source.patch_embed.backbone(pixels)
+    _assert_parity(ours, logits, maps, pixels)
+    trace = ours.explain(pixels)
+    assert (trace.features - features).abs().max() <= 1e-9  # the ResNet's feature map, (B, C', h, w)
+    assert trace.patches.shape == (2, 4, ours.config.patch_dim)  # P x P cells of that map, flattened
+
+
+@pytest.mark.parametrize("case", HYBRIDS)
+def test_timm_hybrid_state_dict_reads_the_resnet_off_the_keys(case):
+    source = _timm_hybrid(case)
+    ours = from_timm(source.state_dict(), num_heads=source.blocks[0].attn.num_heads)
+    assert ours.config.hybrid_layers == HYBRIDS[case][1]
+    assert ours.config.image_size == (64, 64)
+    pixels = _pixels(ours.config).double()
+    with torch.no_grad():
+        assert (ours.double()(pixels) - source.double()(pixels)).abs().max() <= 1e-9
+
+
+def test_timm_hybrid_with_another_cnn_is_refused_by_name():
+    source = timm.create_model("vit_small_resnet50d_s16_224", pretrained=False, img_size=64, depth=1)
+    with pytest.raises(ValueError, match="CNN backbone"):
+        from_timm(source)
+
+
+def test_timm_hybrid_with_a_changed_resnet_is_refused():
+    source = _timm_hybrid("r26_s32")
+    source.patch_embed.backbone.stem.conv.eps = 1e-5  # another weight standardisation
+    with pytest.raises(ValueError, match="weight-standardised"):
+        from_timm(source)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ EXPECTED_PARAMS = {
     "cifar10-vit": 2_693_578,
     "untrained-cifar10-vit": 2_693_578,
     "untrained-vit-b16": 86_567_656,
+    "untrained-vit-r26-s32": 36_431_912,
+    "timm:vit_small_r26_s32_224.augreg_in21k_ft_in1k": 36_431_912,
     "timm:vit_base_patch16_224.augreg2_in21k_ft_in1k": 86_567_656,
     "timm:vit_small_patch16_224.augreg_in21k_ft_in1k": 22_050_664,
     "timm:deit_tiny_patch16_224": 5_717_416,

@@ -1014,7 +1014,7 @@ def occlusion_curve(
         raise ValueError(f"order has {order.numel()} patches, the model has {model.config.num_patches}.")
     param = next(model.parameters())
     hidden = occlusion_masks(order, steps)  # (S+1, N)
-    images = occlude(pixels.to(param.device, param.dtype), hidden, model.config.patch_size, fill)  # (S+1, C, H, W)
+    images = occlude(pixels.to(param.device, param.dtype), hidden, model.config.token_size, fill)  # (S+1, C, H, W)
     probs = model(images).float().softmax(dim=-1)  # (S+1, K)
     if target is None:
         target = int(probs[0].argmax())

@@ -179,7 +179,7 @@ def _same_grid(cnn_pixels: Tensor, grid: tuple[int, int]) -> int | None:
 def _experiment(
     kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int, seed: int, hidden: Sequence[int],
 ) -> Experiment:  # fmt: skip
-    patch = vit.config.patch_size
+    patch = vit.config.token_size  # pixels per token
     grid = grid_size(tuple(vit_pixels.shape[-2:]), patch)
     cnn_patch = _same_grid(cnn_pixels, grid)
     if kind == "shuffle":

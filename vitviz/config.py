@@ -23,6 +23,10 @@ CIFAR10_CLASSES = (
 
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
 
+# The ResNet of hybrid ViTs (vitviz.resnet): the stem's width, then each stage's.
+STEM_CHANNELS = 64
+STAGE_CHANNELS = (256, 512, 1024, 2048)
+
 
 def _pair(value: int | tuple[int, int] | list[int]) -> tuple[int, int]:
     if isinstance(value, int):
@@ -114,6 +118,9 @@ class ViTConfig:
         preprocess: how photos are turned into inputs for this model; it must end at
             image_size. None means: resize to exactly image_size, bicubic, ImageNet mean and std.
         class_names: one name per output class (may be empty when unknown).
+        hybrid_layers: None for a plain ViT. For a hybrid ViT, the bottleneck blocks per
+            stage of the ResNet in front of the transformer (timm's R26 is (2, 2, 2, 2)); ()
+            for its 7x7 stem alone. patch_size then counts cells of the ResNet's feature map.
     """
 
     image_size: int | tuple[int, int] = 224
@@ -135,9 +142,17 @@ class ViTConfig:
     drop_path_rate: float = 0.0
     preprocess: Preprocess | None = None
     class_names: tuple[str, ...] = ()
+    hybrid_layers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "image_size", _pair(self.image_size))
+        if self.hybrid_layers is not None:
+            object.__setattr__(self, "hybrid_layers", tuple(int(n) for n in self.hybrid_layers))
+            if len(self.hybrid_layers) > len(STAGE_CHANNELS) or any(n <= 0 for n in self.hybrid_layers):
+                raise ValueError(
+                    f"hybrid_layers holds 0 to {len(STAGE_CHANNELS)} stages of at least one block each, "
+                    f"not {self.hybrid_layers}."
+                )
         object.__setattr__(self, "class_names", tuple(self.class_names))
         if isinstance(self.preprocess, dict):
             object.__setattr__(self, "preprocess", Preprocess(**self.preprocess))
@@ -150,9 +165,9 @@ class ViTConfig:
                 f"The preprocessing ends at {self.preprocess.output_size() or 'a size that depends on the photo'}, "
                 f"not at the model's input size {height}x{width}: set its crop (or an exact resize) to {height}x{width}."
             )
-        p = self.patch_size
-        if p <= 0 or height <= 0 or width <= 0:
+        if self.patch_size <= 0 or height <= 0 or width <= 0:
             raise ValueError("image_size and patch_size must be positive.")
+        p = self.token_size
         if height % p or width % p:
             raise ValueError(
                 f"The image ({height}x{width}) must divide into whole {p}x{p} patches: "
@@ -193,10 +208,34 @@ class ViTConfig:
             )
 
     @property
+    def is_hybrid(self) -> bool:
+        """A ResNet makes the tokens' input (a feature map) instead of pixel patches."""
+        return self.hybrid_layers is not None
+
+    @property
+    def feature_stride(self) -> int:
+        """Pixels between neighbouring cells of what patch_embed.proj reads: 1 for pixels."""
+        if self.hybrid_layers is None:
+            return 1
+        return 4 * 2 ** max(len(self.hybrid_layers) - 1, 0)  # the stem: 4; every stage after the first: x2
+
+    @property
+    def feature_dim(self) -> int:
+        """Channels of what patch_embed.proj reads: in_chans, or the ResNet's feature channels."""
+        if self.hybrid_layers is None:
+            return self.in_chans
+        return STAGE_CHANNELS[len(self.hybrid_layers) - 1] if self.hybrid_layers else STEM_CHANNELS
+
+    @property
+    def token_size(self) -> int:
+        """Side in pixels of the image square each patch token stands for (P for a plain ViT)."""
+        return self.patch_size * self.feature_stride
+
+    @property
     def grid_size(self) -> tuple[int, int]:
         """(grid_h, grid_w): patches down and across."""
         height, width = self.image_size
-        return (height // self.patch_size, width // self.patch_size)
+        return (height // self.token_size, width // self.token_size)
 
     @property
     def num_patches(self) -> int:
@@ -214,8 +253,8 @@ class ViTConfig:
 
     @property
     def patch_dim(self) -> int:
-        """Numbers in one flattened patch: P * P * C."""
-        return self.patch_size * self.patch_size * self.in_chans
+        """Numbers in one flattened patch: P * P * C (C = feature_dim for a hybrid)."""
+        return self.patch_size * self.patch_size * self.feature_dim
 
     @property
     def head_dim(self) -> int:
@@ -244,7 +283,12 @@ class ViTConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary; ViTConfig.from_dict reverses it."""
-        return _json_ready(self, ("image_size", "class_names"))
+        data = _json_ready(self, ("image_size", "class_names"))
+        if self.hybrid_layers is None:
+            del data["hybrid_layers"]  # plain ViTs' json stays as it was
+        else:
+            data["hybrid_layers"] = list(self.hybrid_layers)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ViTConfig:

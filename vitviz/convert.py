@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, INTERPOLATIONS, Preprocess, ViTConfig
+from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, INTERPOLATIONS, STAGE_CHANNELS, Preprocess, ViTConfig
 from vitviz.model import VisionTransformer, resample_pos_embed
+from vitviz.resnet import CONV_EPS, GROUPS, build_backbone
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -177,7 +178,8 @@ def _unsupported(source: str, features: list[str]) -> ValueError:
     features = list(dict.fromkeys(features))  # unique, in order
     return ValueError(
         f"This {source} model uses {'; '.join(features)}, which vitviz's VisionTransformer does "
-        "not implement: choose a plain ViT checkpoint (for example vit_base_patch16_224)."
+        "not implement: choose a plain ViT checkpoint (for example vit_base_patch16_224) "
+        "or one of timm's ResNet hybrids (for example vit_small_r26_s32_224)."
     )
 
 
@@ -212,7 +214,7 @@ _FEATURE = {
 
 def _timm_model_features(model: nn.Module) -> list[str]:
     """What a timm VisionTransformer does, outside its blocks, that our model does not."""
-    from timm.layers import PatchEmbed
+    from timm.layers import HybridEmbed, PatchEmbed
 
     embed, pool = model.patch_embed, model.global_pool
     checks = {
@@ -229,12 +231,68 @@ def _timm_model_features(model: nn.Module) -> list[str]:
     found = [_FEATURE[name] for name, present in checks.items() if present]
     if pool not in ("token", "avg") and not checks["attn_pool"]:
         found.append(f'global pooling {pool!r} (vitviz knows "token" and "avg")')
-    if type(embed) is not PatchEmbed:
-        found.append(f"the patch embedding {type(embed).__name__} (vitviz has one strided Conv2d)")
+    if type(embed) is HybridEmbed:
+        found += _timm_hybrid_features(embed)
+    elif type(embed) is not PatchEmbed:
+        found.append(f"the patch embedding {type(embed).__name__} (vitviz has one strided Conv2d or a ResNet stem)")
     else:
-        found += [_FEATURE["embed_bias"]] if embed.proj.bias is None else []
         found += [_FEATURE["embed_norm"]] if not _is_identity(embed.norm) else []
+    if isinstance(getattr(embed, "proj", None), nn.Conv2d):
+        found += [_FEATURE["embed_bias"]] if embed.proj.bias is None else []
         found += ["non-square patches"] if embed.proj.kernel_size[0] != embed.proj.kernel_size[1] else []
+    elif type(embed) is HybridEmbed:
+        found.append("a hybrid embedding without its projection (proj=False)")
+    return found
+
+
+def _timm_hybrid_layers(backbone: nn.Module) -> tuple[int, ...] | None:
+    """Blocks per stage of a timm hybrid's ResNetV2, () for its stem alone, None for anything else."""
+    from timm.models.resnetv2 import ResNetV2
+
+    if isinstance(backbone, ResNetV2):
+        return tuple(len(stage.blocks) for stage in backbone.stages)
+    if type(backbone) is nn.Sequential and "conv" in dict(backbone.named_children()):
+        return ()
+    return None
+
+
+def _timm_hybrid_features(embed: nn.Module) -> list[str]:
+    """What a timm HybridEmbed's CNN does that vitviz.resnet does not: its ResNet must be the
+    one of timm's ``vit_*_r26_s32`` / ``r50_s16`` / ``r_s16_p8`` hybrids."""
+    from timm.layers import GroupNormAct, StdConv2dSame
+    from timm.layers.pool2d_same import MaxPool2dSame
+    from timm.models.resnetv2 import Bottleneck
+
+    backbone = embed.backbone
+    layers = _timm_hybrid_layers(backbone)
+    if layers is None or len(layers) > len(STAGE_CHANNELS):
+        return [f"the CNN backbone {type(backbone).__name__} (vitviz has the ResNet-V2 of timm's hybrid ViTs)"]
+    in_chans = int(embed.in_chans)
+    ours = build_backbone(in_chans, layers).state_dict()
+    theirs = backbone.state_dict()
+    if {k: tuple(v.shape) for k, v in ours.items()} != {k: tuple(v.shape) for k, v in theirs.items()}:
+        return ["a ResNet backbone of other widths or layout than timm's hybrid ViTs"]
+    found = []
+    modules = list(backbone.modules())
+    convs = [m for m in modules if isinstance(m, nn.Conv2d)]
+    if any(type(m) is not StdConv2dSame or abs(m.eps - CONV_EPS) > 1e-12 or m.dilation != (1, 1) for m in convs):
+        found.append("backbone convolutions other than weight-standardised SAME-padded ones (eps 1e-8)")
+    norms = [m for m in modules if isinstance(m, nn.GroupNorm)]
+    if any(type(m) is not GroupNormAct or m.num_groups != GROUPS or m.eps != 1e-5 for m in norms):
+        found.append("backbone norms other than GroupNorm(32 groups, eps 1e-5)")
+    if any(type(m.act) is not nn.ReLU and not _is_identity(m.act) for m in norms):
+        found.append("a backbone activation other than ReLU")
+    if any(type(m).__name__.startswith("PreAct") for m in modules) or any(
+        not isinstance(block, Bottleneck) for stage in getattr(backbone, "stages", []) for block in stage.blocks
+    ):
+        found.append("pre-activation ResNet blocks")
+    pools = [m for m in modules if isinstance(m, nn.MaxPool2d)]
+    if len(pools) != 1 or type(pools[0]) is not MaxPool2dSame:
+        found.append("a ResNet stem without SAME max pooling")
+    if tuple(embed.feature_ratio) != (4 * 2 ** max(len(layers) - 1, 0),) * 2:
+        found.append(f"a ResNet of output stride {tuple(embed.feature_ratio)} (dilated stages)")
+    if getattr(embed, "dynamic_img_pad", False):
+        found.append(_FEATURE["dynamic"])
     return found
 
 
@@ -326,8 +384,12 @@ def _timm_config(model: nn.Module) -> ViTConfig:
     """Our config for a timm VisionTransformer already checked by _timm_module_features."""
     if not len(model.blocks):
         raise ValueError("The timm model has no encoder blocks, so there is nothing to convert.")
-    embed_dim, in_chans, patch_size, _ = model.patch_embed.proj.weight.shape  # (D, C, P, P)
-    image_size = _size(model.patch_embed.img_size)
+    embed = model.patch_embed
+    embed_dim, in_chans, patch_size, _ = embed.proj.weight.shape  # (D, C, P, P); C' for a hybrid
+    hybrid_layers = _timm_hybrid_layers(embed.backbone) if hasattr(embed, "backbone") else None
+    if hybrid_layers is not None:
+        in_chans = int(embed.in_chans)
+    image_size = _size(embed.img_size)
     first = model.blocks[0]
     fc_norm = not _is_identity(model.fc_norm)
     num_classes = model.head.out_features if isinstance(model.head, nn.Linear) else 0
@@ -347,6 +409,7 @@ def _timm_config(model: nn.Module) -> ViTConfig:
         layer_norm_eps=(model.fc_norm if fc_norm else model.norm).eps,
         preprocess=_timm_preprocess(getattr(model, "pretrained_cfg", None), image_size, in_chans),
         class_names=_timm_class_names(num_classes),
+        hybrid_layers=hybrid_layers,
     )
 
 
@@ -382,6 +445,12 @@ def _timm_config_from_shapes(state_dict: Mapping[str, Tensor], num_heads: int | 
     if "patch_embed.proj.weight" not in state_dict:
         raise ValueError("This is not a timm ViT state dict: it has no patch_embed.proj.weight.")
     embed_dim, in_chans, patch_size, _ = state_dict["patch_embed.proj.weight"].shape  # (D, C, P, P)
+    hybrid_layers = _hybrid_layers_from_keys(state_dict)
+    stride = 1
+    if hybrid_layers is not None:
+        stem = "patch_embed.backbone.stem.conv.weight" if hybrid_layers else "patch_embed.backbone.conv.weight"
+        in_chans = state_dict[stem].shape[1]  # (64, C, 7, 7)
+        stride = 4 * 2 ** max(len(hybrid_layers) - 1, 0)
     class_token = "cls_token" in state_dict
     num_positions = state_dict["pos_embed"].shape[1] - int(class_token)  # (1, T, D) -> N
     side = math.isqrt(num_positions)
@@ -400,7 +469,7 @@ def _timm_config_from_shapes(state_dict: Mapping[str, Tensor], num_heads: int | 
     num_classes = state_dict["head.weight"].shape[0] if "head.weight" in state_dict else 0
     global_pool = "avg" if fc_norm or not class_token else "token"
     log.info("Assuming global_pool=%r, layer_norm_eps=1e-6 and timm's default preprocessing.", global_pool)
-    image_size = side * patch_size
+    image_size = side * patch_size * stride
     return ViTConfig(
         image_size=image_size,
         patch_size=patch_size,
@@ -417,7 +486,22 @@ def _timm_config_from_shapes(state_dict: Mapping[str, Tensor], num_heads: int | 
         layer_norm_eps=1e-6,
         preprocess=_timm_preprocess(None, (image_size, image_size), in_chans),
         class_names=_timm_class_names(num_classes),
+        hybrid_layers=hybrid_layers,
     )
+
+
+def _hybrid_layers_from_keys(state_dict: Mapping[str, Tensor]) -> tuple[int, ...] | None:
+    """Blocks per ResNet stage of a timm hybrid ViT's state dict ("patch_embed.backbone.stages.
+    {s}.blocks.{b}..."), () for the stem alone, None for a plain ViT."""
+    keys = [key for key in state_dict if key.startswith("patch_embed.backbone.")]
+    if not keys:
+        return None
+    blocks: dict[int, set[int]] = {}
+    for key in keys:
+        match = re.match(r"patch_embed\.backbone\.stages\.(\d+)\.blocks\.(\d+)\.", key)
+        if match:
+            blocks.setdefault(int(match[1]), set()).add(int(match[2]))
+    return tuple(len(blocks[stage]) for stage in sorted(blocks))
 
 
 def from_timm(

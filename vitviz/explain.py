@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from vitviz import zoo
+from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.model import VisionTransformer
 from vitviz.trace import Trace
@@ -27,10 +28,13 @@ def shape_table(model: VisionTransformer, trace: Trace) -> list[tuple[str, tuple
     config = model.config
     batch = trace.pixels.shape[0]
     grid_h, grid_w = trace.grid_size
-    rows: list[tuple[str, tuple[int, ...]]] = [
-        ("input image (preprocessed)", tuple(trace.pixels.shape)),
+    rows: list[tuple[str, tuple[int, ...]]] = [("input image (preprocessed)", tuple(trace.pixels.shape))]
+    if trace.features is not None:
+        rows.append((f"patch_embed.backbone: {resnet_name(config)} feature map", tuple(trace.features.shape)))
+    what = "feature-map cells" if config.is_hybrid else "raw pixels"
+    rows += [
         (f"patch_embed.proj: Conv2d(k={config.patch_size}, s={config.patch_size})", (batch, config.embed_dim, grid_h, grid_w)),
-        ("patches: raw pixels, (c p1 p2) order", tuple(trace.patches.shape)),
+        (f"patches: {what}, (c p1 p2) order", tuple(trace.patches.shape)),
         ("patch tokens: flatten(2).transpose(1, 2)", tuple(trace.patch_tokens.shape)),
         (("[CLS] prepended + " if config.class_token else "") + "pos_embed added", tuple(trace.tokens.shape)),
     ]
@@ -46,15 +50,18 @@ def shape_table(model: VisionTransformer, trace: Trace) -> list[tuple[str, tuple
 def pipeline(model: VisionTransformer, trace: Trace) -> list[tuple[str, str, tuple[int, ...]]]:
     """The forward pass condensed to one row per kind of step: (step id, code, shape).
 
-    Step ids are stable names ("input", "conv", "patches", "tokens", "sequence", "attention",
-    "block", "pre_logits", "logits") that the app translates into an explanation.
+    Step ids are stable names ("input", "backbone" for a hybrid's ResNet, "conv", "patches",
+    "tokens", "sequence", "attention", "block", "pre_logits", "logits") that the app
+    translates into an explanation.
     """
     config = model.config
     batch = trace.pixels.shape[0]
     grid_h, grid_w = trace.grid_size
     last = trace.depth - 1
+    stem = [] if trace.features is None else [("backbone", f"patch_embed.backbone  {resnet_name(config)}", tuple(trace.features.shape))]
     return [
         ("input", "pixels", tuple(trace.pixels.shape)),
+        *stem,
         ("conv", f"patch_embed.proj  Conv2d(k=s={config.patch_size})", (batch, config.embed_dim, grid_h, grid_w)),
         ("patches", "patchify  (c p1 p2)", tuple(trace.patches.shape)),
         ("tokens", "flatten(2).transpose(1, 2)", tuple(trace.patch_tokens.shape)),
@@ -64,6 +71,14 @@ def pipeline(model: VisionTransformer, trace: Trace) -> list[tuple[str, str, tup
         ("pre_logits", "norm(x)[:, 0]" if config.global_pool == "token" else "norm(x[:, 1:].mean(1))", tuple(trace.pre_logits.shape)),
         ("logits", "head  Linear", tuple(trace.logits.shape)),
     ]
+
+
+def resnet_name(config: ViTConfig) -> str:
+    """The CNN of a hybrid ViT in timm's words: "ResNet-26 (2, 2, 2, 2)", or "ResNet stem"."""
+    layers = config.hybrid_layers or ()
+    if not layers:
+        return "ResNet stem (7x7 conv, max pool)"
+    return f"ResNet-{3 * sum(layers) + 2} {tuple(layers)}"
 
 
 def top_k(model: VisionTransformer, logits: torch.Tensor, k: int = 5) -> list[tuple[str, float]]:

@@ -178,6 +178,19 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "ViT-B/16 at 224 px with random weights (seed 0), for shapes and speed.",
         "ko": "224 px ViT-B/16에 무작위 가중치(seed 0)를 넣은 모델로, 텐서 모양과 속도를 볼 때 씁니다.",
     },
+    "zoo.untrained-vit-r26-s32.title": {"en": "R26+ViT-S/32 hybrid, untrained (random weights)", "ko": "R26+ViT-S/32 하이브리드, 학습 전 (무작위 가중치)"},
+    "zoo.untrained-vit-r26-s32.about": {
+        "en": "timm's hybrid layout at 224 px with random weights (seed 0): a ResNet-26 makes a 7x7 map of 2048 channels, each cell a token. For shapes.",
+        "ko": "224 px의 timm 하이브리드 구조에 무작위 가중치(seed 0)를 넣은 모델입니다. ResNet-26이 채널 2048개의 7x7 맵을 만들고, 칸 하나가 토큰 하나입니다. 텐서 모양을 볼 때 씁니다.",
+    },
+    "zoo.timm:vit_small_r26_s32_224.augreg_in21k_ft_in1k.title": {
+        "en": "R26+ViT-S/32 hybrid, ImageNet-21k -> 1k (timm, download)",
+        "ko": "R26+ViT-S/32 하이브리드, ImageNet-21k -> 1k (timm, 다운로드)",
+    },
+    "zoo.timm:vit_small_r26_s32_224.augreg_in21k_ft_in1k.about": {
+        "en": "timm's hybrid (AugReg): a ResNet-26 stem turns the image into a 7x7 feature map whose cells are the tokens of a ViT-S.",
+        "ko": "timm의 하이브리드 모델(AugReg)입니다. ResNet-26 줄기가 이미지를 7x7 특징 맵으로 바꾸고, 그 칸들이 ViT-S의 토큰이 됩니다.",
+    },
     "zoo.timm:vit_base_patch16_224.augreg2_in21k_ft_in1k.title": {
         "en": "ViT-B/16, ImageNet-21k -> 1k (timm, download)",
         "ko": "ViT-B/16, ImageNet-21k -> 1k (timm, 다운로드)",
@@ -241,6 +254,7 @@ TEXT: dict[str, dict[str, str]] = {
     "home.col.shape": {"en": "Shape", "ko": "모양"},
     "home.col.meaning": {"en": "What it is", "ko": "의미"},
     "home.step.input": {"en": "The image, resized, cropped and normalised", "ko": "크기를 맞추고 잘라 정규화한 이미지"},
+    "home.step.backbone": {"en": "A hybrid's ResNet: the image becomes a small map of many channels (each cell sees a wide region)", "ko": "하이브리드 모델의 ResNet: 이미지가 채널이 많은 작은 특징 맵이 됨 (각 칸이 넓은 영역을 봄)"},
     "home.step.conv": {"en": "Every P x P patch projected to D numbers at once (a strided convolution)", "ko": "모든 P x P 패치를 한 번에 D개의 숫자로 투영 (stride 합성곱)"},
     "home.step.patches": {"en": "The same patches as flat vectors of P*P*C pixel values", "ko": "같은 패치를 P*P*C개 픽셀 값의 벡터로 펼친 것"},
     "home.step.tokens": {"en": "N patch tokens of width D", "ko": "폭이 D인 N개의 패치 토큰"},
@@ -296,6 +310,24 @@ TEXT: dict[str, dict[str, str]] = {
     "patches.count": {"en": "Patches N", "ko": "패치 수 N"},
     "patches.vector": {"en": "Numbers per patch", "ko": "패치당 숫자 수"},
     "patches.tokens": {"en": "Tokens with [CLS]", "ko": "[CLS] 포함 토큰 수"},
+    "patches.token_pixels": {"en": "Pixels per token", "ko": "토큰 하나가 맡은 픽셀"},
+    "patches.feature_map": {"en": "ResNet feature map (C' x h x w)", "ko": "ResNet 특징 맵 (C' x h x w)"},
+    "patches.hybrid": {
+        "en": (
+            "**A hybrid ViT.** This model does not cut the pixels into patches. A {resnet} first turns the "
+            "{height} x {width} image into a feature map of shape {features} (channels, rows, columns); each token "
+            "is a {p} x {p} cell of that map, {dim} numbers. A cell stands for the {s} x {s}-pixel square drawn "
+            "below, but the ResNet's stacked convolutions let it see well beyond that square. This is the paper's "
+            "hybrid architecture (section 3.1): the CNN brings locality, the transformer then mixes the cells."
+        ),
+        "ko": (
+            "**하이브리드 ViT.** 이 모델은 픽셀을 패치로 자르지 않습니다. 먼저 {resnet}이 {height} x {width} 이미지를 "
+            "모양이 {features} (채널, 행, 열)인 특징 맵으로 바꾸고, 토큰 하나는 그 맵의 {p} x {p} 칸, 숫자 {dim}개입니다. "
+            "칸 하나는 아래에 그린 {s} x {s} 픽셀 정사각형을 맡지만, ResNet의 합성곱이 겹겹이 쌓여 있어 그 정사각형보다 훨씬 "
+            "넓은 곳을 봅니다. 논문의 하이브리드 구조(3.1절)입니다. CNN이 지역성을 주고, 그 뒤에 Transformer가 칸들을 섞습니다."
+        ),
+    },
+    "patches.hybrid_gallery": {"en": "The image squares behind the tokens", "ko": "토큰이 맡은 이미지 정사각형"},
     "patches.grid": {"en": "The patch grid (hover for the patch number)", "ko": "패치 격자 (마우스를 올리면 패치 번호)"},
     "patches.gallery": {"en": "The patches in reading order", "ko": "읽는 순서대로 놓은 패치"},
     "patches.concept": {"en": "Try it: how P changes the sequence", "ko": "직접 해 보기: P에 따라 달라지는 시퀀스"},
@@ -322,6 +354,33 @@ TEXT: dict[str, dict[str, str]] = {
             "토큰으로 바꿉니다. 모든 패치에 같은 W와 b를 씁니다."
         ),
     },
+    "vectors.hybrid": {
+        "en": (
+            "**A hybrid ViT.** Here x_p is not a patch of pixels: it is a {p} x {p} cell of the ResNet's feature map, "
+            "{chans} channels, so {length} numbers, and that is what patch_embed.proj reads. The check further down "
+            "(a Conv2d with kernel = stride = P is cutting into patches plus one Linear) holds on that map just as on pixels."
+        ),
+        "ko": (
+            "**하이브리드 ViT.** 여기서 x_p는 픽셀 패치가 아니라 ResNet 특징 맵의 {p} x {p} 칸입니다. 채널이 {chans}개라 숫자는 "
+            "{length}개이고, patch_embed.proj가 읽는 것이 바로 이것입니다. 아래의 확인(kernel = stride = P인 Conv2d는 패치 "
+            "자르기와 Linear 하나와 같다)은 픽셀에서처럼 이 특징 맵에서도 성립합니다."
+        ),
+    },
+    "vectors.hybrid_flat": {
+        "en": "Patch {index}: the {length} numbers of its feature-map cell (x_p)",
+        "ko": "패치 {index}: 특징 맵 칸의 숫자 {length}개 (x_p)",
+    },
+    "vectors.hybrid_axis": {"en": "channel of the ResNet feature map", "ko": "ResNet 특징 맵의 채널"},
+    "vectors.filters_hybrid": {
+        "en": (
+            "patch_embed.proj reads the ResNet's {chans} channels, not pixels, so its filters are not pictures. "
+            "The layer that looks at pixels is the ResNet's first convolution (patch_embed.backbone, 7x7)."
+        ),
+        "ko": (
+            "patch_embed.proj는 픽셀이 아니라 ResNet의 채널 {chans}개를 읽으므로 필터가 그림이 아닙니다. "
+            "픽셀을 보는 층은 ResNet의 첫 합성곱(patch_embed.backbone, 7x7)입니다."
+        ),
+    },
     "vectors.choose": {"en": "Patch (or click one on the image)", "ko": "패치 (이미지에서 클릭해도 됩니다)"},
     "vectors.patch_option": {"en": "patch {index} (row {row}, col {col})", "ko": "패치 {index} ({row}행, {col}열)"},
     "vectors.grid": {"en": "Click a patch to choose it", "ko": "패치를 클릭해 고르세요"},
@@ -345,6 +404,16 @@ TEXT: dict[str, dict[str, str]] = {
         "ko": (
             "W의 모양은 (D, P·P·C) = ({dim}, {length})입니다. {dim}개의 행 하나하나가 {p} x {p} 컬러 그림 같은 필터이고, "
             "토큰의 숫자 하나는 필터 하나와 패치의 내적에 편향을 더한 값입니다."
+        ),
+    },
+    "vectors.formula_note_hybrid": {
+        "en": (
+            "W has shape (D, P·P·C') = ({dim}, {length}): each number of the token is the dot product of one row "
+            "of W with the cell's {length} feature values, plus its bias."
+        ),
+        "ko": (
+            "W의 모양은 (D, P·P·C') = ({dim}, {length})입니다. 토큰의 숫자 하나는 W의 행 하나와 그 칸의 특징 값 "
+            "{length}개의 내적에 편향을 더한 값입니다."
         ),
     },
     "vectors.check": {
@@ -1310,11 +1379,11 @@ TEXT: dict[str, dict[str, str]] = {
 # Class names as models and datasets spell them, in the other languages: CIFAR-10's ten. A class
 # with no entry (ImageNet's thousand, a user's own) is shown as the model names it.
 # English words a Korean page keeps on purpose: names of the model's parts and operations as
-# the paper and the code write them (Korean ML texts write them so too), units and file formats.
+# the paper and the code write them (Korean ML texts write them so too), library names, units and file formats.
 # tests/test_korean_pages.py fails on any other English word a Korean page shows.
 KEPT_TERMS = frozenset(
     """vit cls mlp gelu relu layernorm linear softmax attention rollout query key stream norm attn qkv proj
-    cos mean std logit lens cifar jpeg gflop cpu gpu pca conv""".split()
+    cos mean std logit lens cifar jpeg gflop cpu gpu pca conv timm resnet""".split()
 )
 
 

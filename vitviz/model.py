@@ -15,20 +15,30 @@ from torch import Tensor, nn
 from vitviz.cnn import ConvNet, params_by_module
 from vitviz.config import ModelConfig, ViTConfig
 from vitviz.patches import patchify
+from vitviz import resnet
 from vitviz.trace import BlockTrace, Trace
 
 
 class PatchEmbed(nn.Module):
-    """Cut the image into P x P patches and project each to D numbers (one strided Conv2d)."""
+    """Cut the image into P x P patches and project each to D numbers (one strided Conv2d).
+
+    In a hybrid ViT a ResNet (``backbone``) first turns the image into a feature map, and the
+    patches are P x P cells of that map (P = 1: one token per cell).
+    """
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
         p = config.patch_size
         self.patch_size = p
-        self.proj = nn.Conv2d(config.in_chans, config.embed_dim, kernel_size=p, stride=p)
+        self.backbone = resnet.build_backbone(config.in_chans, config.hybrid_layers) if config.is_hybrid else None
+        self.proj = nn.Conv2d(config.feature_dim, config.embed_dim, kernel_size=p, stride=p)
+
+    def features(self, pixels: Tensor) -> Tensor:
+        """What the projection cuts into patches: the pixels, or the ResNet's (B, C', H/s, W/s)."""
+        return pixels if self.backbone is None else self.backbone(pixels)
 
     def forward(self, pixels: Tensor) -> Tensor:
-        x = self.proj(pixels)  # (B, D, grid_h, grid_w)
+        x = self.proj(self.features(pixels))  # (B, D, grid_h, grid_w)
         return rearrange(x, "b d gh gw -> b (gh gw) d")  # (B, N, D)
 
 
@@ -271,7 +281,8 @@ class VisionTransformer(nn.Module):
     def explain(self, pixels: Tensor) -> Trace:
         """The same computation as forward, keeping every intermediate (explicit attention)."""
         self._check_input(pixels)
-        patch_tokens = self.patch_embed(pixels)  # (B, N, D)
+        features = self.patch_embed.features(pixels)  # the pixels, or a hybrid's feature map
+        patch_tokens = rearrange(self.patch_embed.proj(features), "b d gh gw -> b (gh gw) d")  # (B, N, D)
         tokens = self.add_tokens(patch_tokens)  # (B, T, D)
         hidden_states, attentions, attn_outputs, mlp_outputs = [tokens], [], [], []
         x = tokens
@@ -286,7 +297,7 @@ class VisionTransformer(nn.Module):
         logits = self.head(self.head_drop(pre_logits))
         return Trace(
             pixels=pixels,
-            patches=patchify(pixels, self.config.patch_size),
+            patches=patchify(features, self.config.patch_size),
             patch_tokens=patch_tokens,
             tokens=tokens,
             hidden_states=hidden_states,
@@ -297,6 +308,7 @@ class VisionTransformer(nn.Module):
             logits=logits,
             grid_size=self.config.grid_size,
             num_prefix_tokens=self.num_prefix_tokens,
+            features=features if self.config.is_hybrid else None,
         )
 
     def num_params(self) -> int:
@@ -309,13 +321,15 @@ class VisionTransformer(nn.Module):
 
 
 def flops_per_image(config: ViTConfig) -> int:
-    """Multiply-adds x 2 of one forward pass (matmuls only; norms and softmax are ignored)."""
+    """Multiply-adds x 2 of one forward pass (matmuls and a hybrid's convolutions; norms and
+    softmax are ignored)."""
     t, d, n = config.num_tokens, config.embed_dim, config.num_patches
     embed = 2 * n * config.patch_dim * d
     attn = 2 * t * d * 3 * d + 2 * 2 * t * t * d + 2 * t * d * d
     mlp = 2 * 2 * t * d * config.mlp_hidden_dim
     head = 2 * d * config.num_classes
-    return embed + config.depth * (attn + mlp) + head
+    stem = resnet.flops(config.in_chans, config.hybrid_layers, config.image_size) if config.is_hybrid else 0
+    return stem + embed + config.depth * (attn + mlp) + head
 
 
 

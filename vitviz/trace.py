@@ -30,7 +30,8 @@ class Trace:
 
     Attributes:
         pixels: the normalised input, (B, C, H, W).
-        patches: raw pixel patches in (c p1 p2) order, (B, N, C*P*P).
+        patches: raw pixel patches in (c p1 p2) order, (B, N, C*P*P); for a hybrid ViT,
+            patches of its ResNet's feature map, (B, N, C'*P*P).
         patch_tokens: patches after the linear projection, (B, N, D).
         tokens: after the [CLS] token and the position embeddings, (B, T, D).
         hidden_states: depth + 1 entries of (B, T, D): the tokens entering block 0, then the
@@ -42,6 +43,8 @@ class Trace:
         logits: (B, num_classes), or (B, D) for a model without a head.
         grid_size: (grid_h, grid_w) of the patch grid.
         num_prefix_tokens: tokens before the patches (1 for [CLS], else 0).
+        features: a hybrid ViT's ResNet feature map, (B, C', grid_h * P, grid_w * P); None
+            for a plain ViT, whose patches are cut from the pixels.
     """
 
     pixels: Tensor
@@ -56,6 +59,7 @@ class Trace:
     logits: Tensor
     grid_size: tuple[int, int]
     num_prefix_tokens: int
+    features: Tensor | None = None
 
     @property
     def depth(self) -> int:
@@ -99,4 +103,5 @@ class Trace:
             logits=cpu(self.logits),
             grid_size=self.grid_size,
             num_prefix_tokens=self.num_prefix_tokens,
+            features=None if self.features is None else cpu(self.features),
         )

@@ -110,6 +110,7 @@ def _imagenet_preprocess(crop_pct: float = 0.9, interpolation: str = "bicubic", 
 VIT_B16 = ViTConfig(image_size=224, patch_size=16, embed_dim=768, depth=12, num_heads=12, num_classes=1000)
 VIT_TI16 = VIT_B16.replace(embed_dim=192, num_heads=3)
 VIT_S16 = VIT_B16.replace(embed_dim=384, num_heads=6)
+VIT_R26_S32 = VIT_S16.replace(patch_size=1, hybrid_layers=(2, 2, 2, 2))  # timm's R26+ViT-S/32 hybrid
 
 
 def _registry() -> dict[str, ModelSpec]:
@@ -145,6 +146,13 @@ def _registry() -> dict[str, ModelSpec]:
             offline=True,
         ),
         _entry(
+            "untrained-vit-r26-s32",
+            source="random",
+            config=VIT_R26_S32.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
+            trained=False,
+            offline=True,
+        ),
+        _entry(
             "timm:vit_base_patch16_224.augreg2_in21k_ft_in1k",
             source="timm",
             config=VIT_B16.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
@@ -155,6 +163,13 @@ def _registry() -> dict[str, ModelSpec]:
             "timm:vit_small_patch16_224.augreg_in21k_ft_in1k",
             source="timm",
             config=VIT_S16.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
+            trained=True,
+            offline=False,
+        ),
+        _entry(
+            "timm:vit_small_r26_s32_224.augreg_in21k_ft_in1k",
+            source="timm",
+            config=VIT_R26_S32.replace(preprocess=_imagenet_preprocess(0.9, "bicubic", HALF, HALF)),
             trained=True,
             offline=False,
         ),
