@@ -18,7 +18,8 @@ st.session_state["home_top1"] = ranked[0]  # (class, probability): read by the c
 labels = [name for name, _ in ranked]
 right.plotly_chart(
     ui.class_bars(labels, [p for _, p in ranked], ui.tr("home.prediction"), cur.verdict, height=360),
-    width="stretch", key="home_topk",
+    width="stretch",
+    key="home_topk",
 )
 ui.show_verdict(cur.verdict, right)
 ui.show_known_classes(config, cur.verdict, right)

@@ -2,10 +2,10 @@
 
 import numpy as np
 import streamlit as st
+from PIL import Image
 
 from vitviz import plots, ui
 from vitviz.data import denormalize, resize_and_crop
-from PIL import Image
 
 cur = ui.current()
 config = cur.model.config
@@ -17,29 +17,74 @@ resized = np.asarray(resize_and_crop(Image.fromarray(original), pre))
 normalised = cur.trace.pixels[0].numpy()  # (C, H, W)
 
 a, b = st.columns(2)
-a.plotly_chart(plots.image(original, ui.tr("input.original", width=original.shape[1], height=original.shape[0])), width="stretch", key="input_original")
-b.plotly_chart(plots.image(resized, ui.tr("input.resized", width=resized.shape[1], height=resized.shape[0])), width="stretch", key="input_resized")
+a.plotly_chart(
+    plots.image(original, ui.tr("input.original", width=original.shape[1], height=original.shape[0])),
+    width="stretch",
+    key="input_original",
+)
+b.plotly_chart(
+    plots.image(resized, ui.tr("input.resized", width=resized.shape[1], height=resized.shape[0])),
+    width="stretch",
+    key="input_resized",
+)
 
 st.subheader(ui.tr("input.recipe"))
-resize = ui.tr("input.shorter_side", size=pre.resize) if isinstance(pre.resize, int) else f"{pre.resize[0]} x {pre.resize[1]}"
+resize = (
+    ui.tr("input.shorter_side", size=pre.resize)
+    if isinstance(pre.resize, int)
+    else f"{pre.resize[0]} x {pre.resize[1]}"
+)
 st.dataframe(
     [
-        {ui.tr("input.col.step"): ui.tr("input.step.resize"), ui.tr("input.col.value"): f"{resize}, {pre.interpolation}"},
-        {ui.tr("input.col.step"): ui.tr("input.step.crop"), ui.tr("input.col.value"): "-" if pre.crop is None else f"{pre.crop[0]} x {pre.crop[1]}"},
+        {
+            ui.tr("input.col.step"): ui.tr("input.step.resize"),
+            ui.tr("input.col.value"): f"{resize}, {pre.interpolation}",
+        },
+        {
+            ui.tr("input.col.step"): ui.tr("input.step.crop"),
+            ui.tr("input.col.value"): "-" if pre.crop is None else f"{pre.crop[0]} x {pre.crop[1]}",
+        },
         {ui.tr("input.col.step"): ui.tr("input.step.scale"), ui.tr("input.col.value"): ui.tr("input.step.scale_value")},
-        {ui.tr("input.col.step"): ui.tr("input.step.normalise"), ui.tr("input.col.value"): f"(x - mean) / std, mean={tuple(round(m, 4) for m in pre.mean)}, std={tuple(round(s, 4) for s in pre.std)}"},
+        {
+            ui.tr("input.col.step"): ui.tr("input.step.normalise"),
+            ui.tr(
+                "input.col.value"
+            ): f"(x - mean) / std, mean={tuple(round(m, 4) for m in pre.mean)}, std={tuple(round(s, 4) for s in pre.std)}",
+        },
     ],
-    hide_index=True, width="stretch",
+    hide_index=True,
+    width="stretch",
 )
 
 st.subheader(ui.tr("input.channels"))
 names = ["R", "G", "B"] if len(normalised) == 3 else ["L"]
-st.plotly_chart(plots.channel_maps(normalised, [f"{n}: (x - {m:.3f}) / {s:.3f}" for n, m, s in zip(names, pre.mean, pre.std)]), width="stretch", key="input_channels")
+st.plotly_chart(
+    plots.channel_maps(
+        normalised, [f"{n}: (x - {m:.3f}) / {s:.3f}" for n, m, s in zip(names, pre.mean, pre.std, strict=True)]
+    ),
+    width="stretch",
+    key="input_channels",
+)
 before = {f"{n} / 255": resized[..., i] / 255.0 for i, n in enumerate(names)}
 after = {ui.tr("input.normalised_channel", channel=n): normalised[i] for i, n in enumerate(names)}
 c, d = st.columns(2)
 count = ui.tr("input.hist_y")
-c.plotly_chart(plots.histogram(before, ui.tr("input.hist_before"), x_title=ui.tr("input.hist_x_before"), y_title=count), width="stretch", key="input_hist_before")
-d.plotly_chart(plots.histogram(after, ui.tr("input.hist_after"), x_title=ui.tr("input.hist_x_after"), y_title=count), width="stretch", key="input_hist_after")
-ui.download_npz("download.npz", "model_input.npz", "input_npz", pixels=normalised, resized=resized, model_input=denormalize(cur.trace.pixels[0], pre))
+c.plotly_chart(
+    plots.histogram(before, ui.tr("input.hist_before"), x_title=ui.tr("input.hist_x_before"), y_title=count),
+    width="stretch",
+    key="input_hist_before",
+)
+d.plotly_chart(
+    plots.histogram(after, ui.tr("input.hist_after"), x_title=ui.tr("input.hist_x_after"), y_title=count),
+    width="stretch",
+    key="input_hist_after",
+)
+ui.download_npz(
+    "download.npz",
+    "model_input.npz",
+    "input_npz",
+    pixels=normalised,
+    resized=resized,
+    model_input=denormalize(cur.trace.pixels[0], pre),
+)
 ui.nav("app_pages/1_input.py")

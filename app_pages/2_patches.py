@@ -18,8 +18,18 @@ height, width = config.image_size
 grid_h, grid_w = cur.trace.grid_size
 ui.header("page.patches", "patches.intro", shape=tuple(cur.trace.patches.shape))
 if config.is_hybrid:
-    st.info(ui.tr("patches.hybrid", resnet=resnet_name(config), height=height, width=width, p=p, s=square,
-                  features=tuple(cur.trace.features.shape[1:]), dim=config.patch_dim))  # fmt: skip
+    st.info(
+        ui.tr(
+            "patches.hybrid",
+            resnet=resnet_name(config),
+            height=height,
+            width=width,
+            p=p,
+            s=square,
+            features=tuple(cur.trace.features.shape[1:]),
+            dim=config.patch_dim,
+        )
+    )
 
 m = st.columns(4)
 m[0].metric(ui.tr("patches.image_size"), f"{height} x {width}")
@@ -37,13 +47,17 @@ left, right = st.columns(2)
 model_input = denormalize(cur.trace.pixels[0], pre)
 left.plotly_chart(
     plots.patch_grid(model_input, square, title=ui.tr("patches.grid"), numbers=grid_h * grid_w <= 64),
-    width="stretch", key="patches_grid",
+    width="stretch",
+    key="patches_grid",
 )
 squares = patchify(cur.trace.pixels, square)[0]  # (N, C*s*s): of a hybrid, the squares its tokens stand for
 tiles = patch_tiles(squares, square, config.in_chans, pre.mean, pre.std).numpy()  # (N, s, s, C)
 right.plotly_chart(
-    plots.patch_gallery(tiles, (grid_h, grid_w), title=ui.tr("patches.hybrid_gallery" if config.is_hybrid else "patches.gallery")),
-    width="stretch", key="patches_gallery",
+    plots.patch_gallery(
+        tiles, (grid_h, grid_w), title=ui.tr("patches.hybrid_gallery" if config.is_hybrid else "patches.gallery")
+    ),
+    width="stretch",
+    key="patches_gallery",
 )
 
 st.subheader(ui.tr("patches.concept"))
@@ -59,7 +73,9 @@ n1, n2, n3 = st.columns(3)
 n1.metric(ui.tr("patches.count"), f"{facts['grid_h']} x {facts['grid_w']} = {facts['num_patches']}")
 n2.metric(ui.tr("patches.vector"), f"{concept_p} x {concept_p} x {config.in_chans} = {facts['patch_dim']}")
 n3.metric(ui.tr("patches.tokens"), f"{facts['num_patches']} + 1 = {facts['num_patches'] + 1}")
-st.caption(ui.tr("patches.attention_cost", tokens=facts["num_patches"] + 1, pairs=f"{(facts['num_patches'] + 1) ** 2:,}"))
+st.caption(
+    ui.tr("patches.attention_cost", tokens=facts["num_patches"] + 1, pairs=f"{(facts['num_patches'] + 1) ** 2:,}")
+)
 if facts["num_patches"] <= 4096:
     resized = np.asarray(resize_and_crop(Image.fromarray(cur.image), Preprocess(resize=size, crop=(size, size))))
     st.plotly_chart(plots.patch_grid(resized, concept_p, height=420), width="stretch", key="patches_concept")

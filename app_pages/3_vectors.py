@@ -15,9 +15,10 @@ grid_h, grid_w = trace.grid_size
 count = grid_h * grid_w
 names = ["R", "G", "B"] if chans == 3 else [f"c{c}" for c in range(chans)]
 ui.header(
-    "page.vectors", "vectors.intro",
+    "page.vectors",
+    "vectors.intro",
     shape=f"patch_tokens {tuple(trace.patch_tokens.shape)}  ·  x_p: {chans} x {p} x {p} = {length}",
-)  # fmt: skip
+)
 if config.is_hybrid:
     st.info(ui.tr("vectors.hybrid", p=p, chans=chans, length=length))
 
@@ -33,42 +34,69 @@ left, right = st.columns([2, 3])
 index = ui.patch_picker(right, "vectors.choose", "patch", (grid_h, grid_w))
 model_input = denormalize(trace.pixels[0], config.preprocess)
 left.plotly_chart(
-    plots.patch_grid(model_input, config.token_size, highlight=index, title=ui.tr("vectors.grid"), numbers=count <= 64, height=400),
-    width="stretch", key="vectors_grid", on_select=_pick_patch, selection_mode="points",
-)  # fmt: skip
+    plots.patch_grid(
+        model_input, config.token_size, highlight=index, title=ui.tr("vectors.grid"), numbers=count <= 64, height=400
+    ),
+    width="stretch",
+    key="vectors_grid",
+    on_select=_pick_patch,
+    selection_mode="points",
+)
 
 vector = trace.patches[0, index].numpy()  # (C*P*P,) in (c p1 p2) order
 if config.is_hybrid:  # thousands of channels: one bar each, no picture
     right.plotly_chart(
-        plots.vector_bars(vector, title=ui.tr("vectors.hybrid_flat", index=index + 1, length=length),
-                          x_title=ui.tr("vectors.hybrid_axis")),
-        width="stretch", key="vectors_flat",
-    )  # fmt: skip
+        plots.vector_bars(
+            vector,
+            title=ui.tr("vectors.hybrid_flat", index=index + 1, length=length),
+            x_title=ui.tr("vectors.hybrid_axis"),
+        ),
+        width="stretch",
+        key="vectors_flat",
+    )
 else:
     titles = [f"c = {c} ({name}): {c * p * p}-{(c + 1) * p * p - 1}" for c, name in enumerate(names)]
     right.plotly_chart(
         plots.patch_planes(vector, p, chans, titles, title=ui.tr("vectors.planes", index=index + 1, p=p)),
-        width="stretch", key="vectors_planes",
-    )  # fmt: skip
+        width="stretch",
+        key="vectors_planes",
+    )
     right.caption(ui.tr("vectors.planes_note"))
     st.plotly_chart(
-        plots.vector_bars(vector, segment=p * p, names=names, title=ui.tr("vectors.flat", length=length, pp=p * p, p=p),
-                          x_title=ui.tr("vectors.index_axis")),
-        width="stretch", key="vectors_flat",
-    )  # fmt: skip
+        plots.vector_bars(
+            vector,
+            segment=p * p,
+            names=names,
+            title=ui.tr("vectors.flat", length=length, pp=p * p, p=p),
+            x_title=ui.tr("vectors.index_axis"),
+        ),
+        width="stretch",
+        key="vectors_flat",
+    )
 
 token = trace.patch_tokens[0, index].numpy()  # (D,)
 st.latex(
     rf"\underbrace{{z_p}}_{{{dim}}} = \underbrace{{W}}_{{{dim} \times {length}}}\;"
     rf"\underbrace{{x_p}}_{{{length}}} + \underbrace{{b}}_{{{dim}}}"
 )
-st.caption(ui.tr("vectors.formula_note_hybrid" if config.is_hybrid else "vectors.formula_note", dim=dim, length=length, p=p))
+st.caption(
+    ui.tr("vectors.formula_note_hybrid" if config.is_hybrid else "vectors.formula_note", dim=dim, length=length, p=p)
+)
 st.plotly_chart(
     plots.vector_bars(token, title=ui.tr("vectors.token", dim=dim), x_title=ui.tr("vectors.token_axis")),
-    width="stretch", key="vectors_token",
-)  # fmt: skip
-ui.download_npz("vectors.download_vector", f"patch_{index + 1}_vector_token.npz", "vectors_npz",
-                patch=index, row=index // grid_w, col=index % grid_w, vector=vector, token=token)  # fmt: skip
+    width="stretch",
+    key="vectors_token",
+)
+ui.download_npz(
+    "vectors.download_vector",
+    f"patch_{index + 1}_vector_token.npz",
+    "vectors_npz",
+    patch=index,
+    row=index // grid_w,
+    col=index % grid_w,
+    vector=vector,
+    token=token,
+)
 
 st.subheader(ui.tr("vectors.check"))
 st.markdown(ui.tr("vectors.check_intro"))
@@ -76,12 +104,16 @@ proj = cur.model.patch_embed.proj
 differences = compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
 st.dataframe(
     [
-        {ui.tr("vectors.col.route"): name, ui.tr("vectors.col.how"): ui.tr(f"vectors.route.{name}"),
-         ui.tr("vectors.col.diff"): f"{diff:.2e}"}
+        {
+            ui.tr("vectors.col.route"): name,
+            ui.tr("vectors.col.how"): ui.tr(f"vectors.route.{name}"),
+            ui.tr("vectors.col.diff"): f"{diff:.2e}",
+        }
         for name, diff in differences.items()
     ],
-    hide_index=True, width="stretch",
-)  # fmt: skip
+    hide_index=True,
+    width="stretch",
+)
 worst = max(differences.values())
 if worst < ROUTE_TOLERANCE:
     st.success(ui.tr("vectors.check_ok", diff=f"{worst:.1e}", tol=f"{ROUTE_TOLERANCE:.0e}"))
@@ -97,6 +129,11 @@ else:
     if not cur.spec.trained:
         st.info(ui.tr("vectors.filters_untrained"))
     st.plotly_chart(plots.component_tiles(components, ratios), width="stretch", key="vectors_components")
-    ui.download_npz("vectors.download_components", "patch_embed_components.npz", "vectors_components_npz",
-                    components=components, explained_variance_ratio=ratios)  # fmt: skip
+    ui.download_npz(
+        "vectors.download_components",
+        "patch_embed_components.npz",
+        "vectors_components_npz",
+        components=components,
+        explained_variance_ratio=ratios,
+    )
 ui.nav("app_pages/3_vectors.py")

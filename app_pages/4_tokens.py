@@ -19,8 +19,19 @@ cls_row = {0: "[CLS]"} if prefix else None
 if not prefix:
     st.info(ui.tr("tokens.no_cls"))
 left, right = st.columns(2)
-before = plots.token_matrix(trace.patch_tokens[0].numpy(), title=ui.tr("tokens.before", n=count, d=dim), y_title=ui.tr("tokens.axis_token"), x_title=ui.tr("tokens.axis_channel"))
-after = plots.token_matrix(trace.tokens[0].numpy(), title=ui.tr("tokens.after", t=trace.tokens.shape[1], d=dim), marked=cls_row, y_title=ui.tr("tokens.axis_token"), x_title=ui.tr("tokens.axis_channel"))
+before = plots.token_matrix(
+    trace.patch_tokens[0].numpy(),
+    title=ui.tr("tokens.before", n=count, d=dim),
+    y_title=ui.tr("tokens.axis_token"),
+    x_title=ui.tr("tokens.axis_channel"),
+)
+after = plots.token_matrix(
+    trace.tokens[0].numpy(),
+    title=ui.tr("tokens.after", t=trace.tokens.shape[1], d=dim),
+    marked=cls_row,
+    y_title=ui.tr("tokens.axis_token"),
+    x_title=ui.tr("tokens.axis_channel"),
+)
 left.plotly_chart(before, width="stretch", key="tokens_before")
 right.plotly_chart(after, width="stretch", key="tokens_after")
 cls_tex = r"x_\mathrm{class};\; " if prefix else ""
@@ -38,9 +49,16 @@ else:
         st.info(ui.tr("tokens.pos_untrained"))
 pos_embed = cur.model.pos_embed.detach()[0].cpu()  # (T, D)
 st.plotly_chart(
-    plots.token_matrix(pos_embed.numpy(), title=ui.tr("tokens.pos_title", t=pos_embed.shape[0], d=dim), marked=cls_row, y_title=ui.tr("tokens.axis_token"), x_title=ui.tr("tokens.axis_channel")),
-    width="stretch", key="tokens_pos_embed",
-)  # fmt: skip
+    plots.token_matrix(
+        pos_embed.numpy(),
+        title=ui.tr("tokens.pos_title", t=pos_embed.shape[0], d=dim),
+        marked=cls_row,
+        y_title=ui.tr("tokens.axis_token"),
+        x_title=ui.tr("tokens.axis_channel"),
+    ),
+    width="stretch",
+    key="tokens_pos_embed",
+)
 
 st.subheader(ui.tr("tokens.similarity"))
 st.markdown(ui.tr("tokens.similarity_intro"))
@@ -59,13 +77,17 @@ pos = ui.patch_picker(right, "tokens.choose_pos", "pos", (grid_h, grid_w))
 row, col = divmod(pos, grid_w)
 left.plotly_chart(
     plots.similarity_grid(similarities["model"], title=ui.tr("tokens.mosaic_title", h=grid_h, w=grid_w), selected=pos),
-    width="stretch", key="tokens_mosaic", on_select=_pick_position, selection_mode="points",
-)  # fmt: skip
+    width="stretch",
+    key="tokens_mosaic",
+    on_select=_pick_position,
+    selection_mode="points",
+)
 large_title = ui.tr("tokens.large_title", index=pos + 1, row=row + 1, col=col + 1)
 right.plotly_chart(
     plots.similarity_maps(similarities["model"][row, col][None], [large_title], marked=(row, col), height=460),
-    width="stretch", key="tokens_large",
-)  # fmt: skip
+    width="stretch",
+    key="tokens_large",
+)
 right.caption(ui.tr("tokens.large_note"))
 
 st.subheader(ui.tr("tokens.compare"))
@@ -73,12 +95,24 @@ st.markdown(ui.tr("tokens.compare_intro"))
 own = "tokens.kind.fixed" if config.pos_embed == "sincos2d" else "tokens.kind.learned"
 kinds = {"model": own, "sincos_1d": "tokens.kind.sincos_1d", "sincos_2d": "tokens.kind.sincos_2d"}
 st.plotly_chart(
-    plots.similarity_maps(np.stack([similarities[k][row, col] for k in kinds]), [ui.tr(v) for v in kinds.values()],
-                          marked=(row, col), own_range=True, height=360),
-    width="stretch", key="tokens_compare",
-)  # fmt: skip
+    plots.similarity_maps(
+        np.stack([similarities[k][row, col] for k in kinds]),
+        [ui.tr(v) for v in kinds.values()],
+        marked=(row, col),
+        own_range=True,
+        height=360,
+    ),
+    width="stretch",
+    key="tokens_compare",
+)
 st.caption(ui.tr("tokens.own_range_note"))
-ui.download_npz("tokens.download", "pos_embed_similarity.npz", "tokens_npz", pos_embed=pos_embed.numpy(),
-                similarity=similarities["model"], similarity_sincos_1d=similarities["sincos_1d"],
-                similarity_sincos_2d=similarities["sincos_2d"])  # fmt: skip
+ui.download_npz(
+    "tokens.download",
+    "pos_embed_similarity.npz",
+    "tokens_npz",
+    pos_embed=pos_embed.numpy(),
+    similarity=similarities["model"],
+    similarity_sincos_1d=similarities["sincos_1d"],
+    similarity_sincos_2d=similarities["sincos_2d"],
+)
 ui.nav("app_pages/4_tokens.py")

@@ -67,9 +67,13 @@ c1, c2, c3 = st.columns([2, 1, 1])
 layer = c1.select_slider(ui.tr("attention.layer"), options=list(range(depth)), format_func=layer_label, key="layer")
 head = c2.selectbox(ui.tr("attention.head"), [*range(heads), HEAD_MEAN], format_func=head_label, key="head")
 query = c3.number_input(
-    ui.tr("attention.query"), min_value=0, max_value=num_tokens - 1, step=1, key="query",
+    ui.tr("attention.query"),
+    min_value=0,
+    max_value=num_tokens - 1,
+    step=1,
+    key="query",
     help=ui.tr("attention.query_help_cls" if prefix else "attention.query_help_no_cls", last=num_tokens - 1),
-)  # fmt: skip
+)
 for key, value in (("layer", layer), ("head", head), ("query", query)):
     ui.set_param(key, value)
 head_index = None if head == HEAD_MEAN else head
@@ -95,17 +99,23 @@ for column, key, values, outline, title in (
 ):
     column.plotly_chart(
         plots.attention_picker(model_input, values, patch_size, outline, title=title),
-        width="stretch", key=key, on_select=partial(pick_query, key), selection_mode="points",
-    )  # fmt: skip
+        width="stretch",
+        key=key,
+        on_select=partial(pick_query, key),
+        selection_mode="points",
+    )
 st.caption(f"{ui.tr('attention.click_hint')} {ui.tr('attention.maps_caption', tokens=num_tokens)}")
 
 # ---- every head of this layer -----------------------------------------------------------------
 st.subheader(ui.tr("attention.heads"))
 readout_word = "attention.heads_of.readout" if prefix else "attention.heads_of.readout_mean"
 view = st.radio(
-    ui.tr("attention.heads_of"), ["readout", "query"], horizontal=True, key="attention_heads_of",
+    ui.tr("attention.heads_of"),
+    ["readout", "query"],
+    horizontal=True,
+    key="attention_heads_of",
     format_func=lambda v: ui.tr(readout_word) if v == "readout" else f"{ui.tr('attention.heads_of.query')} ({query})",
-)  # fmt: skip
+)
 multiples = (readout_maps if view == "readout" else query_maps).numpy()  # (heads, grid_h, grid_w)
 titles = [head_label(h) for h in range(heads)]
 heads_figure = plots.small_multiples(multiples, titles, columns=min(heads, 6), height_per_row=200)
@@ -117,9 +127,13 @@ st.subheader(ui.tr("attention.rollout"))
 rollout_readout = ui.tr("attention.rollout_readout.cls" if prefix else "attention.rollout_readout.mean")
 st.markdown(ui.tr("attention.rollout_intro", readout=rollout_readout))
 fusion = st.radio(
-    ui.tr("attention.fusion"), list(analysis.HEAD_FUSIONS), horizontal=True, key="attention_fusion",
-    format_func=lambda f: ui.tr(f"attention.fusion.{f}"), help=ui.tr("attention.fusion_help"),
-)  # fmt: skip
+    ui.tr("attention.fusion"),
+    list(analysis.HEAD_FUSIONS),
+    horizontal=True,
+    key="attention_fusion",
+    format_func=lambda f: ui.tr(f"attention.fusion.{f}"),
+    help=ui.tr("attention.fusion_help"),
+)
 rollout = analysis.rollout_map(trace, head_fusion=fusion)[0].numpy()  # (grid_h, grid_w)
 rollout_title = ui.tr("attention.rollout_title", depth=depth, fusion=ui.tr(f"attention.fusion.{fusion}"))
 # beside it, the last layer alone (heads averaged): where the two differ, earlier layers have mixed the tokens
@@ -128,7 +142,8 @@ last_where = f"{layer_label(depth - 1)}, {head_label(HEAD_MEAN)}"
 last_title = ui.tr("attention.cls_title" if prefix else "attention.mean_title", where=last_where)
 left, right = st.columns(2)
 for column, key, values, title in (
-    (left, "attention_rollout", rollout, rollout_title), (right, "attention_last_layer", last_layer, last_title)
+    (left, "attention_rollout", rollout, rollout_title),
+    (right, "attention_last_layer", last_layer, last_title),
 ):
     column.plotly_chart(plots.heatmap_overlay(model_input, values, title=title, height=420), width="stretch", key=key)
 st.caption(ui.tr("attention.rollout_caption"))
@@ -139,13 +154,17 @@ st.markdown(ui.tr("attention.distance_intro"))
 distances = analysis.mean_attention_distance(trace, patch_size).numpy()  # (depth, heads)
 st.plotly_chart(
     plots.attention_distance(
-        distances, title=ui.tr("attention.distance_title"), x_title=ui.tr("attention.distance_x"),
-        y_title=ui.tr("attention.distance_y"), head_word=ui.tr("attention.distance_head"),
+        distances,
+        title=ui.tr("attention.distance_title"),
+        x_title=ui.tr("attention.distance_x"),
+        y_title=ui.tr("attention.distance_y"),
+        head_word=ui.tr("attention.distance_head"),
         uniform=analysis.uniform_attention_distance(trace.grid_size, patch_size),
         uniform_label=ui.tr("attention.distance_uniform"),
     ),
-    width="stretch", key="attention_distance",
-)  # fmt: skip
+    width="stretch",
+    key="attention_distance",
+)
 st.caption(ui.tr("attention.distance_single", patches=num_patches))
 
 # ---- softmax(Q K^T / sqrt(d)) V for one query, with real numbers -------------------------------
@@ -156,9 +175,15 @@ head_dim = worked["q"].numel()
 formula = r"\mathrm{Attention}(q, K, V) = \mathrm{softmax}\!\left(\frac{q K^\top}{\sqrt{d}}\right) V"
 st.latex(formula + r", \qquad d = " + str(head_dim))
 st.markdown(
-    ui.tr("attention.worked_intro", token=token_label(query), where=f"{layer_label(layer)}, {head_label(worked_head)}",
-          tokens=num_tokens, d=head_dim, sqrt_d=head_dim**0.5)
-)  # fmt: skip
+    ui.tr(
+        "attention.worked_intro",
+        token=token_label(query),
+        where=f"{layer_label(layer)}, {head_label(worked_head)}",
+        tokens=num_tokens,
+        d=head_dim,
+        sqrt_d=head_dim**0.5,
+    )
+)
 if head_index is None:
     st.caption(ui.tr("attention.worked_mean_note"))
 shown_dims = min(SHOW_DIMS, head_dim)
@@ -166,7 +191,9 @@ st.markdown(f"**{ui.tr('attention.worked_q', n=shown_dims, d=head_dim)}**")
 q_row = {f"q[{i}]": round(float(v), 4) for i, v in enumerate(worked["q"][:shown_dims])}
 st.dataframe([q_row], hide_index=True, width="stretch")
 rows, other_weight = analysis.top_keys(worked, trace.grid_size, prefix, TOP_KEYS)
-labels = ["[CLS]" if r["row"] is None else ui.tr("attention.position", row=r["row"] + 1, col=r["col"] + 1) for r in rows]
+labels = [
+    "[CLS]" if r["row"] is None else ui.tr("attention.position", row=r["row"] + 1, col=r["col"] + 1) for r in rows
+]
 keys_left, keys_right = st.columns([3, 2])
 keys_left.markdown(f"**{ui.tr('attention.worked_keys', k=len(rows))}**")
 keys_left.dataframe(
@@ -177,20 +204,31 @@ keys_left.dataframe(
             ui.tr("attention.col.score"): round(float(r["score"]), 4),
             ui.tr("attention.col.weight"): round(float(r["weight"]), 4),
         }
-        for r, label in zip(rows, labels)
+        for r, label in zip(rows, labels, strict=True)
     ],
-    hide_index=True, width="stretch",
-)  # fmt: skip
+    hide_index=True,
+    width="stretch",
+)
 shown_weight = sum(float(r["weight"]) for r in rows)
 keys_left.markdown(
-    ui.tr("attention.worked_sum", k=len(rows), shown=shown_weight, others=num_tokens - len(rows), rest=other_weight,
-          total=float(worked["weights"].sum()))
-)  # fmt: skip
+    ui.tr(
+        "attention.worked_sum",
+        k=len(rows),
+        shown=shown_weight,
+        others=num_tokens - len(rows),
+        rest=other_weight,
+        total=float(worked["weights"].sum()),
+    )
+)
 keys_right.plotly_chart(
-    plots.key_weights([f"{r['token']}: {label}" for r, label in zip(rows, labels)], [float(r["weight"]) for r in rows],
-                      title=ui.tr("attention.worked_bars")),
-    width="stretch", key="attention_worked_bars",
-)  # fmt: skip
+    plots.key_weights(
+        [f"{r['token']}: {label}" for r, label in zip(rows, labels, strict=True)],
+        [float(r["weight"]) for r in rows],
+        title=ui.tr("attention.worked_bars"),
+    ),
+    width="stretch",
+    key="attention_worked_bars",
+)
 st.latex(r"\text{output} = \sum_{j=0}^{" + str(num_tokens - 1) + r"} w_j \, v_j")
 st.markdown(f"**{ui.tr('attention.worked_output', n=shown_dims, d=head_dim)}**")
 output_row = {f"out[{i}]": round(float(v), 4) for i, v in enumerate(worked["output"][:shown_dims])}
@@ -203,10 +241,16 @@ with d1:
     readout_name = "cls" if prefix else "mean_patch_queries"
     shown = plots.maps_csv({readout_name: readout_map, f"query_{query}": query_map, f"rollout_{fusion}": rollout})
     head_name = "mean" if head_index is None else head + 1
-    ui.download_csv("attention.download_maps", f"attention_layer{layer + 1}_head{head_name}.csv", "attention_csv", shown)
+    ui.download_csv(
+        "attention.download_maps", f"attention_layer{layer + 1}_head{head_name}.csv", "attention_csv", shown
+    )
 with d2:
     ui.download_npz(
-        "attention.download_tensor", f"attention_layer{layer}.npz", "attention_npz",
-        attention=attention.numpy(), layer=np.array(layer), mean_attention_distance=distances,
-    )  # fmt: skip
+        "attention.download_tensor",
+        f"attention_layer{layer}.npz",
+        "attention_npz",
+        attention=attention.numpy(),
+        layer=np.array(layer),
+        mean_attention_distance=distances,
+    )
 ui.nav("app_pages/5_attention.py")

@@ -27,9 +27,18 @@ query = ui.int_choice("query", centre, 0, num_tokens - 1)  # token index: [CLS] 
 ui.header("page.block", "block.intro", shape=tuple(trace.hidden_states[layer + 1].shape))
 
 KIND = {
-    "input": "stream", "norm1": "norm", "qkv": "attention", "attention": "attention", "attn_proj": "attention",
-    "add1": "add", "norm2": "norm", "fc1": "mlp", "gelu": "mlp", "fc2": "mlp", "add2": "add",
-}  # fmt: skip
+    "input": "stream",
+    "norm1": "norm",
+    "qkv": "attention",
+    "attention": "attention",
+    "attn_proj": "attention",
+    "add1": "add",
+    "norm2": "norm",
+    "fc1": "mlp",
+    "gelu": "mlp",
+    "fc2": "mlp",
+    "add2": "add",
+}
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
@@ -51,17 +60,22 @@ add1, add2 = analysis.BLOCK_STEPS.index("add1"), analysis.BLOCK_STEPS.index("add
 left, right = st.columns([1, 1])
 left.plotly_chart(
     plots.block_diagram(boxes, residuals=[(0, add1), (add1, add2)], title=ui.tr("block.diagram_title", depth=depth)),
-    width="stretch", key="block_diagram",
-)  # fmt: skip
-right.markdown(ui.tr("block.parts", heads=trace.num_heads, hidden=dict(steps)["fc1"][-1], dim=trace.hidden_states[0].shape[-1]))
+    width="stretch",
+    key="block_diagram",
+)
+right.markdown(
+    ui.tr("block.parts", heads=trace.num_heads, hidden=dict(steps)["fc1"][-1], dim=trace.hidden_states[0].shape[-1])
+)
 
 # ---- one layer, sub-step by sub-step ----------------------------------------------------------
 st.subheader(ui.tr("block.layer_title"))
 c1, c2 = st.columns([2, 1])
 layer = c1.select_slider(
-    ui.tr("block.layer"), options=list(range(depth)), key="layer",
+    ui.tr("block.layer"),
+    options=list(range(depth)),
+    key="layer",
     format_func=lambda i: ui.tr("block.layer_n", n=i + 1, index=i),
-)  # fmt: skip
+)
 query = c2.number_input(ui.tr("block.token"), min_value=0, max_value=num_tokens - 1, step=1, key="query")
 ui.set_param("layer", layer)
 ui.set_param("query", query)
@@ -69,9 +83,13 @@ c2.caption(token_label(query))
 
 per_layer = analysis.block_statistics(trace)  # (depth,) each, mean over patch tokens
 m1, m2, m3 = st.columns(3)
-m1.metric(ui.tr("block.metric_attn"), f"{float(per_layer['attn_ratio'][layer]):.2f}", help=ui.tr("block.metric_attn_help"))
+m1.metric(
+    ui.tr("block.metric_attn"), f"{float(per_layer['attn_ratio'][layer]):.2f}", help=ui.tr("block.metric_attn_help")
+)
 m2.metric(ui.tr("block.metric_mlp"), f"{float(per_layer['mlp_ratio'][layer]):.2f}", help=ui.tr("block.metric_mlp_help"))
-m3.metric(ui.tr("block.metric_cosine"), f"{float(per_layer['cosine'][layer]):.3f}", help=ui.tr("block.metric_cosine_help"))
+m3.metric(
+    ui.tr("block.metric_cosine"), f"{float(per_layer['cosine'][layer]):.3f}", help=ui.tr("block.metric_cosine_help")
+)
 
 norms = analysis.block_token_norms(model, trace, layer)  # (T,) each
 tokens = np.arange(num_tokens)
@@ -88,32 +106,53 @@ a.plotly_chart(
             ui.tr("block.series.mid"): norms["mid"].numpy(),
             ui.tr("block.series.norm2"): norms["norm2"].numpy(),
         },
-        title=ui.tr("block.norms_title", where=where), x_title=ui.tr("block.x_token"), y_title=ui.tr("block.y_norm"),
-        dashed=(ui.tr("block.series.mid"), ui.tr("block.series.norm2")), markers=markers, hover_text=labels, marked_x=query,
+        title=ui.tr("block.norms_title", where=where),
+        x_title=ui.tr("block.x_token"),
+        y_title=ui.tr("block.y_norm"),
+        dashed=(ui.tr("block.series.mid"), ui.tr("block.series.norm2")),
+        markers=markers,
+        hover_text=labels,
+        marked_x=query,
     ),
-    width="stretch", key="block_token_norms",
-)  # fmt: skip
+    width="stretch",
+    key="block_token_norms",
+)
 b.plotly_chart(
     plots.multi_line(
         tokens,
-        {ui.tr("block.series.attn_ratio"): norms["attn_ratio"].numpy(), ui.tr("block.series.mlp_ratio"): norms["mlp_ratio"].numpy()},
-        title=ui.tr("block.ratio_title", where=where), x_title=ui.tr("block.x_token"), y_title=ui.tr("block.y_ratio"),
-        markers=markers, hover_text=labels, marked_x=query,
+        {
+            ui.tr("block.series.attn_ratio"): norms["attn_ratio"].numpy(),
+            ui.tr("block.series.mlp_ratio"): norms["mlp_ratio"].numpy(),
+        },
+        title=ui.tr("block.ratio_title", where=where),
+        x_title=ui.tr("block.x_token"),
+        y_title=ui.tr("block.y_ratio"),
+        markers=markers,
+        hover_text=labels,
+        marked_x=query,
     ),
-    width="stretch", key="block_token_ratios",
-)  # fmt: skip
+    width="stretch",
+    key="block_token_ratios",
+)
 st.caption(ui.tr("block.norms_caption", dim=trace.hidden_states[0].shape[-1]))
 
 pre = analysis.mlp_preactivations(model, trace, layer, query)  # (mlp_hidden,)
 curves = analysis.activation_curves(min(-4.0, float(pre.min())), max(4.0, float(pre.max())))
 st.plotly_chart(
     plots.gelu_histogram(
-        curves["x"].numpy(), curves["gelu"].numpy(), curves["relu"].numpy(), pre.numpy(),
-        title=ui.tr("block.gelu_title", token=token_label(query), where=where), x_title=ui.tr("block.gelu_x"),
-        y_title=ui.tr("block.gelu_y"), count_title=ui.tr("block.gelu_count"), values_name=ui.tr("block.gelu_values"),
+        curves["x"].numpy(),
+        curves["gelu"].numpy(),
+        curves["relu"].numpy(),
+        pre.numpy(),
+        title=ui.tr("block.gelu_title", token=token_label(query), where=where),
+        x_title=ui.tr("block.gelu_x"),
+        y_title=ui.tr("block.gelu_y"),
+        count_title=ui.tr("block.gelu_count"),
+        values_name=ui.tr("block.gelu_values"),
     ),
-    width="stretch", key="block_gelu",
-)  # fmt: skip
+    width="stretch",
+    key="block_gelu",
+)
 st.caption(ui.tr("block.gelu_caption", hidden=pre.numel(), negative=f"{float((pre < 0).float().mean()):.0%}"))
 
 # ---- layer by layer ---------------------------------------------------------------------------
@@ -137,19 +176,32 @@ if cls is not None:
 d1, d2 = st.columns(2)
 d1.plotly_chart(
     plots.multi_line(
-        x, series, title=ui.tr("block.depth_norms_title"), x_title=ui.tr("block.x_layer"), y_title=ui.tr("block.y_norm"),
-        dashed=dashed, colours=colour_of, marked_x=layer + 1,
-    ),
-    width="stretch", key="block_depth_norms",
-)  # fmt: skip
-d2.plotly_chart(
-    plots.multi_line(
-        x, cosine, title=ui.tr("block.depth_cosine_title"), x_title=ui.tr("block.x_layer"), y_title=ui.tr("block.y_cosine"),
-        dashed=[f"{names['cosine']} [CLS]"], colours={names["cosine"]: colours["cosine"], f"{names['cosine']} [CLS]": colours["cosine"]},
+        x,
+        series,
+        title=ui.tr("block.depth_norms_title"),
+        x_title=ui.tr("block.x_layer"),
+        y_title=ui.tr("block.y_norm"),
+        dashed=dashed,
+        colours=colour_of,
         marked_x=layer + 1,
     ),
-    width="stretch", key="block_depth_cosine",
-)  # fmt: skip
+    width="stretch",
+    key="block_depth_norms",
+)
+d2.plotly_chart(
+    plots.multi_line(
+        x,
+        cosine,
+        title=ui.tr("block.depth_cosine_title"),
+        x_title=ui.tr("block.x_layer"),
+        y_title=ui.tr("block.y_cosine"),
+        dashed=[f"{names['cosine']} [CLS]"],
+        colours={names["cosine"]: colours["cosine"], f"{names['cosine']} [CLS]": colours["cosine"]},
+        marked_x=layer + 1,
+    ),
+    width="stretch",
+    key="block_depth_cosine",
+)
 st.caption(ui.tr("block.depth_caption") if prefix else ui.tr("block.no_cls"))
 
 # ---- downloads --------------------------------------------------------------------------------
@@ -161,8 +213,12 @@ with e1:
     ui.download_csv("download.csv", "block_by_layer.csv", "block_depth_csv", plots.columns_csv(depth_columns))
 with e2:
     ui.download_npz(
-        "download.npz", f"block_layer{layer + 1}.npz", "block_layer_npz",
-        **{f"token_{k}": v.numpy() for k, v in norms.items()}, fc1_preactivations=pre.numpy(), token=np.array(query),
+        "download.npz",
+        f"block_layer{layer + 1}.npz",
+        "block_layer_npz",
+        **{f"token_{k}": v.numpy() for k, v in norms.items()},
+        fc1_preactivations=pre.numpy(),
+        token=np.array(query),
         **{f"by_layer_{k}": v for k, v in depth_columns.items()},
-    )  # fmt: skip
+    )
 ui.nav("app_pages/6_block.py")

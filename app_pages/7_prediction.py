@@ -40,18 +40,23 @@ st.subheader(ui.tr("prediction.topk_title"))
 sentence = "prediction.head_cls" if config.global_pool == "token" else "prediction.head_avg"
 st.markdown(
     ui.tr(
-        sentence, tokens=shape_text(tuple(trace.hidden_states[-1].shape)), pre=shape_text(tuple(trace.pre_logits.shape)),
-        weight=shape_text(tuple(model.head.weight.shape)), logits=shape_text(tuple(trace.logits.shape)), n=num_classes,
+        sentence,
+        tokens=shape_text(tuple(trace.hidden_states[-1].shape)),
+        pre=shape_text(tuple(trace.pre_logits.shape)),
+        weight=shape_text(tuple(model.head.weight.shape)),
+        logits=shape_text(tuple(trace.logits.shape)),
+        n=num_classes,
     )
-)  # fmt: skip
+)
 max_k = min(20, num_classes)
 k = st.slider(ui.tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, max_k), key="topk")
 ranked = top_k(model, trace.logits, k)
 labels = [name for name, _ in ranked]
 st.plotly_chart(
     ui.class_bars(labels, [p for _, p in ranked], ui.tr("prediction.topk_chart", k=k), cur.verdict, height=90 + 36 * k),
-    width="stretch", key="prediction_topk",
-)  # fmt: skip
+    width="stretch",
+    key="prediction_topk",
+)
 ui.show_verdict(cur.verdict)
 ui.show_known_classes(config, cur.verdict)
 
@@ -61,16 +66,23 @@ st.markdown(ui.tr("prediction.lens_intro_cls" if config.global_pool == "token" e
 lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, B, K) probabilities
 depth = trace.depth
 blocks = np.arange(depth + 1)
-after = [ui.tr("prediction.after_embed") if i == 0 else ui.tr("prediction.after_layer", n=i, index=i - 1) for i in blocks]
+after = [
+    ui.tr("prediction.after_embed") if i == 0 else ui.tr("prediction.after_layer", n=i, index=i - 1) for i in blocks
+]
 tracked, scores = analysis.logit_lens_tracks(lens, k=min(5, num_classes))  # (k,), (depth + 1, k)
 st.plotly_chart(
     plots.multi_line(
-        blocks, {class_name(int(c)): scores[:, j].numpy() for j, c in enumerate(tracked)},
-        title=ui.tr("prediction.lens_chart"), x_title=ui.tr("prediction.x_block"), y_title=ui.tr("prediction.y_prob"),
-        percent=True, hover_text=after,
+        blocks,
+        {class_name(int(c)): scores[:, j].numpy() for j, c in enumerate(tracked)},
+        title=ui.tr("prediction.lens_chart"),
+        x_title=ui.tr("prediction.x_block"),
+        y_title=ui.tr("prediction.y_prob"),
+        percent=True,
+        hover_text=after,
     ),
-    width="stretch", key="prediction_lens",
-)  # fmt: skip
+    width="stretch",
+    key="prediction_lens",
+)
 top1, top1_prob = analysis.logit_lens_top1(lens)  # (depth + 1,) each
 final_class = int(trace.logits[0].argmax())
 final_rank = analysis.class_rank_by_layer(lens, final_class)[:, 0]  # (depth + 1,)
@@ -84,8 +96,10 @@ st.dataframe(
         }
         for i in blocks
     ],
-    hide_index=True, width="stretch", key="prediction_lens_table",
-)  # fmt: skip
+    hide_index=True,
+    width="stretch",
+    key="prediction_lens_table",
+)
 
 # ---- occlusion --------------------------------------------------------------------------------
 st.subheader(ui.tr("prediction.occlusion_title"))
@@ -93,27 +107,35 @@ st.markdown(ui.tr("prediction.occlusion_intro"))
 num_patches = config.num_patches
 steps = analysis.occlusion_steps(model)
 with st.spinner(ui.tr("prediction.occlusion_running")):
-    occlusion = {kind: ui.cached_occlusion(cur.name, cur.image_bytes, kind, steps) for kind in analysis.OCCLUSION_ORDERS}
+    occlusion = {
+        kind: ui.cached_occlusion(cur.name, cur.image_bytes, kind, steps) for kind in analysis.OCCLUSION_ORDERS
+    }
 counts = analysis.occlusion_counts(num_patches, steps).numpy()  # (steps + 1,)
 fractions = counts / num_patches
 curve_names = {kind: ui.tr(f"prediction.order.{kind}") for kind in analysis.OCCLUSION_ORDERS}
 left, right = st.columns([3, 2])
 left.plotly_chart(
     plots.multi_line(
-        fractions, {curve_names[kind]: curve for kind, (_, curve) in occlusion.items()},
-        title=ui.tr("prediction.occlusion_chart", name=class_name(final_class)), x_title=ui.tr("prediction.x_hidden"),
-        y_title=ui.tr("prediction.y_prob"), percent=True, x_percent=True,
+        fractions,
+        {curve_names[kind]: curve for kind, (_, curve) in occlusion.items()},
+        title=ui.tr("prediction.occlusion_chart", name=class_name(final_class)),
+        x_title=ui.tr("prediction.x_hidden"),
+        y_title=ui.tr("prediction.y_prob"),
+        percent=True,
+        x_percent=True,
         colours={curve_names["rollout"]: "#d62728", curve_names["random"]: "#7f7f7f"},
         hover_text=[ui.tr("prediction.hidden_n", n=int(c), total=num_patches) for c in counts],
     ),
-    width="stretch", key="prediction_occlusion",
-)  # fmt: skip
+    width="stretch",
+    key="prediction_occlusion",
+)
 model_input = denormalize(trace.pixels[0], config.preprocess)
 rollout = analysis.rollout_map(trace)[0].numpy()  # (grid_h, grid_w)
 right.plotly_chart(
     plots.heatmap_overlay(model_input, rollout, title=ui.tr("prediction.rollout_title"), height=360),
-    width="stretch", key="prediction_rollout",
-)  # fmt: skip
+    width="stretch",
+    key="prediction_rollout",
+)
 reading, rollout_mean, random_mean = analysis.occlusion_reading(occlusion["rollout"][1], occlusion["random"][1])
 st.markdown(ui.tr(f"prediction.reading.{reading}", rollout=f"{rollout_mean:.0%}", random=f"{random_mean:.0%}"))
 st.caption(ui.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
@@ -128,24 +150,42 @@ st.plotly_chart(
         [denormalize(image, config.preprocess) for image in occluded],
         [ui.tr("prediction.occluded_n", n=int(counts[s]), p=f"{float(curve[s]):.1%}") for s in shown],
     ),
-    width="stretch", key="prediction_occluded",
-)  # fmt: skip
+    width="stretch",
+    key="prediction_occluded",
+)
 
 # ---- downloads --------------------------------------------------------------------------------
-lens_columns = {"block": blocks, "after": after, **{f"{c} {names[c]}" if names else f"class {c}": lens[:, 0, c].numpy() for c in range(num_classes)}}
+lens_columns = {
+    "block": blocks,
+    "after": after,
+    **{f"{c} {names[c]}" if names else f"class {c}": lens[:, 0, c].numpy() for c in range(num_classes)},
+}
 occlusion_columns = {
-    "hidden_patches": counts, "hidden_fraction": fractions,
+    "hidden_patches": counts,
+    "hidden_fraction": fractions,
     **{f"probability_{kind}": curve for kind, (_, curve) in occlusion.items()},
-}  # fmt: skip
+}
 d1, d2, d3 = st.columns(3)
 with d1:
-    ui.download_csv("prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", plots.columns_csv(lens_columns))
+    ui.download_csv(
+        "prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", plots.columns_csv(lens_columns)
+    )
 with d2:
-    ui.download_csv("prediction.download_occlusion", "occlusion.csv", "prediction_occlusion_csv", plots.columns_csv(occlusion_columns))
+    ui.download_csv(
+        "prediction.download_occlusion",
+        "occlusion.csv",
+        "prediction_occlusion_csv",
+        plots.columns_csv(occlusion_columns),
+    )
 with d3:
     ui.download_npz(
-        "download.npz", "prediction.npz", "prediction_npz", logits=trace.logits[0].numpy(), logit_lens=lens[:, 0].numpy(),
-        occlusion_counts=counts, **{f"occlusion_{kind}": curve for kind, (_, curve) in occlusion.items()},
+        "download.npz",
+        "prediction.npz",
+        "prediction_npz",
+        logits=trace.logits[0].numpy(),
+        logit_lens=lens[:, 0].numpy(),
+        occlusion_counts=counts,
+        **{f"occlusion_{kind}": curve for kind, (_, curve) in occlusion.items()},
         **{f"order_{kind}": order for kind, (order, _) in occlusion.items()},
-    )  # fmt: skip
+    )
 ui.nav("app_pages/7_prediction.py")

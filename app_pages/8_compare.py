@@ -38,7 +38,9 @@ cnns = ui.cnn_models()
 c1, c2 = st.columns(2)
 if cnns:
     st.session_state.setdefault("compare_cnn", cnns[0])
-    c1.selectbox(ui.tr("compare.cnn"), cnns, key="compare_cnn", format_func=lambda n: zoo.REGISTRY[n].title_in(ui.lang()))
+    c1.selectbox(
+        ui.tr("compare.cnn"), cnns, key="compare_cnn", format_func=lambda n: zoo.REGISTRY[n].title_in(ui.lang())
+    )
 path = c2.text_input(ui.tr("compare.cnn_path"), key="compare_cnn_path", placeholder="cnn.safetensors").strip()
 cnn_name = path or (st.session_state.get("compare_cnn") if cnns else None)
 if not cnn_name:
@@ -65,21 +67,32 @@ with head:
 # ---- both answers -----------------------------------------------------------------------------
 st.subheader(ui.tr("compare.answers"))
 answers = {}
-for column, which, model, logits in zip(st.columns(2), ("vit", "cnn"), (vit, cnn), (trace.logits, cnn_logits)):
+for column, which, model, logits in zip(
+    st.columns(2), ("vit", "cnn"), (vit, cnn), (trace.logits, cnn_logits), strict=True
+):
     ranked = top_k(model, logits, 5)
     found = verdict(logits[0].float().softmax(dim=-1), names, true_name)
     answers[which] = ranked[0]
     column.plotly_chart(
-        ui.class_bars([n for n, _ in ranked], [p for _, p in ranked], ui.tr(f"compare.{which}_top"), found, height=90 + 36 * len(ranked)),
-        width="stretch", key=f"compare_{which}_top",
-    )  # fmt: skip
+        ui.class_bars(
+            [n for n, _ in ranked],
+            [p for _, p in ranked],
+            ui.tr(f"compare.{which}_top"),
+            found,
+            height=90 + 36 * len(ranked),
+        ),
+        width="stretch",
+        key=f"compare_{which}_top",
+    )
     ui.show_verdict(found, column)
 
 # ---- where each looked ------------------------------------------------------------------------
 st.subheader(ui.tr("compare.maps_title"))
 st.markdown(ui.tr("compare.maps_intro"))
 k1, k2 = st.columns([2, 3])
-k1.selectbox(ui.tr("compare.class"), list(range(len(names))), key="compare_class", format_func=lambda i: ui.label(names[i]))
+k1.selectbox(
+    ui.tr("compare.class"), list(range(len(names))), key="compare_class", format_func=lambda i: ui.label(names[i])
+)
 k2.toggle(ui.tr("compare.ig_toggle"), key="compare_ig")
 shown_class = ui.label(names[class_index])
 vit_input = denormalize(trace.pixels[0], vit.config.preprocess)  # (H, W, 3) in [0, 1]
@@ -93,12 +106,15 @@ panels = [
 ]
 if with_ig:
     panels += [("ig_vit", vit_input, ui.tr("compare.map.ig_vit")), ("ig_cnn", cnn_input, ui.tr("compare.map.ig_cnn"))]
-for column, (key, picture, title) in zip(st.columns(len(panels)), panels):
+for column, (key, picture, title) in zip(st.columns(len(panels)), panels, strict=True):
     values = arrays[key] / max(float(arrays[key].max()), 1e-12)  # its own maximum: one 0..1 scale for all
     column.plotly_chart(
-        plots.heatmap_overlay(picture, values, title=title, height=300, zmin=0.0, zmax=1.0, colorbar=key == panels[-1][0]),
-        width="stretch", key=f"compare_map_{key}",
-    )  # fmt: skip
+        plots.heatmap_overlay(
+            picture, values, title=title, height=300, zmin=0.0, zmax=1.0, colorbar=key == panels[-1][0]
+        ),
+        width="stretch",
+        key=f"compare_map_{key}",
+    )
 if with_ig:
     st.caption(ui.tr("compare.ig_note"))
 
@@ -111,31 +127,49 @@ side = max(cnn.config.image_size)
 distances = analysis.mean_attention_distance(trace, vit.config.token_size).numpy() * side / max(vit.config.image_size)
 st.plotly_chart(
     plots.reach(
-        fields, distances, side, cnn_title=ui.tr("compare.reach.cnn"), vit_title=ui.tr("compare.reach.vit"),
-        y_title=ui.tr("compare.reach.y"), cnn_x_title=ui.tr("compare.reach.x_cnn"), vit_x_title=ui.tr("compare.reach.x_vit"),
-        head_word=ui.tr("attention.distance_head"), image_label=ui.tr("compare.reach.image"),
+        fields,
+        distances,
+        side,
+        cnn_title=ui.tr("compare.reach.cnn"),
+        vit_title=ui.tr("compare.reach.vit"),
+        y_title=ui.tr("compare.reach.y"),
+        cnn_x_title=ui.tr("compare.reach.x_cnn"),
+        vit_x_title=ui.tr("compare.reach.x_vit"),
+        head_word=ui.tr("attention.distance_head"),
+        image_label=ui.tr("compare.reach.image"),
     ),
-    width="stretch", key="compare_reach",
-)  # fmt: skip
+    width="stretch",
+    key="compare_reach",
+)
 covering = next((name for name, size in fields if size >= side), None)
 st.markdown(
     ui.tr(
-        "compare.reach_reading", vit=float(distances[0].max()), cnn=fields[0][1], side=side,
+        "compare.reach_reading",
+        vit=float(distances[0].max()),
+        cnn=fields[0][1],
+        side=side,
         layer=f"`{covering}`" if covering else ui.tr("compare.reach_never"),
     )
-)  # fmt: skip
+)
 
 # ---- experiments ------------------------------------------------------------------------------
 st.subheader(ui.tr("compare.experiments"))
 st.markdown(ui.tr("compare.experiments_intro"))
 e1, e2 = st.columns([2, 3])
-kind = e1.radio(ui.tr("compare.experiment"), compare.EXPERIMENTS, key="compare_experiment", format_func=lambda k: ui.tr(f"compare.exp.{k}"))
+kind = e1.radio(
+    ui.tr("compare.experiment"),
+    compare.EXPERIMENTS,
+    key="compare_experiment",
+    format_func=lambda k: ui.tr(f"compare.exp.{k}"),
+)
 shift = e2.slider(ui.tr("compare.shift_px"), 1, 4, 2, key="compare_shift", disabled=kind != "shift")
 seed = e2.number_input(ui.tr("compare.seed"), 0, 999, 0, key="compare_seed", disabled=kind != "shuffle")
 num_patches = trace.grid_size[0] * trace.grid_size[1]
 hidden = [i for i in st.session_state.get("compare_hidden", []) if 0 <= i < num_patches]  # patches on the ViT's grid
 st.session_state["compare_hidden"] = hidden
-outcome = compare.run_experiment(kind, vit, trace.pixels, cnn, cnn_pixels, shift=int(shift), seed=int(seed), hidden=hidden)
+outcome = compare.run_experiment(
+    kind, vit, trace.pixels, cnn, cnn_pixels, shift=int(shift), seed=int(seed), hidden=hidden
+)
 
 
 def toggle_patch() -> None:
@@ -150,7 +184,7 @@ def show_all() -> None:
     st.session_state["compare_hidden"] = []
 
 
-def answer(model, logits: torch.Tensor | None) -> str:  # noqa: ANN001 - either family
+def answer(model, logits: torch.Tensor | None) -> str:
     if logits is None:
         return ui.tr("compare.na")
     name, probability = top_k(model, logits, 1)[0]
@@ -158,8 +192,16 @@ def answer(model, logits: torch.Tensor | None) -> str:  # noqa: ANN001 - either 
 
 
 rows = [
-    {ui.tr("compare.col.model"): "ViT", ui.tr("compare.col.before"): answer(vit, trace.logits), ui.tr("compare.col.after"): answer(vit, outcome.vit_logits)},
-    {ui.tr("compare.col.model"): "CNN", ui.tr("compare.col.before"): answer(cnn, cnn_logits), ui.tr("compare.col.after"): answer(cnn, outcome.cnn_logits)},
+    {
+        ui.tr("compare.col.model"): "ViT",
+        ui.tr("compare.col.before"): answer(vit, trace.logits),
+        ui.tr("compare.col.after"): answer(vit, outcome.vit_logits),
+    },
+    {
+        ui.tr("compare.col.model"): "CNN",
+        ui.tr("compare.col.before"): answer(cnn, cnn_logits),
+        ui.tr("compare.col.after"): answer(cnn, outcome.cnn_logits),
+    },
 ]
 t1, t2 = st.columns([3, 2])
 t1.dataframe(rows, hide_index=True, width="stretch")
@@ -167,15 +209,23 @@ seen = denormalize(outcome.vit_input[0], vit.config.preprocess)
 if kind == "hide":  # the image is the control: a click hides a patch, a second click shows it again
     t2.plotly_chart(
         plots.patch_grid(seen, vit.config.token_size, title=ui.tr("compare.input_title"), height=300),
-        width="stretch", key="compare_hide_grid", on_select=toggle_patch, selection_mode="points",
-    )  # fmt: skip
+        width="stretch",
+        key="compare_hide_grid",
+        on_select=toggle_patch,
+        selection_mode="points",
+    )
     t2.caption(ui.tr("compare.hide_hint", n=len(hidden)))
     t2.button(ui.tr("compare.hide_clear"), key="compare_show_all", on_click=show_all, disabled=not hidden)
 else:
     t2.plotly_chart(plots.image(seen, ui.tr("compare.input_title"), height=260), width="stretch", key="compare_input")
 ui.download_npz(
-    "compare.download", "vit_vs_cnn.npz", "compare_npz", class_index=np.array(class_index),
-    vit_logits=trace.logits[0].numpy(), **arrays, receptive_field=np.array([size for _, size in fields]),
+    "compare.download",
+    "vit_vs_cnn.npz",
+    "compare_npz",
+    class_index=np.array(class_index),
+    vit_logits=trace.logits[0].numpy(),
+    **arrays,
+    receptive_field=np.array([size for _, size in fields]),
     mean_attention_distance=distances,
-)  # fmt: skip
+)
 ui.nav(PAGE)

@@ -28,16 +28,27 @@ with left:
     st.markdown(f"**{ui.tr('card.by_module')}**")
     rows = plots.parameter_rows(model.params_by_module(), total)
     st.dataframe(
-        [{ui.tr("card.col.module"): name, ui.tr("card.col.params"): f"{count:,}", ui.tr("card.col.share"): f"{share:.1%}"} for name, count, share in rows],
-        hide_index=True, width="stretch", height=ui.table_height(len(rows)),
-    )  # fmt: skip
+        [
+            {
+                ui.tr("card.col.module"): name,
+                ui.tr("card.col.params"): f"{count:,}",
+                ui.tr("card.col.share"): f"{share:.1%}",
+            }
+            for name, count, share in rows
+        ],
+        hide_index=True,
+        width="stretch",
+        height=ui.table_height(len(rows)),
+    )
 with right:
     st.markdown(f"**{ui.tr('card.config')}**")
     shown = {k: v for k, v in config.to_dict().items() if k not in ("class_names", "preprocess")}
     st.dataframe(
         [{ui.tr("card.col.setting"): k, ui.tr("card.col.value"): str(v)} for k, v in shown.items()],
-        hide_index=True, width="stretch", height=ui.table_height(len(shown)),
-    )  # fmt: skip
+        hide_index=True,
+        width="stretch",
+        height=ui.table_height(len(shown)),
+    )
 
 
 def split_text(facts: dict) -> str:
@@ -59,8 +70,8 @@ if history:
     if len(stages) > 1:
         parts = [
             ui.tr("card.stage", n=n, name=stage["name"], first=first, last=first + stage["epochs"] - 1)
-            for n, (stage, first) in enumerate(zip(stages, starts), start=1)
-        ]  # fmt: skip
+            for n, (stage, first) in enumerate(zip(stages, starts, strict=True), start=1)
+        ]
         st.caption(ui.tr("card.stages", count=len(stages), stages=" → ".join(parts)))
     labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_LABELS}
     st.plotly_chart(plots.training_curves(history, labels, planned, starts[1:]), width="stretch", key="card_curves")
@@ -74,24 +85,38 @@ if history:
     left, right = st.columns([2, 3])
     left.dataframe(
         [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()],
-        hide_index=True, width="stretch", height=ui.table_height(len(facts)),
-    )  # fmt: skip
+        hide_index=True,
+        width="stretch",
+        height=ui.table_height(len(facts)),
+    )
     per_class = card.get("evaluated", {}).get("per_class_accuracy") or {}
     if per_class:
         right.plotly_chart(
-            plots.bars([ui.label(c) for c in per_class], list(per_class.values()), title=ui.tr("card.per_class"), height=120 + 30 * len(per_class)),
-            width="stretch", key="card_per_class",
-        )  # fmt: skip
+            plots.bars(
+                [ui.label(c) for c in per_class],
+                list(per_class.values()),
+                title=ui.tr("card.per_class"),
+                height=120 + 30 * len(per_class),
+            ),
+            width="stretch",
+            key="card_per_class",
+        )
     # The recipe across the page's width: one column per stage, and the epochs each stage ran.
     st.markdown(f"**{ui.tr('card.recipe')}**")
     recipes = [stage["recipe"] for stage in stages] or [card.get("recipe", {})]
     run_epochs = [stage["epochs"] for stage in stages] if stages else [card["epochs"]] if card.get("epochs") else None
     rows = plots.recipe_rows(recipes, run_epochs, cut_short=ui.tr("card.cut_short"))
-    columns = [ui.tr("card.col.stage", n=n) for n in range(1, len(stages) + 1)] if len(stages) > 1 else [ui.tr("card.col.value")]
+    columns = (
+        [ui.tr("card.col.stage", n=n) for n in range(1, len(stages) + 1)]
+        if len(stages) > 1
+        else [ui.tr("card.col.value")]
+    )
     st.dataframe(
-        [{ui.tr("card.col.setting"): setting, **dict(zip(columns, values))} for setting, values in rows],
-        hide_index=True, width="stretch", height=ui.table_height(len(rows)),
-    )  # fmt: skip
+        [{ui.tr("card.col.setting"): setting, **dict(zip(columns, values, strict=True))} for setting, values in rows],
+        hide_index=True,
+        width="stretch",
+        height=ui.table_height(len(rows)),
+    )
     ui.download_csv("download.csv", "training_history.csv", "card_csv", plots.history_csv(history))
 else:
     st.info(ui.tr("card.no_history"))

@@ -69,7 +69,10 @@ m1, m2, m3 = st.columns(3)
 m1.metric(ui.tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
 m2.metric(ui.tr("mistakes.misclassified"), ui.tr("mistakes.of", m=f"{result.misclassified:,}", n=f"{result.n:,}"))
 m3.metric(ui.tr("mistakes.speed"), ui.tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}"))
-st.caption(ui.tr("mistakes.data", dataset=ui.dataset_text(vdata.dataset_label(data)), n=f"{len(data):,}") + (" " + ui.tr("mistakes.stored") if result.cached else ""))
+st.caption(
+    ui.tr("mistakes.data", dataset=ui.dataset_text(vdata.dataset_label(data)), n=f"{len(data):,}")
+    + (" " + ui.tr("mistakes.stored") if result.cached else "")
+)
 
 # ---- a click on the confusion matrix sets the two class filters --------------------------------
 options = [ANY, *range(num_classes)]
@@ -86,18 +89,28 @@ cell = cell if ANY not in cell else None
 left, right = st.columns([2, 3])
 left.plotly_chart(
     plots.bars(
-        class_labels, result.per_class_accuracy(), title=ui.tr("mistakes.per_class_title"),
+        class_labels,
+        result.per_class_accuracy(),
+        title=ui.tr("mistakes.per_class_title"),
         height=160 + 42 * min(num_classes, 20),
     ),
-    width="stretch", key="mistakes_per_class",
-)  # fmt: skip
+    width="stretch",
+    key="mistakes_per_class",
+)
 right.plotly_chart(
     plots.confusion_matrix(
-        result.confusion().numpy(), class_labels, title=ui.tr("mistakes.confusion_title"),
-        x_title=ui.tr("mistakes.axis_predicted"), y_title=ui.tr("mistakes.axis_true"), selected=cell,
+        result.confusion().numpy(),
+        class_labels,
+        title=ui.tr("mistakes.confusion_title"),
+        x_title=ui.tr("mistakes.axis_predicted"),
+        y_title=ui.tr("mistakes.axis_true"),
+        selected=cell,
     ),
-    width="stretch", key=CONFUSION, on_select="rerun", selection_mode="points",
-)  # fmt: skip
+    width="stretch",
+    key=CONFUSION,
+    on_select="rerun",
+    selection_mode="points",
+)
 
 
 # ---- filters ----------------------------------------------------------------------------------
@@ -118,15 +131,19 @@ st.session_state.setdefault("mistakes_threshold", 0.9)
 low, high = f3.slider(ui.tr("mistakes.confidence"), 0.0, 1.0, step=0.01, key="mistakes_range")
 g1, g2 = st.columns([1, 3])
 confident = g1.checkbox(ui.tr("mistakes.confident_only"), key="mistakes_confident")
-threshold = g2.slider(ui.tr("mistakes.threshold"), 0.0, 0.99, step=0.01, key="mistakes_threshold", disabled=not confident)
+threshold = g2.slider(
+    ui.tr("mistakes.threshold"), 0.0, 0.99, step=0.01, key="mistakes_threshold", disabled=not confident
+)
 
 # A second model on the same images (issue 18): which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
 o1, o2 = st.columns(2)
 picked_other = o1.selectbox(
-    ui.tr("mistakes.other"), ["", *others], key="mistakes_other",
+    ui.tr("mistakes.other"),
+    ["", *others],
+    key="mistakes_other",
     format_func=lambda n: ui.tr("mistakes.other_none") if not n else zoo.REGISTRY[n].title_in(ui.lang()),
-)  # fmt: skip
+)
 other_name = o2.text_input(ui.tr("mistakes.other_path"), key="mistakes_other_path").strip() or picked_other
 other, which = None, "first_wrong"
 if other_name:
@@ -139,15 +156,31 @@ if other is not None:
     counts = lab.agreement(result, other).tolist()  # rows: this model right / wrong; columns: the second model
     a1, a2 = st.columns([3, 2])
     a1.dataframe(
-        [{"": ui.tr(f"mistakes.agree.first_{row}"), ui.tr("mistakes.agree.second_right"): f"{counts[i][0]:,}",
-          ui.tr("mistakes.agree.second_wrong"): f"{counts[i][1]:,}"} for i, row in enumerate(("right", "wrong"))],
-        hide_index=True, width="stretch",
-    )  # fmt: skip
-    which = a2.radio(ui.tr("mistakes.pair"), lab.PAIRS, key="mistakes_pair", format_func=lambda k: ui.tr(f"mistakes.pair.{k}"))
+        [
+            {
+                "": ui.tr(f"mistakes.agree.first_{row}"),
+                ui.tr("mistakes.agree.second_right"): f"{counts[i][0]:,}",
+                ui.tr("mistakes.agree.second_wrong"): f"{counts[i][1]:,}",
+            }
+            for i, row in enumerate(("right", "wrong"))
+        ],
+        hide_index=True,
+        width="stretch",
+    )
+    which = a2.radio(
+        ui.tr("mistakes.pair"), lab.PAIRS, key="mistakes_pair", format_func=lambda k: ui.tr(f"mistakes.pair.{k}")
+    )
 diagonal = true_filter is not None and true_filter == predicted_filter
 keep = lab.pair_mask(result, other, which) if other is not None and which != "first_wrong" else None
 indices = lab.filter_mistakes(
-    result, true_filter, predicted_filter, low, high, threshold if confident else None, include_correct=diagonal, keep=keep,
+    result,
+    true_filter,
+    predicted_filter,
+    low,
+    high,
+    threshold if confident else None,
+    include_correct=diagonal,
+    keep=keep,
 )  # (m,) most confident first
 count = len(indices)
 filters = (chosen.name, location, true_filter, predicted_filter, low, high, confident, threshold, other_name, which)
@@ -169,10 +202,12 @@ labels, predictions, confidence = result.labels, result.predictions, result.conf
 
 def caption(number: int, index: int) -> str:
     return ui.tr(
-        "mistakes.caption", n=number, true=ui.label(classes[int(labels[index])], short=True),
+        "mistakes.caption",
+        n=number,
+        true=ui.label(classes[int(labels[index])], short=True),
         predicted=ui.label(classes[int(predictions[index])], short=True),
         confidence=f"{float(confidence[index]):.0%}",
-    )  # fmt: skip
+    )
 
 
 def show(number: int) -> None:
@@ -196,27 +231,61 @@ pages = lab.page_bounds(count, 1, lab.PER_PAGE)[2]
 page = ui.int_choice("mistakes_page", 1, 1, pages)
 start, end, pages = lab.page_bounds(count, page, lab.PER_PAGE)
 back, where, forward = st.columns([1, 4, 1], vertical_alignment="center")
-back.button(f"◀ {ui.tr('mistakes.page_back')}", key="mistakes_page_back", on_click=turn, args=(page - 1,), disabled=page == 1, width="stretch")
+back.button(
+    f"◀ {ui.tr('mistakes.page_back')}",
+    key="mistakes_page_back",
+    on_click=turn,
+    args=(page - 1,),
+    disabled=page == 1,
+    width="stretch",
+)
 where.caption(ui.tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=f"{count:,}"))
-forward.button(f"{ui.tr('mistakes.page_forward')} ▶", key="mistakes_page_forward", on_click=turn, args=(page + 1,), disabled=page == pages, width="stretch")
+forward.button(
+    f"{ui.tr('mistakes.page_forward')} ▶",
+    key="mistakes_page_forward",
+    on_click=turn,
+    args=(page + 1,),
+    disabled=page == pages,
+    width="stretch",
+)
 shown = indices[start:end].tolist()  # never more than lab.PER_PAGE thumbnails, however many mistakes
 pictures = lab.thumbnails(data.images[shown])
 with st.container(key="mistakes_gallery"):
     for row in range(0, len(shown), lab.PER_ROW):
-        for column, j in zip(st.columns(lab.PER_ROW), range(row, min(row + lab.PER_ROW, len(shown)))):
+        for column, j in zip(
+            st.columns(lab.PER_ROW), range(row, min(row + lab.PER_ROW, len(shown))), strict=False
+        ):  # the last row may be short
             picked = start + j + 1
             column.image(ui.png_bytes(pictures[j]), width="stretch", output_format="PNG")
             column.button(
-                caption(picked, shown[j]), key=f"mistakes_thumb_{j}", on_click=show, args=(picked,),
-                type="primary" if picked == number else "secondary", width="stretch",
-            )  # fmt: skip
+                caption(picked, shown[j]),
+                key=f"mistakes_thumb_{j}",
+                on_click=show,
+                args=(picked,),
+                type="primary" if picked == number else "secondary",
+                width="stretch",
+            )
 
 # ---- one image up close -----------------------------------------------------------------------
 st.subheader(ui.tr("mistakes.detail"))
 back, choose, forward = st.columns([1, 4, 1], vertical_alignment="bottom")
-back.button(f"◀ {ui.tr('mistakes.image_back')}", key="mistakes_image_back", on_click=show, args=(number - 1,), disabled=number == 1, width="stretch")
+back.button(
+    f"◀ {ui.tr('mistakes.image_back')}",
+    key="mistakes_image_back",
+    on_click=show,
+    args=(number - 1,),
+    disabled=number == 1,
+    width="stretch",
+)
 choose.number_input(ui.tr("mistakes.choose"), min_value=1, max_value=count, step=1, key="mistake", on_change=follow)
-forward.button(f"{ui.tr('mistakes.image_forward')} ▶", key="mistakes_image_forward", on_click=show, args=(number + 1,), disabled=number == count, width="stretch")
+forward.button(
+    f"{ui.tr('mistakes.image_forward')} ▶",
+    key="mistakes_image_forward",
+    on_click=show,
+    args=(number + 1,),
+    disabled=number == count,
+    width="stretch",
+)
 index = int(indices[number - 1])
 true_class, predicted_class = int(labels[index]), int(predictions[index])
 true_name, predicted_name = classes[true_class], classes[predicted_class]  # as the model and folders spell them
@@ -229,18 +298,23 @@ with left:
     st.image(ui.png_bytes(large), caption=caption(number, index), output_format="PNG")
     st.markdown(
         ui.tr(
-            "mistakes.verdict", file=result.files[index], true=true_label, predicted=predicted_label,
+            "mistakes.verdict",
+            file=result.files[index],
+            true=true_label,
+            predicted=predicted_label,
             confidence=f"{float(confidence[index]):.1%}",
         )
-    )  # fmt: skip
+    )
     if other is not None:  # the second model's answer on the same image
         other_class = int(other.predictions[index])
         st.markdown(
             ui.tr(
-                "mistakes.other_answer", predicted=ui.label(classes[other_class]), confidence=f"{float(other.confidence[index]):.1%}",
+                "mistakes.other_answer",
+                predicted=ui.label(classes[other_class]),
+                confidence=f"{float(other.confidence[index]):.1%}",
                 verdict=ui.tr("mistakes.other_right" if other_class == true_class else "mistakes.other_wrong"),
             )
-        )  # fmt: skip
+        )
     position = lab.class_position(result.files, classes, index) if kind == "folder" else None
     if position is None:
         st.caption(ui.tr("mistakes.no_tour"))
@@ -248,12 +322,22 @@ with left:
 
         def open_in_tour(class_name: str, index_in_class: int) -> None:
             """Make this image the sidebar's CIFAR-10 image (before the sidebar's widgets exist)."""
-            ui.remember(source="cifar", cifar=f"{class_name}/{index_in_class}", cifar_class=class_name, cifar_index=index_in_class, step=0)
+            ui.remember(
+                source="cifar",
+                cifar=f"{class_name}/{index_in_class}",
+                cifar_class=class_name,
+                cifar_index=index_in_class,
+                step=0,
+            )
 
         if st.button(
-            ui.tr("mistakes.open_tour"), key="mistakes_open_tour", help=ui.tr("mistakes.open_tour_help"),
-            on_click=open_in_tour, args=position, type="primary",
-        ):  # fmt: skip
+            ui.tr("mistakes.open_tour"),
+            key="mistakes_open_tour",
+            help=ui.tr("mistakes.open_tour_help"),
+            on_click=open_in_tour,
+            args=position,
+            type="primary",
+        ):
             ui.go_to(0)
 k = min(5, num_classes)
 top_values, top_classes = probs.topk(k)
@@ -261,7 +345,8 @@ top_names = [classes[c] for c in top_classes.tolist()]
 found = verdict(probs, classes, true_name)
 right.plotly_chart(
     ui.class_bars(top_names, top_values.tolist(), ui.tr("mistakes.top5_title"), found, height=90 + 40 * k),
-    width="stretch", key="mistakes_top5",
+    width="stretch",
+    key="mistakes_top5",
 )
 right.caption(ui.tr("mistakes.true_rank", name=true_label, rank=found.rank, k=num_classes))
 
@@ -276,10 +361,11 @@ maps = {
     "predicted": analysis.grad_rollout(model, pixels, predicted_class).numpy(),  # (grid_h, grid_w)
     "true": analysis.grad_rollout(model, pixels, true_class).numpy(),
 }
-for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label)):
+for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label), strict=True):
     column.plotly_chart(
         plots.heatmap_overlay(picture, maps[which], title=ui.tr(f"mistakes.map_{which}", name=name), height=380),
-        width="stretch", key=f"mistakes_map_{which}",
+        width="stretch",
+        key=f"mistakes_map_{which}",
     )
 
 # When the true class lost: the logit lens of this image.
@@ -296,17 +382,28 @@ series_true = ui.tr("mistakes.series_true", name=true_label)
 series_predicted = ui.tr("mistakes.series_predicted", name=predicted_label)
 st.plotly_chart(
     plots.multi_line(
-        blocks, {series_true: lens[:, 0, true_class].numpy(), series_predicted: lens[:, 0, predicted_class].numpy()},
-        title=ui.tr("mistakes.lens_chart"), x_title=ui.tr("mistakes.x_block"), y_title=ui.tr("mistakes.y_prob"),
-        percent=True, colours={series_true: plots.TRUE_COLOUR, series_predicted: plots.PREDICTED_COLOUR},
+        blocks,
+        {series_true: lens[:, 0, true_class].numpy(), series_predicted: lens[:, 0, predicted_class].numpy()},
+        title=ui.tr("mistakes.lens_chart"),
+        x_title=ui.tr("mistakes.x_block"),
+        y_title=ui.tr("mistakes.y_prob"),
+        percent=True,
+        colours={series_true: plots.TRUE_COLOUR, series_predicted: plots.PREDICTED_COLOUR},
         hover_text=[
-            ui.tr("mistakes.hover", block=b, true=true_label, rank_true=int(rank_true[b]) + 1, predicted=predicted_label,
-                  rank_predicted=int(rank_predicted[b]) + 1)
+            ui.tr(
+                "mistakes.hover",
+                block=b,
+                true=true_label,
+                rank_true=int(rank_true[b]) + 1,
+                predicted=predicted_label,
+                rank_predicted=int(rank_predicted[b]) + 1,
+            )
             for b in blocks
         ],
     ),
-    width="stretch", key="mistakes_lens",
-)  # fmt: skip
+    width="stretch",
+    key="mistakes_lens",
+)
 last_top = lab.last_top_block(rank_true)
 if last_top is None:
     st.markdown(ui.tr("mistakes.never_top", name=true_label))
@@ -315,8 +412,14 @@ elif last_top == 0:
 elif last_top < trace.depth:
     st.markdown(ui.tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1, index=last_top))
 ui.download_npz(
-    "download.npz", "mistake.npz", "mistakes_npz", probs=probs.numpy(), map_predicted=maps["predicted"],
-    map_true=maps["true"], logit_lens=lens[:, 0].numpy(), rank_true=rank_true.numpy(),
+    "download.npz",
+    "mistake.npz",
+    "mistakes_npz",
+    probs=probs.numpy(),
+    map_predicted=maps["predicted"],
+    map_true=maps["true"],
+    logit_lens=lens[:, 0].numpy(),
+    rank_true=rank_true.numpy(),
     rank_predicted=rank_predicted.numpy(),
-)  # fmt: skip
+)
 ui.nav("app_pages/9_mistakes.py")

@@ -59,7 +59,11 @@ CASES: list[tuple[str, Callable[[], bytes], bool]] = [
     ("a decompression bomb (20000x20000 PNG)", lambda: _encode(Image.new("1", (20000, 20000)), "PNG"), False),
     ("an animated GIF", lambda: _animated("GIF"), True),
     ("an animated WebP", lambda: _animated("WEBP"), True),
-    ("a 16-bit PNG", lambda: _encode(Image.fromarray(np.linspace(0, 65535, 64, dtype=np.uint16).reshape(8, 8)), "PNG"), True),
+    (
+        "a 16-bit PNG",
+        lambda: _encode(Image.fromarray(np.linspace(0, 65535, 64, dtype=np.uint16).reshape(8, 8)), "PNG"),
+        True,
+    ),
     ("a CMYK JPEG", lambda: _encode(Image.new("CMYK", (16, 16), (0, 200, 200, 0)), "JPEG"), True),
     ("a palette PNG with transparency", _palette_transparent, True),
     ("a grayscale JPEG", lambda: _encode(Image.new("L", (16, 16), 90), "JPEG"), True),

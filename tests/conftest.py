@@ -11,7 +11,7 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never touch the network
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from vitviz.config import ViTConfig  # noqa: E402
+from vitviz.config import ViTConfig
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data" / "cifar10-jpeg"

@@ -14,7 +14,7 @@ def make_image_folder(root: Path, per_class: int = 20, size: int = 32, seed: int
     """root/<split>/<class>/NNNN.png: noisy images whose dominant colour is the class."""
     rng = np.random.default_rng(seed)
     for split in splits:
-        for label, name in enumerate(CLASSES):
+        for name in CLASSES:
             folder = root / split / name
             folder.mkdir(parents=True, exist_ok=True)
             channel = {"red": 0, "green": 1, "blue": 2}[name]

@@ -133,9 +133,7 @@ def test_query_attention_of_a_patch() -> None:
     query = analysis.patch_index(1, 2, (2, 3), 1)
     got = analysis.query_attention(trace, 0, query, head=2)
     torch.testing.assert_close(got, attention[:, 2, query, 1:].reshape(2, 2, 3))
-    torch.testing.assert_close(
-        analysis.query_attention(trace, 0, 0), analysis.cls_attention(trace, 0)
-    )
+    torch.testing.assert_close(analysis.query_attention(trace, 0, 0), analysis.cls_attention(trace, 0))
     with pytest.raises(ValueError, match="Token 7"):
         analysis.query_attention(trace, 0, 7)
 
@@ -189,9 +187,7 @@ def test_rollout_head_fusion_and_discard() -> None:
         analysis.attention_rollout([heads], head_fusion="max", residual=False)[0],
         torch.full((2, 2), 0.5),
     )
-    torch.testing.assert_close(
-        analysis.attention_rollout([heads], head_fusion="min")[0], torch.eye(2)
-    )
+    torch.testing.assert_close(analysis.attention_rollout([heads], head_fusion="min")[0], torch.eye(2))
     row = torch.tensor([0.1, 0.2, 0.3, 0.4])
     attention = row.expand(1, 1, 4, 4)  # every query has the same row
     kept = analysis.attention_rollout([attention], residual=False, discard_ratio=0.5)[0]
@@ -250,9 +246,7 @@ def test_mean_attention_distance_neighbour_is_one_patch() -> None:
     # the other patch; dropping [CLS] and renormalising leaves all weight on the neighbour.
     attention = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.0, 0.5], [0.5, 0.5, 0.0]])
     trace = make_trace([attention.expand(1, 2, 3, 3)], (1, 2), prefix=1)
-    torch.testing.assert_close(
-        analysis.mean_attention_distance(trace, patch_size=8), torch.full((1, 2), 8.0)
-    )
+    torch.testing.assert_close(analysis.mean_attention_distance(trace, patch_size=8), torch.full((1, 2), 8.0))
     # patch size read from the pixels (make_trace uses 8-pixel patches)
     torch.testing.assert_close(analysis.mean_attention_distance(trace), torch.full((1, 2), 8.0))
 
@@ -273,9 +267,7 @@ def test_pos_embed_similarity_of_one_hot_is_identity() -> None:
     similarity = analysis.pos_embed_similarity(table[None], (grid_h, grid_w), 1)
     assert similarity.shape == (2, 3, 2, 3)
     torch.testing.assert_close(similarity, torch.eye(6).reshape(2, 3, 2, 3))
-    torch.testing.assert_close(
-        analysis.pos_embed_similarity(table[1:], (grid_h, grid_w), 0), similarity
-    )
+    torch.testing.assert_close(analysis.pos_embed_similarity(table[1:], (grid_h, grid_w), 0), similarity)
     with pytest.raises(ValueError):
         analysis.pos_embed_similarity(table, (3, 3), 1)
 
@@ -367,9 +359,7 @@ def test_worked_attention_matches_trace(tiny: tuple[VisionTransformer, Trace]) -
         assert worked["scores"].shape == worked["weights"].shape == (tokens,)
         torch.testing.assert_close(worked["weights"], trace.attentions[layer][b, head, query])
         torch.testing.assert_close(worked["weights"].sum(), torch.tensor(1.0))
-        torch.testing.assert_close(
-            worked["scores"], worked["k"] @ worked["q"] / math.sqrt(head_dim)
-        )
+        torch.testing.assert_close(worked["scores"], worked["k"] @ worked["q"] / math.sqrt(head_dim))
         torch.testing.assert_close(worked["output"], worked["weights"] @ worked["v"])
     # the heads' outputs, concatenated and projected, are the block's attention branch
     merged = torch.cat([parts[h]["output"] for h in range(TINY.num_heads)])  # (D,)
@@ -395,6 +385,8 @@ def test_occlusion_reading_says_which_curve_fell_faster():
     slow = np.array([0.6, 0.6, 0.58, 0.55, 0.3])
     fast = np.array([0.6, 0.2, 0.1, 0.05, 0.05])
     assert occlusion_reading(fast, slow)[0] == "rollout_faster"
-    assert occlusion_reading(slow, fast)[0] == "random_faster"  # the default cat: attended patches hidden first, 'cat' holds
+    assert (
+        occlusion_reading(slow, fast)[0] == "random_faster"
+    )  # the default cat: attended patches hidden first, 'cat' holds
     kind, rollout_mean, random_mean = occlusion_reading(slow, slow + 0.01)
     assert kind == "similar" and abs(rollout_mean - slow.mean()) < 1e-9 and random_mean > rollout_mean

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
 
-from tests.apptest import figure as _figure, figure_array as _array
 from tests.apptest import errors, open_page
+from tests.apptest import figure as _figure
+from tests.apptest import figure_array as _array
 from vitviz import ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 
 PAGE = "app_pages/5_attention.py"
 CHARTS = (
-    "attention_readout", "attention_query", "attention_heads", "attention_rollout", "attention_last_layer",
-    "attention_distance", "attention_worked_bars",
-)  # fmt: skip
+    "attention_readout",
+    "attention_query",
+    "attention_heads",
+    "attention_rollout",
+    "attention_last_layer",
+    "attention_distance",
+    "attention_worked_bars",
+)
 
 
 def _heatmap(at, key: str) -> np.ndarray:
@@ -35,7 +40,7 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
     calls = []
     original = VisionTransformer.explain
 
-    def counting(self, pixels):  # noqa: ANN001, ANN202 - the method's own signature
+    def counting(self, pixels):
         calls.append(tuple(pixels.shape))
         return original(self, pixels)
 
@@ -59,7 +64,9 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
     assert errors(at) == []
     assert not np.allclose(_heatmap(at, "attention_readout"), readout)  # layer changes the [CLS] map
     assert not np.allclose(_heatmap(at, "attention_query"), query_map)
-    assert at.query_params["layer"] == ["4"] or at.query_params["layer"] == "4"  # blocks[3] is layer 4 in the URL, as on screen
+    assert (
+        at.query_params["layer"] == ["4"] or at.query_params["layer"] == "4"
+    )  # blocks[3] is layer 4 in the URL, as on screen
 
     readout = _heatmap(at, "attention_readout")
     at.selectbox(key="head").set_value(2).run()
@@ -104,7 +111,9 @@ def test_url_opens_the_page_at_layer_head_and_query() -> None:
     title = _figure(at, "attention_readout")["layout"]["title"]["text"]
     assert "Layer 5" in title and "Head 2" in title  # shown from 1, as the URL said
     assert (at.query_params["layer"], at.query_params["head"]) in (("5", "2"), (["5"], ["2"]))
-    assert any("token 10 = patch 10 (row 2, col 2)" in c.value for c in at.caption)  # [CLS] is token 0: token k is patch k
+    assert any(
+        "token 10 = patch 10 (row 2, col 2)" in c.value for c in at.caption
+    )  # [CLS] is token 0: token k is patch k
     mean = open_page(PAGE, query={"head": "mean"})
     assert mean.selectbox(key="head").value == -1 and mean.query_params["head"] in ("mean", ["mean"])
 
@@ -128,10 +137,18 @@ def test_vit_b16() -> None:
     assert "(1, 12, 197, 197)" in " ".join(m.value for m in at.markdown)
 
 
-def test_model_without_cls_token_in_korean(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+def test_model_without_cls_token_in_korean(tmp_path) -> None:
     torch.manual_seed(0)
-    config = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=2,
-                       class_token=False, global_pool="avg")  # fmt: skip
+    config = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        num_classes=3,
+        embed_dim=32,
+        depth=2,
+        num_heads=2,
+        class_token=False,
+        global_pool="avg",
+    )
     path = tmp_path / "no_cls.safetensors"
     zoo.save(VisionTransformer(config), path)
     # AppTest calls a widget's format_func outside the script, hence in English, and then fails to
@@ -148,9 +165,17 @@ def test_model_without_cls_token_in_korean(tmp_path) -> None:  # noqa: ANN001 - 
     assert "1층" in _figure(at, "attention_query")["layout"]["title"]["text"]
 
 
-def test_model_without_cls_token_default_query(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
-    config = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=2,
-                       class_token=False, global_pool="avg")  # fmt: skip
+def test_model_without_cls_token_default_query(tmp_path) -> None:
+    config = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        num_classes=3,
+        embed_dim=32,
+        depth=2,
+        num_heads=2,
+        class_token=False,
+        global_pool="avg",
+    )
     path = tmp_path / "no_cls.safetensors"
     zoo.save(VisionTransformer(config), path)
     at = open_page(PAGE, custom_model=str(path))

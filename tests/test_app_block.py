@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest import figure as _figure, figure_array as _array
 from tests.apptest import TIMEOUT, errors, open_page
+from tests.apptest import figure as _figure
+from tests.apptest import figure_array as _array
 from vitviz import analysis, plots, ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer, flops_per_image
@@ -46,10 +46,19 @@ def hand_trace(hidden: list[torch.Tensor], attn: list[torch.Tensor], mlp: list[t
     depth = len(attn)
     uniform = torch.full((batch, 1, tokens, tokens), 1.0 / tokens)
     return Trace(
-        pixels=torch.zeros(batch, 3, 16, 16), patches=torch.zeros(batch, 4, 192), patch_tokens=torch.zeros(batch, 4, dim),
-        tokens=hidden[0], hidden_states=hidden, attentions=[uniform] * depth, attn_outputs=attn, mlp_outputs=mlp,
-        pre_logits=torch.zeros(batch, dim), logits=torch.zeros(batch, 3), grid_size=(2, 2), num_prefix_tokens=prefix,
-    )  # fmt: skip
+        pixels=torch.zeros(batch, 3, 16, 16),
+        patches=torch.zeros(batch, 4, 192),
+        patch_tokens=torch.zeros(batch, 4, dim),
+        tokens=hidden[0],
+        hidden_states=hidden,
+        attentions=[uniform] * depth,
+        attn_outputs=attn,
+        mlp_outputs=mlp,
+        pre_logits=torch.zeros(batch, dim),
+        logits=torch.zeros(batch, 3),
+        grid_size=(2, 2),
+        num_prefix_tokens=prefix,
+    )
 
 
 # ---- block statistics ---------------------------------------------------------------------------
@@ -205,9 +214,12 @@ def test_occlusion_counts_and_masks() -> None:
     order = torch.tensor([3, 0, 2, 1])
     masks = analysis.occlusion_masks(order, 4)  # hide 0, 1, 2, 3, 4 patches
     assert masks.tolist() == [
-        [False, False, False, False], [False, False, False, True], [True, False, False, True],
-        [True, False, True, True], [True, True, True, True],
-    ]  # fmt: skip
+        [False, False, False, False],
+        [False, False, False, True],
+        [True, False, False, True],
+        [True, False, True, True],
+        [True, True, True, True],
+    ]
     with pytest.raises(ValueError, match="permutation"):
         analysis.occlusion_masks(torch.tensor([0, 0, 1, 2]), 2)
     with pytest.raises(ValueError, match="steps"):
@@ -255,7 +267,9 @@ def test_occlusion_steps_fit_the_budget() -> None:
 
 
 def test_block_figures() -> None:
-    fig = plots.block_diagram([("a", "(1, 2)", "norm"), ("b", "(1, 3)", "mlp"), ("+", "(1, 2)", "add")], residuals=[(0, 2)])
+    fig = plots.block_diagram(
+        [("a", "(1, 2)", "norm"), ("b", "(1, 3)", "mlp"), ("+", "(1, 2)", "add")], residuals=[(0, 2)]
+    )
     texts = [a.text for a in fig.layout.annotations]
     assert "a" in texts and "<b>(1, 3)</b>" in texts
     assert len([s for s in fig.layout.shapes if s.type == "rect"]) == 3
@@ -327,7 +341,7 @@ def _standalone(page: str, model_path: str, lang: str = "en") -> AppTest:
     return at
 
 
-def test_model_without_cls_token_in_korean(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+def test_model_without_cls_token_in_korean(tmp_path) -> None:
     torch.manual_seed(0)
     config = TINY.replace(class_token=False, global_pool="avg", num_classes=3)
     path = tmp_path / "no_cls.safetensors"
@@ -343,7 +357,7 @@ def test_model_without_cls_token_in_korean(tmp_path) -> None:  # noqa: ANN001 - 
     assert len(_figure(prediction, "prediction_occlusion")["data"]) == 2
 
 
-def test_model_without_head_says_so(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+def test_model_without_head_says_so(tmp_path) -> None:
     path = tmp_path / "features.safetensors"
     zoo.save(VisionTransformer(TINY.replace(num_classes=0)), path)
     at = _standalone(PREDICTION, str(path))

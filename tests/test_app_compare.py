@@ -29,7 +29,9 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(tiny ViT file, tiny CNN file), both predicting CLASSES from 32x32 inputs."""
     root = tmp_path_factory.mktemp("compare")
     torch.manual_seed(0)
-    vit = VisionTransformer(ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES))
+    vit = VisionTransformer(
+        ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES)
+    )
     with torch.no_grad():
         vit.pos_embed.normal_(std=0.5)
     cnn = ConvNet(CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), class_names=CLASSES))
@@ -38,17 +40,17 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "vit.safetensors", root / "cnn.safetensors"
 
 
-def _open(models: tuple[Path, Path], **state: object):  # noqa: ANN202 - an AppTest
+def _open(models: tuple[Path, Path], **state: object):
     vit_path, cnn_path = models
     return open_page(PAGE, custom_model=str(vit_path), compare_cnn_path=str(cnn_path), **state)
 
 
-def _table(at) -> dict[str, tuple[str, str]]:  # noqa: ANN001 - an AppTest
+def _table(at) -> dict[str, tuple[str, str]]:
     table = at.dataframe[0].value
     return {row.iloc[0]: (row.iloc[1], row.iloc[2]) for _, row in table.iterrows()}
 
 
-def test_both_models_answer_and_the_maps_are_theirs(models) -> None:  # noqa: ANN001
+def test_both_models_answer_and_the_maps_are_theirs(models) -> None:
     at = _open(models)
     assert errors(at) == [] and [e.value for e in at.exception] == []
     assert at.title[0].value == "8. ViT vs CNN"
@@ -67,16 +69,20 @@ def test_both_models_answer_and_the_maps_are_theirs(models) -> None:  # noqa: AN
     reach = figure(at, "compare_reach")
     assert [t["name"] for t in reach["data"][1:]] == ["head 1", "head 2", "head 3", "head 4"]
     assert figure_array(reach["data"][0]["y"]).tolist() == [f.size for f in compare_fields(cnn)]
-    assert [a["text"] for a in reach["layout"]["annotations"] if a["text"] not in ("CNN: receptive field", "ViT: mean attention distance")] == ["image side"]
+    assert [
+        a["text"]
+        for a in reach["layout"]["annotations"]
+        if a["text"] not in ("CNN: receptive field", "ViT: mean attention distance")
+    ] == ["image side"]
 
 
-def compare_fields(cnn: ConvNet):  # noqa: ANN201
+def compare_fields(cnn: ConvNet):
     from vitviz.cnn import receptive_fields
 
     return receptive_fields(cnn)
 
 
-def test_the_experiments_report_before_and_after(models) -> None:  # noqa: ANN001
+def test_the_experiments_report_before_and_after(models) -> None:
     at = _open(models)
     vit, _ = zoo.load(str(models[0]), device="cpu")
     pixels = to_tensor(load_image(SAMPLE.read_bytes()), vit.config.preprocess)
@@ -92,17 +98,24 @@ def test_the_experiments_report_before_and_after(models) -> None:  # noqa: ANN00
     assert errors(at) == [] and _table(at)["CNN"][1] != "does not apply"
     at.toggle(key="compare_ig").set_value(True).run()  # integrated gradients: two more maps
     assert errors(at) == []
-    assert {"compare_map_ig_vit", "compare_map_ig_cnn"} <= {c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")}
+    assert {"compare_map_ig_vit", "compare_map_ig_cnn"} <= {
+        c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")
+    }
 
 
-def test_korean(models) -> None:  # noqa: ANN001
+def test_korean(models) -> None:
     vit_path, cnn_path = models
     at = open_page_in_one_run(PAGE, lang="ko", custom_model=str(vit_path), compare_cnn_path=str(cnn_path))
     assert errors(at) == [] and at.title[0].value == "8. ViT와 CNN"
-    assert at.radio(key="compare_experiment").options == ["패치 섞기", "이미지 옮기기", "ViT의 위치 임베딩 빼기", "누른 패치 가리기"]
+    assert at.radio(key="compare_experiment").options == [
+        "패치 섞기",
+        "이미지 옮기기",
+        "ViT의 위치 임베딩 빼기",
+        "누른 패치 가리기",
+    ]
 
 
-def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monkeypatch) -> None:  # noqa: ANN001
+def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monkeypatch) -> None:
     monkeypatch.setattr(ui, "cnn_models", lambda: [])  # nothing shipped yet
     at = open_page(PAGE, custom_model=str(models[0]))
     assert errors(at) == []
@@ -112,7 +125,7 @@ def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monke
     assert any("is not a CNN" in info.value for info in at.info)
 
 
-def test_the_pages_choices_survive_a_trip_through_the_tour(models) -> None:  # noqa: ANN001
+def test_the_pages_choices_survive_a_trip_through_the_tour(models) -> None:
     at = _open(models)
     at.radio(key="compare_experiment").set_value("shift").run()
     at.button(key="nav_next").click().run()  # on to the model card, where none of these widgets exist
@@ -123,7 +136,7 @@ def test_the_pages_choices_survive_a_trip_through_the_tour(models) -> None:  # n
     assert at.radio(key="compare_experiment").value == "shift"
 
 
-def test_hidden_patches_are_hidden_from_both_models(models) -> None:  # noqa: ANN001
+def test_hidden_patches_are_hidden_from_both_models(models) -> None:
     at = _open(models, compare_hidden=[0, 5, 9])  # as three clicks on the grid leave them
     at.radio(key="compare_experiment").set_value("hide").run()
     assert errors(at) == []
@@ -131,9 +144,14 @@ def test_hidden_patches_are_hidden_from_both_models(models) -> None:  # noqa: AN
     cnn, _ = zoo.load(str(models[1]), device="cpu")
     image = load_image(SAMPLE.read_bytes())
     outcome = compare.run_experiment(
-        "hide", vit, to_tensor(image, vit.config.preprocess), cnn, to_tensor(image, cnn.config.preprocess), hidden=[0, 5, 9]
-    )  # fmt: skip
-    for model_name, logits, model in (("ViT", outcome.vit_logits, vit), ("CNN", outcome.cnn_logits, cnn)):
+        "hide",
+        vit,
+        to_tensor(image, vit.config.preprocess),
+        cnn,
+        to_tensor(image, cnn.config.preprocess),
+        hidden=[0, 5, 9],
+    )
+    for model_name, logits in (("ViT", outcome.vit_logits), ("CNN", outcome.cnn_logits)):
         probs = logits[0].softmax(-1)
         assert _table(at)[model_name][1] == f"{CLASSES[int(probs.argmax())]} ({float(probs.max()):.0%})"
     grid = figure(at, "compare_hide_grid")

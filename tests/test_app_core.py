@@ -129,7 +129,15 @@ def test_an_upload_is_decoded_once(monkeypatch):
 
 def test_model_card_with_training_history(tmp_path, tiny_config):
     history = [
-        {"epoch": e, "train_loss": 2.0 / e, "train_accuracy": 0.3 * e, "lr": 1e-3, "seconds": 1.0, "test_loss": 2.1 / e, "test_accuracy": 0.25 * e}
+        {
+            "epoch": e,
+            "train_loss": 2.0 / e,
+            "train_accuracy": 0.3 * e,
+            "lr": 1e-3,
+            "seconds": 1.0,
+            "test_loss": 2.1 / e,
+            "test_accuracy": 0.25 * e,
+        }
         for e in (1, 2, 3)
     ]
     torch.manual_seed(0)
@@ -146,13 +154,26 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
 
 
 def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
-    history = [{"epoch": e, "train_loss": 2.0 / e, "train_accuracy": 0.2 * e, "lr": 1e-3, "test_loss": 2.1 / e, "test_accuracy": 0.3 * e} for e in (1, 2)]
+    history = [
+        {
+            "epoch": e,
+            "train_loss": 2.0 / e,
+            "train_accuracy": 0.2 * e,
+            "lr": 1e-3,
+            "test_loss": 2.1 / e,
+            "test_accuracy": 0.3 * e,
+        }
+        for e in (1, 2)
+    ]
     card = {
-        "history": history, "test_accuracy": 0.6, "epochs": 2, "interim": "checkpoint after epoch 2 of 40",
+        "history": history,
+        "test_accuracy": 0.6,
+        "epochs": 2,
+        "interim": "checkpoint after epoch 2 of 40",
         "recipe": {"epochs": 40, "lr": 0.001, "data": "/somewhere/on/my/disk", "threads": None},
         "trained_on": {"dataset": "CIFAR-10 (JPEG copy)", "source": "/somewhere/on/my/disk/train", "images": 50000},
         "evaluated": {"per_class_accuracy": {"cat": 0.25, "dog": 0.5, "bird": 0.75}},
-    }  # fmt: skip
+    }
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
     zoo.save(VisionTransformer(tiny_config), path, card=card)
@@ -163,8 +184,12 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
     names = {trace["name"] for trace in curves["data"]}
     assert {"테스트 정확도", "학습 손실"} <= names
     assert curves["layout"]["xaxis"]["range"] == [0.5, 40.5]  # the axes span the planned run
-    assert per_class["data"][0]["y"] == ["고양이 (cat)", "개 (dog)", "새 (bird)"] and per_class["data"][0]["x"] == [0.25, 0.5, 0.75]
-    facts = dict(zip(at.dataframe[2].value["항목"], at.dataframe[2].value["값"]))
+    assert per_class["data"][0]["y"] == ["고양이 (cat)", "개 (dog)", "새 (bird)"] and per_class["data"][0]["x"] == [
+        0.25,
+        0.5,
+        0.75,
+    ]
+    facts = dict(zip(at.dataframe[2].value["항목"], at.dataframe[2].value["값"], strict=True))
     assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
     recipe = list(at.dataframe[3].value["설정 이름"])
     assert recipe == ["epochs", "lr"]  # where it ran (data, threads) is not part of the recipe shown
@@ -176,14 +201,28 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
 
     data = make_image_folder(tmp_path / "data", per_class=40)
     recipe = dict(
-        data=str(data), batch_size=32, warmup_epochs=0, augment="none", mixup_alpha=0.0, cutmix_alpha=0.0,
-        random_erasing=0.0, amp="off", threads=1, model={"embed_dim": 32, "depth": 1, "num_heads": 2},
-    )  # fmt: skip
+        data=str(data),
+        batch_size=32,
+        warmup_epochs=0,
+        augment="none",
+        mixup_alpha=0.0,
+        cutmix_alpha=0.0,
+        random_erasing=0.0,
+        amp="off",
+        threads=1,
+        model={"embed_dim": 32, "depth": 1, "num_heads": 2},
+    )
     train(TrainConfig(name="first", epochs=2, lr=3e-3, **recipe), out=tmp_path / "first")
-    train(TrainConfig(name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"), **recipe), out=tmp_path / "second")
+    train(
+        TrainConfig(name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"), **recipe),
+        out=tmp_path / "second",
+    )
     at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
     assert errors(at) == []
-    assert any("2 stages" in c.value and "stage 1, first (epochs 1-2) → stage 2, second (epochs 3-5)" in c.value for c in at.caption)
+    assert any(
+        "2 stages" in c.value and "stage 1, first (epochs 1-2) → stage 2, second (epochs 3-5)" in c.value
+        for c in at.caption
+    )
     curves = plotly_figures(at)[0]
     lr = [trace for trace in curves["data"] if trace["name"] == "learning rate"][0]
     assert lr["x"] == [1, 2, 3, 4, 5]
@@ -192,10 +231,10 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     assert [a["text"] for a in curves["layout"]["annotations"] if "stage" in a["text"]] == ["stage 2"]  # labelled once
     table = at.dataframe[3].value
     assert list(table.columns) == ["Setting", "stage 1", "stage 2"]  # every stage fits across the page
-    rows = dict(zip(table["Setting"], zip(table["stage 1"], table["stage 2"])))
+    rows = dict(zip(table["Setting"], zip(table["stage 1"], table["stage 2"], strict=True), strict=True))
     assert rows["lr"] == ("0.003", "0.0005") and rows["epochs"] == ("2", "3")
     assert "init_from" not in rows and "data" not in rows
-    facts = dict(zip(at.dataframe[2].value["Fact"], at.dataframe[2].value["Value"]))
+    facts = dict(zip(at.dataframe[2].value["Fact"], at.dataframe[2].value["Value"], strict=True))
     assert facts["Epochs"] == "5"
 
 

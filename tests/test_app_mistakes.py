@@ -19,9 +19,8 @@ import pytest
 import torch
 from PIL import Image
 
-
-from tests.apptest import figure_array as _array
 from tests.apptest import errors, figure, open_page, open_page_in_one_run
+from tests.apptest import figure_array as _array
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
 from vitviz import i18n, lab, plots, ui, zoo
@@ -77,22 +76,24 @@ def _rows(text: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(text)))
 
 
-def _captions(at) -> list[str]:  # noqa: ANN001 - an AppTest
+def _captions(at) -> list[str]:
     """The gallery's thumbnail buttons, in order."""
     return [button.label for button in at.button if str(button.key).startswith("mistakes_thumb_")]
 
 
-def _open(folder: Path, model_path: Path, **state: object):  # noqa: ANN202 - an AppTest
+def _open(folder: Path, model_path: Path, **state: object):
     return open_page(PAGE, custom_model=str(model_path), **state)
 
 
-def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:  # noqa: ANN001
+def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:
     folder, model_path, result = lab_setup
     at = _open(folder, model_path)
     assert errors(at) == []
     assert at.title[0].value == "Misclassification lab"
     assert any(f"`({result.n}, 3)`" in m.value for m in at.markdown)  # the header's probs shape
-    assert [w.key for w in at.text_input if w.key not in ("custom_model", "mistakes_other_path")] == []  # no data folder to type (model files only)
+    assert [
+        w.key for w in at.text_input if w.key not in ("custom_model", "mistakes_other_path")
+    ] == []  # no data folder to type (model files only)
     on_screen = [e.value for e in (*at.markdown, *at.caption, *at.info)]
     assert not [text for text in on_screen if str(folder) in text or str(folder.parent) in text]  # no server path
     assert any("test split: 30 images" in text for text in on_screen)
@@ -120,7 +121,7 @@ def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:  # n
     assert captions[0] == f"#1 {true} → {predicted} ({float(result.confidence[first]):.0%})"
 
 
-def test_thumbnails_and_previous_next_open_images_and_turn_pages(lab_setup, csv_texts, monkeypatch) -> None:  # noqa: ANN001
+def test_thumbnails_and_previous_next_open_images_and_turn_pages(lab_setup, csv_texts, monkeypatch) -> None:
     folder, model_path, result = lab_setup
     monkeypatch.setattr(lab, "PER_PAGE", 4)  # pages of 4, so a few mistakes fill several pages
     at = _open(folder, model_path)
@@ -136,7 +137,10 @@ def test_thumbnails_and_previous_next_open_images_and_turn_pages(lab_setup, csv_
     assert at.button(key="mistakes_thumb_0").proto.type == "primary"  # the image up close is marked
     at.button(key="mistakes_thumb_2").click().run()  # a click on a thumbnail opens it
     assert at.number_input(key="mistake").value == 3 and up_close() == int(rows[2]["index"])
-    assert at.button(key="mistakes_thumb_2").proto.type == "primary" and at.button(key="mistakes_thumb_0").proto.type == "secondary"
+    assert (
+        at.button(key="mistakes_thumb_2").proto.type == "primary"
+        and at.button(key="mistakes_thumb_0").proto.type == "secondary"
+    )
     at.button(key="mistakes_page_forward").click().run()  # the gallery turns; the image up close stays
     assert [label.split()[0] for label in _captions(at)] == ["#5", "#6", "#7", "#8"]
     assert at.number_input(key="mistake").value == 3
@@ -153,7 +157,7 @@ def test_thumbnails_and_previous_next_open_images_and_turn_pages(lab_setup, csv_
     assert _captions(at)[-1].startswith(f"#{count} ") and errors(at) == []
 
 
-def test_choosing_a_confusion_cell_shows_exactly_that_cell(lab_setup, csv_texts) -> None:  # noqa: ANN001
+def test_choosing_a_confusion_cell_shows_exactly_that_cell(lab_setup, csv_texts) -> None:
     folder, model_path, result = lab_setup
     counts = result.confusion()
     off = counts * (1 - torch.eye(3, dtype=counts.dtype))
@@ -176,7 +180,7 @@ def test_choosing_a_confusion_cell_shows_exactly_that_cell(lab_setup, csv_texts)
     assert sorted(int(r["index"]) for r in _rows(csv_texts["mistakes_csv"])) == diagonal
 
 
-def test_korean_and_a_model_without_cls(lab_setup, tmp_path) -> None:  # noqa: ANN001
+def test_korean_and_a_model_without_cls(lab_setup, tmp_path) -> None:
     folder, _, _ = lab_setup
     torch.manual_seed(2)
     path = tmp_path / "no_cls.safetensors"
@@ -188,7 +192,7 @@ def test_korean_and_a_model_without_cls(lab_setup, tmp_path) -> None:  # noqa: A
     assert any("[CLS] 토큰이 없" in caption.value for caption in at.caption)
 
 
-def test_second_open_and_filter_changes_do_not_run_the_model(lab_setup, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_second_open_and_filter_changes_do_not_run_the_model(lab_setup, tmp_path, monkeypatch) -> None:
     folder, _, _ = lab_setup
     model_path = _save_model(tmp_path / "fresh.safetensors", seed=1)  # a model no other test evaluated
     calls = _counting_forward(monkeypatch)
@@ -209,7 +213,7 @@ def _counting_forward(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     original = VisionTransformer.forward
 
-    def counting(self, pixels):  # noqa: ANN001, ANN202 - the method's own signature
+    def counting(self, pixels):
         calls.append(len(pixels))
         return original(self, pixels)
 
@@ -217,7 +221,9 @@ def _counting_forward(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def test_predictions_beside_the_weights_open_the_lab_without_running_the_model(lab_setup, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_predictions_beside_the_weights_open_the_lab_without_running_the_model(
+    lab_setup, tmp_path, monkeypatch
+) -> None:
     folder, _, _ = lab_setup
     model_path = _save_model(tmp_path / "shipped.safetensors", seed=3)
     model, _ = zoo.load(str(model_path), device="cpu")
@@ -238,7 +244,7 @@ def test_predictions_beside_the_weights_open_the_lab_without_running_the_model(l
     assert sum(calls) == 30  # the stale predictions were refused: the model ran over the 30 images
 
 
-def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("VITVIZ_DATA", raising=False)
     monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: None)
     empty = tmp_path / "nothing here"
@@ -253,14 +259,14 @@ def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:  # noqa: ANN
     assert at.get("plotly_chart") == []
 
 
-def test_a_model_for_other_classes_gets_a_sentence(lab_setup) -> None:  # noqa: ANN001
+def test_a_model_for_other_classes_gets_a_sentence(lab_setup) -> None:
     folder, _, _ = lab_setup
     at = open_page(PAGE)  # the default model predicts the 10 CIFAR-10 classes
     assert errors(at) == []
     assert any("10 classes" in info.value for info in at.info)
 
 
-def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None:  # noqa: ANN001
+def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None:
     folder, model_path, result = lab_setup
     at = _open(folder, model_path)
     at.number_input(key="mistake").set_value(2).run()
@@ -310,7 +316,6 @@ def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
     assert errors(at) == [] and [e.value for e in at.success] == []
 
 
-
 def test_the_chosen_mistake_shows_its_answer_red_and_its_true_class_green(lab_setup, csv_texts) -> None:
     folder, model_path, result = lab_setup
     at = _open(folder, model_path)
@@ -325,7 +330,7 @@ def test_the_chosen_mistake_shows_its_answer_red_and_its_true_class_green(lab_se
     assert any(f"'{true_name}' is number {rank} of {len(result.classes)}" in c.value for c in at.caption)
 
 
-def test_korean_class_names_on_screen_and_the_files_names_in_downloads(lab_setup, csv_texts, monkeypatch) -> None:  # noqa: ANN001
+def test_korean_class_names_on_screen_and_the_files_names_in_downloads(lab_setup, csv_texts, monkeypatch) -> None:
     folder, model_path, result = lab_setup
     korean = {"red": "빨강", "green": "초록", "blue": "파랑"}
     for name, word in korean.items():  # the colour classes get translations, as CIFAR-10's have
@@ -347,7 +352,7 @@ def test_korean_class_names_on_screen_and_the_files_names_in_downloads(lab_setup
     assert gallery[0].startswith(f"#1 {korean[true_name]} → ")  # thumbnails' captions: the short Korean name
 
 
-def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monkeypatch) -> None:  # noqa: ANN001
+def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monkeypatch) -> None:
     folder, model_path, result = lab_setup
     for name, word in {"red": "빨강", "green": "초록", "blue": "파랑"}.items():
         monkeypatch.setitem(i18n.CLASS_NAMES, name, {"ko": word})
@@ -355,9 +360,12 @@ def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monke
     class_name, _, file_name = result.files[wrong].partition("/")
     index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
     at = open_page_in_one_run(
-        "app_pages/0_home.py", lang="ko", custom_model=str(model_path),
-        source="cifar", cifar=f"{class_name}/{index_in_class}",
-    )  # fmt: skip
+        "app_pages/0_home.py",
+        lang="ko",
+        custom_model=str(model_path),
+        source="cifar",
+        cifar=f"{class_name}/{index_in_class}",
+    )
     assert errors(at) == []
     (said,) = [e.value for e in at.warning]
     label = i18n.class_label(class_name, "ko")
@@ -368,7 +376,7 @@ def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monke
     assert bars["marker"]["color"][0] == plots.PREDICTED_COLOUR
 
 
-def test_a_second_model_splits_the_mistakes(lab_setup, csv_texts, tmp_path) -> None:  # noqa: ANN001
+def test_a_second_model_splits_the_mistakes(lab_setup, csv_texts, tmp_path) -> None:
     folder, model_path, result = lab_setup
     second_path = _save_model(tmp_path / "second.safetensors", seed=7)
     second_model, _ = zoo.load(str(second_path), device="cpu")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import torch
 
-from tests.apptest import figure as _figure, figure_array as _array
 from tests.apptest import errors, open_page
+from tests.apptest import figure as _figure
+from tests.apptest import figure_array as _array
 from vitviz import analysis, patches, plots, zoo
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer, sincos_2d
@@ -36,7 +36,9 @@ def test_vectors_page_runs(model: str | None) -> None:
     planes = _figure(at, "vectors_planes")
     number = at.selectbox(key="patch").value + 1  # patches counted from 1 on screen
     assert at.selectbox(key="patch").format_func(at.selectbox(key="patch").value).startswith(f"patch {number} (")
-    assert planes["layout"]["title"]["text"].startswith(f"Patch {number}:")  # the planes' title counts as the picker does
+    assert planes["layout"]["title"]["text"].startswith(
+        f"Patch {number}:"
+    )  # the planes' title counts as the picker does
     patch_size = 16 if model else 4
     assert len(planes["data"]) == 3  # R, G, B planes
     flat = _figure(at, "vectors_flat")
@@ -82,9 +84,18 @@ def test_choosing_another_position_changes_the_large_map() -> None:
     assert _figure(at, "tokens_large")["data"][0]["z"] != before
 
 
-def test_both_pages_without_cls_and_with_fixed_positions(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
-    config = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=2,
-                       class_token=False, global_pool="avg", pos_embed="sincos2d")  # fmt: skip
+def test_both_pages_without_cls_and_with_fixed_positions(tmp_path) -> None:
+    config = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        num_classes=3,
+        embed_dim=32,
+        depth=2,
+        num_heads=2,
+        class_token=False,
+        global_pool="avg",
+        pos_embed="sincos2d",
+    )
     path = tmp_path / "no_cls_sincos.safetensors"
     zoo.save(VisionTransformer(config), path)
     at = open_page(VECTORS, custom_model=str(path))

@@ -85,9 +85,23 @@ def test_patch_from_selection_reads_customdata() -> None:
 
 def test_patch_from_selection_reads_what_the_browser_sends() -> None:
     # Streamlit 1.67 in Chromium, a click on patch 10 of attention_picker's markers (trace 2):
-    state = {"selection": {"points": [{"curve_number": 2, "point_number": 10, "point_index": 10, "x": 9.5, "y": 5.5,
-                                       "customdata": {"0": 10, "1": 1, "2": 2, "3": 0.15625}}],
-                           "point_indices": [10], "box": [], "lasso": []}}  # fmt: skip
+    state = {
+        "selection": {
+            "points": [
+                {
+                    "curve_number": 2,
+                    "point_number": 10,
+                    "point_index": 10,
+                    "x": 9.5,
+                    "y": 5.5,
+                    "customdata": {"0": 10, "1": 1, "2": 2, "3": 0.15625},
+                }
+            ],
+            "point_indices": [10],
+            "box": [],
+            "lasso": [],
+        }
+    }
     assert analysis.patch_from_selection(state, 64) == 10
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -102,9 +102,12 @@ def test_fuzz_only_image_errors_and_rgb_uint8(data):
 
 def test_caches_are_bounded():
     for cached in (
-        ui.cached_model, ui.cached_trace, ui.cached_image,
-        ui.cached_test_set, ui.cached_evaluation,
-    ):  # fmt: skip
+        ui.cached_model,
+        ui.cached_trace,
+        ui.cached_image,
+        ui.cached_test_set,
+        ui.cached_evaluation,
+    ):
         assert cached._info.max_entries is not None, cached
     assert ui.cached_trace._info.ttl is not None
 
@@ -141,7 +144,7 @@ def shared_test_runtime(monkeypatch):
     last: list[object] = []
     original = Runtime.__dict__["instance"].__func__
 
-    def instance(cls):  # noqa: ANN001, ANN202
+    def instance(cls):
         if cls._instance is not None:
             last[:] = [cls._instance]
             return cls._instance
@@ -160,7 +163,10 @@ def shared_test_runtime(monkeypatch):
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_runtime):
-    images = _cifar_images(4) + [(ROOT / "assets" / "samples" / n).read_bytes() for n in ("cat-chelsea.jpg", "coffee.jpg", "rocket.jpg", "astronaut.jpg")]
+    images = _cifar_images(4) + [
+        (ROOT / "assets" / "samples" / n).read_bytes()
+        for n in ("cat-chelsea.jpg", "coffee.jpg", "rocket.jpg", "astronaut.jpg")
+    ]
     model, spec = ui.cached_model(zoo.default_name())  # the model the sessions below use
 
     def expected(data: bytes) -> tuple[str, float]:
@@ -173,7 +179,11 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
         at = open_page(source="upload", upload_bytes=data)
         assert errors(at) == []
         # (CI saw this fail once in many runs with no error shown: say what the page showed instead)
-        shown = {"elements": len(at.main.children), "info": [e.value for e in at.info], "title": [t.value for t in at.title]}
+        shown = {
+            "elements": len(at.main.children),
+            "info": [e.value for e in at.info],
+            "title": [t.value for t in at.title],
+        }
         assert "home_top1" in at.session_state, f"the overview did not finish; the page showed {shown}"
         return at.session_state["home_top1"]
 
@@ -183,7 +193,7 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
     want = [expected(data) for data in images]
     # the top probability differs from image to image, so a session shown another's image fails
     assert len({round(p, 6) for _, p in want}) == len(images)
-    for (got_class, got_p), (want_class, want_p) in zip(got, want):
+    for (got_class, got_p), (want_class, want_p) in zip(got, want, strict=True):
         assert got_class == want_class and got_p == pytest.approx(want_p, abs=1e-5)
 
 

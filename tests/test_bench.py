@@ -18,9 +18,13 @@ from vitviz.convert import from_hf, from_timm
 
 REPO = Path(__file__).resolve().parents[1]
 RATIOS = (
-    "explain_over_forward", "explain_over_forward_cifar_b256", "ours_over_timm", "ours_over_hf",
-    "fraction_of_matmul_peak", "eval_fraction_of_flop_bound",
-)  # fmt: skip
+    "explain_over_forward",
+    "explain_over_forward_cifar_b256",
+    "ours_over_timm",
+    "ours_over_hf",
+    "fraction_of_matmul_peak",
+    "eval_fraction_of_flop_bound",
+)
 
 
 @pytest.fixture
@@ -129,8 +133,11 @@ def _finite_positive(value: object) -> bool:
 def test_quick_bench_reports_every_figure() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "vitviz.bench", "--quick", "--json"],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     missing_chromium = bench.chromium_missing()

@@ -23,10 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "screenshots"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 # Console errors that are Streamlit's own, not the app's: opened on a page's URL, the frontend first
@@ -34,7 +39,7 @@ ARGS = [
 BENIGN = ("/_stcore/host-config", "/_stcore/health")
 
 
-def _is_app_error(message) -> bool:  # noqa: ANN001 - a Playwright ConsoleMessage
+def _is_app_error(message) -> bool:
     where = message.location.get("url", "") if message.location else ""
     return message.type == "error" and not where.endswith(BENIGN)
 
@@ -58,14 +63,30 @@ def server(tmp_path_factory):
             shutil.copy(file, target / file.name)
     port = _free_port()
     env = dict(
-        os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", VITVIZ_DATA=str(data),
+        os.environ,
+        STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
+        VITVIZ_DATA=str(data),
         VITVIZ_CACHE=str(tmp_path_factory.mktemp("cache")),
-    )  # fmt: skip
+    )
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--server.port", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(ROOT / "app.py"),
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(port),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -99,8 +120,10 @@ def _visit(page, url: str, shot: Path, content: str = CONTENT) -> list[str]:
     page.wait_for_selector("h1", timeout=90_000)
     try:
         page.wait_for_selector(content, timeout=90_000)
-    except Exception:  # noqa: BLE001 - reported below as a problem, with the screenshot
-        problems.append(f"{url}: no figure, metric or table appeared" if content == CONTENT else f"{url}: {content} did not appear")
+    except Exception:
+        problems.append(
+            f"{url}: no figure, metric or table appeared" if content == CONTENT else f"{url}: {content} did not appear"
+        )
     page.wait_for_timeout(1500)
     page.screenshot(path=str(shot), full_page=True)
     for selector in ("[data-testid='stException']", ".stException"):
@@ -132,18 +155,20 @@ def test_every_page_in_a_real_browser(server):
         for script in pages:
             path = _url_path(script)
             # the ViT-vs-CNN step says so while no CNN is shipped (its figures: tests/test_app_compare.py)
-            content = "text=No CNN is available yet" if script.endswith("8_compare.py") and not ui.cnn_models() else CONTENT
+            content = (
+                "text=No CNN is available yet" if script.endswith("8_compare.py") and not ui.cnn_models() else CONTENT
+            )
             problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png", content)
         browser.close()
     assert problems == []
     assert console == []
 
 
-def _selectbox(page, label: str):  # noqa: ANN001, ANN202 - Playwright objects
+def _selectbox(page, label: str):
     return page.get_by_role("combobox", name=label)
 
 
-def _click_cell(page, true: int, predicted: int, k: int = 10) -> None:  # noqa: ANN001
+def _click_cell(page, true: int, predicted: int, k: int = 10) -> None:
     """Click the confusion matrix's marker for one cell (markers are row-major: true * k + predicted)."""
     chart = page.locator(".js-plotly-plot").nth(1)
     box = chart.locator(".scatterlayer path.point").nth(true * k + predicted).bounding_box()

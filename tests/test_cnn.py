@@ -30,7 +30,9 @@ def test_config_round_trips_and_dispatches_on_arch():
     assert again == config and isinstance(again, CNNConfig)
     assert isinstance(config_from_dict(ViTConfig(image_size=32, patch_size=8).to_dict()), ViTConfig)
     assert isinstance(build_model(TINY_CNN), ConvNet)
-    assert isinstance(build_model(ViTConfig(image_size=32, patch_size=8, embed_dim=32, depth=1, num_heads=2)), VisionTransformer)
+    assert isinstance(
+        build_model(ViTConfig(image_size=32, patch_size=8, embed_dim=32, depth=1, num_heads=2)), VisionTransformer
+    )
     with pytest.raises(ValueError, match="Unknown config keys"):
         CNNConfig.from_dict({**config.to_dict(), "patch_size": 4})
     with pytest.raises(ValueError, match="halve"):
@@ -53,7 +55,9 @@ def test_receptive_field_of_our_cnn_by_hand():
 
 def test_receptive_field_matches_the_support_of_a_gradient():
     """Without pooling (whose gradient picks one pixel), the field is where a unit's gradient is non-zero."""
-    net = nn.Sequential(nn.Conv2d(1, 1, 3, padding=1), nn.Conv2d(1, 1, 3, stride=2, padding=1), nn.Conv2d(1, 1, 5, padding=2))
+    net = nn.Sequential(
+        nn.Conv2d(1, 1, 3, padding=1), nn.Conv2d(1, 1, 3, stride=2, padding=1), nn.Conv2d(1, 1, 5, padding=2)
+    )
     for conv in net:
         nn.init.constant_(conv.weight, 1.0)
     pixels = torch.zeros(1, 1, 64, 64, requires_grad=True)
@@ -66,5 +70,7 @@ def test_receptive_field_matches_the_support_of_a_gradient():
 def test_flops_count_the_convolutions():
     config = TINY_CNN
     # stem: 15x15 outputs x 3 in x 4 out x 4 taps; group 1: 15x15 (4->8) then 7x7 (8->8); group 2: 7x7 (8->8) then 3x3
-    expected = 2 * (15 * 15 * 3 * 4 * 4 + 15 * 15 * 4 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 3 * 3 * 8 * 8 * 9 + 8 * 3)
+    expected = 2 * (
+        15 * 15 * 3 * 4 * 4 + 15 * 15 * 4 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 3 * 3 * 8 * 8 * 9 + 8 * 3
+    )
     assert flops_per_image(config) == expected

@@ -30,8 +30,8 @@ def cnn() -> ConvNet:
 def test_gradcam_is_the_hand_computed_one(cnn):
     pixels = torch.randn(1, 3, 16, 16)
     for target in range(3):
-        features = {}
-        handle = cnn.last_conv.register_forward_hook(lambda _m, _i, out: features.setdefault("a", out))
+        features: dict[str, torch.Tensor] = {}
+        handle = cnn.last_conv.register_forward_hook(lambda _m, _i, out, seen=features: seen.setdefault("a", out))
         logits = cnn(pixels)
         handle.remove()
         activation = features["a"]  # (1, K, h, w)
@@ -76,7 +76,10 @@ def test_shifts_wrap_or_pad():
     assert torch.equal(compare.shift_image(pixels, 1, 0)[0, 0, :, 0], pixels[0, 0, :, 3])  # wrapped round
     padded = compare.shift_image(pixels, 1, 2, mode="pad")
     assert torch.equal(padded[0, 0, 2:, 1:], pixels[0, 0, :2, :3]) and float(padded[0, 0, :2].abs().sum()) == 0
-    assert torch.equal(compare.shift_image(compare.shift_image(pixels, -3, 1, "pad"), 0, 0, "pad"), compare.shift_image(pixels, -3, 1, "pad"))
+    assert torch.equal(
+        compare.shift_image(compare.shift_image(pixels, -3, 1, "pad"), 0, 0, "pad"),
+        compare.shift_image(pixels, -3, 1, "pad"),
+    )
 
 
 def test_without_position_the_cls_output_ignores_the_order_of_the_patches():
@@ -91,8 +94,10 @@ def test_without_position_the_cls_output_ignores_the_order_of_the_patches():
         assert not torch.allclose(model(pixels), model(shuffled), atol=1e-4)  # with positions: the order matters
     for mode in ("zero", "mean"):
         torch.testing.assert_close(
-            compare.logits_without_position(model, pixels, mode), compare.logits_without_position(model, shuffled, mode),
-            rtol=1e-4, atol=1e-5,
+            compare.logits_without_position(model, pixels, mode),
+            compare.logits_without_position(model, shuffled, mode),
+            rtol=1e-4,
+            atol=1e-5,
         )  # without them, self-attention cannot tell where a patch was
     before = model.pos_embed.detach().clone()
     with torch.no_grad():
@@ -111,7 +116,9 @@ def test_the_experiments_change_what_they_say(cnn):
     with torch.no_grad():
         before_vit, before_cnn = vit(vit_pixels), cnn(cnn_pixels)
     shuffled = compare.run_experiment("shuffle", vit, vit_pixels, cnn, cnn_pixels, seed=0)
-    assert not torch.equal(shuffled.vit_input, vit_pixels) and sorted(shuffled.vit_input.flatten().tolist()) == sorted(vit_pixels.flatten().tolist())
+    assert not torch.equal(shuffled.vit_input, vit_pixels) and sorted(shuffled.vit_input.flatten().tolist()) == sorted(
+        vit_pixels.flatten().tolist()
+    )
     assert shuffled.cnn_logits is not None and not torch.allclose(shuffled.cnn_logits, before_cnn)
     moved = compare.run_experiment("shift", vit, vit_pixels, cnn, cnn_pixels, shift=2)
     assert torch.equal(moved.vit_input, torch.roll(vit_pixels, (2, 2), (-2, -1)))
@@ -120,7 +127,10 @@ def test_the_experiments_change_what_they_say(cnn):
     unplaced = compare.run_experiment("no_position", vit, vit_pixels, cnn, cnn_pixels)
     assert unplaced.cnn_logits is None and not torch.allclose(unplaced.vit_logits, before_vit)
     hidden = compare.run_experiment("hide", vit, vit_pixels, cnn, cnn_pixels, hidden=[0, 5])
-    assert float(hidden.vit_input[..., :4, :4].abs().sum()) == 0 and float(hidden.vit_input[..., 4:8, 4:8].abs().sum()) == 0
+    assert (
+        float(hidden.vit_input[..., :4, :4].abs().sum()) == 0
+        and float(hidden.vit_input[..., 4:8, 4:8].abs().sum()) == 0
+    )
     assert torch.equal(hidden.vit_input[..., 8:, 8:], vit_pixels[..., 8:, 8:])  # only patches 0 and 5 are hidden
     cnn_hidden = cnn_pixels.clone()
     cnn_hidden[..., :4, :4] = 0

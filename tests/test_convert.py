@@ -74,7 +74,7 @@ def timm_attention_maps(model: TimmViT) -> Iterator[list[Tensor]]:
     finally:
         for handle in handles:
             handle.remove()
-        for block, was_fused in zip(model.blocks, fused):
+        for block, was_fused in zip(model.blocks, fused, strict=True):
             block.attn.fused_attn = was_fused
 
 
@@ -85,7 +85,7 @@ def _assert_parity(ours: VisionTransformer, logits: Tensor, attentions: list[Ten
     assert (fast - logits).abs().max() <= 1e-4
     assert (trace.logits - logits).abs().max() <= 1e-4
     assert len(trace.attentions) == len(attentions) == ours.config.depth
-    for mine, theirs in zip(trace.attentions, attentions):
+    for mine, theirs in zip(trace.attentions, attentions, strict=True):
         assert mine.shape == theirs.shape
         assert (mine - theirs).abs().max() <= 1e-5
 
@@ -316,7 +316,7 @@ def test_hf_model_without_head_matches_last_hidden_state(caplog):
         out = source(pixel_values=pixels, output_attentions=True)
         trace = ours.explain(pixels)
     assert (trace.pre_logits - out.last_hidden_state[:, 0]).abs().max() <= 1e-4
-    for mine, theirs in zip(trace.attentions, out.attentions):
+    for mine, theirs in zip(trace.attentions, out.attentions, strict=True):
         assert (mine - theirs).abs().max() <= 1e-5
 
 

@@ -110,12 +110,17 @@ def test_resize_and_crop_matches_resize_then_crop():
 
 def _image_set(classes: list[str], files: list[str], source: str) -> vdata.ImageSet:
     n = len(files)
-    return vdata.ImageSet(torch.zeros(n, 3, 2, 2, dtype=torch.uint8), torch.zeros(n, dtype=torch.long), classes, files, source, "x")
+    return vdata.ImageSet(
+        torch.zeros(n, 3, 2, 2, dtype=torch.uint8), torch.zeros(n, dtype=torch.long), classes, files, source, "x"
+    )
 
 
 def test_dataset_label_names_cifar10_and_its_jpeg_copy():
     cifar = list(CIFAR10_CLASSES)
-    assert vdata.dataset_label(_image_set(cifar, ["cat/0001.jpg", "dog/0002.jpg"], "/d/cifar10-jpeg/test")) == "CIFAR-10 (JPEG copy)"
+    assert (
+        vdata.dataset_label(_image_set(cifar, ["cat/0001.jpg", "dog/0002.jpg"], "/d/cifar10-jpeg/test"))
+        == "CIFAR-10 (JPEG copy)"
+    )
     assert vdata.dataset_label(_image_set(cifar, ["cat/0001.png"], "/d/pngs/train")) == "CIFAR-10 (image folder)"
     assert vdata.dataset_label(_image_set(cifar, ["cifar10/test/0"], "torchvision CIFAR10 (/root)")) == "CIFAR-10"
     assert vdata.dataset_label(_image_set(["a", "b"], ["a/1.png"], "/d/flowers/train")) == "flowers"

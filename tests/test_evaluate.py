@@ -6,7 +6,16 @@ import torch
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import zoo
 from vitviz.data import load_split, spread_subset
-from vitviz.evaluate import EvalResult, evaluate, main, predictions_path, prepare_batch, read_predictions, save_predictions, weights_hash
+from vitviz.evaluate import (
+    EvalResult,
+    evaluate,
+    main,
+    predictions_path,
+    prepare_batch,
+    read_predictions,
+    save_predictions,
+    weights_hash,
+)
 from vitviz.model import VisionTransformer
 
 

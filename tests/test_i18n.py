@@ -27,9 +27,20 @@ def test_placeholders_agree_between_languages():
 def _keys_used_in(path: Path) -> set[str]:
     keys = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in ("tr", "t", "header", "download_npz", "download_csv"):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in (
+            "tr",
+            "t",
+            "header",
+            "download_npz",
+            "download_csv",
+        ):
             for arg in node.args[:2]:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and "." in arg.value and " " not in arg.value:
+                if (
+                    isinstance(arg, ast.Constant)
+                    and isinstance(arg.value, str)
+                    and "." in arg.value
+                    and " " not in arg.value
+                ):
                     keys.add(arg.value)
     return keys
 
@@ -46,7 +57,9 @@ def test_class_labels_translate_cifar10_and_keep_the_name_files_use():
     cifar10 = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
     korean = [i18n.class_label(name, "ko") for name in cifar10]
     assert korean[3] == "고양이 (cat)"
-    assert all(label.endswith(f" ({name})") and label != f" ({name})" for label, name in zip(korean, cifar10))
+    assert all(
+        label.endswith(f" ({name})") and label != f" ({name})" for label, name in zip(korean, cifar10, strict=True)
+    )
     assert len(set(korean)) == 10
     assert i18n.class_label("cat", "ko", short=True) == "고양이"
     assert i18n.class_label("cat", "en", short=True) == "cat"

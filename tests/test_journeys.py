@@ -33,7 +33,7 @@ def page():
         browser.close()
 
 
-def settle(page) -> None:  # noqa: ANN001 - a Playwright page
+def settle(page) -> None:
     """Wait until the page shows its title (or, with no image chosen yet, the sentence asking for
     one) and Streamlit has finished the rerun."""
     page.wait_for_selector("h1, [data-testid='stAlert']", timeout=90_000)
@@ -46,15 +46,15 @@ def settle(page) -> None:  # noqa: ANN001 - a Playwright page
     page.wait_for_timeout(700)
 
 
-def query(page) -> dict[str, str]:  # noqa: ANN001
+def query(page) -> dict[str, str]:
     return {k: v[0] for k, v in urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query).items()}
 
 
-def title(page) -> str:  # noqa: ANN001
+def title(page) -> str:
     return page.locator("h1").first.inner_text()
 
 
-def problems(page) -> list[str]:  # noqa: ANN001
+def problems(page) -> list[str]:
     """Error boxes and exceptions on the page."""
     found = []
     for selector in ("[data-testid='stException']", "[data-testid='stAlertContentError']"):
@@ -62,18 +62,20 @@ def problems(page) -> list[str]:  # noqa: ANN001
     return found
 
 
-def click_button(page, pattern: str, new_page: bool = True) -> None:  # noqa: ANN001
+def click_button(page, pattern: str, new_page: bool = True) -> None:
     """Click a button; with ``new_page``, wait until another page's title shows."""
     before = title(page)
     page.get_by_role("button", name=re.compile(pattern)).first.click()
     if new_page:
         page.wait_for_function(
-            "(before) => { const h = document.querySelector('h1'); return h && h.innerText !== before; }", arg=before, timeout=90_000
+            "(before) => { const h = document.querySelector('h1'); return h && h.innerText !== before; }",
+            arg=before,
+            timeout=90_000,
         )
     settle(page)
 
 
-def pick(page, label: str, option: str) -> None:  # noqa: ANN001
+def pick(page, label: str, option: str) -> None:
     """Choose an option of a Streamlit selectbox (searchable: type it, Enter picks it)."""
     page.get_by_role("combobox", name=label).click()
     page.keyboard.type(option)
@@ -81,7 +83,7 @@ def pick(page, label: str, option: str) -> None:  # noqa: ANN001
     settle(page)
 
 
-def sidebar_link(page, index: int) -> None:  # noqa: ANN001
+def sidebar_link(page, index: int) -> None:
     page.locator("[data-testid='stSidebarNav'] a").nth(index).click()
     settle(page)
 
@@ -121,11 +123,15 @@ def test_b_an_upload_survives_next_previous_and_a_sidebar_link(server, page):  #
         else:
             click_button(page, "^(← )?(Next|Previous)( →)?$" if move == "next" else "^← Previous$")
         assert still_the_upload(), move
-        assert page.get_by_text(re.compile("astronaut.jpg")).count() >= 1, move  # the uploader, or the sentence that it is in use
+        assert page.get_by_text(re.compile("astronaut.jpg")).count() >= 1, (
+            move
+        )  # the uploader, or the sentence that it is in use
         assert page.get_by_text(NO_IMAGE).count() == 0, move
         assert problems(page) == [], move
     assert title(page) == "Overview"
-    assert page.locator("[data-testid='stMainBlockContainer']").inner_text() == overview  # the same prediction as right after the upload
+    assert (
+        page.locator("[data-testid='stMainBlockContainer']").inner_text() == overview
+    )  # the same prediction as right after the upload
 
 
 def test_c_korean_from_page_3_through_next_links_the_lab_and_back(server, page):  # noqa: F811
@@ -155,16 +161,26 @@ def test_c_korean_from_page_3_through_next_links_the_lab_and_back(server, page):
 
 
 def test_d_a_shared_link_opens_exactly_that_view(server, page):  # noqa: F811
-    page.goto(f"{server}/?lang=ko&model=cifar10-vit&sample=coffee.jpg&step=5&layer=3&head=2", wait_until="domcontentloaded")
+    page.goto(
+        f"{server}/?lang=ko&model=cifar10-vit&sample=coffee.jpg&step=5&layer=3&head=2", wait_until="domcontentloaded"
+    )
     settle(page)
     page.wait_for_selector(".js-plotly-plot", timeout=90_000)
     assert title(page).startswith("5. 어텐션")
     assert page.get_by_role("combobox", name="사진").input_value() == "coffee.jpg"
-    assert page.locator("[data-testid='stSliderThumbValue']").first.inner_text() == "3층"  # the URL counts layers as the screen does
+    assert (
+        page.locator("[data-testid='stSliderThumbValue']").first.inner_text() == "3층"
+    )  # the URL counts layers as the screen does
     assert page.get_by_role("combobox", name="헤드").first.input_value() == "헤드 2"
     assert problems(page) == []
     shown = query(page)
-    assert (shown["lang"], shown["model"], shown["sample"], shown["layer"], shown["head"]) == ("ko", "cifar10-vit", "coffee.jpg", "3", "2")
+    assert (shown["lang"], shown["model"], shown["sample"], shown["layer"], shown["head"]) == (
+        "ko",
+        "cifar10-vit",
+        "coffee.jpg",
+        "3",
+        "2",
+    )
     click_button(page, "^다음 →$")  # on to the encoder block and back: the same view again
     click_button(page, "^← 이전$")
     assert title(page).startswith("5. 어텐션") and problems(page) == []
@@ -176,13 +192,19 @@ def test_d_a_shared_link_opens_exactly_that_view(server, page):  # noqa: F811
 def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server, page):  # noqa: F811
     page.goto(f"{server}/?lang=en&present=1&sample=rocket.jpg", wait_until="domcontentloaded")
     settle(page)
-    page.locator("[data-testid='stSidebar']").wait_for(state="hidden", timeout=30_000)  # the presenter's style can land after the title on a busy machine
+    page.locator("[data-testid='stSidebar']").wait_for(
+        state="hidden", timeout=30_000
+    )  # the presenter's style can land after the title on a busy machine
     assert not page.locator("[data-testid='stSidebar']").is_visible()
     walked = []
     for key in ("ArrowRight", "PageDown", "ArrowLeft", "PageUp"):
         before = title(page)
         page.keyboard.press(key)
-        page.wait_for_function("(b) => { const h = document.querySelector('h1'); return h && h.innerText !== b; }", arg=before, timeout=90_000)
+        page.wait_for_function(
+            "(b) => { const h = document.querySelector('h1'); return h && h.innerText !== b; }",
+            arg=before,
+            timeout=90_000,
+        )
         settle(page)
         walked.append((key, title(page), query(page).get("present"), query(page).get("sample")))
     page.screenshot(path=str(SHOTS / "journey_presenter.png"), full_page=False)

@@ -57,7 +57,7 @@ def figure_texts(spec: dict) -> list[str]:
     return texts
 
 
-def page_labels(at) -> list[str]:  # noqa: ANN001 - an AppTest
+def page_labels(at) -> list[str]:
     """Every figure label of the page, and the sidebar's captions."""
     texts = [str(caption.value) for caption in at.sidebar.caption]
     for chart in at.get("plotly_chart"):
@@ -77,12 +77,14 @@ def test_a_korean_page_shows_no_untranslated_english(page, monkeypatch):
 def test_the_check_catches_a_label_that_bypasses_i18n():
     assert english_words("channel (D)") == ["channel"]
     assert english_words("residual stream ‖x‖") == ["residual"]
-    assert english_words("고양이 (cat), `blocks[0]`, fc1, softmax(QKᵀ/√d), ViT, \"Attention is all you need\"") == []
+    assert english_words('고양이 (cat), `blocks[0]`, fc1, softmax(QKᵀ/√d), ViT, "Attention is all you need"') == []
 
 
 def test_the_model_card_names_its_data_and_hardware_in_korean():
     at = open_page_in_one_run("app_pages/9_card.py", lang="ko")
-    facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1]))
+    facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1], strict=True))
     assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
-    assert facts["하드웨어"].startswith("CPU (") and facts["하드웨어"].endswith("스레드 2개)")  # the card says 2 threads
+    assert facts["하드웨어"].startswith("CPU (") and facts["하드웨어"].endswith(
+        "스레드 2개)"
+    )  # the card says 2 threads
     assert ui.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written

@@ -62,7 +62,9 @@ def test_agreement_and_pair_filters_of_two_models() -> None:
     assert lab.filter_mistakes(first, true=2, keep=keep).tolist() == [4]
     swapped = lab.pair_mask(second, first, "second_only")  # the second right, the first wrong
     assert swapped.nonzero().flatten().tolist() == [0, 3, 4]
-    other = EvalResult("x", "there", first.classes, list(reversed(first.files)), first.labels.clone(), second.probs, 1.0, 1.0)
+    other = EvalResult(
+        "x", "there", first.classes, list(reversed(first.files)), first.labels.clone(), second.probs, 1.0, 1.0
+    )
     with pytest.raises(ValueError, match="different images"):
         lab.agreement(first, other)
     with pytest.raises(ValueError, match="Unknown pair filter"):
@@ -115,8 +117,21 @@ def test_cell_from_selection() -> None:
     assert lab.cell_from_selection(two, 3) == (2, 0)  # the last click counts
     assert lab.cell_from_selection({"points": [{"x": "a", "y": "b"}]}, 3) is None  # the heat map itself
     # What Streamlit 1.67 really sends for a click on the cell (1, 2) of plots.confusion_matrix:
-    clicked = {"selection": {"points": [{"curve_number": 1, "point_number": 5, "point_index": 5, "x": "c", "y": "b",
-                                         "customdata": {"0": 1, "1": 2, "2": 5}}], "point_indices": [5]}}  # fmt: skip
+    clicked = {
+        "selection": {
+            "points": [
+                {
+                    "curve_number": 1,
+                    "point_number": 5,
+                    "point_index": 5,
+                    "x": "c",
+                    "y": "b",
+                    "customdata": {"0": 1, "1": 2, "2": 5},
+                }
+            ],
+            "point_indices": [5],
+        }
+    }
     assert lab.cell_from_selection(clicked, 3) == (1, 2)
     assert lab.cell_from_selection({"points": [{"customdata": [3, 0]}]}, 3) is None  # outside the matrix
 
@@ -124,9 +139,13 @@ def test_cell_from_selection() -> None:
 @pytest.mark.parametrize(
     "count, page, expected",
     [
-        (0, 1, (0, 0, 1)), (50, 1, (0, 24, 3)), (50, 3, (48, 50, 3)), (50, 9, (48, 50, 3)), (50, 0, (0, 24, 3)),
+        (0, 1, (0, 0, 1)),
+        (50, 1, (0, 24, 3)),
+        (50, 3, (48, 50, 3)),
+        (50, 9, (48, 50, 3)),
+        (50, 0, (0, 24, 3)),
         (48, 2, (24, 48, 2)),
-    ],  # fmt: skip
+    ],
 )
 def test_page_bounds(count: int, page: int, expected: tuple[int, int, int]) -> None:
     assert lab.page_bounds(count, page, per_page=24) == expected
@@ -242,7 +261,7 @@ def test_grad_rollout_matches_a_hand_computation(tiny_model: VisionTransformer) 
     grads = torch.autograd.grad(trace.logits[0, 2], trace.attentions)
     tokens = trace.attentions[0].shape[-1]
     rollout = torch.eye(tokens)
-    for grad, attention in zip(grads, trace.attentions):
+    for grad, attention in zip(grads, trace.attentions, strict=True):
         weights = torch.relu(grad * attention)[0].mean(dim=0) + torch.eye(tokens)  # (T, T)
         rollout = (weights / weights.sum(dim=-1, keepdim=True)) @ rollout
     expected = rollout[0, 1:].reshape(4, 4).detach()

@@ -7,8 +7,16 @@ from vitviz.model import VisionTransformer, flops_per_image, resample_pos_embed,
 CONFIGS = {
     "cls": ViTConfig(image_size=32, patch_size=4, num_classes=10, embed_dim=32, depth=2, num_heads=4),
     "avg-nonsquare": ViTConfig(
-        image_size=(32, 48), patch_size=8, num_classes=3, embed_dim=32, depth=3, num_heads=2,
-        class_token=False, global_pool="avg", fc_norm=True, pos_embed="sincos2d",
+        image_size=(32, 48),
+        patch_size=8,
+        num_classes=3,
+        embed_dim=32,
+        depth=3,
+        num_heads=2,
+        class_token=False,
+        global_pool="avg",
+        fc_norm=True,
+        pos_embed="sincos2d",
     ),
 }
 
@@ -47,9 +55,17 @@ def test_explain_equals_forward_and_shapes(name):
 def test_timm_parameter_names(tiny_config):
     names = set(VisionTransformer(tiny_config).state_dict())
     for expected in [
-        "cls_token", "pos_embed", "patch_embed.proj.weight", "blocks.0.norm1.weight", "blocks.0.attn.qkv.weight",
-        "blocks.0.attn.proj.bias", "blocks.1.norm2.bias", "blocks.1.mlp.fc1.weight", "blocks.1.mlp.fc2.bias",
-        "norm.weight", "head.weight",
+        "cls_token",
+        "pos_embed",
+        "patch_embed.proj.weight",
+        "blocks.0.norm1.weight",
+        "blocks.0.attn.qkv.weight",
+        "blocks.0.attn.proj.bias",
+        "blocks.1.norm2.bias",
+        "blocks.1.mlp.fc1.weight",
+        "blocks.1.mlp.fc2.bias",
+        "norm.weight",
+        "head.weight",
     ]:
         assert expected in names
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from vitviz import plots
 
 
@@ -19,7 +21,7 @@ def test_stage_labels_a_few_epochs_apart_sit_at_different_heights():
     labels = [a for a in fig.layout.annotations if a.text.startswith("stage")]
     assert [a.text for a in labels] == ["stage 2", "stage 3", "stage 4", "stage 5", "stage 6"]
     shifts = [a.yshift or 0 for a in labels]
-    for (a, shift_a), (b, shift_b) in zip(zip(labels, shifts), zip(labels[1:], shifts[1:])):
+    for (a, shift_a), (b, shift_b) in itertools.pairwise(zip(labels, shifts, strict=True)):
         if abs(a.x - b.x) < 10:  # neighbours closer than a label is wide: never at one height
             assert shift_a != shift_b
     assert len([s for s in fig.layout.shapes if s.type == "line"]) == 5 * 3  # a dashed line in every panel

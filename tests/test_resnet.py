@@ -10,7 +10,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from vitviz.resnet import ResNet, StdConv2d, Stem, build_backbone, flops, pad_same, same_padding
 
 
-@pytest.mark.parametrize(("size", "kernel", "stride", "expected"), [(224, 7, 2, (2, 3)), (224, 1, 2, (0, 0)), (7, 3, 1, (1, 1)), (112, 3, 2, (0, 1))])
+@pytest.mark.parametrize(
+    ("size", "kernel", "stride", "expected"),
+    [(224, 7, 2, (2, 3)), (224, 1, 2, (0, 0)), (7, 3, 1, (1, 1)), (112, 3, 2, (0, 1))],
+)
 def test_same_padding_gives_ceil_size_over_stride(size, kernel, stride, expected):
     assert same_padding(size, kernel, stride) == expected
     x = torch.zeros(1, 1, size, size)

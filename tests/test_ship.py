@@ -16,10 +16,20 @@ def run(tmp_path_factory):
     data = make_image_folder(tmp_path_factory.mktemp("data"), per_class=40)
     out = tmp_path_factory.mktemp("runs") / "tiny"
     recipe = TrainConfig(
-        name="tiny", data=str(data), epochs=2, batch_size=32, lr=3e-3, warmup_epochs=0, augment="none",
-        mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.0, amp="off", threads=1,
+        name="tiny",
+        data=str(data),
+        epochs=2,
+        batch_size=32,
+        lr=3e-3,
+        warmup_epochs=0,
+        augment="none",
+        mixup_alpha=0.0,
+        cutmix_alpha=0.0,
+        random_erasing=0.0,
+        amp="off",
+        threads=1,
         model={"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0},
-    )  # fmt: skip
+    )
     train(recipe, out=out)
     return out, data
 
@@ -37,7 +47,9 @@ def test_the_card_holds_what_evaluate_measures(run, tmp_path):
     for field in ("recipe", "history", "epochs", "wall_time_s", "hardware", "trained_on", "tested_on"):
         assert field in written, field
     stored = read_predictions(predictions_path(tmp_path / "tiny.safetensors"), model, load_split(data, "test"))
-    assert stored is not None and stored.accuracy == written["test_accuracy"]  # the lab's first look, beside the weights
+    assert (
+        stored is not None and stored.accuracy == written["test_accuracy"]
+    )  # the lab's first look, beside the weights
 
 
 def test_predictions_only_writes_the_shipped_models_predictions_again(run, tmp_path, capsys):
@@ -53,7 +65,10 @@ def test_predictions_only_writes_the_shipped_models_predictions_again(run, tmp_p
     assert "cifar10-vit.predictions.safetensors" in capsys.readouterr().out
     model, _ = zoo.load(str(tmp_path / "cifar10-vit.safetensors"))
     stored = read_predictions(predictions_path(tmp_path / "cifar10-vit.safetensors"), model, load_split(data, "test"))
-    assert stored is not None and stored.accuracy == json.loads((tmp_path / "cifar10-vit.json").read_text())["test_accuracy"]
+    assert (
+        stored is not None
+        and stored.accuracy == json.loads((tmp_path / "cifar10-vit.json").read_text())["test_accuracy"]
+    )
 
 
 def test_weights_that_do_not_beat_the_shipped_ones_are_not_written(run, tmp_path):
@@ -86,7 +101,10 @@ def test_an_unfinished_run_ships_from_its_checkpoint(run, tmp_path):
         assert field in written, field
     train_split = load_split(data, "train")
     assert written["trained_on"] == {
-        "dataset": Path(data).name, "source": train_split.source, "images": len(train_split), "fingerprint": train_split.fingerprint
+        "dataset": Path(data).name,
+        "source": train_split.source,
+        "images": len(train_split),
+        "fingerprint": train_split.fingerprint,
     }
 
 

@@ -1,4 +1,5 @@
 import dataclasses
+import itertools
 import json
 import os
 import subprocess
@@ -17,9 +18,20 @@ TINY = {"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0}
 
 def tiny_recipe(data, **changes) -> TrainConfig:
     base = dict(
-        name="tiny", data=str(data), epochs=3, batch_size=32, lr=3e-3, warmup_epochs=0, augment="none",
-        mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.0, amp="off", threads=1, model=TINY,
-    )  # fmt: skip
+        name="tiny",
+        data=str(data),
+        epochs=3,
+        batch_size=32,
+        lr=3e-3,
+        warmup_epochs=0,
+        augment="none",
+        mixup_alpha=0.0,
+        cutmix_alpha=0.0,
+        random_erasing=0.0,
+        amp="off",
+        threads=1,
+        model=TINY,
+    )
     return TrainConfig(**{**base, **changes})
 
 
@@ -41,7 +53,9 @@ def test_loss_falls_and_card_is_written(dataset, tmp_path):
 
 
 def test_resume_continues_where_it_stopped(dataset, tmp_path, monkeypatch):
-    recipe = tiny_recipe(dataset, epochs=2, augment="trivialaugment", mixup_alpha=0.8, cutmix_alpha=1.0, random_erasing=0.25)
+    recipe = tiny_recipe(
+        dataset, epochs=2, augment="trivialaugment", mixup_alpha=0.8, cutmix_alpha=1.0, random_erasing=0.25
+    )
     straight = train(recipe, out=tmp_path / "straight")
 
     real_save = train_module.save_atomic
@@ -84,7 +98,9 @@ def test_a_checkpoint_from_before_a_new_recipe_field_still_resumes():
 def test_a_second_stage_starts_from_the_first_ones_weights_and_counts_on(dataset, tmp_path):
     first = train(tiny_recipe(dataset, epochs=2), out=tmp_path / "tiny")
     # lr 0 and no weight decay: the second stage's weights stay exactly where they started
-    still = tiny_recipe(dataset, name="tiny2", epochs=1, lr=0.0, min_lr=0.0, weight_decay=0.0, init_from=str(tmp_path / "tiny"))
+    still = tiny_recipe(
+        dataset, name="tiny2", epochs=1, lr=0.0, min_lr=0.0, weight_decay=0.0, init_from=str(tmp_path / "tiny")
+    )
     second = train(still, out=tmp_path / "tiny2")
     a = load_file(str(tmp_path / "tiny" / "tiny.safetensors"))
     b = load_file(str(tmp_path / "tiny2" / "tiny2.safetensors"))
@@ -95,13 +111,19 @@ def test_a_second_stage_starts_from_the_first_ones_weights_and_counts_on(dataset
     assert [row["epoch"] for row in second["history"]] == [1, 2, 3]
     assert second["history"][:2] == first["history"]
     assert second["epochs"] == 3 and second["planned_epochs"] == 3
-    assert [(s["name"], s["epochs"], s["recipe"]["lr"]) for s in second["stages"]] == [("tiny", 2, 3e-3), ("tiny2", 1, 0.0)]
+    assert [(s["name"], s["epochs"], s["recipe"]["lr"]) for s in second["stages"]] == [
+        ("tiny", 2, 3e-3),
+        ("tiny2", 1, 0.0),
+    ]
     assert second["wall_time_s"] >= first["wall_time_s"]
 
     # a third stage from the second's checkpoint inherits both stages
     _, _, interim = read_run(tmp_path / "tiny2", checkpoint=True)
     assert interim["interim"] == "checkpoint after epoch 3 of 3"
-    third = train(tiny_recipe(dataset, name="tiny3", epochs=1, init_from=str(tmp_path / "tiny2" / "checkpoint.pt")), out=tmp_path / "tiny3")
+    third = train(
+        tiny_recipe(dataset, name="tiny3", epochs=1, init_from=str(tmp_path / "tiny2" / "checkpoint.pt")),
+        out=tmp_path / "tiny3",
+    )
     assert [s["name"] for s in third["stages"]] == ["tiny", "tiny2", "tiny3"]
     assert [row["epoch"] for row in third["history"]] == [1, 2, 3, 4]
 
@@ -126,7 +148,7 @@ def test_schedule_warms_up_then_decays():
     assert max(lrs) == pytest.approx(1e-3)
     assert lrs[19] == pytest.approx(1e-3)
     assert lrs[-1] < 2e-5
-    assert all(a >= b for a, b in zip(lrs[20:], lrs[21:]))
+    assert all(a >= b for a, b in itertools.pairwise(lrs[20:]))
 
 
 def test_command_line_reads_flags_and_environment(monkeypatch):
@@ -140,11 +162,38 @@ def test_command_line_reads_flags_and_environment(monkeypatch):
 def test_torchrun_two_processes(dataset, tmp_path):
     env = dict(os.environ, VITVIZ_CACHE=str(tmp_path), OMP_NUM_THREADS="1")
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", "29517",
-        "-m", "vitviz.train", "--data", str(dataset), "--name", "ddp", "--epochs", "1", "--batch-size", "16",
-        "--augment", "none", "--mixup-alpha", "0", "--cutmix-alpha", "0", "--amp", "off", "--threads", "1",
-        "--warmup-epochs", "0", "--model", json.dumps(TINY),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        "29517",
+        "-m",
+        "vitviz.train",
+        "--data",
+        str(dataset),
+        "--name",
+        "ddp",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--augment",
+        "none",
+        "--mixup-alpha",
+        "0",
+        "--cutmix-alpha",
+        "0",
+        "--amp",
+        "off",
+        "--threads",
+        "1",
+        "--warmup-epochs",
+        "0",
+        "--model",
+        json.dumps(TINY),
+    ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     card = json.loads((tmp_path / "runs" / "ddp" / "ddp.json").read_text())
@@ -187,19 +236,32 @@ def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_pa
         def wrapped(*args, **kwargs):
             result = builder(*args, **kwargs)
             model = result[0] if isinstance(result, tuple) else result
-            model.register_forward_pre_hook(lambda module, inputs: seen[kind].append(inputs[0].detach().clone()) if module.training or kind == "teacher" else None)
+            model.register_forward_pre_hook(
+                lambda module, inputs: (
+                    seen[kind].append(inputs[0].detach().clone()) if module.training or kind == "teacher" else None
+                )
+            )
             return result
+
         return wrapped
 
     monkeypatch.setattr(train_module, "build_model", recording("student", train_module.build_model))
     monkeypatch.setattr(train_module, "load_teacher", recording("teacher", train_module.load_teacher))
-    recipe = tiny_recipe(dataset, epochs=1, teacher=str(teacher_file), augment="trivialaugment", mixup_alpha=0.8, cutmix_alpha=1.0, random_erasing=0.25)
+    recipe = tiny_recipe(
+        dataset,
+        epochs=1,
+        teacher=str(teacher_file),
+        augment="trivialaugment",
+        mixup_alpha=0.8,
+        cutmix_alpha=1.0,
+        random_erasing=0.25,
+    )
     card = train(recipe, out=tmp_path)
 
     steps = len(seen["teacher"])
     assert steps == 300 // 32  # one teacher call per training step
     student_train = [x for x in seen["student"] if x.shape[0] == 32][:steps]
-    for student, teacher in zip(student_train, seen["teacher"]):
+    for student, teacher in zip(student_train, seen["teacher"], strict=True):
         assert torch.equal(student, teacher)
     assert card["teacher"]["name"] == str(teacher_file)
     from vitviz import zoo

@@ -45,7 +45,7 @@ def test_untrained_model_is_marked_and_deterministic():
     assert not spec.trained and "untrained" in spec.title.lower()
     assert not model.training
     assert next(model.parameters()).device == zoo.pick_device()
-    for a, b in zip(model.state_dict().values(), again.state_dict().values()):
+    for a, b in zip(model.state_dict().values(), again.state_dict().values(), strict=True):
         assert torch.equal(a, b)
 
 
@@ -59,9 +59,13 @@ def test_every_entry_is_titled_and_described_in_every_language(name):
 
 
 def test_shipped_title_shows_its_accuracy_and_other_names_show_themselves():
-    shipped = zoo._entry(zoo.SHIPPED, card={"test_accuracy": 0.91234}, source="shipped", config=ViTConfig(), trained=True, offline=True)
+    shipped = zoo._entry(
+        zoo.SHIPPED, card={"test_accuracy": 0.91234}, source="shipped", config=ViTConfig(), trained=True, offline=True
+    )
     assert "91.2%" in shipped.title_in("en") and "91.2%" in shipped.title_in("ko")
-    other = zoo.ModelSpec("timm:some_vit", "timm:some_vit", "timm", ViTConfig(), True, False, "Downloaded through timm.")
+    other = zoo.ModelSpec(
+        "timm:some_vit", "timm:some_vit", "timm", ViTConfig(), True, False, "Downloaded through timm."
+    )
     assert other.title_in("ko") == "timm:some_vit" and other.description_in("ko") == "Downloaded through timm."
 
 
@@ -99,9 +103,16 @@ def test_timm_pretrained_loading_from_a_local_file(tmp_path):
 def test_hugging_face_folder(tmp_path):
     transformers = pytest.importorskip("transformers")
     hf_config = transformers.ViTConfig(
-        image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-        intermediate_size=64, num_labels=3, id2label={0: "cat", 1: "dog", 2: "fox"}, label2id={"cat": 0, "dog": 1, "fox": 2},
-    )  # fmt: skip
+        image_size=32,
+        patch_size=8,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        num_labels=3,
+        id2label={0: "cat", 1: "dog", 2: "fox"},
+        label2id={"cat": 0, "dog": 1, "fox": 2},
+    )
     torch.manual_seed(0)
     source = transformers.ViTForImageClassification(hf_config).eval()
     source.save_pretrained(tmp_path)
@@ -175,7 +186,12 @@ def test_errors_have_a_korean_sentence(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name, title", [("timm:deit_tiny_patch16_224", "DeiT-Ti/16"), ("timm:some_other_vit", "timm:some_other_vit"), ("hf:someone/vit", "hf:someone/vit")]
+    "name, title",
+    [
+        ("timm:deit_tiny_patch16_224", "DeiT-Ti/16"),
+        ("timm:some_other_vit", "timm:some_other_vit"),
+        ("hf:someone/vit", "hf:someone/vit"),
+    ],
 )
 def test_hub_names_get_a_spec_after_their_download(name, title, monkeypatch):
     """What load does once timm or transformers has returned a model (the download itself needs the network)."""

@@ -63,9 +63,7 @@ def grid(values: Tensor, grid_size: tuple[int, int]) -> Tensor:
     return values.reshape(*values.shape[:-1], grid_h, grid_w)  # (..., grid_h, grid_w)
 
 
-def upsample_map(
-    values: Tensor, size: tuple[int, int], mode: Literal["nearest", "bilinear"] = "nearest"
-) -> Tensor:
+def upsample_map(values: Tensor, size: tuple[int, int], mode: Literal["nearest", "bilinear"] = "nearest") -> Tensor:
     """Stretch a patch-grid map to the image size, to lay it over the photo.
 
     Args:
@@ -108,16 +106,12 @@ def patch_index(row: int, col: int, grid_size: tuple[int, int], num_prefix_token
     return num_prefix_tokens + row * grid_w + col
 
 
-def token_to_patch(
-    index: int, grid_size: tuple[int, int], num_prefix_tokens: int
-) -> tuple[int, int] | None:
+def token_to_patch(index: int, grid_size: tuple[int, int], num_prefix_tokens: int) -> tuple[int, int] | None:
     """(row, col) of the patch at token ``index``, or None for a prefix token such as [CLS]."""
     grid_h, grid_w = grid_size
     num_tokens = num_prefix_tokens + grid_h * grid_w
     if not 0 <= index < num_tokens:
-        raise ValueError(
-            f"Token {index} does not exist: this model has tokens 0 to {num_tokens - 1}."
-        )
+        raise ValueError(f"Token {index} does not exist: this model has tokens 0 to {num_tokens - 1}.")
     if index < num_prefix_tokens:
         return None
     return divmod(index - num_prefix_tokens, grid_w)
@@ -218,10 +212,7 @@ def attention_rollout(
     if not attentions:
         raise ValueError("There are no attention maps to roll out: the model has no blocks.")
     if not 0 <= start_layer < len(attentions):
-        raise ValueError(
-            f"start_layer {start_layer} does not exist: choose a block from 0 to "
-            f"{len(attentions) - 1}."
-        )
+        raise ValueError(f"start_layer {start_layer} does not exist: choose a block from 0 to {len(attentions) - 1}.")
     rollout: Tensor | None = None
     for attention in attentions[start_layer:]:  # each (B, heads, T, T)
         if head_fusion == "mean":
@@ -269,12 +260,16 @@ def rollout_map(
         discard_ratio=discard_ratio,
         start_layer=start_layer,
     )  # (B, T, T)
-    prefix = trace.num_prefix_tokens
+    return grid(pooled_row(rollout, trace.num_prefix_tokens), trace.grid_size)
+
+
+def pooled_row(matrix: Tensor, num_prefix_tokens: int) -> Tensor:
+    """What the pooled token reads from every patch: the [CLS] row of a (B, T, T) token-to-token
+    matrix, or, without [CLS], the mean of the patch rows. (B, N)."""
+    prefix = num_prefix_tokens
     if prefix:
-        rows = rollout[:, 0, prefix:]  # (B, N)
-    else:
-        rows = rollout[:, prefix:, prefix:].mean(dim=1)  # (B, N): mean over patch queries
-    return grid(rows, trace.grid_size)
+        return matrix[:, 0, prefix:]
+    return matrix[:, prefix:, prefix:].mean(dim=1)  # the mean over the patch queries
 
 
 # --------------------------------------------------------------------------------------------
@@ -337,9 +332,7 @@ def mean_attention_distance(trace: Trace, patch_size: int | None = None) -> Tens
 # --------------------------------------------------------------------------------------------
 
 
-def pos_embed_similarity(
-    pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int
-) -> Tensor:
+def pos_embed_similarity(pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int) -> Tensor:
     """Cosine similarity between the position embeddings of every pair of patches (Fig. 7 centre).
 
     Args:
@@ -441,8 +434,7 @@ def logit_lens(model: VisionTransformer, trace: Trace, softmax: bool = True) -> 
     """
     if model.config.num_classes == 0:
         raise ValueError(
-            "This model has no classification head, so there are no class scores to read: "
-            "choose a model with classes."
+            "This model has no classification head, so there are no class scores to read: choose a model with classes."
         )
     param = next(model.parameters())  # the trace may sit on the CPU while the model is on a GPU
     lens = torch.stack([model.readout(h.to(param.device, param.dtype)) for h in trace.hidden_states])  # (L+1, B, K)
@@ -535,8 +527,7 @@ def worked_attention(
     atol = max(1e-5, 10 * torch.finfo(weights.dtype).eps)
     if not torch.allclose(weights, expected.to(weights.dtype), atol=atol, rtol=1e-3):
         raise RuntimeError(
-            "The recomputed attention weights differ from the trace: explain the image again "
-            "with this model."
+            "The recomputed attention weights differ from the trace: explain the image again with this model."
         )
     return {
         "q": q_vec,
@@ -554,9 +545,7 @@ def worked_attention(
 # --------------------------------------------------------------------------------------------
 
 
-def position_similarities(
-    pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int
-) -> dict[str, Tensor]:
+def position_similarities(pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int) -> dict[str, Tensor]:
     """The model's position-embedding similarity beside two fixed schemes of the same width.
 
     Args:
@@ -744,7 +733,7 @@ def block_shapes(model: VisionTransformer, trace: Trace) -> list[tuple[str, tupl
         stream,  # fc2
         stream,  # add2
     ]
-    return list(zip(BLOCK_STEPS, shapes))
+    return list(zip(BLOCK_STEPS, shapes, strict=True))
 
 
 def block_statistics(trace: Trace, token: int | None = None) -> dict[str, Tensor]:
@@ -777,7 +766,10 @@ def block_statistics(trace: Trace, token: int | None = None) -> dict[str, Tensor
         index = _check_index(token, trace.hidden_states[0].shape[1], "Token")
         select = slice(index, index + 1)
     tiny = 1e-12
-    rows: dict[str, list[Tensor]] = {key: [] for key in ("residual_norm", "attn_norm", "mlp_norm", "output_norm", "attn_ratio", "mlp_ratio", "cosine")}  # fmt: skip
+    rows: dict[str, list[Tensor]] = {
+        key: []
+        for key in ("residual_norm", "attn_norm", "mlp_norm", "output_norm", "attn_ratio", "mlp_ratio", "cosine")
+    }
     for layer in range(trace.depth):
         x = trace.hidden_states[layer][:, select].float()  # (B, n, D)
         a = trace.attn_outputs[layer][:, select].float()
@@ -1022,7 +1014,9 @@ def occlusion_curve(
     return probs[:, target].cpu()
 
 
-def occlusion_steps(model: VisionTransformer, budget_gflop: float = 250.0, min_steps: int = 4, max_steps: int = 20) -> int:
+def occlusion_steps(
+    model: VisionTransformer, budget_gflop: float = 250.0, min_steps: int = 4, max_steps: int = 20
+) -> int:
     """How many occlusion steps one batched forward pass can afford.
 
     (steps + 1) images cost ``flops_per_image(model.config)`` each; the answer keeps that under
@@ -1080,18 +1074,16 @@ def grad_rollout(model: VisionTransformer, pixels: Tensor, class_index: int) -> 
         grads = torch.autograd.grad(trace.logits[0, class_index], trace.attentions)  # depth x (1, heads, T, T)
     weighted = [
         (grad * attention.detach()).clamp_min(0.0).mean(dim=1, keepdim=True)  # (1, 1, T, T)
-        for grad, attention in zip(grads, trace.attentions)
+        for grad, attention in zip(grads, trace.attentions, strict=True)
     ]
     rollout = attention_rollout(weighted, head_fusion="mean", residual=True)  # (1, T, T)
-    prefix = trace.num_prefix_tokens
-    if prefix:
-        row = rollout[0, 0, prefix:]  # (N,): the [CLS] row
-    else:
-        row = rollout[0, prefix:, prefix:].mean(dim=0)  # (N,): mean over the patch queries
+    row = pooled_row(rollout, trace.num_prefix_tokens)[0]  # (N,)
     return grid(row.float().cpu(), trace.grid_size)  # (grid_h, grid_w)
 
 
-def occlusion_reading(rollout_curve: Sequence[float] | Tensor, random_curve: Sequence[float] | Tensor, margin: float = 0.05) -> tuple[str, float, float]:
+def occlusion_reading(
+    rollout_curve: Sequence[float] | Tensor, random_curve: Sequence[float] | Tensor, margin: float = 0.05
+) -> tuple[str, float, float]:
     """Which occlusion curve fell faster, read from the curves themselves.
 
     The mean probability over a curve (its area, the x steps being even) is lower the faster

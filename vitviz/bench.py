@@ -60,9 +60,15 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 PAGE_READY = ".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame']"
 RUNNING = "[data-testid='stStatusWidgetRunningIcon'], [data-testid='stStatusWidgetRunningManIcon']"
 ATTENTION_TOLERANCE = 1e-4
@@ -77,9 +83,16 @@ TARGETS: list[tuple[str, str, float]] = [
     ("cached_rerun_ms", "<=", 150.0),
 ]
 REQUIRED_KEYS = (
-    "explain_over_forward", "ours_over_timm", "ours_over_hf", "fraction_of_matmul_peak",
-    "eval_images_per_s", "eval_fraction_of_flop_bound", "cached_rerun_ms", "cold_start_s", "app_peak_rss_mb",
-)  # fmt: skip
+    "explain_over_forward",
+    "ours_over_timm",
+    "ours_over_hf",
+    "fraction_of_matmul_peak",
+    "eval_images_per_s",
+    "eval_fraction_of_flop_bound",
+    "cached_rerun_ms",
+    "cold_start_s",
+    "app_peak_rss_mb",
+)
 
 # (page, AppTest accessor, widget key, two values to alternate between) in order of preference.
 RERUN_TARGETS = [
@@ -114,13 +127,25 @@ class Plan:
 
 
 FULL = Plan(
-    quick=False, runs=7, warmup=1, vit=zoo.REGISTRY["untrained-vit-b16"].config, vit_name="untrained-vit-b16",
-    cifar_batch=256, eval_images=None, cold_starts=3,
-)  # fmt: skip
+    quick=False,
+    runs=7,
+    warmup=1,
+    vit=zoo.REGISTRY["untrained-vit-b16"].config,
+    vit_name="untrained-vit-b16",
+    cifar_batch=256,
+    eval_images=None,
+    cold_starts=3,
+)
 QUICK = Plan(
-    quick=True, runs=5, warmup=1, vit=zoo.VIT_TI16.replace(image_size=64), vit_name=None,
-    cifar_batch=32, eval_images=500, cold_starts=1,
-)  # fmt: skip
+    quick=True,
+    runs=5,
+    warmup=1,
+    vit=zoo.VIT_TI16.replace(image_size=64),
+    vit_name=None,
+    cifar_batch=32,
+    eval_images=500,
+    cold_starts=1,
+)
 
 
 @dataclass
@@ -216,10 +241,16 @@ def timm_peer(config: ViTConfig, seed: int = 0) -> nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = timm.create_model(
-            "vit_base_patch16_224", pretrained=False, img_size=(height, width), patch_size=config.patch_size,
-            embed_dim=config.embed_dim, depth=config.depth, num_heads=config.num_heads,
-            mlp_ratio=config.mlp_ratio, num_classes=config.num_classes,
-        )  # fmt: skip
+            "vit_base_patch16_224",
+            pretrained=False,
+            img_size=(height, width),
+            patch_size=config.patch_size,
+            embed_dim=config.embed_dim,
+            depth=config.depth,
+            num_heads=config.num_heads,
+            mlp_ratio=config.mlp_ratio,
+            num_classes=config.num_classes,
+        )
     return model.eval()
 
 
@@ -231,10 +262,14 @@ def hf_peer(config: ViTConfig, seed: int = 0) -> nn.Module:
 
     height, _ = config.image_size
     hf_config = HFViTConfig(
-        hidden_size=config.embed_dim, num_hidden_layers=config.depth, num_attention_heads=config.num_heads,
-        intermediate_size=config.mlp_hidden_dim, image_size=height, patch_size=config.patch_size,
+        hidden_size=config.embed_dim,
+        num_hidden_layers=config.depth,
+        num_attention_heads=config.num_heads,
+        intermediate_size=config.mlp_hidden_dim,
+        image_size=height,
+        patch_size=config.patch_size,
         attn_implementation="eager",
-    )  # fmt: skip
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = ViTModel(hf_config, add_pooling_layer=False)
@@ -293,7 +328,7 @@ class TimmAttention:
         for handle in self._handles:
             handle.remove()
         self._handles = []
-        for block, fused in zip(self.model.blocks, self._fused):
+        for block, fused in zip(self.model.blocks, self._fused, strict=True):
             block.attn.fused_attn = fused
 
 
@@ -312,12 +347,12 @@ def hf_attention(model: nn.Module, pixels: Tensor) -> list[Tensor]:
 
 def max_attention_difference(ours: list[Tensor], theirs: list[Tensor]) -> float:
     """The largest absolute difference between two lists of attention maps of equal shapes."""
-    if len(ours) != len(theirs) or any(a.shape != b.shape for a, b in zip(ours, theirs)):
+    if len(ours) != len(theirs) or any(a.shape != b.shape for a, b in zip(ours, theirs, strict=True)):
         raise ValueError(
             f"attention maps differ in number or shape: {[tuple(a.shape) for a in ours[:1]]} x {len(ours)} "
             f"vs {[tuple(b.shape) for b in theirs[:1]]} x {len(theirs)}"
         )
-    return max(float((a - b).abs().max()) for a, b in zip(ours, theirs))
+    return max(float((a - b).abs().max()) for a, b in zip(ours, theirs, strict=True))
 
 
 def check_same_attention(report: Report, label: str, ours: list[Tensor], theirs: list[Tensor]) -> None:
@@ -529,9 +564,18 @@ def app_server(timeout: float = 120.0, env: Mapping[str, str] | None = None) -> 
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(env or {}))
     command = [
-        sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-        "--server.address", "127.0.0.1", "--server.port", str(port),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+    ]
     with tempfile.TemporaryFile() as output:
         started = time.perf_counter()
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
@@ -588,7 +632,7 @@ def visit(page: Any, url: str, timeout_ms: int = 300_000) -> str | None:
     try:
         page.wait_for_selector("h1", timeout=timeout_ms)
         page.wait_for_selector(PAGE_READY, timeout=timeout_ms)
-    except Exception as err:  # noqa: BLE001 - a Playwright timeout, noted and the tour goes on
+    except Exception as err:
         return f"{url}: no title, figure, metric or table appeared ({type(err).__name__})"
     deadline = time.monotonic() + timeout_ms / 1000
     idle = 0
@@ -796,8 +840,11 @@ def met(value: float | None, comparison: str, target: float) -> str:
 def table(report: Report) -> str:
     """The readable report: figures with targets first (met / missed), then the rest."""
     figures = report.figures
-    lines = [f"vitviz bench{' --quick' if figures.get('quick') else ''}: {figures.get('machine')}, "
-             f"{figures.get('threads')} threads, torch {figures.get('torch')}, {figures.get('dtype')}", ""]  # fmt: skip
+    lines = [
+        f"vitviz bench{' --quick' if figures.get('quick') else ''}: {figures.get('machine')}, "
+        f"{figures.get('threads')} threads, torch {figures.get('torch')}, {figures.get('dtype')}",
+        "",
+    ]
     lines.append(f"{'figure':<34} {'value':>12}  {'target':<10} result")
     targeted = set()
     for name, comparison, target in TARGETS:

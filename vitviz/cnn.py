@@ -47,7 +47,8 @@ class ConvNet(nn.Module):
         self.stem_act = nn.GELU()
         widths = (config.stem_width, *config.widths)
         self.groups = nn.ModuleList(
-            ConvGroup(c_in, c_out, config.batchnorm_momentum) for c_in, c_out in zip(widths[:-1], widths[1:])
+            ConvGroup(c_in, c_out, config.batchnorm_momentum)
+            for c_in, c_out in zip(widths[:-1], widths[1:], strict=True)
         )
         self.pool = nn.AdaptiveMaxPool2d(1)
         self.head = nn.Linear(widths[-1], config.num_classes)

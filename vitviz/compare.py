@@ -13,8 +13,8 @@ forward with its position embeddings replaced.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
@@ -52,7 +52,9 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
     from captum.attr import LayerAttribution, LayerGradCam
 
     pixels = _one_image(pixels).detach().to(next(model.parameters()).device)
-    cam = LayerGradCam(model, model.last_conv).attribute(pixels, target=class_index, relu_attributions=True)  # (1, 1, h, w)
+    cam = LayerGradCam(model, model.last_conv).attribute(
+        pixels, target=class_index, relu_attributions=True
+    )  # (1, 1, h, w)
     upsampled = LayerAttribution.interpolate(cam, tuple(pixels.shape[-2:]), interpolate_mode="bilinear")  # (1, 1, H, W)
     return upsampled[0, 0].detach().float().cpu()
 
@@ -70,7 +72,9 @@ def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, ste
     from captum.attr import IntegratedGradients
 
     pixels = _one_image(pixels).detach().to(next(model.parameters()).device)
-    attribution = IntegratedGradients(model).attribute(pixels, target=class_index, n_steps=steps, internal_batch_size=steps)
+    attribution = IntegratedGradients(model).attribute(
+        pixels, target=class_index, n_steps=steps, internal_batch_size=steps
+    )
     return attribution[0].sum(dim=0).abs().detach().float().cpu()  # (H, W)
 
 
@@ -146,9 +150,15 @@ class Experiment:
 
 @torch.no_grad()
 def run_experiment(
-    kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int = 2, seed: int = 0,
+    kind: str,
+    vit: VisionTransformer,
+    vit_pixels: Tensor,
+    cnn: ConvNet,
+    cnn_pixels: Tensor,
+    shift: int = 2,
+    seed: int = 0,
     hidden: Sequence[int] = (),
-) -> Experiment:  # fmt: skip
+) -> Experiment:
     """One of the experiments a class can run with a click, on both models at once.
 
     - "shuffle": the ViT's patch grid in a random order (``seed``), the same permutation for the
@@ -164,9 +174,10 @@ def run_experiment(
     cnn_pixels = cnn_pixels.to(next(cnn.parameters()).device)
     outcome = _experiment(kind, vit, vit_pixels, cnn, cnn_pixels, shift, seed, hidden)
     return Experiment(
-        outcome.vit_logits.float().cpu(), None if outcome.cnn_logits is None else outcome.cnn_logits.float().cpu(),
+        outcome.vit_logits.float().cpu(),
+        None if outcome.cnn_logits is None else outcome.cnn_logits.float().cpu(),
         outcome.vit_input.cpu(),
-    )  # fmt: skip
+    )
 
 
 def _same_grid(cnn_pixels: Tensor, grid: tuple[int, int]) -> int | None:
@@ -177,8 +188,15 @@ def _same_grid(cnn_pixels: Tensor, grid: tuple[int, int]) -> int | None:
 
 
 def _experiment(
-    kind: str, vit: VisionTransformer, vit_pixels: Tensor, cnn: ConvNet, cnn_pixels: Tensor, shift: int, seed: int, hidden: Sequence[int],
-) -> Experiment:  # fmt: skip
+    kind: str,
+    vit: VisionTransformer,
+    vit_pixels: Tensor,
+    cnn: ConvNet,
+    cnn_pixels: Tensor,
+    shift: int,
+    seed: int,
+    hidden: Sequence[int],
+) -> Experiment:
     patch = vit.config.token_size  # pixels per token
     grid = grid_size(tuple(vit_pixels.shape[-2:]), patch)
     cnn_patch = _same_grid(cnn_pixels, grid)

@@ -17,9 +17,17 @@ HALF = (0.5, 0.5, 0.5)
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
 CIFAR10_STD = (0.2470, 0.2435, 0.2616)
 CIFAR10_CLASSES = (
-    "airplane", "automobile", "bird", "cat", "deer",
-    "dog", "frog", "horse", "ship", "truck",
-)  # fmt: skip
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+)
 
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
 
@@ -62,9 +70,7 @@ class Preprocess:
         object.__setattr__(self, "mean", tuple(float(m) for m in self.mean))
         object.__setattr__(self, "std", tuple(float(s) for s in self.std))
         if self.interpolation not in INTERPOLATIONS:
-            raise ValueError(
-                f"interpolation must be one of {INTERPOLATIONS}, not {self.interpolation!r}."
-            )
+            raise ValueError(f"interpolation must be one of {INTERPOLATIONS}, not {self.interpolation!r}.")
         if len(self.mean) != len(self.std):
             raise ValueError("mean and std must have one value per channel each.")
         if any(s <= 0 for s in self.std):
@@ -196,16 +202,12 @@ class ViTConfig:
         if self.num_classes < 0:
             raise ValueError("num_classes must be 0 (no head) or more.")
         if self.class_names and self.num_classes and len(self.class_names) != self.num_classes:
-            raise ValueError(
-                f"There are {len(self.class_names)} class names for {self.num_classes} classes."
-            )
+            raise ValueError(f"There are {len(self.class_names)} class names for {self.num_classes} classes.")
         for name in ("drop_rate", "attn_drop_rate", "drop_path_rate"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ValueError(f"{name} must be in [0, 1).")
         if len(self.preprocess.mean) != self.in_chans:
-            raise ValueError(
-                f"preprocess.mean has {len(self.preprocess.mean)} values for {self.in_chans} channels."
-            )
+            raise ValueError(f"preprocess.mean has {len(self.preprocess.mean)} values for {self.in_chans} channels.")
 
     @property
     def is_hybrid(self) -> bool:
@@ -311,10 +313,18 @@ def cifar10_vit_config(**changes: Any) -> ViTConfig:
     same parameter count) run at 59, because attention with 16-wide heads is slow there.
     """
     base = ViTConfig(
-        image_size=32, patch_size=4, num_classes=10, embed_dim=192, depth=6, num_heads=3,
-        mlp_ratio=4.0, drop_path_rate=0.1, layer_norm_eps=1e-6, class_names=CIFAR10_CLASSES,
+        image_size=32,
+        patch_size=4,
+        num_classes=10,
+        embed_dim=192,
+        depth=6,
+        num_heads=3,
+        mlp_ratio=4.0,
+        drop_path_rate=0.1,
+        layer_norm_eps=1e-6,
+        class_names=CIFAR10_CLASSES,
         preprocess=Preprocess(resize=32, crop=(32, 32), interpolation="bicubic", mean=CIFAR10_MEAN, std=CIFAR10_STD),
-    )  # fmt: skip
+    )
     return base.replace(**changes)
 
 
@@ -402,7 +412,9 @@ def config_from_dict(data: dict[str, Any]) -> ModelConfig:
 def cifar10_cnn_config(**changes: Any) -> CNNConfig:
     """The shipped CNN: 32x32 input, widths 64/256/256 (about 2M parameters), CIFAR-10's statistics."""
     base = CNNConfig(
-        image_size=32, num_classes=10, class_names=CIFAR10_CLASSES,
+        image_size=32,
+        num_classes=10,
+        class_names=CIFAR10_CLASSES,
         preprocess=Preprocess(resize=32, crop=(32, 32), interpolation="bicubic", mean=CIFAR10_MEAN, std=CIFAR10_STD),
-    )  # fmt: skip
+    )
     return base.replace(**changes)

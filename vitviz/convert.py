@@ -352,9 +352,7 @@ def _timm_module_features(model: nn.Module) -> list[str]:
     return found
 
 
-def _timm_preprocess(
-    pretrained_cfg: Mapping[str, Any] | None, size: tuple[int, int], in_chans: int
-) -> Preprocess:
+def _timm_preprocess(pretrained_cfg: Mapping[str, Any] | None, size: tuple[int, int], in_chans: int) -> Preprocess:
     """timm's eval transform for a ``size`` input: resize to floor(size / crop_pct), centre crop.
 
     For a non-square size the shorter side is resized to floor(max(height, width) / crop_pct)
@@ -461,8 +459,7 @@ def _timm_config_from_shapes(state_dict: Mapping[str, Tensor], num_heads: int | 
         )
     if num_heads is None:
         raise ValueError(
-            "A state dict does not say how many attention heads the model has: "
-            "pass num_heads= (or a full config=)."
+            "A state dict does not say how many attention heads the model has: pass num_heads= (or a full config=)."
         )
     depth = len({key.split(".")[1] for key in state_dict if key.startswith("blocks.")})
     fc_norm = "fc_norm.weight" in state_dict

@@ -80,7 +80,9 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
             image = Image.open(io.BytesIO(data))
             width, height = image.size
             if width * height > max_pixels:
-                raise ImageError("image.too_large", width=width, height=height, megapixels=round(width * height / 1e6), limit=limit)
+                raise ImageError(
+                    "image.too_large", width=width, height=height, megapixels=round(width * height / 1e6), limit=limit
+                )
             if width < 1 or height < 1:
                 raise ImageError("image.no_pixels")
             frames = getattr(image, "n_frames", 1)
@@ -94,19 +96,19 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
         raise ImageError("image.bomb", limit=limit) from None
     except UnidentifiedImageError:
         raise ImageError("image.unknown") from None
-    except Exception as err:  # noqa: BLE001 - any decoder failure on user bytes means a bad file
+    except Exception as err:
         log.info("image decode failed: %r", err)
         raise ImageError("image.damaged") from None
     try:
         image = ImageOps.exif_transpose(image) or image
-    except Exception as err:  # noqa: BLE001 - a broken EXIF block must not stop a good image
+    except Exception as err:
         log.info("EXIF orientation ignored: %r", err)
         notes.append(("image.note.exif", {}))
     try:
         if image.mode in _TRANSPARENT_MODES or "transparency" in image.info:
             notes.append(("image.note.transparent", {}))
         image = _to_rgb(image)
-    except Exception as err:  # noqa: BLE001 - as above: the file's colour data is unusable
+    except Exception as err:
         log.info("colour conversion failed: %r", err)
         raise ImageError("image.colour") from None
     image.info[NOTES_KEY] = notes
@@ -251,9 +253,7 @@ class ImageSet:
 
 def fingerprint_folder(folder: Path) -> tuple[str, list[Path]]:
     """sha256 over (relative path + bytes) of every image in sorted order, and the files."""
-    files = sorted(
-        p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES
-    )
+    files = sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(folder).as_posix().encode())
@@ -299,9 +299,13 @@ def load_image_folder(folder: Path, size: tuple[int, int] | None = None, use_cac
     if use_cache and cache.exists():
         stored = torch.load(cache, weights_only=True)
         return ImageSet(
-            stored["images"], stored["labels"], list(stored["classes"]), list(stored["files"]),
-            str(folder), fingerprint,
-        )  # fmt: skip
+            stored["images"],
+            stored["labels"],
+            list(stored["classes"]),
+            list(stored["files"]),
+            str(folder),
+            fingerprint,
+        )
     log.info("decoding %d images from %s", len(files), folder)
     data = _decode_folder(folder, files, size)
     data.fingerprint = fingerprint
@@ -340,7 +344,9 @@ def load_torchvision_cifar10(root: Path, split: str, download: bool = True) -> I
     return ImageSet(images, labels, list(dataset.classes), files, f"torchvision CIFAR10 ({root})", digest)
 
 
-def load_split(root: Path | str | None, split: str, size: tuple[int, int] | None = None, download: bool = True) -> ImageSet:
+def load_split(
+    root: Path | str | None, split: str, size: tuple[int, int] | None = None, download: bool = True
+) -> ImageSet:
     """One function for every place data can come from.
 
     An ImageFolder (root/<split>/<class>/ or root/<class>/) is read as folders of images;

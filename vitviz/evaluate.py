@@ -110,7 +110,9 @@ class EvalResult:
             "accuracy": round(self.accuracy, 6),
             "misclassified": self.misclassified,
             "images_per_s": round(self.images_per_s, 1),
-            "per_class_accuracy": dict(zip(self.classes, [round(a, 4) for a in self.per_class_accuracy()])),
+            "per_class_accuracy": dict(
+                zip(self.classes, [round(a, 4) for a in self.per_class_accuracy()], strict=True)
+            ),
             "confusion": self.confusion().tolist(),
             "cached": self.cached,
         }
@@ -122,7 +124,9 @@ def weights_hash(model: torch.nn.Module) -> str:
     for name, tensor in sorted(model.state_dict().items()):
         digest.update(name.encode())
         digest.update(str(tuple(tensor.shape)).encode())
-        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())  # reshape: 0-dim buffers (BatchNorm counters)
+        digest.update(
+            tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        )  # reshape: 0-dim buffers (BatchNorm counters)
     return digest.hexdigest()
 
 
@@ -136,15 +140,23 @@ def save_predictions(result: EvalResult, path: Path, weights_sha256: str, finger
     """Write ``result``'s class probabilities (float16) and labels, keyed by the weights hash
     and the dataset fingerprint they were computed from (safetensors metadata)."""
     metadata = {
-        "weights_sha256": weights_sha256, "fingerprint": fingerprint, "classes": json.dumps(result.classes),
-        "images_per_s": f"{result.images_per_s:.1f}", "seconds": f"{result.seconds:.3f}",
-    }  # fmt: skip
-    tensors = {"probs": result.probs.to(torch.float16).contiguous(), "labels": result.labels.to(torch.int16).contiguous()}
+        "weights_sha256": weights_sha256,
+        "fingerprint": fingerprint,
+        "classes": json.dumps(result.classes),
+        "images_per_s": f"{result.images_per_s:.1f}",
+        "seconds": f"{result.seconds:.3f}",
+    }
+    tensors = {
+        "probs": result.probs.to(torch.float16).contiguous(),
+        "labels": result.labels.to(torch.int16).contiguous(),
+    }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata=metadata)
 
 
-def read_predictions(path: Path | None, model: torch.nn.Module, data: ImageSet, name: str = "model") -> EvalResult | None:
+def read_predictions(
+    path: Path | None, model: torch.nn.Module, data: ImageSet, name: str = "model"
+) -> EvalResult | None:
     """The predictions stored at ``path`` when they are those of these weights on this dataset.
 
     Returns:
@@ -168,9 +180,16 @@ def read_predictions(path: Path | None, model: torch.nn.Module, data: ImageSet, 
     if json.loads(metadata.get("classes", "[]")) != list(data.classes):
         return None
     return EvalResult(
-        model=name, data=data.source, classes=list(data.classes), files=list(data.files), labels=labels, probs=probs,
-        images_per_s=float(metadata.get("images_per_s", 0)), seconds=float(metadata.get("seconds", 0)), cached=True,
-    )  # fmt: skip
+        model=name,
+        data=data.source,
+        classes=list(data.classes),
+        files=list(data.files),
+        labels=labels,
+        probs=probs,
+        images_per_s=float(metadata.get("images_per_s", 0)),
+        seconds=float(metadata.get("seconds", 0)),
+        cached=True,
+    )
 
 
 def _cache_path(model: VisionTransformer, data: ImageSet) -> Path:
@@ -187,7 +206,9 @@ def prepare_batch(images: Tensor, model: VisionTransformer) -> Tensor:
         pixels = (pixels * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1, keepdim=True)
     if tuple(pixels.shape[-2:]) != tuple(config.image_size):
         mode = "bilinear" if pre.interpolation == "nearest" else pre.interpolation
-        pixels = F.interpolate(pixels, size=config.image_size, mode=mode, antialias=True, align_corners=False).clamp(0, 1)
+        pixels = F.interpolate(pixels, size=config.image_size, mode=mode, antialias=True, align_corners=False).clamp(
+            0, 1
+        )
     mean = torch.tensor(pre.mean).view(1, -1, 1, 1)
     std = torch.tensor(pre.std).view(1, -1, 1, 1)
     return (pixels - mean) / std
@@ -242,10 +263,16 @@ def evaluate(
         if progress is not None:
             progress(len(data), len(data))
         return EvalResult(
-            model=name, data=data.source, classes=list(data.classes), files=list(data.files),
-            labels=stored["labels"], probs=stored["probs"], images_per_s=float(stored["images_per_s"]),
-            seconds=float(stored["seconds"]), cached=True,
-        )  # fmt: skip
+            model=name,
+            data=data.source,
+            classes=list(data.classes),
+            files=list(data.files),
+            labels=stored["labels"],
+            probs=stored["probs"],
+            images_per_s=float(stored["images_per_s"]),
+            seconds=float(stored["seconds"]),
+            cached=True,
+        )
     model.eval()
     device = next(model.parameters()).device
     probs = torch.empty((len(data), model.config.num_classes))
@@ -258,11 +285,20 @@ def evaluate(
             progress(stop, len(data))
     seconds = time.perf_counter() - started
     result = EvalResult(
-        model=name, data=data.source, classes=list(data.classes), files=list(data.files),
-        labels=data.labels.clone(), probs=probs, images_per_s=len(data) / max(seconds, 1e-9), seconds=seconds,
-    )  # fmt: skip
+        model=name,
+        data=data.source,
+        classes=list(data.classes),
+        files=list(data.files),
+        labels=data.labels.clone(),
+        probs=probs,
+        images_per_s=len(data) / max(seconds, 1e-9),
+        seconds=seconds,
+    )
     if use_cache:
-        save_atomic({"labels": result.labels, "probs": result.probs, "images_per_s": result.images_per_s, "seconds": seconds}, path)
+        save_atomic(
+            {"labels": result.labels, "probs": result.probs, "images_per_s": result.images_per_s, "seconds": seconds},
+            path,
+        )
     return result
 
 
@@ -276,12 +312,12 @@ def format_report(result: EvalResult) -> str:
         "per-class accuracy:",
     ]
     width = max(len(c) for c in result.classes)
-    for cls, acc in zip(result.classes, result.per_class_accuracy()):
+    for cls, acc in zip(result.classes, result.per_class_accuracy(), strict=True):
         lines.append(f"  {cls:<{width}}  {acc:6.1%}")
     lines += ["", "confusion matrix (rows: true, columns: predicted):"]
     short = [c[:5] for c in result.classes]
     lines.append(" " * (width + 2) + " ".join(f"{s:>5}" for s in short))
-    for cls, row in zip(result.classes, result.confusion().tolist()):
+    for cls, row in zip(result.classes, result.confusion().tolist(), strict=True):
         lines.append(f"  {cls:<{width}}" + " ".join(f"{v:>5}" for v in row))
     return "\n".join(lines)
 
@@ -289,9 +325,15 @@ def format_report(result: EvalResult) -> str:
 def main(argv: list[str] | None = None) -> int:
     from vitviz import zoo
 
-    parser = argparse.ArgumentParser(prog="python -m vitviz.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path")
-    parser.add_argument("--data", default=None, help="ImageFolder root or CIFAR-10 root (default: VITVIZ_DATA, else a cache folder)")
+    parser = argparse.ArgumentParser(
+        prog="python -m vitviz.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
+    )
+    parser.add_argument(
+        "--data", default=None, help="ImageFolder root or CIFAR-10 root (default: VITVIZ_DATA, else a cache folder)"
+    )
     parser.add_argument("--split", default="test")
     parser.add_argument("--limit", type=int, default=None, help="evaluate on N images spread evenly through the set")
     parser.add_argument("--batch-size", type=int, default=256)
@@ -308,7 +350,9 @@ def main(argv: list[str] | None = None) -> int:
         def advance(done: int, total: int) -> None:
             bar.update(done - bar.n)
 
-        result = evaluate(model, data, name=spec.name, batch_size=args.batch_size, progress=advance, use_cache=not args.no_cache)
+        result = evaluate(
+            model, data, name=spec.name, batch_size=args.batch_size, progress=advance, use_cache=not args.no_cache
+        )
         bar.close()
     except (zoo.ModelLoadError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -33,7 +33,10 @@ def shape_table(model: VisionTransformer, trace: Trace) -> list[tuple[str, tuple
         rows.append((f"patch_embed.backbone: {resnet_name(config)} feature map", tuple(trace.features.shape)))
     what = "feature-map cells" if config.is_hybrid else "raw pixels"
     rows += [
-        (f"patch_embed.proj: Conv2d(k={config.patch_size}, s={config.patch_size})", (batch, config.embed_dim, grid_h, grid_w)),
+        (
+            f"patch_embed.proj: Conv2d(k={config.patch_size}, s={config.patch_size})",
+            (batch, config.embed_dim, grid_h, grid_w),
+        ),
         (f"patches: {what}, (c p1 p2) order", tuple(trace.patches.shape)),
         ("patch tokens: flatten(2).transpose(1, 2)", tuple(trace.patch_tokens.shape)),
         (("[CLS] prepended + " if config.class_token else "") + "pos_embed added", tuple(trace.tokens.shape)),
@@ -58,7 +61,11 @@ def pipeline(model: VisionTransformer, trace: Trace) -> list[tuple[str, str, tup
     batch = trace.pixels.shape[0]
     grid_h, grid_w = trace.grid_size
     last = trace.depth - 1
-    stem = [] if trace.features is None else [("backbone", f"patch_embed.backbone  {resnet_name(config)}", tuple(trace.features.shape))]
+    stem = (
+        []
+        if trace.features is None
+        else [("backbone", f"patch_embed.backbone  {resnet_name(config)}", tuple(trace.features.shape))]
+    )
     return [
         ("input", "pixels", tuple(trace.pixels.shape)),
         *stem,
@@ -68,7 +75,11 @@ def pipeline(model: VisionTransformer, trace: Trace) -> list[tuple[str, str, tup
         ("sequence", ("cat([CLS], x) + " if config.class_token else "x + ") + "pos_embed", tuple(trace.tokens.shape)),
         ("attention", f"blocks[0..{last}].attn  softmax(QK^T/sqrt(d))", tuple(trace.attentions[0].shape)),
         ("block", f"blocks[0..{last}]  x + MHSA(LN(x)); x + MLP(LN(x))", tuple(trace.hidden_states[-1].shape)),
-        ("pre_logits", "norm(x)[:, 0]" if config.global_pool == "token" else "norm(x[:, 1:].mean(1))", tuple(trace.pre_logits.shape)),
+        (
+            "pre_logits",
+            "norm(x)[:, 0]" if config.global_pool == "token" else "norm(x[:, 1:].mean(1))",
+            tuple(trace.pre_logits.shape),
+        ),
         ("logits", "head  Linear", tuple(trace.logits.shape)),
     ]
 
@@ -86,7 +97,9 @@ def top_k(model: VisionTransformer, logits: torch.Tensor, k: int = 5) -> list[tu
     probs = logits[0].float().softmax(dim=-1)
     values, indices = probs.topk(min(k, probs.numel()))
     names = model.config.class_names
-    return [(names[i] if names else f"class {i}", float(v)) for v, i in zip(values.tolist(), indices.tolist())]
+    return [
+        (names[i] if names else f"class {i}", float(v)) for v, i in zip(values.tolist(), indices.tolist(), strict=True)
+    ]
 
 
 @dataclass(frozen=True)
@@ -113,9 +126,13 @@ def verdict(probs: torch.Tensor, class_names: Sequence[str], true_class: str | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vitviz.explain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m vitviz.explain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("image", help="an image file (JPEG, PNG, WebP, ...)")
-    parser.add_argument("--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path")
+    parser.add_argument(
+        "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
+    )
     parser.add_argument("--device", default=None)
     args = parser.parse_args(argv)
     try:
@@ -143,7 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     width = max(len(step) for step, _ in rows)
     for step, shape in rows:
         print(f"  {step:<{width}}  ({','.join(map(str, shape))})")
-    print("\n" + " -> ".join(f"({','.join(map(str, shape))})" for _, shape in rows[:5]) + " -> ... -> " + f"({','.join(map(str, rows[-1][1]))})")
+    print(
+        "\n"
+        + " -> ".join(f"({','.join(map(str, shape))})" for _, shape in rows[:5])
+        + " -> ... -> "
+        + f"({','.join(map(str, rows[-1][1]))})"
+    )
     return 0
 
 

@@ -25,7 +25,10 @@ TEXT: dict[str, dict[str, str]] = {
         "ko": "위 목록 대신 이 모델을 쓰고 있습니다. 칸을 비우면 목록의 모델로 돌아갑니다.",
     },
     "verdict.legend_right": {"en": "green: the true class", "ko": "초록색: 정답 클래스"},
-    "verdict.legend_wrong": {"en": "red: the answer, green: the true class", "ko": "빨간색: 모델의 답, 초록색: 정답 클래스"},
+    "verdict.legend_wrong": {
+        "en": "red: the answer, green: the true class",
+        "ko": "빨간색: 모델의 답, 초록색: 정답 클래스",
+    },
     "verdict.right": {
         "en": "Right. True class (CIFAR-10 test set): **{truth}**; the model says **{pred}** with {p}.",
         "ko": "맞혔습니다. 정답 클래스 (CIFAR-10 테스트 세트): **{truth}**, 모델의 답: **{pred}** ({p}).",
@@ -38,14 +41,20 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "sidebar.image": {"en": "Image", "ko": "이미지"},
     "sidebar.source": {"en": "Source", "ko": "가져올 곳"},
-    "sidebar.upload_kept": {"en": "In use: your upload {name}. Choose another file or source to change it.", "ko": "사용 중: 업로드한 {name}. 바꾸려면 다른 파일이나 가져올 곳을 고르세요."},
+    "sidebar.upload_kept": {
+        "en": "In use: your upload {name}. Choose another file or source to change it.",
+        "ko": "사용 중: 업로드한 {name}. 바꾸려면 다른 파일이나 가져올 곳을 고르세요.",
+    },
     "present.toggle": {"en": "Presenter mode", "ko": "발표 모드"},
     "present.help": {
         "en": "For a projector: hides this sidebar, enlarges the page, and → / PageDown (or a clicker) go to the next step, ← / PageUp back; Escape leaves. A link with ?present=1 opens in this mode.",
         "ko": "프로젝터용: 이 사이드바를 숨기고 화면을 키웁니다. → / PageDown (또는 발표용 리모컨)으로 다음 단계, ← / PageUp으로 이전 단계로 갑니다. Esc로 나옵니다. ?present=1 링크는 이 모드로 열립니다.",
     },
     "present.leave": {"en": "Leave presenter mode", "ko": "발표 모드 끝내기"},
-    "present.leave_help": {"en": "Shows the sidebar again (Escape does the same).", "ko": "사이드바를 다시 보여 줍니다 (Esc 키도 같습니다)."},
+    "present.leave_help": {
+        "en": "Shows the sidebar again (Escape does the same).",
+        "ko": "사이드바를 다시 보여 줍니다 (Esc 키도 같습니다).",
+    },
     "sidebar.source.sample": {"en": "Sample photo", "ko": "예제 사진"},
     "sidebar.source.upload": {"en": "Upload", "ko": "업로드"},
     "sidebar.source.cifar": {"en": "CIFAR-10 test image", "ko": "CIFAR-10 테스트 이미지"},
@@ -55,7 +64,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "Choose an image in the sidebar: upload one, or pick a sample photo.",
         "ko": "사이드바에서 이미지를 고르세요. 직접 올리거나 예제 사진을 선택할 수 있습니다.",
     },
-    "sidebar.upload_limit": {"en": "Up to {limit} MB; nothing you upload is stored.", "ko": "{limit} MB까지 올릴 수 있고, 올린 파일은 저장되지 않습니다."},
+    "sidebar.upload_limit": {
+        "en": "Up to {limit} MB; nothing you upload is stored.",
+        "ko": "{limit} MB까지 올릴 수 있고, 올린 파일은 저장되지 않습니다.",
+    },
     "sidebar.cifar_class": {"en": "Class", "ko": "클래스"},
     "sidebar.cifar_index": {"en": "Index within the class", "ko": "클래스 안의 번호"},
     "sidebar.cifar_random": {"en": "Random test image", "ko": "무작위 테스트 이미지"},
@@ -86,7 +98,10 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "note.image": {"en": "Note: {message}", "ko": "참고: {message}"},
     # ---- images a user gives (vitviz.data.load_image) ----------------------------------------
-    "image.empty": {"en": "The file is empty: choose an image file such as a JPEG or PNG.", "ko": "빈 파일입니다. JPEG나 PNG 같은 이미지 파일을 골라 주세요."},
+    "image.empty": {
+        "en": "The file is empty: choose an image file such as a JPEG or PNG.",
+        "ko": "빈 파일입니다. JPEG나 PNG 같은 이미지 파일을 골라 주세요.",
+    },
     "image.unknown": {
         "en": "This file is not an image that can be read: upload a JPEG, PNG, WebP, GIF, BMP or TIFF.",
         "ko": "읽을 수 있는 이미지 파일이 아닙니다. JPEG, PNG, WebP, GIF, BMP, TIFF 파일을 올려 주세요.",
@@ -103,7 +118,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "The image is too large to open safely (over {limit} megapixels): resize it and upload it again.",
         "ko": "이미지가 너무 커서 안전하게 열 수 없습니다({limit} 메가픽셀 초과). 크기를 줄여 다시 올려 주세요.",
     },
-    "image.no_pixels": {"en": "The image has no pixels: choose another file.", "ko": "이미지에 픽셀이 없습니다. 다른 파일을 골라 주세요."},
+    "image.no_pixels": {
+        "en": "The image has no pixels: choose another file.",
+        "ko": "이미지에 픽셀이 없습니다. 다른 파일을 골라 주세요.",
+    },
     "image.colour": {
         "en": "The image's colour format could not be converted to RGB: save it as a JPEG or PNG and try again.",
         "ko": "이미지의 색 형식을 RGB로 바꿀 수 없습니다. JPEG나 PNG로 저장해서 다시 시도해 주세요.",
@@ -133,20 +151,38 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "timm has no model called {name}: check the name with timm.list_models().",
         "ko": "timm에 {name}(이)라는 모델이 없습니다. timm.list_models()로 이름을 확인하세요.",
     },
-    "model.timm_failed": {"en": "timm could not load {name} ({error}).", "ko": "timm이 {name}을(를) 불러오지 못했습니다({error})."},
-    "model.unsupported": {"en": "{name} cannot be shown by vitviz: {error}", "ko": "vitviz는 {name}을(를) 보여 줄 수 없습니다: {error}"},
+    "model.timm_failed": {
+        "en": "timm could not load {name} ({error}).",
+        "ko": "timm이 {name}을(를) 불러오지 못했습니다({error}).",
+    },
+    "model.unsupported": {
+        "en": "{name} cannot be shown by vitviz: {error}",
+        "ko": "vitviz는 {name}을(를) 보여 줄 수 없습니다: {error}",
+    },
     "model.not_vit": {
         "en": "{name} is a {kind} model; vitviz shows ViT models (model_type 'vit').",
         "ko": "{name}은(는) {kind} 모델입니다. vitviz는 ViT 모델(model_type 'vit')만 보여 줍니다.",
     },
-    "model.hf_failed": {"en": "Hugging Face could not load {name} ({error}).", "ko": "Hugging Face가 {name}을(를) 불러오지 못했습니다({error})."},
-    "model.bad_safetensors": {"en": "{file} is not a valid safetensors file ({error}).", "ko": "{file}은(는) 올바른 safetensors 파일이 아닙니다({error})."},
+    "model.hf_failed": {
+        "en": "Hugging Face could not load {name} ({error}).",
+        "ko": "Hugging Face가 {name}을(를) 불러오지 못했습니다({error}).",
+    },
+    "model.bad_safetensors": {
+        "en": "{file} is not a valid safetensors file ({error}).",
+        "ko": "{file}은(는) 올바른 safetensors 파일이 아닙니다({error}).",
+    },
     "model.pickle_refused": {
         "en": "{file} holds Python objects besides tensors, which could run code when loaded, so it was refused: save a plain state dict (or safetensors) and try again.",
         "ko": "{file}에는 텐서 말고도 파이썬 객체가 들어 있어 불러올 때 코드가 실행될 수 있으므로 거부했습니다. 순수한 state dict(또는 safetensors)로 저장해서 다시 시도하세요.",
     },
-    "model.not_checkpoint": {"en": "{file} is not a checkpoint that torch can read ({error}).", "ko": "{file}은(는) torch가 읽을 수 있는 체크포인트가 아닙니다({error})."},
-    "model.no_state_dict": {"en": "{file} does not hold a state dict of tensors.", "ko": "{file}에는 텐서로 된 state dict가 없습니다."},
+    "model.not_checkpoint": {
+        "en": "{file} is not a checkpoint that torch can read ({error}).",
+        "ko": "{file}은(는) torch가 읽을 수 있는 체크포인트가 아닙니다({error}).",
+    },
+    "model.no_state_dict": {
+        "en": "{file} does not hold a state dict of tensors.",
+        "ko": "{file}에는 텐서로 된 state dict가 없습니다.",
+    },
     "model.folder_without_config": {
         "en": "{file} is a folder without a config.json: point at a checkpoint file or a Hugging Face model folder.",
         "ko": "{file}은(는) config.json이 없는 폴더입니다. 체크포인트 파일이나 Hugging Face 모델 폴더를 지정하세요.",
@@ -155,30 +191,51 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "{file} looks like a Hugging Face checkpoint: put its config.json beside it.",
         "ko": "{file}은(는) Hugging Face 체크포인트로 보입니다. 옆에 config.json을 두세요.",
     },
-    "model.mismatch": {"en": "{file} does not match its config: {error}", "ko": "{file}이(가) 설정과 맞지 않습니다: {error}"},
-    "model.load_failed": {"en": "{file} could not be loaded: {error}", "ko": "{file}을(를) 불러오지 못했습니다: {error}"},
+    "model.mismatch": {
+        "en": "{file} does not match its config: {error}",
+        "ko": "{file}이(가) 설정과 맞지 않습니다: {error}",
+    },
+    "model.load_failed": {
+        "en": "{file} could not be loaded: {error}",
+        "ko": "{file}을(를) 불러오지 못했습니다: {error}",
+    },
     # ---- the model registry (vitviz.zoo): titles in the sidebar, descriptions on the card ----
-    "zoo.cifar10-vit.title": {"en": "CIFAR-10 ViT (shipped, {accuracy} test)", "ko": "CIFAR-10 ViT (기본 제공, 테스트 {accuracy})"},
+    "zoo.cifar10-vit.title": {
+        "en": "CIFAR-10 ViT (shipped, {accuracy} test)",
+        "ko": "CIFAR-10 ViT (기본 제공, 테스트 {accuracy})",
+    },
     "zoo.cifar10-vit.about": {
         "en": "A ViT this project trained from scratch on CIFAR-10 (JPEG copy); 32x32 inputs, 4x4 patches.",
         "ko": "이 프로젝트가 CIFAR-10 (JPEG 사본)으로 처음부터 학습한 ViT입니다. 입력 32x32, 패치 4x4.",
     },
-    "zoo.cifar10-cnn.title": {"en": "CIFAR-10 CNN (shipped, {accuracy} test)", "ko": "CIFAR-10 CNN (기본 제공, 테스트 {accuracy})"},
+    "zoo.cifar10-cnn.title": {
+        "en": "CIFAR-10 CNN (shipped, {accuracy} test)",
+        "ko": "CIFAR-10 CNN (기본 제공, 테스트 {accuracy})",
+    },
     "zoo.cifar10-cnn.about": {
         "en": "A small CNN (widths 64/256/256, as in cifar10-airbench) this project trained on CIFAR-10 (JPEG copy): the ViT's counterpart and teacher.",
         "ko": "이 프로젝트가 CIFAR-10 (JPEG 사본)으로 학습한 작은 CNN입니다 (채널 64/256/256, cifar10-airbench와 같은 구조). ViT와 비교하는 모델이자 ViT의 교사입니다.",
     },
-    "zoo.untrained-cifar10-vit.title": {"en": "CIFAR-10 ViT, untrained (random weights)", "ko": "CIFAR-10 ViT, 학습 전 (무작위 가중치)"},
+    "zoo.untrained-cifar10-vit.title": {
+        "en": "CIFAR-10 ViT, untrained (random weights)",
+        "ko": "CIFAR-10 ViT, 학습 전 (무작위 가중치)",
+    },
     "zoo.untrained-cifar10-vit.about": {
         "en": "The shipped architecture with random weights (seed 0): its predictions mean nothing.",
         "ko": "기본 모델과 같은 구조에 무작위 가중치(seed 0)를 넣은 모델입니다. 예측에는 의미가 없습니다.",
     },
-    "zoo.untrained-vit-b16.title": {"en": "ViT-B/16, untrained (random weights)", "ko": "ViT-B/16, 학습 전 (무작위 가중치)"},
+    "zoo.untrained-vit-b16.title": {
+        "en": "ViT-B/16, untrained (random weights)",
+        "ko": "ViT-B/16, 학습 전 (무작위 가중치)",
+    },
     "zoo.untrained-vit-b16.about": {
         "en": "ViT-B/16 at 224 px with random weights (seed 0), for shapes and speed.",
         "ko": "224 px ViT-B/16에 무작위 가중치(seed 0)를 넣은 모델로, 텐서 모양과 속도를 볼 때 씁니다.",
     },
-    "zoo.untrained-vit-r26-s32.title": {"en": "R26+ViT-S/32 hybrid, untrained (random weights)", "ko": "R26+ViT-S/32 하이브리드, 학습 전 (무작위 가중치)"},
+    "zoo.untrained-vit-r26-s32.title": {
+        "en": "R26+ViT-S/32 hybrid, untrained (random weights)",
+        "ko": "R26+ViT-S/32 하이브리드, 학습 전 (무작위 가중치)",
+    },
     "zoo.untrained-vit-r26-s32.about": {
         "en": "timm's hybrid layout at 224 px with random weights (seed 0): a ResNet-26 makes a 7x7 map of 2048 channels, each cell a token. For shapes.",
         "ko": "224 px의 timm 하이브리드 구조에 무작위 가중치(seed 0)를 넣은 모델입니다. ResNet-26이 채널 2048개의 7x7 맵을 만들고, 칸 하나가 토큰 하나입니다. 텐서 모양을 볼 때 씁니다.",
@@ -207,7 +264,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "timm's ViT-S/16 (AugReg), pre-trained on ImageNet-21k and fine-tuned on ImageNet-1k.",
         "ko": "timm의 ViT-S/16 (AugReg)입니다. ImageNet-21k로 사전 학습하고 ImageNet-1k로 미세 조정했습니다.",
     },
-    "zoo.timm:deit_tiny_patch16_224.title": {"en": "DeiT-Ti/16, ImageNet-1k (timm, download)", "ko": "DeiT-Ti/16, ImageNet-1k (timm, 다운로드)"},
+    "zoo.timm:deit_tiny_patch16_224.title": {
+        "en": "DeiT-Ti/16, ImageNet-1k (timm, download)",
+        "ko": "DeiT-Ti/16, ImageNet-1k (timm, 다운로드)",
+    },
     "zoo.timm:deit_tiny_patch16_224.about": {
         "en": "Facebook's DeiT-Tiny (a ViT-Ti/16) trained on ImageNet-1k only.",
         "ko": "Facebook의 DeiT-Tiny (ViT-Ti/16)로, ImageNet-1k만으로 학습했습니다.",
@@ -248,20 +308,44 @@ TEXT: dict[str, dict[str, str]] = {
             "'다음'을 누르세요."
         ),
     },
-    "home.pipeline": {"en": "The whole forward pass, with the shapes for this model", "ko": "이 모델의 전체 순전파와 텐서 모양"},
+    "home.pipeline": {
+        "en": "The whole forward pass, with the shapes for this model",
+        "ko": "이 모델의 전체 순전파와 텐서 모양",
+    },
     "home.prediction": {"en": "Prediction", "ko": "예측"},
     "home.col.step": {"en": "Step", "ko": "단계"},
     "home.col.shape": {"en": "Shape", "ko": "모양"},
     "home.col.meaning": {"en": "What it is", "ko": "의미"},
     "home.step.input": {"en": "The image, resized, cropped and normalised", "ko": "크기를 맞추고 잘라 정규화한 이미지"},
-    "home.step.backbone": {"en": "A hybrid's ResNet: the image becomes a small map of many channels (each cell sees a wide region)", "ko": "하이브리드 모델의 ResNet: 이미지가 채널이 많은 작은 특징 맵이 됨 (각 칸이 넓은 영역을 봄)"},
-    "home.step.conv": {"en": "Every P x P patch projected to D numbers at once (a strided convolution)", "ko": "모든 P x P 패치를 한 번에 D개의 숫자로 투영 (stride 합성곱)"},
-    "home.step.patches": {"en": "The same patches as flat vectors of P*P*C pixel values", "ko": "같은 패치를 P*P*C개 픽셀 값의 벡터로 펼친 것"},
+    "home.step.backbone": {
+        "en": "A hybrid's ResNet: the image becomes a small map of many channels (each cell sees a wide region)",
+        "ko": "하이브리드 모델의 ResNet: 이미지가 채널이 많은 작은 특징 맵이 됨 (각 칸이 넓은 영역을 봄)",
+    },
+    "home.step.conv": {
+        "en": "Every P x P patch projected to D numbers at once (a strided convolution)",
+        "ko": "모든 P x P 패치를 한 번에 D개의 숫자로 투영 (stride 합성곱)",
+    },
+    "home.step.patches": {
+        "en": "The same patches as flat vectors of P*P*C pixel values",
+        "ko": "같은 패치를 P*P*C개 픽셀 값의 벡터로 펼친 것",
+    },
     "home.step.tokens": {"en": "N patch tokens of width D", "ko": "폭이 D인 N개의 패치 토큰"},
-    "home.step.sequence": {"en": "[CLS] token prepended, position embeddings added: T tokens", "ko": "[CLS] 토큰을 앞에 붙이고 위치 임베딩을 더한 T개의 토큰"},
-    "home.step.attention": {"en": "Per block: how much every token attends to every other, per head", "ko": "블록마다: 헤드별로 각 토큰이 다른 토큰에 주는 어텐션"},
-    "home.step.block": {"en": "Tokens after every encoder block (the shape never changes)", "ko": "인코더 블록을 지난 토큰 (모양은 그대로)"},
-    "home.step.pre_logits": {"en": "The [CLS] token (or the average token) after the final LayerNorm", "ko": "마지막 LayerNorm 뒤의 [CLS] 토큰 (또는 평균 토큰)"},
+    "home.step.sequence": {
+        "en": "[CLS] token prepended, position embeddings added: T tokens",
+        "ko": "[CLS] 토큰을 앞에 붙이고 위치 임베딩을 더한 T개의 토큰",
+    },
+    "home.step.attention": {
+        "en": "Per block: how much every token attends to every other, per head",
+        "ko": "블록마다: 헤드별로 각 토큰이 다른 토큰에 주는 어텐션",
+    },
+    "home.step.block": {
+        "en": "Tokens after every encoder block (the shape never changes)",
+        "ko": "인코더 블록을 지난 토큰 (모양은 그대로)",
+    },
+    "home.step.pre_logits": {
+        "en": "The [CLS] token (or the average token) after the final LayerNorm",
+        "ko": "마지막 LayerNorm 뒤의 [CLS] 토큰 (또는 평균 토큰)",
+    },
     "home.step.logits": {"en": "One score per class", "ko": "클래스마다 하나의 점수"},
     # ---- 1. input ----------------------------------------------------------------------------
     "input.intro": {
@@ -276,7 +360,10 @@ TEXT: dict[str, dict[str, str]] = {
         ),
     },
     "input.original": {"en": "Original: {width} x {height} px", "ko": "원본: {width} x {height} 픽셀"},
-    "input.resized": {"en": "Resized and cropped: {width} x {height} px", "ko": "크기 조정 후 자른 이미지: {width} x {height} 픽셀"},
+    "input.resized": {
+        "en": "Resized and cropped: {width} x {height} px",
+        "ko": "크기 조정 후 자른 이미지: {width} x {height} 픽셀",
+    },
     "input.recipe": {"en": "This model's preprocessing", "ko": "이 모델의 전처리"},
     "input.col.step": {"en": "Step", "ko": "단계"},
     "input.col.value": {"en": "Setting", "ko": "설정"},
@@ -328,7 +415,10 @@ TEXT: dict[str, dict[str, str]] = {
         ),
     },
     "patches.hybrid_gallery": {"en": "The image squares behind the tokens", "ko": "토큰이 맡은 이미지 정사각형"},
-    "patches.grid": {"en": "The patch grid (hover for the patch number)", "ko": "패치 격자 (마우스를 올리면 패치 번호)"},
+    "patches.grid": {
+        "en": "The patch grid (hover for the patch number)",
+        "ko": "패치 격자 (마우스를 올리면 패치 번호)",
+    },
     "patches.gallery": {"en": "The patches in reading order", "ko": "읽는 순서대로 놓은 패치"},
     "patches.concept": {"en": "Try it: how P changes the sequence", "ko": "직접 해 보기: P에 따라 달라지는 시퀀스"},
     "patches.concept_intro": {
@@ -384,7 +474,10 @@ TEXT: dict[str, dict[str, str]] = {
     "vectors.choose": {"en": "Patch (or click one on the image)", "ko": "패치 (이미지에서 클릭해도 됩니다)"},
     "vectors.patch_option": {"en": "patch {index} (row {row}, col {col})", "ko": "패치 {index} ({row}행, {col}열)"},
     "vectors.grid": {"en": "Click a patch to choose it", "ko": "패치를 클릭해 고르세요"},
-    "vectors.planes": {"en": "Patch {index}: one {p} x {p} plane per channel", "ko": "패치 {index}: 채널마다 {p} x {p} 평면 하나"},
+    "vectors.planes": {
+        "en": "Patch {index}: one {p} x {p} plane per channel",
+        "ko": "패치 {index}: 채널마다 {p} x {p} 평면 하나",
+    },
     "vectors.planes_note": {
         "en": "Normalised values, darker is lower. The number in a cell (or on hover) is its index in x_p.",
         "ko": "정규화된 값이며 어두울수록 작은 값입니다. 칸의 숫자(또는 마우스를 올렸을 때)는 x_p 안의 위치입니다.",
@@ -393,7 +486,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "The same numbers as one vector x_p of length {length}: index = c·{pp} + p1·{p} + p2",
         "ko": "같은 숫자를 길이 {length}인 벡터 x_p 하나로: 위치 = c·{pp} + p1·{p} + p2",
     },
-    "vectors.index_axis": {"en": "index in x_p (where each channel starts)", "ko": "x_p 안의 위치 (각 채널이 시작하는 곳)"},
+    "vectors.index_axis": {
+        "en": "index in x_p (where each channel starts)",
+        "ko": "x_p 안의 위치 (각 채널이 시작하는 곳)",
+    },
     "vectors.token": {"en": "Its token: W x_p + b, {dim} numbers", "ko": "이 패치의 토큰: W x_p + b, 숫자 {dim}개"},
     "vectors.token_axis": {"en": "channel of the token (D)", "ko": "토큰의 채널 (D)"},
     "vectors.formula_note": {
@@ -433,10 +529,19 @@ TEXT: dict[str, dict[str, str]] = {
     "vectors.col.route": {"en": "Route", "ko": "방법"},
     "vectors.col.how": {"en": "How", "ko": "계산 방식"},
     "vectors.col.diff": {"en": "max |difference| from Conv2d", "ko": "Conv2d와의 최대 |차이|"},
-    "vectors.route.conv2d": {"en": "Conv2d, kernel = stride = P (what the model runs)", "ko": "Conv2d, kernel = stride = P (모델이 실행하는 방식)"},
-    "vectors.route.linear": {"en": "einops rearrange, then one Linear (the paper's x_p E)", "ko": "einops rearrange 뒤 Linear 하나 (논문의 x_p E)"},
+    "vectors.route.conv2d": {
+        "en": "Conv2d, kernel = stride = P (what the model runs)",
+        "ko": "Conv2d, kernel = stride = P (모델이 실행하는 방식)",
+    },
+    "vectors.route.linear": {
+        "en": "einops rearrange, then one Linear (the paper's x_p E)",
+        "ko": "einops rearrange 뒤 Linear 하나 (논문의 x_p E)",
+    },
     "vectors.route.unfold": {"en": "Tensor.unfold, then the same Linear", "ko": "Tensor.unfold 뒤 같은 Linear"},
-    "vectors.route.view_permute": {"en": "view + permute + reshape, then the same Linear", "ko": "view + permute + reshape 뒤 같은 Linear"},
+    "vectors.route.view_permute": {
+        "en": "view + permute + reshape, then the same Linear",
+        "ko": "view + permute + reshape 뒤 같은 Linear",
+    },
     "vectors.route.loop": {"en": "a plain loop, one patch at a time", "ko": "패치를 하나씩 도는 단순한 반복문"},
     "vectors.check_ok": {
         "en": "All routes agree: the largest difference is {diff}, below the tolerance {tol} (float32 rounding).",
@@ -471,7 +576,10 @@ TEXT: dict[str, dict[str, str]] = {
             "학습된 ViT에서는 여기서 부드러운 얼룩, 경계, 줄무늬가 보입니다."
         ),
     },
-    "vectors.download_vector": {"en": "Download the patch vector and its token (NPZ)", "ko": "패치 벡터와 토큰 내려받기 (NPZ)"},
+    "vectors.download_vector": {
+        "en": "Download the patch vector and its token (NPZ)",
+        "ko": "패치 벡터와 토큰 내려받기 (NPZ)",
+    },
     "vectors.download_components": {"en": "Download the components (NPZ)", "ko": "주성분 내려받기 (NPZ)"},
     # (end of 3. vectors)
     # ---- 4. tokens ----
@@ -490,7 +598,10 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "tokens.sequence": {"en": "The sequence before and after [CLS]", "ko": "[CLS] 앞뒤의 시퀀스"},
     "tokens.before": {"en": "Patch tokens, N x D = {n} x {d}", "ko": "패치 토큰, N x D = {n} x {d}"},
-    "tokens.after": {"en": "Tokens entering layer 1 (blocks[0]), T x D = {t} x {d}", "ko": "1층 (blocks[0])에 들어가는 토큰, T x D = {t} x {d}"},
+    "tokens.after": {
+        "en": "Tokens entering layer 1 (blocks[0]), T x D = {t} x {d}",
+        "ko": "1층 (blocks[0])에 들어가는 토큰, T x D = {t} x {d}",
+    },
     "tokens.formula_note": {
         "en": "Row 0 of the right-hand map is the [CLS] token; rows 1 to {n} are the patch tokens, each plus its position embedding.",
         "ko": "오른쪽 그림의 0번째 행이 [CLS] 토큰이고, 1번부터 {n}번 행은 각자의 위치 임베딩을 더한 패치 토큰입니다.",
@@ -558,16 +669,19 @@ TEXT: dict[str, dict[str, str]] = {
             "비슷해서, 자기 범위로 봐야 패턴이 보입니다."
         ),
     },
-    "tokens.compare": {"en": "Learned, 1D sinusoidal and 2D sine-cosine embeddings", "ko": "학습된 임베딩, 1D sinusoidal, 2D sine-cosine 비교"},
+    "tokens.compare": {
+        "en": "Learned, 1D sinusoidal and 2D sine-cosine embeddings",
+        "ko": "학습된 임베딩, 1D sinusoidal, 2D sine-cosine 비교",
+    },
     "tokens.compare_intro": {
         "en": (
-            "The same position under three schemes. 1D sinusoidal embeddings (from \"Attention is all you need\") "
+            'The same position under three schemes. 1D sinusoidal embeddings (from "Attention is all you need") '
             "number the patches in reading order, so a patch resembles its neighbours in the row but not the patch "
             "right below it. 2D sine-cosine embeddings encode the row and the column separately. The ViT paper found "
             "that learned embeddings recover the 2D structure by themselves, and that all three work about equally well."
         ),
         "ko": (
-            "같은 위치를 세 가지 방식으로 비교합니다. 1D sinusoidal 임베딩(\"Attention is all you need\")은 패치에 읽는 순서대로 "
+            '같은 위치를 세 가지 방식으로 비교합니다. 1D sinusoidal 임베딩("Attention is all you need")은 패치에 읽는 순서대로 '
             "번호를 매기므로, 같은 행의 이웃과는 닮지만 바로 아래 패치와는 닮지 않습니다. 2D sine-cosine 임베딩은 행과 열을 "
             "따로 담습니다. ViT 논문은 학습된 임베딩이 2D 구조를 스스로 찾아내고, 세 방식의 성능이 거의 같다는 것을 보였습니다."
         ),
@@ -578,7 +692,10 @@ TEXT: dict[str, dict[str, str]] = {
     "tokens.kind.sincos_2d": {"en": "(c) 2D sine-cosine", "ko": "(c) 2D 사인·코사인"},
     "tokens.axis_token": {"en": "token", "ko": "토큰"},
     "tokens.axis_channel": {"en": "channel (D)", "ko": "채널 (D)"},
-    "tokens.download": {"en": "Download pos_embed and the similarities (NPZ)", "ko": "pos_embed와 유사도 내려받기 (NPZ)"},
+    "tokens.download": {
+        "en": "Download pos_embed and the similarities (NPZ)",
+        "ko": "pos_embed와 유사도 내려받기 (NPZ)",
+    },
     # (end of 4. tokens)
     # ---- 5. attention ----
     "attention.intro": {
@@ -688,7 +805,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "How the heads of a block become one matrix: their mean, or for every pair of tokens the strongest (max) or weakest (min) head.",
         "ko": "한 블록의 헤드들을 하나의 행렬로 만드는 방법: 평균, 또는 토큰 쌍마다 가장 강한 헤드(max)나 가장 약한 헤드(min)를 씁니다.",
     },
-    "attention.rollout_title": {"en": "Rollout over {depth} layers, heads fused by {fusion}", "ko": "{depth}개 층의 rollout, 헤드 합치기: {fusion}"},
+    "attention.rollout_title": {
+        "en": "Rollout over {depth} layers, heads fused by {fusion}",
+        "ko": "{depth}개 층의 rollout, 헤드 합치기: {fusion}",
+    },
     "attention.distance": {"en": "How far does each head look?", "ko": "각 헤드는 얼마나 멀리 볼까요?"},
     "attention.distance_intro": {
         "en": (
@@ -703,7 +823,10 @@ TEXT: dict[str, dict[str, str]] = {
             "convolution처럼 가까운 곳만 봅니다. 깊은 층은 멀리 봅니다."
         ),
     },
-    "attention.distance_title": {"en": "Mean attention distance by head and depth", "ko": "헤드와 깊이에 따른 평균 어텐션 거리"},
+    "attention.distance_title": {
+        "en": "Mean attention distance by head and depth",
+        "ko": "헤드와 깊이에 따른 평균 어텐션 거리",
+    },
     "attention.distance_x": {"en": "Layer", "ko": "층"},
     "attention.distance_y": {"en": "Mean attention distance (pixels)", "ko": "평균 어텐션 거리 (픽셀)"},
     "attention.distance_head": {"en": "head", "ko": "헤드"},
@@ -736,7 +859,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "The mean of heads is not one softmax, so this example uses head 1.",
         "ko": "헤드 평균은 하나의 softmax가 아니므로, 이 예시는 헤드 1을 사용합니다.",
     },
-    "attention.worked_q": {"en": "The query vector q (first {n} of {d} numbers)", "ko": "query 벡터 q ({d}개 중 처음 {n}개)"},
+    "attention.worked_q": {
+        "en": "The query vector q (first {n} of {d} numbers)",
+        "ko": "query 벡터 q ({d}개 중 처음 {n}개)",
+    },
     "attention.worked_keys": {"en": "The {k} keys with the largest weights", "ko": "가중치가 가장 큰 key {k}개"},
     "attention.worked_bars": {"en": "softmax weights of these keys", "ko": "이 key들의 softmax 가중치"},
     "attention.col.token": {"en": "token", "ko": "토큰"},
@@ -779,11 +905,23 @@ TEXT: dict[str, dict[str, str]] = {
             "토큰을 따로 처리하며, 그 결과도 더합니다. 이렇게 계속 더해지는 토큰의 흐름을 residual stream이라고 부릅니다."
         ),
     },
-    "block.no_blocks": {"en": "This model has no encoder blocks, so there is nothing to show here.", "ko": "이 모델에는 인코더 블록이 없어서 보여 줄 것이 없습니다."},
+    "block.no_blocks": {
+        "en": "This model has no encoder blocks, so there is nothing to show here.",
+        "ko": "이 모델에는 인코더 블록이 없어서 보여 줄 것이 없습니다.",
+    },
     "block.token_cls": {"en": "Token {token}: [CLS]", "ko": "토큰 {token}: [CLS]"},
-    "block.token_patch": {"en": "Token {token}: patch {patch} (row {row}, col {col})", "ko": "토큰 {token}: 패치 {patch} ({row}행, {col}열)"},
-    "block.diagram": {"en": "One encoder block, with the shapes of this model", "ko": "인코더 블록 하나와 이 모델의 텐서 모양"},
-    "block.diagram_title": {"en": "Encoder block (the model stacks {depth} of them)", "ko": "인코더 블록 (이 모델은 {depth}개를 쌓음)"},
+    "block.token_patch": {
+        "en": "Token {token}: patch {patch} (row {row}, col {col})",
+        "ko": "토큰 {token}: 패치 {patch} ({row}행, {col}열)",
+    },
+    "block.diagram": {
+        "en": "One encoder block, with the shapes of this model",
+        "ko": "인코더 블록 하나와 이 모델의 텐서 모양",
+    },
+    "block.diagram_title": {
+        "en": "Encoder block (the model stacks {depth} of them)",
+        "ko": "인코더 블록 (이 모델은 {depth}개를 쌓음)",
+    },
     "block.step.input": {"en": "x: tokens entering", "ko": "x: 들어오는 토큰"},
     "block.step.norm1": {"en": "LayerNorm (norm1)", "ko": "LayerNorm (norm1)"},
     "block.step.qkv": {"en": "qkv: Linear D → 3D", "ko": "qkv: Linear D → 3D"},
@@ -844,8 +982,14 @@ TEXT: dict[str, dict[str, str]] = {
     "block.series.norm2": {"en": "‖norm2(x + attn)‖", "ko": "‖norm2(x + attn)‖"},
     "block.series.attn_ratio": {"en": "‖attention branch‖ / ‖x‖", "ko": "‖attention 가지‖ / ‖x‖"},
     "block.series.mlp_ratio": {"en": "‖MLP branch‖ / ‖x + attn‖", "ko": "‖MLP 가지‖ / ‖x + attn‖"},
-    "block.norms_title": {"en": "Token sizes before and after LayerNorm, {where}", "ko": "LayerNorm 전후의 토큰 크기, {where}"},
-    "block.ratio_title": {"en": "How much each branch changes each token, {where}", "ko": "각 가지가 토큰을 바꾸는 정도, {where}"},
+    "block.norms_title": {
+        "en": "Token sizes before and after LayerNorm, {where}",
+        "ko": "LayerNorm 전후의 토큰 크기, {where}",
+    },
+    "block.ratio_title": {
+        "en": "How much each branch changes each token, {where}",
+        "ko": "각 가지가 토큰을 바꾸는 정도, {where}",
+    },
     "block.x_token": {"en": "Token (0 = first token)", "ko": "토큰 (0 = 첫 토큰)"},
     "block.y_norm": {"en": "Length ‖·‖ (L2 norm)", "ko": "길이 ‖·‖ (L2 norm)"},
     "block.y_ratio": {"en": "Branch size / stream size", "ko": "가지 크기 / stream 크기"},
@@ -861,7 +1005,10 @@ TEXT: dict[str, dict[str, str]] = {
             "토큰을 약 10분의 1만큼 바꾼다는 뜻입니다."
         ),
     },
-    "block.gelu_title": {"en": "GELU and what it really receives: {token}, {where}", "ko": "GELU와 실제 입력값: {token}, {where}"},
+    "block.gelu_title": {
+        "en": "GELU and what it really receives: {token}, {where}",
+        "ko": "GELU와 실제 입력값: {token}, {where}",
+    },
     "block.gelu_x": {"en": "Input of the activation (fc1 output)", "ko": "활성화 함수의 입력 (fc1 출력)"},
     "block.gelu_y": {"en": "Activation output", "ko": "활성화 함수의 출력"},
     "block.gelu_count": {"en": "Hidden units (count)", "ko": "은닉 유닛 수"},
@@ -892,8 +1039,14 @@ TEXT: dict[str, dict[str, str]] = {
     "block.series.attn_norm": {"en": "attention branch", "ko": "attention 가지"},
     "block.series.mlp_norm": {"en": "MLP branch", "ko": "MLP 가지"},
     "block.series.cosine": {"en": "cosine(input, output)", "ko": "코사인(입력, 출력)"},
-    "block.depth_norms_title": {"en": "Size of the stream and of each branch, by layer", "ko": "층별 stream과 각 가지의 크기"},
-    "block.depth_cosine_title": {"en": "How much each layer turns the tokens", "ko": "각 층이 토큰의 방향을 바꾸는 정도"},
+    "block.depth_norms_title": {
+        "en": "Size of the stream and of each branch, by layer",
+        "ko": "층별 stream과 각 가지의 크기",
+    },
+    "block.depth_cosine_title": {
+        "en": "How much each layer turns the tokens",
+        "ko": "각 층이 토큰의 방향을 바꾸는 정도",
+    },
     "block.x_layer": {"en": "Layer", "ko": "층"},
     "block.y_cosine": {"en": "Cosine similarity", "ko": "코사인 유사도"},
     "block.depth_caption": {
@@ -962,7 +1115,10 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "prediction.k": {"en": "Number of classes to show (k)", "ko": "보여 줄 클래스 수 (k)"},
     "prediction.topk_chart": {"en": "Top {k} classes (softmax probability)", "ko": "상위 {k}개 클래스 (softmax 확률)"},
-    "prediction.lens_title": {"en": "The logit lens: when does the answer appear?", "ko": "Logit lens: 답은 언제 나타날까?"},
+    "prediction.lens_title": {
+        "en": "The logit lens: when does the answer appear?",
+        "ko": "Logit lens: 답은 언제 나타날까?",
+    },
     "prediction.lens_intro_cls": {
         "en": (
             "What would the model answer if it stopped early? Apply the final LayerNorm and the head to the [CLS] "
@@ -987,14 +1143,20 @@ TEXT: dict[str, dict[str, str]] = {
     },
     "prediction.after_embed": {"en": "Embeddings (before layer 1)", "ko": "임베딩 (1층 전)"},
     "prediction.after_layer": {"en": "After layer {n} (blocks[{index}])", "ko": "{n}층 (blocks[{index}]) 뒤"},
-    "prediction.lens_chart": {"en": "Probability of the final top classes after each layer", "ko": "각 층 뒤 최종 상위 클래스의 확률"},
+    "prediction.lens_chart": {
+        "en": "Probability of the final top classes after each layer",
+        "ko": "각 층 뒤 최종 상위 클래스의 확률",
+    },
     "prediction.x_block": {"en": "After layer (0 = the embeddings)", "ko": "지난 층 (0 = 임베딩)"},
     "prediction.y_prob": {"en": "Probability", "ko": "확률"},
     "prediction.col.after": {"en": "Read after", "ko": "읽은 위치"},
     "prediction.col.top1": {"en": "Top-1 class", "ko": "1위 클래스"},
     "prediction.col.prob": {"en": "Probability", "ko": "확률"},
     "prediction.col.rank": {"en": "Rank of '{name}'", "ko": "'{name}'의 순위"},
-    "prediction.occlusion_title": {"en": "Occlusion: which patches does the answer need?", "ko": "가리기 실험: 답에 필요한 패치는?"},
+    "prediction.occlusion_title": {
+        "en": "Occlusion: which patches does the answer need?",
+        "ko": "가리기 실험: 답에 필요한 패치는?",
+    },
     "prediction.occlusion_intro": {
         "en": (
             "Hide patches one group at a time by setting them to the dataset's mean colour (0 after normalisation), "
@@ -1020,13 +1182,22 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "On this image both curves fall about as fast (mean probability {rollout} for rollout's order, {random} in random order): rollout's ranking says little about which patches the answer needs.",
         "ko": "이 이미지에서는 두 곡선이 비슷하게 떨어집니다 (rollout 순서의 평균 확률 {rollout}, 무작위 순서 {random}). rollout의 순위는 답에 필요한 패치를 거의 알려 주지 않습니다.",
     },
-    "prediction.occlusion_running": {"en": "Running the occluded images through the model…", "ko": "가린 이미지를 모델에 통과시키는 중…"},
+    "prediction.occlusion_running": {
+        "en": "Running the occluded images through the model…",
+        "ko": "가린 이미지를 모델에 통과시키는 중…",
+    },
     "prediction.order.rollout": {"en": "most attended first (rollout)", "ko": "가장 주목받은 패치부터 (rollout)"},
     "prediction.order.random": {"en": "random order", "ko": "무작위 순서"},
-    "prediction.occlusion_chart": {"en": "Probability of '{name}' as patches are hidden", "ko": "패치를 가릴 때 '{name}'의 확률"},
+    "prediction.occlusion_chart": {
+        "en": "Probability of '{name}' as patches are hidden",
+        "ko": "패치를 가릴 때 '{name}'의 확률",
+    },
     "prediction.x_hidden": {"en": "Share of patches hidden", "ko": "가린 패치 비율"},
     "prediction.hidden_n": {"en": "{n} of {total} patches hidden", "ko": "패치 {total}개 중 {n}개 가림"},
-    "prediction.rollout_title": {"en": "Attention rollout (brightest hidden first)", "ko": "Attention rollout (밝은 곳부터 가림)"},
+    "prediction.rollout_title": {
+        "en": "Attention rollout (brightest hidden first)",
+        "ko": "Attention rollout (밝은 곳부터 가림)",
+    },
     "prediction.occlusion_caption": {
         "en": "{steps} steps: each curve is {images} images in one batched forward pass over the {patches} patches, computed once per model and image.",
         "ko": "{steps}단계: 각 곡선은 패치 {patches}개에 대한 이미지 {images}장을 한 번의 배치 순전파로 계산한 것이며, 모델과 이미지마다 한 번만 계산합니다.",
@@ -1063,7 +1234,10 @@ TEXT: dict[str, dict[str, str]] = {
             "`python -m vitviz.train --arch cnn`으로 학습한 CNN의 경로를 위에 입력하세요."
         ),
     },
-    "compare.not_cnn": {"en": "{name} is not a CNN: choose a convolutional network here; the ViT is the sidebar's model.", "ko": "{name}은(는) CNN이 아닙니다. 여기서는 합성곱 신경망을 고르세요. ViT는 사이드바에서 고른 모델입니다."},
+    "compare.not_cnn": {
+        "en": "{name} is not a CNN: choose a convolutional network here; the ViT is the sidebar's model.",
+        "ko": "{name}은(는) CNN이 아닙니다. 여기서는 합성곱 신경망을 고르세요. ViT는 사이드바에서 고른 모델입니다.",
+    },
     "compare.classes_differ": {
         "en": "The two models predict different classes: compare models trained on the same classes (the sidebar's ViT and this CNN).",
         "ko": "두 모델이 예측하는 클래스가 다릅니다. 같은 클래스로 학습한 모델끼리 비교하세요 (사이드바의 ViT와 이 CNN).",
@@ -1088,7 +1262,10 @@ TEXT: dict[str, dict[str, str]] = {
     "compare.map.rollout": {"en": "ViT: attention rollout", "ko": "ViT: attention rollout"},
     "compare.map.grad_rollout": {"en": "ViT: rollout for '{name}'", "ko": "ViT: '{name}'에 대한 rollout"},
     "compare.map.gradcam": {"en": "CNN: Grad-CAM for '{name}'", "ko": "CNN: '{name}'에 대한 Grad-CAM"},
-    "compare.ig_toggle": {"en": "Also integrated gradients (both models, 32 steps)", "ko": "통합 기울기(integrated gradients)도 보기 (두 모델, 32단계)"},
+    "compare.ig_toggle": {
+        "en": "Also integrated gradients (both models, 32 steps)",
+        "ko": "통합 기울기(integrated gradients)도 보기 (두 모델, 32단계)",
+    },
     "compare.map.ig_vit": {"en": "ViT: integrated gradients", "ko": "ViT: 통합 기울기"},
     "compare.map.ig_cnn": {"en": "CNN: integrated gradients", "ko": "CNN: 통합 기울기"},
     "compare.ig_note": {
@@ -1144,7 +1321,10 @@ TEXT: dict[str, dict[str, str]] = {
         "ko": "이미지에서 패치를 누르면 두 모델 모두에게서 가려지고(데이터셋의 평균 색), 다시 누르면 보입니다. 지금 {n}개를 가렸습니다.",
     },
     "compare.hide_clear": {"en": "Show every patch again", "ko": "모든 패치 다시 보이기"},
-    "compare.shift_px": {"en": "Shift right and down by (pixels, wrapping round)", "ko": "오른쪽 아래로 옮길 거리 (픽셀, 넘친 부분은 반대편으로)"},
+    "compare.shift_px": {
+        "en": "Shift right and down by (pixels, wrapping round)",
+        "ko": "오른쪽 아래로 옮길 거리 (픽셀, 넘친 부분은 반대편으로)",
+    },
     "compare.seed": {"en": "Shuffle number (another order)", "ko": "섞기 번호 (다른 순서)"},
     "compare.col.model": {"en": "Model", "ko": "모델"},
     "compare.col.before": {"en": "Before", "ko": "전"},
@@ -1189,7 +1369,10 @@ TEXT: dict[str, dict[str, str]] = {
     "card.wall_time": {"en": "Training time", "ko": "학습 시간"},
     "card.hardware": {"en": "Hardware", "ko": "하드웨어"},
     "card.hardware_cpu": {"en": "CPU ({name}, {threads} threads)", "ko": "CPU ({name}, 스레드 {threads}개)"},
-    "card.recipe": {"en": "Training recipe (epochs: as run, of those planned)", "ko": "학습 설정 (에폭: 실제로 학습한 수 / 계획한 수)"},
+    "card.recipe": {
+        "en": "Training recipe (epochs: as run, of those planned)",
+        "ko": "학습 설정 (에폭: 실제로 학습한 수 / 계획한 수)",
+    },
     "card.cut_short": {"en": "{run} of {planned}", "ko": "{planned} 중 {run}"},
     "card.col.stage": {"en": "stage {n}", "ko": "{n}단계"},
     "card.col.fact": {"en": "Fact", "ko": "항목"},
@@ -1236,7 +1419,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "This server's test images could not be read: {message}",
         "ko": "이 서버의 테스트 이미지를 읽지 못했습니다: {message}",
     },
-    "mistakes.data": {"en": "On the {dataset} test split: {n} images.", "ko": "{dataset} 테스트 세트 {n}장 기준입니다."},
+    "mistakes.data": {
+        "en": "On the {dataset} test split: {n} images.",
+        "ko": "{dataset} 테스트 세트 {n}장 기준입니다.",
+    },
     "mistakes.stored": {
         "en": "These results were stored when the model was first evaluated (or shipped with it); the speed is that run's.",
         "ko": "이 결과는 모델을 처음 평가할 때(또는 모델과 함께 제공될 때) 저장된 것이며, 속도도 그때 잰 값입니다.",
@@ -1245,7 +1431,10 @@ TEXT: dict[str, dict[str, str]] = {
     "mistakes.downloading": {"en": "Downloading CIFAR-10…", "ko": "CIFAR-10을 내려받는 중…"},
     "mistakes.download_failed": {"en": "The download did not work: {message}", "ko": "내려받지 못했습니다: {message}"},
     "mistakes.loading": {"en": "Reading the test images…", "ko": "테스트 이미지를 읽는 중…"},
-    "mistakes.evaluating": {"en": "Running the model over the test images: {done} of {total}", "ko": "테스트 이미지에 모델을 실행하는 중: {total}장 중 {done}장"},
+    "mistakes.evaluating": {
+        "en": "Running the model over the test images: {done} of {total}",
+        "ko": "테스트 이미지에 모델을 실행하는 중: {total}장 중 {done}장",
+    },
     "mistakes.mismatch": {
         "en": "This lab needs a model that predicts the dataset's classes. {message}",
         "ko": "이 실험실에는 데이터셋의 클래스를 예측하는 모델이 필요합니다. {message}",
@@ -1256,14 +1445,20 @@ TEXT: dict[str, dict[str, str]] = {
     "mistakes.speed": {"en": "Evaluation speed", "ko": "평가 속도"},
     "mistakes.speed_value": {"en": "{speed} images/s", "ko": "초당 {speed}장"},
     "mistakes.per_class_title": {"en": "Accuracy per true class", "ko": "정답 클래스별 정확도"},
-    "mistakes.confusion_title": {"en": "Confusion matrix (click a cell to see its images)", "ko": "혼동 행렬 (칸을 누르면 그 이미지를 봅니다)"},
+    "mistakes.confusion_title": {
+        "en": "Confusion matrix (click a cell to see its images)",
+        "ko": "혼동 행렬 (칸을 누르면 그 이미지를 봅니다)",
+    },
     "mistakes.axis_true": {"en": "True class", "ko": "정답 클래스"},
     "mistakes.axis_predicted": {"en": "Predicted class", "ko": "예측 클래스"},
     "mistakes.filters": {"en": "Which images?", "ko": "어떤 이미지를 볼까요?"},
     "mistakes.filter_true": {"en": "True class", "ko": "정답 클래스"},
     "mistakes.filter_predicted": {"en": "Predicted class", "ko": "예측 클래스"},
     "mistakes.any": {"en": "(any)", "ko": "(전체)"},
-    "mistakes.confidence": {"en": "Confidence (probability of the predicted class)", "ko": "확신도 (예측 클래스의 확률)"},
+    "mistakes.confidence": {
+        "en": "Confidence (probability of the predicted class)",
+        "ko": "확신도 (예측 클래스의 확률)",
+    },
     "mistakes.confident_only": {"en": "Only confidently wrong", "ko": "확신하고 틀린 것만"},
     "mistakes.threshold": {"en": "Top probability above", "ko": "최고 확률이 이 값보다 큼"},
     "mistakes.count": {"en": "{m} images match.", "ko": "조건에 맞는 이미지는 {m}장입니다."},
@@ -1284,9 +1479,15 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "Page {page} of {pages}: images {start}–{stop} of {count}, most confident first.",
         "ko": "{pages}쪽 중 {page}쪽: {count}장 중 {start}–{stop}번째, 확신이 높은 것부터.",
     },
-    "mistakes.caption": {"en": "#{n} {true} → {predicted} ({confidence})", "ko": "#{n} {true} → {predicted} ({confidence})"},
+    "mistakes.caption": {
+        "en": "#{n} {true} → {predicted} ({confidence})",
+        "ko": "#{n} {true} → {predicted} ({confidence})",
+    },
     "mistakes.detail": {"en": "One image up close", "ko": "이미지 하나 자세히 보기"},
-    "mistakes.choose": {"en": "Image number (#) in the gallery: click a thumbnail, or type", "ko": "갤러리의 이미지 번호 (#): 썸네일을 누르거나 입력하세요"},
+    "mistakes.choose": {
+        "en": "Image number (#) in the gallery: click a thumbnail, or type",
+        "ko": "갤러리의 이미지 번호 (#): 썸네일을 누르거나 입력하세요",
+    },
     "mistakes.verdict": {
         "en": "`{file}`: true class **{true}**, predicted **{predicted}** with probability {confidence}.",
         "ko": "`{file}`: 정답 클래스 **{true}**, 예측 **{predicted}** (확률 {confidence}).",
@@ -1296,7 +1497,10 @@ TEXT: dict[str, dict[str, str]] = {
         "en": "The true class '{name}' is number {rank} of {k} in the final prediction.",
         "ko": "정답 클래스 '{name}'는 최종 예측에서 {k}개 중 {rank}위입니다.",
     },
-    "mistakes.maps_title": {"en": "Where did the model look for each class?", "ko": "모델은 각 클래스를 찾으려고 어디를 봤을까?"},
+    "mistakes.maps_title": {
+        "en": "Where did the model look for each class?",
+        "ko": "모델은 각 클래스를 찾으려고 어디를 봤을까?",
+    },
     "mistakes.maps_intro": {
         "en": (
             "Gradient-weighted attention rollout (Chefer et al. 2021): every block's attention is weighted by how much "
@@ -1328,12 +1532,18 @@ TEXT: dict[str, dict[str, str]] = {
             "임베딩). 두 선은 정답 클래스와 예측 클래스를 따라가며, 마우스를 올리면 순위가 보입니다."
         ),
     },
-    "mistakes.lens_chart": {"en": "Probability of the true and the predicted class after each layer", "ko": "각 층 뒤 정답 클래스와 예측 클래스의 확률"},
+    "mistakes.lens_chart": {
+        "en": "Probability of the true and the predicted class after each layer",
+        "ko": "각 층 뒤 정답 클래스와 예측 클래스의 확률",
+    },
     "mistakes.x_block": {"en": "After layer (0 = the embeddings)", "ko": "지난 층 (0 = 임베딩)"},
     "mistakes.y_prob": {"en": "Probability", "ko": "확률"},
     "mistakes.series_true": {"en": "true: {name}", "ko": "정답: {name}"},
     "mistakes.series_predicted": {"en": "predicted: {name}", "ko": "예측: {name}"},
-    "mistakes.hover": {"en": "after layer {block}: rank of {true} {rank_true}, of {predicted} {rank_predicted}", "ko": "{block}층 뒤: {true} {rank_true}위, {predicted} {rank_predicted}위"},
+    "mistakes.hover": {
+        "en": "after layer {block}: rank of {true} {rank_true}, of {predicted} {rank_predicted}",
+        "ko": "{block}층 뒤: {true} {rank_true}위, {predicted} {rank_predicted}위",
+    },
     "mistakes.lost_at": {
         "en": "'{name}' was the top answer after layer {block} and lost the lead in layer {next} (blocks[{index}]).",
         "ko": "'{name}'는 {block}층 뒤에는 1위였다가 {next}층 (blocks[{index}])에서 1위를 내주었습니다.",
@@ -1349,17 +1559,29 @@ TEXT: dict[str, dict[str, str]] = {
     "mistakes.other": {"en": "Compare with a second model", "ko": "두 번째 모델과 비교"},
     "mistakes.other_none": {"en": "(none)", "ko": "(없음)"},
     "mistakes.other_path": {"en": "or a model file (.safetensors path)", "ko": "또는 모델 파일 (.safetensors 경로)"},
-    "mistakes.other_failed": {"en": "The second model cannot be compared: {message}", "ko": "두 번째 모델과 비교할 수 없습니다: {message}"},
+    "mistakes.other_failed": {
+        "en": "The second model cannot be compared: {message}",
+        "ko": "두 번째 모델과 비교할 수 없습니다: {message}",
+    },
     "mistakes.agree.first_right": {"en": "this model right", "ko": "이 모델 맞음"},
     "mistakes.agree.first_wrong": {"en": "this model wrong", "ko": "이 모델 틀림"},
     "mistakes.agree.second_right": {"en": "second model right", "ko": "두 번째 모델 맞음"},
     "mistakes.agree.second_wrong": {"en": "second model wrong", "ko": "두 번째 모델 틀림"},
     "mistakes.pair": {"en": "Which images?", "ko": "어떤 이미지?"},
     "mistakes.pair.first_wrong": {"en": "this model wrong", "ko": "이 모델이 틀린 것"},
-    "mistakes.pair.first_only": {"en": "this model wrong, the second right", "ko": "이 모델은 틀리고 두 번째는 맞힌 것"},
+    "mistakes.pair.first_only": {
+        "en": "this model wrong, the second right",
+        "ko": "이 모델은 틀리고 두 번째는 맞힌 것",
+    },
     "mistakes.pair.both": {"en": "both wrong", "ko": "둘 다 틀린 것"},
-    "mistakes.pair.second_only": {"en": "this model right, the second wrong", "ko": "이 모델은 맞히고 두 번째는 틀린 것"},
-    "mistakes.other_answer": {"en": "Second model: **{predicted}** ({confidence}), {verdict}.", "ko": "두 번째 모델: **{predicted}** ({confidence}), {verdict}."},
+    "mistakes.pair.second_only": {
+        "en": "this model right, the second wrong",
+        "ko": "이 모델은 맞히고 두 번째는 틀린 것",
+    },
+    "mistakes.other_answer": {
+        "en": "Second model: **{predicted}** ({confidence}), {verdict}.",
+        "ko": "두 번째 모델: **{predicted}** ({confidence}), {verdict}.",
+    },
     "mistakes.other_right": {"en": "right", "ko": "맞음"},
     "mistakes.other_wrong": {"en": "wrong", "ko": "틀림"},
     "mistakes.open_tour": {"en": "Open in the tour", "ko": "둘러보기에서 열기"},
@@ -1382,16 +1604,54 @@ TEXT: dict[str, dict[str, str]] = {
 # the paper and the code write them (Korean ML texts write them so too), library names, units and file formats.
 # tests/test_korean_pages.py fails on any other English word a Korean page shows.
 KEPT_TERMS = frozenset(
-    """vit cls mlp gelu relu layernorm linear softmax attention rollout query key stream norm attn qkv proj
-    cos mean std logit lens cifar jpeg gflop cpu gpu pca conv timm resnet""".split()
+    [
+        "vit",
+        "cls",
+        "mlp",
+        "gelu",
+        "relu",
+        "layernorm",
+        "linear",
+        "softmax",
+        "attention",
+        "rollout",
+        "query",
+        "key",
+        "stream",
+        "norm",
+        "attn",
+        "qkv",
+        "proj",
+        "cos",
+        "mean",
+        "std",
+        "logit",
+        "lens",
+        "cifar",
+        "jpeg",
+        "gflop",
+        "cpu",
+        "gpu",
+        "pca",
+        "conv",
+        "timm",
+        "resnet",
+    ]
 )
 
 
 CLASS_NAMES: dict[str, dict[str, str]] = {
-    "airplane": {"ko": "비행기"}, "automobile": {"ko": "자동차"}, "bird": {"ko": "새"}, "cat": {"ko": "고양이"},
-    "deer": {"ko": "사슴"}, "dog": {"ko": "개"}, "frog": {"ko": "개구리"}, "horse": {"ko": "말"},
-    "ship": {"ko": "배"}, "truck": {"ko": "트럭"},
-}  # fmt: skip
+    "airplane": {"ko": "비행기"},
+    "automobile": {"ko": "자동차"},
+    "bird": {"ko": "새"},
+    "cat": {"ko": "고양이"},
+    "deer": {"ko": "사슴"},
+    "dog": {"ko": "개"},
+    "frog": {"ko": "개구리"},
+    "horse": {"ko": "말"},
+    "ship": {"ko": "배"},
+    "truck": {"ko": "트럭"},
+}
 
 
 def class_label(name: str, lang: str = DEFAULT_LANGUAGE, short: bool = False) -> str:

@@ -151,9 +151,11 @@ def agreement(first: EvalResult, second: EvalResult) -> Tensor:
     _check_pair(first, second)
     first_right, second_right = first.predictions == first.labels, second.predictions == second.labels
     return torch.tensor(
-        [[int((first_right & second_right).sum()), int((first_right & ~second_right).sum())],
-         [int((~first_right & second_right).sum()), int((~first_right & ~second_right).sum())]]
-    )  # fmt: skip
+        [
+            [int((first_right & second_right).sum()), int((first_right & ~second_right).sum())],
+            [int((~first_right & second_right).sum()), int((~first_right & ~second_right).sum())],
+        ]
+    )
 
 
 def pair_mask(first: EvalResult, second: EvalResult, which: str) -> Tensor:
@@ -165,8 +167,12 @@ def pair_mask(first: EvalResult, second: EvalResult, which: str) -> Tensor:
     """
     _check_pair(first, second)
     first_wrong, second_wrong = first.predictions != first.labels, second.predictions != second.labels
-    masks = {"first_wrong": first_wrong, "first_only": first_wrong & ~second_wrong, "both": first_wrong & second_wrong,
-             "second_only": ~first_wrong & second_wrong}  # fmt: skip
+    masks = {
+        "first_wrong": first_wrong,
+        "first_only": first_wrong & ~second_wrong,
+        "both": first_wrong & second_wrong,
+        "second_only": ~first_wrong & second_wrong,
+    }
     if which not in masks:
         raise ValueError(f"Unknown pair filter {which!r}: choose one of {', '.join(PAIRS)}.")
     return masks[which]

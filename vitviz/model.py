@@ -12,10 +12,10 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
+from vitviz import resnet
 from vitviz.cnn import ConvNet, params_by_module
 from vitviz.config import ModelConfig, ViTConfig
 from vitviz.patches import patchify
-from vitviz import resnet
 from vitviz.trace import BlockTrace, Trace
 
 
@@ -182,9 +182,7 @@ def resample_pos_embed(
     prefix, grid = pos_embed[:, :num_prefix_tokens], pos_embed[:, num_prefix_tokens:]
     old_h, old_w = old_grid
     if grid.shape[1] != old_h * old_w:
-        raise ValueError(
-            f"pos_embed holds {grid.shape[1]} patch positions, not {old_h}x{old_w}={old_h * old_w}."
-        )
+        raise ValueError(f"pos_embed holds {grid.shape[1]} patch positions, not {old_h}x{old_w}={old_h * old_w}.")
     grid = rearrange(grid, "1 (gh gw) d -> 1 d gh gw", gh=old_h, gw=old_w)
     grid = F.interpolate(grid.float(), size=tuple(new_grid), mode="bicubic", align_corners=False)
     grid = rearrange(grid, "1 d gh gw -> 1 (gh gw) d").to(pos_embed.dtype)
@@ -260,11 +258,8 @@ class VisionTransformer(nn.Module):
 
     def pool(self, x: Tensor) -> Tensor:
         """(B, T, D) -> (B, D): the [CLS] token, or the mean of the patch tokens; then fc_norm."""
-        if self.config.global_pool == "token":
-            x = x[:, 0]
-        else:
-            x = x[:, self.num_prefix_tokens :].mean(dim=1)
-        return self.fc_norm(x)
+        token = self.config.global_pool == "token"
+        return self.fc_norm(x[:, 0] if token else x[:, self.num_prefix_tokens :].mean(dim=1))
 
     def forward_head(self, x: Tensor) -> Tensor:
         """Tokens after the final norm (B, T, D) -> logits (B, num_classes)."""
@@ -330,7 +325,6 @@ def flops_per_image(config: ViTConfig) -> int:
     head = 2 * d * config.num_classes
     stem = resnet.flops(config.in_chans, config.hybrid_layers, config.image_size) if config.is_hybrid else 0
     return stem + embed + config.depth * (attn + mlp) + head
-
 
 
 def build_model(config: ModelConfig) -> nn.Module:

@@ -19,9 +19,7 @@ def grid_size(image_size: tuple[int, int], patch_size: int) -> tuple[int, int]:
     """(grid_h, grid_w) for an image of (height, width); raises if it does not divide."""
     height, width = image_size
     if height % patch_size or width % patch_size:
-        raise ValueError(
-            f"A {height}x{width} image does not divide into whole {patch_size}x{patch_size} patches."
-        )
+        raise ValueError(f"A {height}x{width} image does not divide into whole {patch_size}x{patch_size} patches.")
     return (height // patch_size, width // patch_size)
 
 
@@ -34,9 +32,7 @@ def num_patches(image_size: tuple[int, int], patch_size: int) -> int:
 def patchify(pixels: Tensor, patch_size: int) -> Tensor:
     """(B, C, H, W) -> (B, N, C*P*P), patches in row-major grid order, each in (c p1 p2) order."""
     grid_size(tuple(pixels.shape[-2:]), patch_size)
-    return rearrange(
-        pixels, "b c (gh p1) (gw p2) -> b (gh gw) (c p1 p2)", p1=patch_size, p2=patch_size
-    )
+    return rearrange(pixels, "b c (gh p1) (gw p2) -> b (gh gw) (c p1 p2)", p1=patch_size, p2=patch_size)
 
 
 def unpatchify(patches: Tensor, patch_size: int, grid: tuple[int, int], in_chans: int = 3) -> Tensor:
@@ -45,8 +41,12 @@ def unpatchify(patches: Tensor, patch_size: int, grid: tuple[int, int], in_chans
     return rearrange(
         patches,
         "b (gh gw) (c p1 p2) -> b c (gh p1) (gw p2)",
-        gh=grid_h, gw=grid_w, c=in_chans, p1=patch_size, p2=patch_size,
-    )  # fmt: skip
+        gh=grid_h,
+        gw=grid_w,
+        c=in_chans,
+        p1=patch_size,
+        p2=patch_size,
+    )
 
 
 def embed_conv2d(pixels: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
@@ -125,10 +125,7 @@ def compare_routes(pixels: Tensor, weight: Tensor, bias: Tensor | None) -> dict[
     weight = weight.detach().to(pixels)
     bias = None if bias is None else bias.detach().to(pixels)
     reference = embed_conv2d(pixels, weight, bias)  # (B, N, D)
-    return {
-        name: float((route(pixels, weight, bias) - reference).abs().max())
-        for name, route in ROUTES.items()
-    }
+    return {name: float((route(pixels, weight, bias) - reference).abs().max()) for name, route in ROUTES.items()}
 
 
 def patch_boxes(grid: tuple[int, int], patch_size: int) -> list[tuple[int, int, int, int]]:
@@ -141,7 +138,9 @@ def patch_boxes(grid: tuple[int, int], patch_size: int) -> list[tuple[int, int, 
     ]
 
 
-def patch_tiles(patches: Tensor, patch_size: int, in_chans: int, mean: tuple[float, ...], std: tuple[float, ...]) -> Tensor:
+def patch_tiles(
+    patches: Tensor, patch_size: int, in_chans: int, mean: tuple[float, ...], std: tuple[float, ...]
+) -> Tensor:
     """Flattened normalised patches (N, C*P*P) -> displayable tiles (N, P, P, C) in [0, 1]."""
     tiles = rearrange(patches, "n (c p1 p2) -> n p1 p2 c", c=in_chans, p1=patch_size, p2=patch_size)
     return (tiles * torch.tensor(std) + torch.tensor(mean)).clamp(0, 1)

@@ -6,6 +6,7 @@ keeps plotly's own PNG export, and tests can read the data back from ``fig.data`
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,9 +39,12 @@ def _image_layout_dict(height: int | None = None, title: str | None = None) -> d
     layout = dict(
         xaxis=dict(visible=False, constrain="domain"),
         yaxis=dict(visible=False, scaleanchor="x", autorange="reversed"),
-        margin=dict(l=4, r=4, t=40 if title else 4, b=4), font=FONT, height=height,
-        plot_bgcolor="white", dragmode=False,
-    )  # fmt: skip
+        margin=dict(l=4, r=4, t=40 if title else 4, b=4),
+        font=FONT,
+        height=height,
+        plot_bgcolor="white",
+        dragmode=False,
+    )
     if title:
         layout["title"] = dict(text=title)
     return layout
@@ -58,9 +62,13 @@ def image(array: np.ndarray, title: str | None = None, height: int | None = 380)
 
 
 def patch_grid(
-    array: np.ndarray, patch_size: int, highlight: int | None = None, title: str | None = None,
-    height: int | None = 420, numbers: bool = False,
-) -> go.Figure:  # fmt: skip
+    array: np.ndarray,
+    patch_size: int,
+    highlight: int | None = None,
+    title: str | None = None,
+    height: int | None = 420,
+    numbers: bool = False,
+) -> go.Figure:
     """The image with the P x P patch grid drawn over it; ``highlight`` outlines one patch.
 
     A transparent marker sits on every patch centre so hovering (or clicking, with Streamlit's
@@ -84,14 +92,16 @@ def patch_grid(
     centres_y = rows * patch_size + patch_size / 2 - 0.5
     fig.add_trace(
         click_markers(
-            centres_x, centres_y, max(6, min(40, 600 // max(grid_w, 1))),
+            centres_x,
+            centres_y,
+            max(6, min(40, 600 // max(grid_w, 1))),
             numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
             "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>",
             mode="text+markers" if numbers else "markers",
             text=[str(i + 1) for i in range(grid_h * grid_w)] if numbers else None,
             textfont=dict(color="white", size=11),
         )
-    )  # fmt: skip
+    )
     if highlight is not None and 0 <= highlight < grid_h * grid_w:
         outline_patch(fig, highlight, grid_w, patch_size, width=3)
     return fig
@@ -111,18 +121,27 @@ def click_markers(
     them ignore clicks too."""
     trace.setdefault("mode", "markers")
     return go.Scatter(
-        x=x, y=y, marker=dict(size=size, color="rgba(0,0,0,0.01)", symbol="square"),
-        customdata=customdata, hovertemplate=hovertemplate, showlegend=False, **trace,
-    )  # fmt: skip
+        x=x,
+        y=y,
+        marker=dict(size=size, color="rgba(0,0,0,0.01)", symbol="square"),
+        customdata=customdata,
+        hovertemplate=hovertemplate,
+        showlegend=False,
+        **trace,
+    )
 
 
 def outline_patch(fig: go.Figure, index: int, grid_w: int, patch_size: int, width: int = 3) -> go.Figure:
     """Draw a red square around patch ``index`` (row-major) of an image figure."""
     row, col = divmod(index, grid_w)
     fig.add_shape(
-        type="rect", x0=col * patch_size - 0.5, x1=(col + 1) * patch_size - 0.5,
-        y0=row * patch_size - 0.5, y1=(row + 1) * patch_size - 0.5, line=dict(color="#ff2d55", width=width),
-    )  # fmt: skip
+        type="rect",
+        x0=col * patch_size - 0.5,
+        x1=(col + 1) * patch_size - 0.5,
+        y0=row * patch_size - 0.5,
+        y1=(row + 1) * patch_size - 0.5,
+        line=dict(color="#ff2d55", width=width),
+    )
     return fig
 
 
@@ -145,7 +164,9 @@ def to_uint8_stack(patches: np.ndarray) -> np.ndarray:
     return patches
 
 
-def patch_gallery(patches: np.ndarray, grid: tuple[int, int], title: str | None = None, height: int | None = 420) -> go.Figure:
+def patch_gallery(
+    patches: np.ndarray, grid: tuple[int, int], title: str | None = None, height: int | None = 420
+) -> go.Figure:
     """Every patch as its own tile, in token order (row by row), spaced apart."""
     p = np.asarray(patches).shape[1]
     montage = patch_montage(patches, grid, gap=max(1, p // 8))
@@ -153,10 +174,16 @@ def patch_gallery(patches: np.ndarray, grid: tuple[int, int], title: str | None 
 
 
 def heatmap_overlay(
-    array: np.ndarray, values: np.ndarray, opacity: float = 0.55, title: str | None = None,
-    height: int | None = 380, colorscale: str = HEAT, zmin: float | None = None, zmax: float | None = None,
+    array: np.ndarray,
+    values: np.ndarray,
+    opacity: float = 0.55,
+    title: str | None = None,
+    height: int | None = 380,
+    colorscale: str = HEAT,
+    zmin: float | None = None,
+    zmax: float | None = None,
     colorbar: bool = True,
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """A (grid_h, grid_w) map laid over the image, one coloured square per patch."""
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
@@ -167,12 +194,20 @@ def heatmap_overlay(
     fig.data[0].hovertemplate = None
     fig.add_trace(
         go.Heatmap(
-            z=values, x0=(width_px / grid_w - 1) / 2, dx=width_px / grid_w, y0=(height_px / grid_h - 1) / 2,
-            dy=height_px / grid_h, colorscale=colorscale, opacity=opacity, zmin=zmin, zmax=zmax,
-            showscale=colorbar, hovertemplate="row %{y:.0f}, col %{x:.0f}: %{z:.4f}<extra></extra>",
+            z=values,
+            x0=(width_px / grid_w - 1) / 2,
+            dx=width_px / grid_w,
+            y0=(height_px / grid_h - 1) / 2,
+            dy=height_px / grid_h,
+            colorscale=colorscale,
+            opacity=opacity,
+            zmin=zmin,
+            zmax=zmax,
+            showscale=colorbar,
+            hovertemplate="row %{y:.0f}, col %{x:.0f}: %{z:.4f}<extra></extra>",
             colorbar=dict(thickness=12, len=0.8),
         )
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -190,9 +225,14 @@ def _panel_domains(count: int, columns: int, h_gap: float, v_gap: float) -> list
 
 
 def small_multiples(
-    maps: np.ndarray, titles: Sequence[str], columns: int = 6, colorscale: str = HEAT,
-    shared_scale: bool = False, height_per_row: int = 170, image: np.ndarray | None = None,
-) -> go.Figure:  # fmt: skip
+    maps: np.ndarray,
+    titles: Sequence[str],
+    columns: int = 6,
+    colorscale: str = HEAT,
+    shared_scale: bool = False,
+    height_per_row: int = 170,
+    image: np.ndarray | None = None,
+) -> go.Figure:
     """Many (grid_h, grid_w) maps side by side (e.g. every head of a layer).
 
     The figure is built in one go from plain dictionaries (no make_subplots and no per-axis
@@ -204,18 +244,40 @@ def small_multiples(
     rows = int(np.ceil(count / columns))
     zmin, zmax = (float(maps.min()), float(maps.max())) if shared_scale else (None, None)
     data, layout = [], {}
-    for index, ((x_domain, y_domain), values, title) in enumerate(zip(_panel_domains(count, columns, 0.02, 0.12 if rows > 1 else 0.1), maps, titles)):
+    for index, ((x_domain, y_domain), values, title) in enumerate(
+        zip(_panel_domains(count, columns, 0.02, 0.12 if rows > 1 else 0.1), maps, titles, strict=True)
+    ):
         suffix = "" if index == 0 else str(index + 1)
-        data.append(dict(
-            type="heatmap", z=values, colorscale=colorscale, showscale=False, zmin=zmin, zmax=zmax,
-            xaxis=f"x{suffix}", yaxis=f"y{suffix}", hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>",
-        ))  # fmt: skip
+        data.append(
+            dict(
+                type="heatmap",
+                z=values,
+                colorscale=colorscale,
+                showscale=False,
+                zmin=zmin,
+                zmax=zmax,
+                xaxis=f"x{suffix}",
+                yaxis=f"y{suffix}",
+                hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>",
+            )
+        )
         layout[f"xaxis{suffix}"] = dict(domain=x_domain, visible=False, anchor=f"y{suffix}")
-        layout[f"yaxis{suffix}"] = dict(domain=y_domain, visible=False, anchor=f"x{suffix}", autorange="reversed", scaleanchor=f"x{suffix}")
-        layout.setdefault("annotations", []).append(dict(
-            text=title, x=sum(x_domain) / 2, y=y_domain[1], xref="paper", yref="paper", xanchor="center",
-            yanchor="bottom", showarrow=False, font=dict(size=13),
-        ))  # fmt: skip
+        layout[f"yaxis{suffix}"] = dict(
+            domain=y_domain, visible=False, anchor=f"x{suffix}", autorange="reversed", scaleanchor=f"x{suffix}"
+        )
+        layout.setdefault("annotations", []).append(
+            dict(
+                text=title,
+                x=sum(x_domain) / 2,
+                y=y_domain[1],
+                xref="paper",
+                yref="paper",
+                xanchor="center",
+                yanchor="bottom",
+                showarrow=False,
+                font=dict(size=13),
+            )
+        )
     layout.update(height=rows * height_per_row + 40, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
     return go.Figure(data=data, layout=layout)
 
@@ -227,10 +289,18 @@ def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -
     fig = make_subplots(rows=1, cols=len(pixels), subplot_titles=list(titles), horizontal_spacing=0.03)
     for index, channel in enumerate(pixels):
         fig.add_trace(
-            go.Heatmap(z=channel, colorscale=DIVERGING, zmin=-limit, zmax=limit, showscale=index == len(pixels) - 1,
-                       hovertemplate="x=%{x}, y=%{y}: %{z:.3f}<extra></extra>", colorbar=dict(thickness=12)),
-            row=1, col=index + 1,
-        )  # fmt: skip
+            go.Heatmap(
+                z=channel,
+                colorscale=DIVERGING,
+                zmin=-limit,
+                zmax=limit,
+                showscale=index == len(pixels) - 1,
+                hovertemplate="x=%{x}, y=%{y}: %{z:.3f}<extra></extra>",
+                colorbar=dict(thickness=12),
+            ),
+            row=1,
+            col=index + 1,
+        )
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False, autorange="reversed")
     for index in range(len(pixels)):
@@ -241,32 +311,61 @@ def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -
 
 
 def histogram(
-    series: dict[str, np.ndarray], title: str | None = None, height: int = 280, x_title: str | None = None,
+    series: dict[str, np.ndarray],
+    title: str | None = None,
+    height: int = 280,
+    x_title: str | None = None,
     y_title: str | None = None,
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """Overlaid histograms of named value arrays."""
     fig = go.Figure()
-    for (name, values), colour in zip(series.items(), CHANNEL_COLOURS * 3):
-        fig.add_trace(go.Histogram(x=np.asarray(values).ravel(), name=name, opacity=0.6, nbinsx=60, marker_color=colour))
-    fig.update_layout(barmode="overlay", height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT,
-                      title=title, xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", y=1.12))  # fmt: skip
+    for (name, values), colour in zip(series.items(), itertools.cycle(CHANNEL_COLOURS), strict=False):
+        fig.add_trace(
+            go.Histogram(x=np.asarray(values).ravel(), name=name, opacity=0.6, nbinsx=60, marker_color=colour)
+        )
+    fig.update_layout(
+        barmode="overlay",
+        height=height,
+        margin=dict(l=4, r=4, t=40 if title else 10, b=4),
+        font=FONT,
+        title=title,
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+        legend=dict(orientation="h", y=1.12),
+    )
     return fig
 
 
-def bars(labels: Sequence[str], values: Sequence[float], title: str | None = None, height: int = 300,
-         highlight: int | None = None, percent: bool = True, x_title: str | None = None,
-         correct: int | None = None) -> go.Figure:  # fmt: skip
+def bars(
+    labels: Sequence[str],
+    values: Sequence[float],
+    title: str | None = None,
+    height: int = 300,
+    highlight: int | None = None,
+    percent: bool = True,
+    x_title: str | None = None,
+    correct: int | None = None,
+) -> go.Figure:
     """Horizontal bars, largest on top (top-k probabilities, counts ...).
 
     ``highlight`` marks one bar in red (the prediction); ``correct`` marks the bar of the known
     true class in green (it wins over ``highlight`` when both are the same bar).
     """
-    colours = [TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else "#4c78a8" for i in range(len(values))]
+    colours = [
+        TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else "#4c78a8" for i in range(len(values))
+    ]
     text = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
-    fig = go.Figure(go.Bar(x=list(values), y=list(labels), orientation="h", marker_color=colours, text=text, textposition="auto"))
+    fig = go.Figure(
+        go.Bar(x=list(values), y=list(labels), orientation="h", marker_color=colours, text=text, textposition="auto")
+    )
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT, title=title,
-                      xaxis=dict(tickformat=(".0%" if max(values, default=0) >= 0.2 else ".1%") if percent else None, title=x_title))  # fmt: skip
+    fig.update_layout(
+        height=height,
+        margin=dict(l=4, r=4, t=40 if title else 10, b=4),
+        font=FONT,
+        title=title,
+        xaxis=dict(tickformat=(".0%" if max(values, default=0) >= 0.2 else ".1%") if percent else None, title=x_title),
+    )
     return fig
 
 
@@ -276,9 +375,13 @@ def _channel_scale(colour: str) -> list[list[object]]:
 
 
 def patch_planes(
-    vector: np.ndarray, patch_size: int, in_chans: int, names: Sequence[str],
-    title: str | None = None, height: int = 330,
-) -> go.Figure:  # fmt: skip
+    vector: np.ndarray,
+    patch_size: int,
+    in_chans: int,
+    names: Sequence[str],
+    title: str | None = None,
+    height: int = 330,
+) -> go.Figure:
     """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P.
 
     Each plane is coloured black to its channel's colour on one scale shared by all planes.
@@ -296,16 +399,24 @@ def patch_planes(
         colour = CHANNEL_COLOURS[c] if in_chans == 3 else "#ffffff"
         fig.add_trace(
             go.Heatmap(
-                z=planes[c], customdata=index[c], text=index[c] if p <= 8 else None,
-                texttemplate="%{text}" if p <= 8 else None, textfont=dict(color="white", size=12),
-                colorscale=_channel_scale(colour), zmin=low, zmax=high, showscale=False,
+                z=planes[c],
+                customdata=index[c],
+                text=index[c] if p <= 8 else None,
+                texttemplate="%{text}" if p <= 8 else None,
+                textfont=dict(color="white", size=12),
+                colorscale=_channel_scale(colour),
+                zmin=low,
+                zmax=high,
+                showscale=False,
                 hovertemplate="p1=%{y}, p2=%{x}<br>index %{customdata}: %{z:.3f}<extra></extra>",
             ),
-            row=1, col=c + 1,
-        )  # fmt: skip
+            row=1,
+            col=c + 1,
+        )
     fig.update_xaxes(title_text="p2", tickmode="linear", dtick=max(1, p // 4), constrain="domain")
-    fig.update_yaxes(autorange="reversed", tickmode="linear", dtick=max(1, p // 4), showticklabels=False,
-                     constrain="domain")  # fmt: skip
+    fig.update_yaxes(
+        autorange="reversed", tickmode="linear", dtick=max(1, p // 4), showticklabels=False, constrain="domain"
+    )
     fig.update_yaxes(title_text="p1", showticklabels=True, row=1, col=1)
     for c in range(in_chans):
         axis = "" if c == 0 else str(c + 1)
@@ -316,9 +427,13 @@ def patch_planes(
 
 
 def vector_bars(
-    values: np.ndarray, segment: int | None = None, names: Sequence[str] = (), title: str | None = None,
-    x_title: str | None = None, height: int = 300,
-) -> go.Figure:  # fmt: skip
+    values: np.ndarray,
+    segment: int | None = None,
+    names: Sequence[str] = (),
+    title: str | None = None,
+    x_title: str | None = None,
+    height: int = 300,
+) -> go.Figure:
     """A 1-D vector as bars, index on x. With ``segment``, every run of ``segment`` entries is
     its own trace (coloured by channel, named from ``names``), its start marked on the axis."""
     values = np.asarray(values, dtype=np.float64).ravel()
@@ -328,23 +443,38 @@ def vector_bars(
             stop = min(start + segment, len(values))
             name = names[number] if number < len(names) else str(number)
             fig.add_trace(
-                go.Bar(x=np.arange(start, stop), y=values[start:stop], name=name,
-                       marker_color=CHANNEL_COLOURS[number % 3],
-                       hovertemplate="index %{x}: %{y:.3f}<extra>" + name + "</extra>")
-            )  # fmt: skip
+                go.Bar(
+                    x=np.arange(start, stop),
+                    y=values[start:stop],
+                    name=name,
+                    marker_color=CHANNEL_COLOURS[number % 3],
+                    hovertemplate="index %{x}: %{y:.3f}<extra>" + name + "</extra>",
+                )
+            )
             if start:
                 fig.add_vline(x=start - 0.5, line=dict(color="#666", width=1, dash="dot"))
         starts = list(range(0, len(values), segment))
         labels = [f"{names[i] if i < len(names) else i}: {start}" for i, start in enumerate(starts)]
         fig.update_xaxes(tickmode="array", tickvals=starts, ticktext=labels)
     else:
-        fig.add_trace(go.Bar(x=np.arange(len(values)), y=values, marker_color="#4c78a8",
-                             hovertemplate="%{x}: %{y:.3f}<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=np.arange(len(values)),
+                y=values,
+                marker_color="#4c78a8",
+                hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+            )
+        )
     fig.update_layout(
-        height=height, bargap=0, font=FONT, title=title, xaxis_title=x_title, showlegend=bool(segment),
+        height=height,
+        bargap=0,
+        font=FONT,
+        title=title,
+        xaxis_title=x_title,
+        showlegend=bool(segment),
         margin=dict(l=4, r=4, t=50 if title else 10, b=4),
         legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
-    )  # fmt: skip
+    )
     return fig
 
 
@@ -389,29 +519,47 @@ def component_tiles(
 
 # ---- 4. tokens ----
 def token_matrix(
-    values: np.ndarray, title: str | None = None, marked: dict[int, str] | None = None, height: int = 420,
-    y_title: str = "token", x_title: str = "channel (D)",
-) -> go.Figure:  # fmt: skip
+    values: np.ndarray,
+    title: str | None = None,
+    marked: dict[int, str] | None = None,
+    height: int = 420,
+    y_title: str = "token",
+    x_title: str = "channel (D)",
+) -> go.Figure:
     """A token sequence (rows, D) as a heat map, one row per token; ``marked`` outlines and
     labels rows (e.g. {0: "[CLS]"}); the axis titles come in the user's language."""
     values = np.asarray(values, dtype=np.float32)
     rows, dim = values.shape
     limit = float(np.abs(values).max()) or 1.0
     fig = go.Figure(
-        go.Heatmap(z=values, colorscale=DIVERGING, zmin=-limit, zmax=limit, colorbar=dict(thickness=12),
-                   hovertemplate=f"{y_title} %{{y}}, {x_title} %{{x}}: %{{z:.3f}}<extra></extra>")
-    )  # fmt: skip
+        go.Heatmap(
+            z=values,
+            colorscale=DIVERGING,
+            zmin=-limit,
+            zmax=limit,
+            colorbar=dict(thickness=12),
+            hovertemplate=f"{y_title} %{{y}}, {x_title} %{{x}}: %{{z:.3f}}<extra></extra>",
+        )
+    )
     for row, label in (marked or {}).items():
-        fig.add_shape(type="rect", x0=-0.5, x1=dim - 0.5, y0=row - 0.5, y1=row + 0.5,
-                      line=dict(color="#ff2d55", width=3))  # fmt: skip
+        fig.add_shape(
+            type="rect", x0=-0.5, x1=dim - 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3)
+        )
         fig.add_annotation(
-            x=(dim - 1) / 2, y=row, text=f"<b>{label}</b>", showarrow=True, arrowhead=2, arrowcolor="#ff2d55",
-            ax=0, ay=40, font=dict(color="#ff2d55", size=16), bgcolor="rgba(255,255,255,0.85)",
-        )  # fmt: skip
+            x=(dim - 1) / 2,
+            y=row,
+            text=f"<b>{label}</b>",
+            showarrow=True,
+            arrowhead=2,
+            arrowcolor="#ff2d55",
+            ax=0,
+            ay=40,
+            font=dict(color="#ff2d55", size=16),
+            bgcolor="rgba(255,255,255,0.85)",
+        )
     fig.update_yaxes(autorange="reversed", title_text=y_title)
     fig.update_xaxes(title_text=x_title, range=[-0.5, dim - 0.5])
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT,
-                      title=title)  # fmt: skip
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title)
     return fig
 
 
@@ -446,34 +594,58 @@ def similarity_grid(
     gap = 1
     mosaic = similarity_mosaic(similarity, gap)  # NaN gaps show the dark plot background
     fig = go.Figure(
-        go.Heatmap(z=mosaic, colorscale=DIVERGING, zmin=-1, zmax=1, colorbar=dict(thickness=12, title="cos"),
-                   hoverinfo="skip", hoverongaps=False)
-    )  # fmt: skip
+        go.Heatmap(
+            z=mosaic,
+            colorscale=DIVERGING,
+            zmin=-1,
+            zmax=1,
+            colorbar=dict(thickness=12, title="cos"),
+            hoverinfo="skip",
+            hoverongaps=False,
+        )
+    )
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     fig.add_trace(
         click_markers(
-            cols * (grid_w + gap) + (grid_w - 1) / 2, rows * (grid_h + gap) + (grid_h - 1) / 2,
-            max(6, min(40, 560 // max(grid_w, 1))), numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
+            cols * (grid_w + gap) + (grid_w - 1) / 2,
+            rows * (grid_h + gap) + (grid_h - 1) / 2,
+            max(6, min(40, 560 // max(grid_w, 1))),
+            numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
             "position %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>",
         )
-    )  # fmt: skip
+    )
     if selected is not None and 0 <= selected < grid_h * grid_w:
         row, col = divmod(selected, grid_w)
         top, left = row * (grid_h + gap), col * (grid_w + gap)
-        fig.add_shape(type="rect", x0=left - 0.5, x1=left + grid_w - 0.5, y0=top - 0.5, y1=top + grid_h - 0.5,
-                      line=dict(color="#ff2d55", width=3))  # fmt: skip
+        fig.add_shape(
+            type="rect",
+            x0=left - 0.5,
+            x1=left + grid_w - 0.5,
+            y0=top - 0.5,
+            y1=top + grid_h - 0.5,
+            line=dict(color="#ff2d55", width=3),
+        )
     height_px, width_px = mosaic.shape  # fixed ranges: the markers would pad the autorange
     fig.update_xaxes(visible=False, constrain="domain", range=[-0.5, width_px - 0.5])
     fig.update_yaxes(visible=False, range=[height_px - 0.5, -0.5], scaleanchor="x", constrain="domain")
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 4, b=4), font=FONT, title=title,
-                      plot_bgcolor="#444", dragmode=False)  # fmt: skip
+    fig.update_layout(
+        height=height,
+        margin=dict(l=4, r=4, t=50 if title else 4, b=4),
+        font=FONT,
+        title=title,
+        plot_bgcolor="#444",
+        dragmode=False,
+    )
     return fig
 
 
 def similarity_maps(
-    maps: np.ndarray, titles: Sequence[str], marked: tuple[int, int] | None = None, height: int = 420,
+    maps: np.ndarray,
+    titles: Sequence[str],
+    marked: tuple[int, int] | None = None,
+    height: int = 420,
     own_range: bool = False,
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """(k, grid_h, grid_w) cosine-similarity maps side by side; ``marked`` (row, col) outlines
     the chosen position in every map.
 
@@ -488,20 +660,38 @@ def similarity_maps(
     for index, values in enumerate(maps):
         if own_range:  # a colour bar beside each map: its own min..max
             right = fig.layout["xaxis" if index == 0 else f"xaxis{index + 1}"].domain[1]
-            scale = dict(colorscale=HEAT, zmin=values.min(), zmax=values.max(), showscale=True,
-                         colorbar=dict(thickness=10, x=right + 0.005, xanchor="left", len=0.8, title="cos", tickformat=".2f"))  # fmt: skip
+            scale = dict(
+                colorscale=HEAT,
+                zmin=values.min(),
+                zmax=values.max(),
+                showscale=True,
+                colorbar=dict(thickness=10, x=right + 0.005, xanchor="left", len=0.8, title="cos", tickformat=".2f"),
+            )
         else:
-            scale = dict(colorscale=DIVERGING, zmin=-1, zmax=1, showscale=index == count - 1, colorbar=dict(thickness=12, title="cos"))
+            scale = dict(
+                colorscale=DIVERGING,
+                zmin=-1,
+                zmax=1,
+                showscale=index == count - 1,
+                colorbar=dict(thickness=12, title="cos"),
+            )
         fig.add_trace(
-            go.Heatmap(z=values, **scale,
-                       hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>"),
-            row=1, col=index + 1,
-        )  # fmt: skip
+            go.Heatmap(z=values, **scale, hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>"),
+            row=1,
+            col=index + 1,
+        )
         if marked is not None:
             row, col = marked
-            fig.add_shape(type="rect", x0=col - 0.5, x1=col + 0.5, y0=row - 0.5, y1=row + 0.5,
-                          line=dict(color="#ff2d55" if own_range else "#111", width=3),
-                          row=1, col=index + 1)  # fmt: skip
+            fig.add_shape(
+                type="rect",
+                x0=col - 0.5,
+                x1=col + 0.5,
+                y0=row - 0.5,
+                y1=row + 0.5,
+                line=dict(color="#ff2d55" if own_range else "#111", width=3),
+                row=1,
+                col=index + 1,
+            )
     fig.update_xaxes(visible=False, constrain="domain")
     fig.update_yaxes(visible=False, autorange="reversed", constrain="domain")
     for index in range(count):
@@ -517,9 +707,13 @@ def similarity_maps(
 
 # ---- 5. attention ----
 def attention_picker(
-    array: np.ndarray, values: np.ndarray, patch_size: int, query_patch: int | None = None,
-    title: str | None = None, height: int | None = 420,
-) -> go.Figure:  # fmt: skip
+    array: np.ndarray,
+    values: np.ndarray,
+    patch_size: int,
+    query_patch: int | None = None,
+    title: str | None = None,
+    height: int | None = 420,
+) -> go.Figure:
     """An attention map over the image that a click can pick a patch from.
 
     ``heatmap_overlay`` plus one transparent marker per patch centre (as in ``patch_grid``)
@@ -537,21 +731,34 @@ def attention_picker(
     size = max(6, min(40, int(0.8 * (height or 420) / max(grid_h, grid_w))))  # about one patch on screen
     fig.add_trace(
         click_markers(
-            cols * patch_size + patch_size / 2 - 0.5, rows * patch_size + patch_size / 2 - 0.5, size,
-            np.concatenate([np.stack([np.arange(grid_h * grid_w), rows, cols, values.ravel()], axis=1),
-                            numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1))[:, 3:]], axis=1),
+            cols * patch_size + patch_size / 2 - 0.5,
+            rows * patch_size + patch_size / 2 - 0.5,
+            size,
+            np.concatenate(
+                [
+                    np.stack([np.arange(grid_h * grid_w), rows, cols, values.ravel()], axis=1),
+                    numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1))[:, 3:],
+                ],
+                axis=1,
+            ),
             "patch %{customdata[4]} (row %{customdata[5]}, col %{customdata[6]}): %{customdata[3]:.4f}<extra></extra>",
         )
-    )  # fmt: skip
+    )
     if query_patch is not None and 0 <= query_patch < grid_h * grid_w:
         outline_patch(fig, query_patch, grid_w, patch_size, width=4)
     return fig
 
 
 def attention_distance(
-    distances: np.ndarray, title: str | None = None, x_title: str | None = None, y_title: str | None = None,
-    head_word: str = "head", uniform: float | None = None, uniform_label: str | None = None, height: int = 380,
-) -> go.Figure:  # fmt: skip
+    distances: np.ndarray,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    head_word: str = "head",
+    uniform: float | None = None,
+    uniform_label: str | None = None,
+    height: int = 380,
+) -> go.Figure:
     """Mean attention distance (depth, heads) as the ViT paper's Fig. 7 (right).
 
     One dot per head at x = layer (1-based, as users count) and y = distance in pixels, a colour
@@ -564,27 +771,45 @@ def attention_distance(
     for head in range(heads):  # one trace per head: the legend says which colour is which head
         fig.add_trace(
             go.Scatter(
-                x=np.arange(1, depth + 1), y=distances[:, head], mode="markers", name=f"{head_word} {head + 1}",
+                x=np.arange(1, depth + 1),
+                y=distances[:, head],
+                mode="markers",
+                name=f"{head_word} {head + 1}",
                 marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
                 hovertemplate=f"{x_title or 'layer'} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
             )
-        )  # fmt: skip
+        )
     if uniform is not None:
-        fig.add_hline(y=uniform, line=dict(color="grey", dash="dot"), annotation_text=uniform_label,
-                      annotation_position="top left")  # fmt: skip
+        fig.add_hline(
+            y=uniform,
+            line=dict(color="grey", dash="dot"),
+            annotation_text=uniform_label,
+            annotation_position="top left",
+        )
     fig.update_layout(
-        height=height, margin=dict(l=4, r=4, t=40 if title else 10, b=4), font=FONT, title=title,
+        height=height,
+        margin=dict(l=4, r=4, t=40 if title else 10, b=4),
+        font=FONT,
+        title=title,
         xaxis=dict(title=x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2),
         yaxis=dict(title=y_title, rangemode="tozero"),
-    )  # fmt: skip
+    )
     return fig
 
 
 def reach(
-    fields: Sequence[tuple[str, int]], distances: np.ndarray, image_px: int, cnn_title: str = "CNN: receptive field",
-    vit_title: str = "ViT: mean attention distance", y_title: str = "pixels", cnn_x_title: str = "layer",
-    vit_x_title: str = "layer", head_word: str = "head", image_label: str = "image side", height: int = 400,
-) -> go.Figure:  # fmt: skip
+    fields: Sequence[tuple[str, int]],
+    distances: np.ndarray,
+    image_px: int,
+    cnn_title: str = "CNN: receptive field",
+    vit_title: str = "ViT: mean attention distance",
+    y_title: str = "pixels",
+    cnn_x_title: str = "layer",
+    vit_x_title: str = "layer",
+    head_word: str = "head",
+    image_label: str = "image side",
+    height: int = 400,
+) -> go.Figure:
     """How far each family looks, in pixels of its input: the CNN's theoretical receptive field
     after every convolution and pooling layer (``cnn.receptive_fields``, a line that can only
     grow) beside the ViT's mean attention distance per layer and head (``analysis.mean_attention_distance``,
@@ -597,24 +822,49 @@ def reach(
     """
     distances = np.asarray(distances, dtype=np.float64)
     depth, heads = distances.shape
-    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=[cnn_title, vit_title], horizontal_spacing=0.05)
+    fig = make_subplots(
+        rows=1, cols=2, shared_yaxes=True, subplot_titles=[cnn_title, vit_title], horizontal_spacing=0.05
+    )
     steps = np.arange(1, len(fields) + 1)
     fig.add_trace(
-        go.Scatter(x=steps, y=[size for _, size in fields], mode="lines+markers", line=dict(color="#2ca02c", width=3),
-                   text=[name for name, _ in fields], hovertemplate="%{text}: %{y} px<extra></extra>", showlegend=False),
-        row=1, col=1,
-    )  # fmt: skip
+        go.Scatter(
+            x=steps,
+            y=[size for _, size in fields],
+            mode="lines+markers",
+            line=dict(color="#2ca02c", width=3),
+            text=[name for name, _ in fields],
+            hovertemplate="%{text}: %{y} px<extra></extra>",
+            showlegend=False,
+        ),
+        row=1,
+        col=1,
+    )
     colours = sample_colorscale("Turbo", [h / max(heads - 1, 1) for h in range(heads)])
     for head in range(heads):
         fig.add_trace(
-            go.Scatter(x=np.arange(1, depth + 1), y=distances[:, head], mode="markers", name=f"{head_word} {head + 1}",
-                       marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
-                       hovertemplate=f"{vit_x_title} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>"),
-            row=1, col=2,
-        )  # fmt: skip
-    fig.add_hline(y=image_px, line=dict(color="grey", dash="dash"), row=1, col=1, annotation_text=image_label, annotation_position="top left")
+            go.Scatter(
+                x=np.arange(1, depth + 1),
+                y=distances[:, head],
+                mode="markers",
+                name=f"{head_word} {head + 1}",
+                marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
+                hovertemplate=f"{vit_x_title} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
+    fig.add_hline(
+        y=image_px,
+        line=dict(color="grey", dash="dash"),
+        row=1,
+        col=1,
+        annotation_text=image_label,
+        annotation_position="top left",
+    )
     fig.add_hline(y=image_px, line=dict(color="grey", dash="dash"), row=1, col=2)
-    fig.update_xaxes(title_text=cnn_x_title, tickvals=steps, ticktext=[name for name, _ in fields], tickangle=-45, row=1, col=1)
+    fig.update_xaxes(
+        title_text=cnn_x_title, tickvals=steps, ticktext=[name for name, _ in fields], tickangle=-45, row=1, col=1
+    )
     fig.update_xaxes(title_text=vit_x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2, row=1, col=2)
     fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=1)
     fig.update_layout(height=height, margin=dict(l=4, r=4, t=40, b=4), font=FONT)
@@ -648,9 +898,11 @@ BLOCK_COLOURS = {"stream": "#e8e8e8", "norm": "#fff2b3", "attention": "#cfe3f7",
 
 
 def block_diagram(
-    boxes: Sequence[tuple[str, str, str]], residuals: Sequence[tuple[int, int]] = (), title: str | None = None,
+    boxes: Sequence[tuple[str, str, str]],
+    residuals: Sequence[tuple[int, int]] = (),
+    title: str | None = None,
     height: int | None = None,
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """A flow chart drawn top to bottom: boxes joined by arrows, with the shape of the tensor
     leaving every box written beside it, and residual connections as arrows on the left.
 
@@ -664,40 +916,93 @@ def block_diagram(
     fig = go.Figure()
     half_w, half_h = 2.2, 0.32
     ys = [-float(i) for i in range(len(boxes))]
-    for y, (label, shape, kind) in zip(ys, boxes):
+    for y, (label, shape, kind) in zip(ys, boxes, strict=True):
         fig.add_shape(
-            type="rect", x0=-half_w, x1=half_w, y0=y - half_h, y1=y + half_h, line=dict(color="#555", width=1.5),
-            fillcolor=BLOCK_COLOURS.get(kind, "#ffffff"), layer="below",
-        )  # fmt: skip
+            type="rect",
+            x0=-half_w,
+            x1=half_w,
+            y0=y - half_h,
+            y1=y + half_h,
+            line=dict(color="#555", width=1.5),
+            fillcolor=BLOCK_COLOURS.get(kind, "#ffffff"),
+            layer="below",
+        )
         fig.add_annotation(x=0, y=y, text=label, showarrow=False, font=dict(size=15, color="#111"))
-        fig.add_annotation(x=half_w + 0.15, y=y, text=f"<b>{shape}</b>", showarrow=False, xanchor="left", font=dict(size=14, family="monospace", color="#1f4e8c"))
-    for upper, lower in zip(ys[:-1], ys[1:]):
         fig.add_annotation(
-            x=0, y=lower + half_h, ax=0, ay=upper - half_h, xref="x", yref="y", axref="x", ayref="y", text="",
-            showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=2, arrowcolor="#333",
-        )  # fmt: skip
+            x=half_w + 0.15,
+            y=y,
+            text=f"<b>{shape}</b>",
+            showarrow=False,
+            xanchor="left",
+            font=dict(size=14, family="monospace", color="#1f4e8c"),
+        )
+    for upper, lower in zip(ys[:-1], ys[1:], strict=True):
+        fig.add_annotation(
+            x=0,
+            y=lower + half_h,
+            ax=0,
+            ay=upper - half_h,
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            text="",
+            showarrow=True,
+            arrowhead=2,
+            arrowsize=1.2,
+            arrowwidth=2,
+            arrowcolor="#333",
+        )
     for start, end in residuals:
         y0, y1, left = ys[start], ys[end], -half_w - 0.55
-        fig.add_shape(type="path", path=f"M {-half_w},{y0} L {left},{y0} L {left},{y1}", line=dict(color="#d62728", width=2.5))
+        fig.add_shape(
+            type="path", path=f"M {-half_w},{y0} L {left},{y0} L {left},{y1}", line=dict(color="#d62728", width=2.5)
+        )
         fig.add_annotation(
-            x=-half_w, y=y1, ax=left, ay=y1, xref="x", yref="y", axref="x", ayref="y", text="",
-            showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=2.5, arrowcolor="#d62728",
-        )  # fmt: skip
+            x=-half_w,
+            y=y1,
+            ax=left,
+            ay=y1,
+            xref="x",
+            yref="y",
+            axref="x",
+            ayref="y",
+            text="",
+            showarrow=True,
+            arrowhead=2,
+            arrowsize=1.2,
+            arrowwidth=2.5,
+            arrowcolor="#d62728",
+        )
     fig.update_xaxes(visible=False, range=[-half_w - 0.8, half_w + 3.0], fixedrange=True)
     fig.update_yaxes(visible=False, range=[min(ys, default=0) - 0.6, 0.6], fixedrange=True)
     fig.update_layout(
-        height=height or 58 * len(boxes) + 70, margin=dict(l=4, r=4, t=50 if title else 8, b=4), font=FONT,
-        title=title, plot_bgcolor="white", showlegend=False, dragmode=False,
-    )  # fmt: skip
+        height=height or 58 * len(boxes) + 70,
+        margin=dict(l=4, r=4, t=50 if title else 8, b=4),
+        font=FONT,
+        title=title,
+        plot_bgcolor="white",
+        showlegend=False,
+        dragmode=False,
+    )
     return fig
 
 
 def multi_line(
-    x: Sequence[float] | np.ndarray, series: dict[str, np.ndarray], title: str | None = None, x_title: str | None = None,
-    y_title: str | None = None, height: int = 380, dashed: Sequence[str] = (), colours: dict[str, str] | None = None,
-    percent: bool = False, markers: bool = True, hover_text: Sequence[str] | None = None,
-    marked_x: float | None = None, x_percent: bool = False,
-) -> go.Figure:  # fmt: skip
+    x: Sequence[float] | np.ndarray,
+    series: dict[str, np.ndarray],
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    height: int = 380,
+    dashed: Sequence[str] = (),
+    colours: dict[str, str] | None = None,
+    percent: bool = False,
+    markers: bool = True,
+    hover_text: Sequence[str] | None = None,
+    marked_x: float | None = None,
+    x_percent: bool = False,
+) -> go.Figure:
     """Several named series over the same x (values over depth, over tokens ...).
 
     Args:
@@ -717,16 +1022,25 @@ def multi_line(
     for name, values in series.items():
         fig.add_trace(
             go.Scatter(
-                x=x, y=np.asarray(values, dtype=np.float64), name=name, mode="lines+markers" if markers else "lines",
+                x=x,
+                y=np.asarray(values, dtype=np.float64),
+                name=name,
+                mode="lines+markers" if markers else "lines",
                 line=dict(dash="dash" if name in dashed else "solid", width=2.5, color=(colours or {}).get(name)),
                 text=list(hover_text) if hover_text is not None else None,
                 hovertemplate=("%{text}" if hover_text is not None else "%{x}") + f": {number}<extra>{name}</extra>",
             )
-        )  # fmt: skip
+        )
     fig.update_layout(
-        height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title,
-        xaxis_title=x_title, yaxis_title=y_title, legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0), hovermode="closest",
-    )  # fmt: skip
+        height=height,
+        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
+        font=FONT,
+        title=title,
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
+        hovermode="closest",
+    )
     if percent:
         fig.update_yaxes(tickformat=".1~%")
     if x_percent:
@@ -737,10 +1051,17 @@ def multi_line(
 
 
 def gelu_histogram(
-    x: np.ndarray, gelu: np.ndarray, relu: np.ndarray, values: np.ndarray, title: str | None = None,
-    x_title: str | None = None, y_title: str | None = None, count_title: str | None = None, values_name: str = "fc1",
+    x: np.ndarray,
+    gelu: np.ndarray,
+    relu: np.ndarray,
+    values: np.ndarray,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    count_title: str | None = None,
+    values_name: str = "fc1",
     height: int = 400,
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """The GELU and ReLU curves over a histogram of the values GELU really received.
 
     Args:
@@ -752,15 +1073,25 @@ def gelu_histogram(
     fig.add_trace(
         go.Histogram(x=np.asarray(values).ravel(), name=values_name, nbinsx=60, marker_color="rgba(76,120,168,0.45)"),
         secondary_y=True,
-    )  # fmt: skip
-    fig.add_trace(go.Scatter(x=x, y=relu, name="ReLU", mode="lines", line=dict(color="#888", width=2, dash="dash")), secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=gelu, name="GELU", mode="lines", line=dict(color="#d62728", width=3)), secondary_y=False)
+    )
+    fig.add_trace(
+        go.Scatter(x=x, y=relu, name="ReLU", mode="lines", line=dict(color="#888", width=2, dash="dash")),
+        secondary_y=False,
+    )
+    fig.add_trace(
+        go.Scatter(x=x, y=gelu, name="GELU", mode="lines", line=dict(color="#d62728", width=3)), secondary_y=False
+    )
     fig.update_yaxes(title_text=y_title, secondary_y=False, zeroline=True)
     fig.update_yaxes(title_text=count_title, secondary_y=True, showgrid=False, tickmode="auto", rangemode="tozero")
     fig.update_layout(
-        height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title,
-        xaxis_title=x_title, legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0), bargap=0.02,
-    )  # fmt: skip
+        height=height,
+        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
+        font=FONT,
+        title=title,
+        xaxis_title=x_title,
+        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
+        bargap=0.02,
+    )
     return fig
 
 
@@ -775,7 +1106,7 @@ def columns_csv(columns: dict[str, Sequence[object] | np.ndarray]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(list(columns))
-    for row in zip(*columns.values()):
+    for row in zip(*columns.values(), strict=True):
         writer.writerow([f"{v:.6g}" if isinstance(v, (float, np.floating)) else v for v in row])
     return buffer.getvalue()
 
@@ -808,19 +1139,27 @@ def parameter_rows(counts: dict[str, int], total: int) -> list[tuple[str, int, f
 
 
 CURVE_LABELS = {
-    "loss": "loss", "accuracy": "accuracy", "lr": "learning rate", "epoch": "epoch", "train_loss": "train loss",
-    "test_loss": "test loss", "test_accuracy": "test accuracy", "train_accuracy": "train accuracy (augmented)",
+    "loss": "loss",
+    "accuracy": "accuracy",
+    "lr": "learning rate",
+    "epoch": "epoch",
+    "train_loss": "train loss",
+    "test_loss": "test loss",
+    "test_accuracy": "test accuracy",
+    "train_accuracy": "train accuracy (augmented)",
     "stage": "stage {n}",
-}  # fmt: skip
+}
 
 
 STAGE_LABEL_STEP = 13  # pixels between the staggered stage labels
 
 
 def training_curves(
-    history: Sequence[dict], labels: dict[str, str] | None = None, total_epochs: int | None = None,
+    history: Sequence[dict],
+    labels: dict[str, str] | None = None,
+    total_epochs: int | None = None,
     stage_starts: Sequence[int] = (),
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """Loss, accuracy and learning rate per epoch from a training history.
 
     Args:
@@ -836,32 +1175,66 @@ def training_curves(
     """
     text = {**CURVE_LABELS, **(labels or {})}
     epochs = [row["epoch"] for row in history]
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[text["loss"], text["accuracy"], text["lr"]], horizontal_spacing=0.08)
-    fig.add_trace(go.Scatter(x=epochs, y=[r["train_loss"] for r in history], name=text["train_loss"], mode="lines"), row=1, col=1)
+    fig = make_subplots(
+        rows=1, cols=3, subplot_titles=[text["loss"], text["accuracy"], text["lr"]], horizontal_spacing=0.08
+    )
+    fig.add_trace(
+        go.Scatter(x=epochs, y=[r["train_loss"] for r in history], name=text["train_loss"], mode="lines"), row=1, col=1
+    )
     tested = [r for r in history if "test_loss" in r]
     if tested:
         x = [r["epoch"] for r in tested]
-        fig.add_trace(go.Scatter(x=x, y=[r["test_loss"] for r in tested], name=text["test_loss"], mode="lines"), row=1, col=1)
-        fig.add_trace(go.Scatter(x=x, y=[r["test_accuracy"] for r in tested], name=text["test_accuracy"], mode="lines+markers"), row=1, col=2)
-    fig.add_trace(go.Scatter(x=epochs, y=[r["train_accuracy"] for r in history], name=text["train_accuracy"], mode="lines"), row=1, col=2)
-    fig.add_trace(go.Scatter(x=epochs, y=[r["lr"] for r in history], name=text["lr"], mode="lines", showlegend=False), row=1, col=3)
+        fig.add_trace(
+            go.Scatter(x=x, y=[r["test_loss"] for r in tested], name=text["test_loss"], mode="lines"), row=1, col=1
+        )
+        fig.add_trace(
+            go.Scatter(x=x, y=[r["test_accuracy"] for r in tested], name=text["test_accuracy"], mode="lines+markers"),
+            row=1,
+            col=2,
+        )
+    fig.add_trace(
+        go.Scatter(x=epochs, y=[r["train_accuracy"] for r in history], name=text["train_accuracy"], mode="lines"),
+        row=1,
+        col=2,
+    )
+    fig.add_trace(
+        go.Scatter(x=epochs, y=[r["lr"] for r in history], name=text["lr"], mode="lines", showlegend=False),
+        row=1,
+        col=3,
+    )
     fig.update_xaxes(title_text=text["epoch"])
     if total_epochs and total_epochs > max(epochs, default=0):
         fig.update_xaxes(range=[0.5, total_epochs + 0.5])
     headroom = 1.0 + 0.06 * min(len(stage_starts), 3) if stage_starts else 1.0  # room above 100% for the stage labels
-    fig.update_yaxes(tickformat=".0%", range=[0, headroom], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], row=1, col=2)  # the whole scale: how far from 100%
+    fig.update_yaxes(
+        tickformat=".0%", range=[0, headroom], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], row=1, col=2
+    )  # the whole scale: how far from 100%
     for n, start in enumerate(stage_starts, start=2):
         for col in (1, 3):
             fig.add_vline(x=start - 0.5, line_dash="dash", line_color="gray", row=1, col=col)
         fig.add_vline(
-            x=start - 0.5, line_dash="dash", line_color="gray", row=1, col=2, annotation_text=text["stage"].format(n=n),
-            annotation_position="top right", annotation_yshift=-STAGE_LABEL_STEP * ((n - 2) % 3), annotation_font_size=11,
-        )  # fmt: skip
+            x=start - 0.5,
+            line_dash="dash",
+            line_color="gray",
+            row=1,
+            col=2,
+            annotation_text=text["stage"].format(n=n),
+            annotation_position="top right",
+            annotation_yshift=-STAGE_LABEL_STEP * ((n - 2) % 3),
+            annotation_font_size=11,
+        )
     fig.update_layout(height=340, margin=dict(l=4, r=4, t=40, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
     return fig
 
 
-RECIPE_HIDDEN = ("name", "data", "model", "threads", "eval_every", "init_from")  # where and how it ran, not what it learned from
+RECIPE_HIDDEN = (
+    "name",
+    "data",
+    "model",
+    "threads",
+    "eval_every",
+    "init_from",
+)  # where and how it ran, not what it learned from
 
 
 def recipe_rows(
@@ -882,8 +1255,8 @@ def recipe_rows(
     if run_epochs is not None:
         ran = [
             str(run) if recipe.get("epochs") in (None, run) else cut_short.format(run=run, planned=recipe["epochs"])
-            for recipe, run in zip(recipes, run_epochs)
-        ]  # fmt: skip
+            for recipe, run in zip(recipes, run_epochs, strict=True)
+        ]
         rows = [(k, ran if k == "epochs" else values) for k, values in rows]
     return [(k, values) for k, values in rows if any(v != "-" for v in values)]
 
@@ -894,14 +1267,21 @@ def history_csv(history: Sequence[dict]) -> str:
     lines = [",".join(keys)]
     lines += [",".join(str(row.get(key, "")) for key in keys) for row in history]
     return "\n".join(lines) + "\n"
+
+
 # (end of 9. model card)
 
 
 # ---- lab: misclassification ----
 def confusion_matrix(
-    counts: np.ndarray, classes: Sequence[str], title: str | None = None, x_title: str | None = None,
-    y_title: str | None = None, selected: tuple[int, int] | None = None, height: int | None = None,
-) -> go.Figure:  # fmt: skip
+    counts: np.ndarray,
+    classes: Sequence[str],
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    selected: tuple[int, int] | None = None,
+    height: int | None = None,
+) -> go.Figure:
     """A confusion matrix: rows are true classes, columns predicted classes, counts as text.
 
     The colour scale tops out at the largest off-diagonal count, so the mistakes stay visible
@@ -921,19 +1301,30 @@ def confusion_matrix(
     show_text = k <= 20
     fig = go.Figure(
         go.Heatmap(
-            z=counts, x=names, y=names, colorscale="Blues", zmin=0, zmax=zmax, showscale=False,
-            text=counts if show_text else None, texttemplate="%{text}" if show_text else None,
-            textfont=dict(size=14 if k <= 12 else 10), hoverinfo="skip",
+            z=counts,
+            x=names,
+            y=names,
+            colorscale="Blues",
+            zmin=0,
+            zmax=zmax,
+            showscale=False,
+            text=counts if show_text else None,
+            texttemplate="%{text}" if show_text else None,
+            textfont=dict(size=14 if k <= 12 else 10),
+            hoverinfo="skip",
         )
-    )  # fmt: skip
+    )
     rows, cols = np.divmod(np.arange(k * k), k)
     hover = f"{y_title or 'true'}: %{{y}}<br>{x_title or 'predicted'}: %{{x}}<br>%{{customdata[2]}}"
     fig.add_trace(
         click_markers(
-            [names[c] for c in cols], [names[r] for r in rows], max(8, min(30, 320 // max(k, 1))),
-            np.stack([rows, cols, counts.ravel()], axis=1), hover + "<extra></extra>",
+            [names[c] for c in cols],
+            [names[r] for r in rows],
+            max(8, min(30, 320 // max(k, 1))),
+            np.stack([rows, cols, counts.ravel()], axis=1),
+            hover + "<extra></extra>",
         )
-    )  # fmt: skip
+    )
     if selected is not None and all(0 <= v < k for v in selected):
         row, col = selected
         outline = dict(color="#ff2d55", width=3)
@@ -941,9 +1332,14 @@ def confusion_matrix(
     fig.update_xaxes(title=x_title, side="bottom", tickangle=-45 if k > 6 else 0, showgrid=False)
     fig.update_yaxes(title=y_title, autorange="reversed", showgrid=False)
     fig.update_layout(
-        height=height or 160 + 42 * min(k, 20), margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT,
-        title=title, plot_bgcolor="white", dragmode=False, clickmode="event+select",
-    )  # fmt: skip
+        height=height or 160 + 42 * min(k, 20),
+        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
+        font=FONT,
+        title=title,
+        plot_bgcolor="white",
+        dragmode=False,
+        clickmode="event+select",
+    )
     return fig
 
 

@@ -49,7 +49,9 @@ def load_run(run: Path, checkpoint: bool = False) -> tuple[torch.nn.Module, dict
     """The model and card of a training run folder (final weights, or the latest checkpoint)."""
     run = Path(run)
     if not checkpoint and not (run / f"{run.name}.json").exists():
-        raise ShipError(f"{run} has no finished weights ({run.name}.safetensors); pass --checkpoint for the latest epoch.")
+        raise ShipError(
+            f"{run} has no finished weights ({run.name}.safetensors); pass --checkpoint for the latest epoch."
+        )
     try:
         weights, config, card = read_run(run, checkpoint=checkpoint)
     except FileNotFoundError as err:
@@ -70,9 +72,14 @@ def _training_split(root: str | None) -> dict[str, Any]:
 
 
 def ship(
-    run: Path, data: str | None, out_dir: Path = zoo.MODELS_DIR, name: str = zoo.SHIPPED,
-    checkpoint: bool = False, hardware: str | None = None, floor: float | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    run: Path,
+    data: str | None,
+    out_dir: Path = zoo.MODELS_DIR,
+    name: str = zoo.SHIPPED,
+    checkpoint: bool = False,
+    hardware: str | None = None,
+    floor: float | None = None,
+) -> dict[str, Any]:
     """Evaluate a run and write it to ``out_dir`` if it reaches ``floor`` and beats what is there.
 
     Returns:
@@ -87,9 +94,12 @@ def ship(
     card["name"] = name
     card["test_accuracy"] = result.accuracy
     card["evaluated"] = {  # what the test split (tested_on below) gave
-        "misclassified": result.misclassified, "weights_sha256": weights_hash(model),
-        "per_class_accuracy": dict(zip(result.classes, [round(a, 4) for a in result.per_class_accuracy()])),
-    }  # fmt: skip
+        "misclassified": result.misclassified,
+        "weights_sha256": weights_hash(model),
+        "per_class_accuracy": dict(
+            zip(result.classes, [round(a, 4) for a in result.per_class_accuracy()], strict=True)
+        ),
+    }
     if hardware or "hardware" not in card:
         card["hardware"] = hardware or hardware_label()
     if "dataset" not in card.get("trained_on", {}):  # a checkpoint's card: describe its training split
@@ -102,7 +112,11 @@ def ship(
     if current.exists():
         previous = json.loads(current.read_text()).get("test_accuracy") or 0.0
         if result.accuracy <= previous:
-            return {**card, "shipped": False, "reason": f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}"}
+            return {
+                **card,
+                "shipped": False,
+                "reason": f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}",
+            }
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = out_dir / f"{name}.safetensors"
     size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
@@ -131,15 +145,30 @@ def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DI
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m vitviz.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run", type=Path, nargs="?", help="a training run folder, e.g. ~/.cache/vitviz/runs/cifar10-vit")
+    parser = argparse.ArgumentParser(
+        prog="python -m vitviz.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "run", type=Path, nargs="?", help="a training run folder, e.g. ~/.cache/vitviz/runs/cifar10-vit"
+    )
     parser.add_argument("--data", default=None, help="the dataset root with a test split (default: VITVIZ_DATA)")
-    parser.add_argument("--checkpoint", action="store_true", help="ship the latest epoch's checkpoint of an unfinished run")
+    parser.add_argument(
+        "--checkpoint", action="store_true", help="ship the latest epoch's checkpoint of an unfinished run"
+    )
     parser.add_argument("--out", type=Path, default=zoo.MODELS_DIR)
-    parser.add_argument("--name", default=zoo.SHIPPED, choices=sorted(FLOORS), help="which shipped model to replace (default %(default)s)")
+    parser.add_argument(
+        "--name",
+        default=zoo.SHIPPED,
+        choices=sorted(FLOORS),
+        help="which shipped model to replace (default %(default)s)",
+    )
     parser.add_argument("--hardware", default=None, help="override the card's hardware field")
-    parser.add_argument("--floor", type=float, default=None, help=f"the least test accuracy that ships (default {FLOORS})")
-    parser.add_argument("--predictions-only", action="store_true", help="only write the shipped model's test-split predictions again")
+    parser.add_argument(
+        "--floor", type=float, default=None, help=f"the least test accuracy that ships (default {FLOORS})"
+    )
+    parser.add_argument(
+        "--predictions-only", action="store_true", help="only write the shipped model's test-split predictions again"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     if args.predictions_only:
@@ -153,12 +182,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.run is None:
         parser.error("give a training run folder (or --predictions-only)")
     try:
-        card = ship(args.run.expanduser(), args.data, args.out, name=args.name, checkpoint=args.checkpoint, hardware=args.hardware, floor=args.floor)
+        card = ship(
+            args.run.expanduser(),
+            args.data,
+            args.out,
+            name=args.name,
+            checkpoint=args.checkpoint,
+            hardware=args.hardware,
+            floor=args.floor,
+        )
     except (ShipError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     verdict = "shipped" if card["shipped"] else f"kept the current model: {card['reason']}"
-    print(f"{card['name']}: test accuracy {card['test_accuracy']:.4f} on {card['tested_on']['images']} images; {verdict}")
+    print(
+        f"{card['name']}: test accuracy {card['test_accuracy']:.4f} on {card['tested_on']['images']} images; {verdict}"
+    )
     return 0
 
 

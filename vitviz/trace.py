@@ -77,7 +77,7 @@ class Trace:
             ("patch_tokens", tuple(self.patch_tokens.shape)),
             ("tokens", tuple(self.tokens.shape)),
         ]
-        for i, (attention, hidden) in enumerate(zip(self.attentions, self.hidden_states[1:])):
+        for i, (attention, hidden) in enumerate(zip(self.attentions, self.hidden_states[1:], strict=True)):
             rows.append((f"blocks.{i}.attention", tuple(attention.shape)))
             rows.append((f"hidden_states[{i + 1}]", tuple(hidden.shape)))
         rows.append(("pre_logits", tuple(self.pre_logits.shape)))

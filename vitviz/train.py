@@ -121,7 +121,9 @@ def same_recipe(saved: dict[str, Any], cfg: TrainConfig) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def lineage_fields(name: str, recipe: dict[str, Any], history: list[dict], wall: float, lineage: dict[str, Any] | None) -> dict[str, Any]:
+def lineage_fields(
+    name: str, recipe: dict[str, Any], history: list[dict], wall: float, lineage: dict[str, Any] | None
+) -> dict[str, Any]:
     """The card fields that count from the first stage: history, epochs, wall time, stages.
 
     Args:
@@ -145,11 +147,16 @@ def lineage_fields(name: str, recipe: dict[str, Any], history: list[dict], wall:
 
 def _as_parent(card: dict[str, Any], source: str) -> dict[str, Any]:
     """The lineage a new stage inherits from a card (a finished run's, a checkpoint's or a shipped model's)."""
-    stages = card.get("stages") or [{"name": card.get("name"), "epochs": card.get("epochs", 0), "recipe": card.get("recipe", {})}]
+    stages = card.get("stages") or [
+        {"name": card.get("name"), "epochs": card.get("epochs", 0), "recipe": card.get("recipe", {})}
+    ]
     return {
-        "epochs": card.get("epochs", 0), "wall_s": card.get("wall_time_s", 0.0), "history": card.get("history", []),
-        "stages": stages, "source": source,
-    }  # fmt: skip
+        "epochs": card.get("epochs", 0),
+        "wall_s": card.get("wall_time_s", 0.0),
+        "history": card.get("history", []),
+        "stages": stages,
+        "source": source,
+    }
 
 
 def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Tensor], ModelConfig, dict[str, Any]]:
@@ -190,9 +197,11 @@ def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Te
     recipe = state["train_config"]
     lineage = state.get("lineage")
     card = {
-        "name": source.parent.name, "config": state["vit_config"], "recipe": recipe,
+        "name": source.parent.name,
+        "config": state["vit_config"],
+        "recipe": recipe,
         **lineage_fields(recipe.get("name", source.parent.name), recipe, state["history"], state["wall_s"], lineage),
-    }  # fmt: skip
+    }
     card["interim"] = f"checkpoint after epoch {card['epochs']} of {card['planned_epochs']}"
     return state["model"], config_from_dict(state["vit_config"]), card
 
@@ -289,9 +298,12 @@ def mix_batch(
 
 def renormalise(pixels: Tensor, source: Preprocess, target: Preprocess, size: tuple[int, int]) -> Tensor:
     """A batch normalised for one model, normalised (and resized) for another."""
+
     def stats(pre: Preprocess) -> tuple[Tensor, Tensor]:
-        return (torch.tensor(pre.mean, device=pixels.device).view(1, -1, 1, 1),
-                torch.tensor(pre.std, device=pixels.device).view(1, -1, 1, 1))  # fmt: skip
+        return (
+            torch.tensor(pre.mean, device=pixels.device).view(1, -1, 1, 1),
+            torch.tensor(pre.std, device=pixels.device).view(1, -1, 1, 1),
+        )
 
     if source.mean == target.mean and source.std == target.std and tuple(pixels.shape[-2:]) == tuple(size):
         return pixels
@@ -323,10 +335,16 @@ def load_teacher(name: str, classes: list[str], device: torch.device) -> tuple[n
     loaded = zoo.load(name, device)
     config = loaded.model.config
     if list(config.class_names) != list(classes):
-        raise ValueError(f"The teacher {name} predicts {list(config.class_names)[:3]}..., the data has {classes[:3]}...: choose a teacher trained on these classes.")
+        raise ValueError(
+            f"The teacher {name} predicts {list(config.class_names)[:3]}..., the data has {classes[:3]}...: choose a teacher trained on these classes."
+        )
     for param in loaded.model.parameters():
         param.requires_grad_(False)
-    about = {"name": name, "weights_sha256": weights_hash(loaded.model), "test_accuracy": loaded.spec.card.get("test_accuracy")}
+    about = {
+        "name": name,
+        "weights_sha256": weights_hash(loaded.model),
+        "test_accuracy": loaded.spec.card.get("test_accuracy"),
+    }
     return loaded.model.eval(), about
 
 
@@ -359,10 +377,16 @@ def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:
 
 @torch.no_grad()
 def evaluate_accuracy(
-    model: nn.Module, data: ImageSet, pre: Preprocess, device: torch.device,
-    dtype: torch.dtype | None, batch_size: int = 500, rank: int = 0, world: int = 1,
+    model: nn.Module,
+    data: ImageSet,
+    pre: Preprocess,
+    device: torch.device,
+    dtype: torch.dtype | None,
+    batch_size: int = 500,
+    rank: int = 0,
+    world: int = 1,
     memory_format: torch.memory_format = torch.contiguous_format,
-) -> tuple[float, float]:  # fmt: skip
+) -> tuple[float, float]:
     """(top-1 accuracy, mean loss) on a dataset, sharded across ranks."""
     model.eval()
     correct = total = loss_sum = 0.0
@@ -407,7 +431,9 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
     train_set = load_split(cfg.data, "train", size)
     test_set = load_split(cfg.data, "test", size)
     if cfg.limit_train:
-        train_set = train_set.subset(torch.randperm(len(train_set), generator=torch.Generator().manual_seed(cfg.seed))[: cfg.limit_train])
+        train_set = train_set.subset(
+            torch.randperm(len(train_set), generator=torch.Generator().manual_seed(cfg.seed))[: cfg.limit_train]
+        )
     if cfg.limit_test:
         test_set = spread_subset(test_set, cfg.limit_test)
     vit_config = cfg.model_config(train_set.classes)  # a ViTConfig or, with --arch cnn, a CNNConfig
@@ -417,9 +443,13 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
         kept = vit_config.to_dict()
         changed = sorted(k for k, v in cfg.model.items() if _jsonable(kept.get(k)) != _jsonable(v))
         if changed:
-            raise ValueError(f"--model cannot change a model that --init-from continues ({', '.join(changed)}): it keeps its config.")
+            raise ValueError(
+                f"--model cannot change a model that --init-from continues ({', '.join(changed)}): it keeps its config."
+            )
         if list(vit_config.class_names) != list(train_set.classes):
-            raise ValueError(f"{cfg.init_from} knows the classes {list(vit_config.class_names)}, the data has {train_set.classes}.")
+            raise ValueError(
+                f"{cfg.init_from} knows the classes {list(vit_config.class_names)}, the data has {train_set.classes}."
+            )
         lineage = _as_parent(parent, str(cfg.init_from))
     pre = vit_config.preprocess
 
@@ -432,7 +462,9 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
     model = model.to(memory_format=memory_format)
     teacher, teacher_card = load_teacher(cfg.teacher, train_set.classes, device) if cfg.teacher else (None, None)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n)]
+    no_decay = [
+        p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n)
+    ]
     groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     if cfg.optimizer == "sgd":
         optimizer: torch.optim.Optimizer = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
@@ -463,7 +495,9 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
             log.info("resumed %s at epoch %d", out, start_epoch)
     ddp_model: nn.Module = model
     if world > 1:
-        ddp_model = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+        ddp_model = nn.parallel.DistributedDataParallel(
+            model, device_ids=[device.index] if device.type == "cuda" else None
+        )
 
     offset = lineage["epochs"] if lineage else 0  # epochs are counted from the first stage
     augment = build_augment(cfg, size)
@@ -476,9 +510,12 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         loss_sum = correct = seen = 0.0
         bar = tqdm(
-            range(steps_per_epoch), desc=f"epoch {epoch + 1}/{cfg.epochs}", disable=rank != 0,
-            mininterval=1.0 if sys.stderr.isatty() else 60.0, leave=sys.stderr.isatty(),
-        )  # fmt: skip
+            range(steps_per_epoch),
+            desc=f"epoch {epoch + 1}/{cfg.epochs}",
+            disable=rank != 0,
+            mininterval=1.0 if sys.stderr.isatty() else 60.0,
+            leave=sys.stderr.isatty(),
+        )
         for step in bar:
             batch = order[step * cfg.batch_size : (step + 1) * cfg.batch_size]
             images = torch.stack([augment(img) for img in train_set.images[batch]])
@@ -513,24 +550,35 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
         seconds = time.perf_counter() - started
         wall += seconds
         row: dict[str, Any] = {
-            "epoch": offset + epoch + 1, "train_loss": loss_sum / seen, "train_accuracy": correct / seen,
-            "lr": lr, "seconds": round(seconds, 1), "images_per_s": round(seen / seconds, 1),
-        }  # fmt: skip
+            "epoch": offset + epoch + 1,
+            "train_loss": loss_sum / seen,
+            "train_accuracy": correct / seen,
+            "lr": lr,
+            "seconds": round(seconds, 1),
+            "images_per_s": round(seen / seconds, 1),
+        }
         if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
-            acc, test_loss = evaluate_accuracy(model, test_set, pre, device, dtype, rank=rank, world=world, memory_format=memory_format)
+            acc, test_loss = evaluate_accuracy(
+                model, test_set, pre, device, dtype, rank=rank, world=world, memory_format=memory_format
+            )
             row.update(test_accuracy=acc, test_loss=test_loss)
         history.append(row)
         if rank == 0:
             log.info("epoch %s", json.dumps(row))
             save_atomic(
                 {
-                    "model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch + 1,
-                    "history": history, "wall_s": wall, "rng": torch.get_rng_state(),
-                    "train_config": _jsonable(dataclasses.asdict(cfg)), "vit_config": vit_config.to_dict(),
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "epoch": epoch + 1,
+                    "history": history,
+                    "wall_s": wall,
+                    "rng": torch.get_rng_state(),
+                    "train_config": _jsonable(dataclasses.asdict(cfg)),
+                    "vit_config": vit_config.to_dict(),
                     "lineage": lineage,
                 },
                 checkpoint_path,
-            )  # fmt: skip
+            )
             (out / "history.json").write_text(json.dumps(history, indent=1))
         if dist.is_initialized():
             dist.barrier()
@@ -560,15 +608,24 @@ def hardware_label() -> str:
     model = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
-        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")]
+        names = [
+            line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
+        ]
         model = names[0] if names else model
     return f"CPU ({model}, {torch.get_num_threads()} threads)"
 
 
 def _card(
-    cfg: TrainConfig, vit_config: ModelConfig, history: list[dict], wall: float, lineage: dict[str, Any] | None,
-    train_set: ImageSet, test_set: ImageSet, world: int, dtype: torch.dtype | None,
-) -> dict[str, Any]:  # fmt: skip
+    cfg: TrainConfig,
+    vit_config: ModelConfig,
+    history: list[dict],
+    wall: float,
+    lineage: dict[str, Any] | None,
+    train_set: ImageSet,
+    test_set: ImageSet,
+    world: int,
+    dtype: torch.dtype | None,
+) -> dict[str, Any]:
     final = history[-1] if history else {}
     recipe = _jsonable(dataclasses.asdict(cfg))
     return {
@@ -587,7 +644,9 @@ def _card(
 
 
 def parse_args(argv: list[str] | None = None) -> TrainConfig:
-    parser = argparse.ArgumentParser(prog="python -m vitviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m vitviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     defaults = TrainConfig()
     for f in dataclasses.fields(TrainConfig):
         if f.name == "model":
@@ -595,7 +654,9 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
         default = getattr(defaults, f.name)
         kind = type(default) if default is not None else (int if f.name.startswith(("limit", "threads")) else str)
         parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=default, help=f"default: {default}")
-    parser.add_argument("--model", default="{}", help='ViTConfig overrides as JSON, e.g. \'{"depth": 2, "embed_dim": 32}\'')
+    parser.add_argument(
+        "--model", default="{}", help='ViTConfig overrides as JSON, e.g. \'{"depth": 2, "embed_dim": 32}\''
+    )
     args = vars(parser.parse_args(argv))
     args["model"] = json.loads(args["model"])
     if args["data"] is None and os.environ.get("VITVIZ_DATA"):

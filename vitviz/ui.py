@@ -21,9 +21,8 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis, compare, lab, plots
+from vitviz import analysis, compare, lab, plots, zoo
 from vitviz import data as vdata
-from vitviz import zoo
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate, predictions_path
@@ -121,7 +120,9 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
 
 
 @st.cache_data(max_entries=16, ttl=3600, show_spinner=False)
-def cached_comparison(vit_name: str, cnn_name: str, image_bytes: bytes, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
+def cached_comparison(
+    vit_name: str, cnn_name: str, image_bytes: bytes, class_index: int, with_ig: bool
+) -> dict[str, np.ndarray]:
     """The ViT-vs-CNN page's arrays for one image and class, keyed by (models, image, class, IG on).
 
     Returns:
@@ -185,9 +186,14 @@ def cached_evaluation(model_name: str, root: str) -> EvalResult:
     holder = st.empty()
     try:
         return evaluate(
-            model, data, name=model_name, shipped=predictions_path(spec.path) if spec.path else None,
-            progress=lambda done, total: holder.progress(done / max(total, 1), text=tr("mistakes.evaluating", done=done, total=total)),
-        )  # fmt: skip
+            model,
+            data,
+            name=model_name,
+            shipped=predictions_path(spec.path) if spec.path else None,
+            progress=lambda done, total: holder.progress(
+                done / max(total, 1), text=tr("mistakes.evaluating", done=done, total=total)
+            ),
+        )
     finally:
         holder.empty()
 
@@ -260,10 +266,22 @@ def cnn_models() -> list[str]:
 def tour_models() -> list[str]:
     """The registry's ViTs: the tour explains patches, tokens and attention, which a CNN has not."""
     return [name for name, spec in zoo.REGISTRY.items() if not spec.is_cnn]
+
+
 _INT_CHOICES = {
-    "cifar_index", "step", "layer", "head", "query", "patch", "pos", "mistakes_true", "mistakes_predicted", "mistakes_page", "mistake",
+    "cifar_index",
+    "step",
+    "layer",
+    "head",
+    "query",
+    "patch",
+    "pos",
+    "mistakes_true",
+    "mistakes_predicted",
+    "mistakes_page",
+    "mistake",
     "compare_class",
-}  # fmt: skip
+}
 
 
 def _is_number(value: object) -> bool:
@@ -353,7 +371,11 @@ def _from_url(key: str, text: str) -> object:
 
 def url_params() -> dict[str, str]:
     """The URL's query parameters for the session's choices."""
-    return {key: _to_url(key, st.session_state[key]) for key in URL_KEYS if st.session_state.get(key) not in (None, "", False)}
+    return {
+        key: _to_url(key, st.session_state[key])
+        for key in URL_KEYS
+        if st.session_state.get(key) not in (None, "", False)
+    }
 
 
 def init_state() -> None:
@@ -385,7 +407,7 @@ def set_param(key: str, value: object | None) -> None:
         st.query_params[key] = _to_url(key, value)
 
 
-def follow_step_link(page) -> None:  # noqa: ANN001 - a StreamlitPage
+def follow_step_link(page) -> None:
     """Open the page a shared link's ``step`` parameter asks for (once, on the session's first
     run at the root URL; a page's own URL opens it directly), then track the page in the URL."""
     files = [f for f, _, _ in TOUR]
@@ -400,16 +422,18 @@ def follow_step_link(page) -> None:  # noqa: ANN001 - a StreamlitPage
     set_param("step", index)
 
 
-def patch_picker(where, label_key: str, key: str, grid: tuple[int, int]) -> int:  # noqa: ANN001 - a Streamlit container
+def patch_picker(where, label_key: str, key: str, grid: tuple[int, int]) -> int:
     """A select box of the patches, counted from 1 with their row and column, on the centre patch
     at first (and again when a new model has fewer patches); returns the 0-based patch index."""
     grid_h, grid_w = grid
     count = grid_h * grid_w
     int_choice(key, (grid_h // 2) * grid_w + grid_w // 2, 0, count - 1)
     return where.selectbox(
-        tr(label_key), list(range(count)), key=key,
+        tr(label_key),
+        list(range(count)),
+        key=key,
         format_func=lambda i: tr("vectors.patch_option", index=i + 1, row=i // grid_w + 1, col=i % grid_w + 1),
-    )  # fmt: skip
+    )
 
 
 def int_choice(key: str, default: int, low: int, high: int) -> int:
@@ -460,9 +484,12 @@ def sidebar() -> None:
         st.session_state["model"] = zoo.default_name()
     st.session_state.setdefault("model", zoo.default_name())
     side.selectbox(
-        tr("sidebar.model"), names, key="model", help=tr("sidebar.model_help"),
+        tr("sidebar.model"),
+        names,
+        key="model",
+        help=tr("sidebar.model_help"),
         format_func=lambda n: zoo.REGISTRY[n].title_in(lang()),
-    )  # fmt: skip
+    )
     custom = side.text_input(tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224")
     if custom.strip():
         side.caption(tr("sidebar.custom_in_use"))
@@ -536,7 +563,9 @@ _PRESENTER = """
 
 def device_text(device: torch.device) -> str:
     """Where the model runs, in the user's language: "CPU (2 threads)" / "CPU (스레드 2개)", or the GPU's name."""
-    return tr("sidebar.device_cpu", threads=torch.get_num_threads()) if device.type == "cpu" else zoo.device_label(device)
+    return (
+        tr("sidebar.device_cpu", threads=torch.get_num_threads()) if device.type == "cpu" else zoo.device_label(device)
+    )
 
 
 def dataset_text(label: str) -> str:
@@ -555,10 +584,16 @@ def hardware_text(label: str) -> str:
 def presenter_mode() -> None:
     """Hide the sidebar, enlarge the page and bind the clicker's keys (see _PRESENTER)."""
     st.html(_PRESENTER, unsafe_allow_javascript=True)
-    st.button(f"✕ {tr('present.leave')}", key="present_leave", on_click=remember, kwargs={"present": False}, help=tr("present.leave_help"))
+    st.button(
+        f"✕ {tr('present.leave')}",
+        key="present_leave",
+        on_click=remember,
+        kwargs={"present": False},
+        help=tr("present.leave_help"),
+    )
 
 
-def _cifar_picker(side) -> None:  # noqa: ANN001 - a Streamlit container
+def _cifar_picker(side) -> None:
     root = cifar_root()
     if root is None:
         side.info(tr("sidebar.no_cifar"))
@@ -574,7 +609,9 @@ def _cifar_picker(side) -> None:  # noqa: ANN001 - a Streamlit container
     count = vdata.count_images(Path(root) / st.session_state["cifar_class"])
     st.session_state["cifar_index"] = min(st.session_state["cifar_index"], max(count - 1, 0))
     side.number_input(tr("sidebar.cifar_index"), 0, max(count - 1, 0), key="cifar_index")
-    side.button(tr("sidebar.cifar_random"), key="cifar_random", on_click=_random_cifar, args=(root,), icon=":material/casino:")
+    side.button(
+        tr("sidebar.cifar_random"), key="cifar_random", on_click=_random_cifar, args=(root,), icon=":material/casino:"
+    )
     st.session_state["cifar"] = f"{st.session_state['cifar_class']}/{st.session_state['cifar_index']}"
     set_param("cifar", st.session_state["cifar"])
     set_param("sample", None)
@@ -680,19 +717,25 @@ def true_class() -> str | None:
     return chosen[0] if chosen else None
 
 
-def show_verdict(found: Verdict | None, where=None) -> None:  # noqa: ANN001 - a Streamlit container
+def show_verdict(found: Verdict | None, where=None) -> None:
     """One coloured sentence: right or wrong, and where the true class ranks (nothing when unknown)."""
     if found is None:
         return
     where = where or st
-    values = {"truth": label(found.true_class), "pred": label(found.predicted), "p": f"{found.probability:.1%}", "rank": found.rank, "n": found.num_classes}
+    values = {
+        "truth": label(found.true_class),
+        "pred": label(found.predicted),
+        "p": f"{found.probability:.1%}",
+        "rank": found.rank,
+        "n": found.num_classes,
+    }
     if found.correct:
         where.success(tr("verdict.right", **values), icon=":material/check_circle:")
     else:
         where.warning(tr("verdict.wrong", **values), icon=":material/cancel:")
 
 
-def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> None:  # noqa: ANN001 - a container
+def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> None:
     """Under a prediction of an image with no known class: a model with a short list of classes
     (CIFAR-10's 10) gives every image one of them, whatever the image shows."""
     names = config.class_names
@@ -712,7 +755,9 @@ def class_bars(names: list[str], values: list[float], title: str, found: Verdict
     """Top-k probabilities, best first, as bars labelled in the user's language: the answer in red
     and, when the image's class is known, the true class in green (the title says so)."""
     correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    return plots.bars([label(n) for n in names], values, title=bar_title(title, found), height=height, highlight=0, correct=correct)
+    return plots.bars(
+        [label(n) for n in names], values, title=bar_title(title, found), height=height, highlight=0, correct=correct
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,16 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file
 
-from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, ModelConfig, Preprocess, ViTConfig, cifar10_vit_config, config_from_dict
+from vitviz.config import (
+    HALF,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    ModelConfig,
+    Preprocess,
+    ViTConfig,
+    cifar10_vit_config,
+    config_from_dict,
+)
 from vitviz.i18n import TEXT, TranslatedError, t
 from vitviz.model import VisionTransformer, build_model
 
@@ -103,7 +112,9 @@ class Loaded(NamedTuple):
     spec: ModelSpec
 
 
-def _imagenet_preprocess(crop_pct: float = 0.9, interpolation: str = "bicubic", mean=IMAGENET_MEAN, std=IMAGENET_STD) -> Preprocess:
+def _imagenet_preprocess(
+    crop_pct: float = 0.9, interpolation: str = "bicubic", mean=IMAGENET_MEAN, std=IMAGENET_STD
+) -> Preprocess:
     return Preprocess(resize=int(224 / crop_pct), crop=(224, 224), interpolation=interpolation, mean=mean, std=std)
 
 
@@ -275,7 +286,9 @@ def _hub_spec(name: str, source: str, model: VisionTransformer) -> ModelSpec:
         config=model.config,
         trained=True,
         offline=False,
-        description=known.description if known else f"Downloaded through {'timm' if source == 'timm' else 'Hugging Face transformers'}.",
+        description=known.description
+        if known
+        else f"Downloaded through {'timm' if source == 'timm' else 'Hugging Face transformers'}.",
     )
 
 
@@ -285,9 +298,21 @@ def _offline_error(what: str, err: BaseException) -> ModelLoadError:
 
 def _is_network_error(err: BaseException) -> bool:
     names = {cls.__name__ for cls in type(err).__mro__}
-    network = {"LocalEntryNotFoundError", "ConnectionError", "OfflineModeIsEnabled", "Timeout", "HTTPError", "ConnectError"}
-    return bool(names & network) or isinstance(err, (ConnectionError, TimeoutError)) or (
-        isinstance(err, OSError) and any(s in str(err).lower() for s in ("connect", "offline", "network", "resolve", "internet"))
+    network = {
+        "LocalEntryNotFoundError",
+        "ConnectionError",
+        "OfflineModeIsEnabled",
+        "Timeout",
+        "HTTPError",
+        "ConnectError",
+    }
+    return (
+        bool(names & network)
+        or isinstance(err, (ConnectionError, TimeoutError))
+        or (
+            isinstance(err, OSError)
+            and any(s in str(err).lower() for s in ("connect", "offline", "network", "resolve", "internet"))
+        )
     )
 
 
@@ -396,7 +421,9 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
     if path.is_dir():
         if (path / "config.json").exists():
             model = _load_hf(str(path))
-            return model, ModelSpec(str(path), path.name, "path", model.config, True, True, f"Hugging Face folder {path}.", path=path)
+            return model, ModelSpec(
+                str(path), path.name, "path", model.config, True, True, f"Hugging Face folder {path}.", path=path
+            )
         raise ModelLoadError("model.folder_without_config", file=str(path))
     state = read_weights(path)
     meta = _json_beside(path)
@@ -419,7 +446,9 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
     except (ValueError, TypeError, KeyError) as err:
         raise ModelLoadError("model.load_failed", file=path.name, error=str(err)) from None
     card = meta if meta and "config" in meta else {}
-    spec = ModelSpec(str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path)
+    spec = ModelSpec(
+        str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path
+    )
     return model, spec
 
 
@@ -434,4 +463,3 @@ def save(model: VisionTransformer, path: Path, card: dict[str, Any] | None = Non
     meta = dict(card or {})
     meta["config"] = model.config.to_dict()
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
-
