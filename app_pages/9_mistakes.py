@@ -12,7 +12,6 @@ import torch
 
 from vitviz import analysis, lab, plots, ui, zoo
 from vitviz import data as vdata
-from vitviz.evaluate import prepare_batch
 from vitviz.explain import verdict
 
 CONFUSION = "mistakes_confusion"
@@ -355,7 +354,9 @@ st.markdown(f"#### {ui.tr('mistakes.maps_title')}")
 st.markdown(ui.tr("mistakes.maps_intro"))
 if model.num_prefix_tokens == 0:
     st.caption(ui.tr("mistakes.maps_no_cls"))
-pixels = prepare_batch(data.images[index : index + 1], model)  # (1, C, H, W), as evaluate saw it
+pixels = vdata.preprocess_batch(
+    data.images[index : index + 1], model.config.preprocess, model.config.in_chans
+)  # as evaluate saw it
 picture = data.images[index].permute(1, 2, 0).numpy()  # (H, W, 3) uint8
 maps = {
     "predicted": analysis.grad_rollout(model, pixels, predicted_class).numpy(),  # (grid_h, grid_w)

@@ -7,7 +7,7 @@ from PIL import Image
 
 from vitviz import data as vdata
 from vitviz.config import CIFAR10_CLASSES, Preprocess
-from vitviz.data import ImageError, image_notes, load_image, resize_and_crop, to_tensor
+from vitviz.data import ImageError, image_notes, load_image, preprocess_batch, resize_and_crop, to_tensor
 
 
 def encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
@@ -155,3 +155,19 @@ def test_cache_writers_that_race_each_leave_a_whole_file(tmp_path):
     stored = torch.load(target, weights_only=True)
     assert stored["writer"].unique().numel() == 1  # one writer's whole file, not a mix
     assert [p.name for p in target.parent.iterdir()] == ["same.pt"]  # no temporary files left
+
+
+@pytest.mark.parametrize(
+    ("pre", "in_chans"),
+    [
+        (Preprocess(resize=(32, 32), mean=(0.5,) * 3, std=(0.25,) * 3), 3),  # the CIFAR model: only normalised
+        (Preprocess(resize=73, crop=(64, 64)), 3),  # a bigger model: resize and centre crop
+        (Preprocess(resize=(28, 28), mean=(0.5,), std=(0.5,)), 1),  # a grayscale model on colour images
+    ],
+)
+def test_a_batch_is_preprocessed_exactly_as_the_tour_preprocesses_each_image(pre, in_chans):
+    images = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    batch = preprocess_batch(images, pre, in_chans)
+    one_by_one = torch.cat([to_tensor(Image.fromarray(im.permute(1, 2, 0).numpy()), pre, in_chans) for im in images])
+    assert batch.shape == one_by_one.shape == (4, in_chans, *pre.output_size())
+    assert torch.equal(batch, one_by_one)

@@ -2,16 +2,16 @@ import json
 
 import pytest
 import torch
+from PIL import Image
 
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import zoo
-from vitviz.data import load_split, spread_subset
+from vitviz.data import load_split, spread_subset, to_tensor
 from vitviz.evaluate import (
     EvalResult,
     evaluate,
     main,
     predictions_path,
-    prepare_batch,
     read_predictions,
     save_predictions,
     weights_hash,
@@ -30,11 +30,12 @@ def model(tiny_config):
     return VisionTransformer(tiny_config.replace(num_classes=3, class_names=CLASSES)).eval()
 
 
-def test_counts_match_a_direct_forward(folder, model):
+def test_counts_match_a_direct_forward_of_each_image_as_the_tour_sees_it(folder, model):
     data = load_split(folder, "test")
     result = evaluate(model, data, name="tiny")
+    pictures = [Image.fromarray(image.permute(1, 2, 0).numpy()) for image in data.images]
     with torch.no_grad():
-        predictions = model(prepare_batch(data.images, model)).argmax(-1)
+        predictions = torch.cat([model(to_tensor(p, model.config.preprocess)).argmax(-1) for p in pictures])
     wrong = torch.nonzero(predictions != data.labels).flatten()
     assert result.n == 36
     assert torch.equal(result.wrong, wrong)

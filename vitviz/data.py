@@ -159,16 +159,48 @@ def resize_and_crop(image: Image.Image, pre: Preprocess) -> Image.Image:
     return image.resize((out_w, out_h), _RESAMPLE[pre.interpolation], box=box)
 
 
-def to_tensor(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> Tensor:
-    """PIL image -> normalised (1, C, H, W) float tensor for the model."""
+def normalise(pixels: Tensor, pre: Preprocess) -> Tensor:
+    """(..., C, H, W) pixels, uint8 (0-255) or float in [0, 1] -> (pixels - mean) / std per channel."""
+    if pixels.dtype == torch.uint8:
+        pixels = pixels.float() / 255.0
+    mean = torch.tensor(pre.mean, device=pixels.device).view(-1, 1, 1)
+    std = torch.tensor(pre.std, device=pixels.device).view(-1, 1, 1)
+    return (pixels - mean) / std
+
+
+def _pixels(image: Image.Image, pre: Preprocess, in_chans: int) -> Tensor:
+    """PIL image -> uint8 (C, H, W) after the spec's resize, centre crop and channel conversion."""
     image = resize_and_crop(image, pre).convert("L" if in_chans == 1 else "RGB")
-    array = np.asarray(image, dtype=np.float32) / 255.0
+    array = np.asarray(image, dtype=np.uint8)
     if array.ndim == 2:
         array = array[:, :, None]
-    pixels = torch.from_numpy(array.copy()).permute(2, 0, 1)  # (C, H, W)
-    mean = torch.tensor(pre.mean).view(-1, 1, 1)
-    std = torch.tensor(pre.std).view(-1, 1, 1)
-    return ((pixels - mean) / std)[None]  # (1, C, H, W)
+    return torch.from_numpy(array.copy()).permute(2, 0, 1)  # (C, H, W)
+
+
+def to_tensor(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> Tensor:
+    """PIL image -> normalised (1, C, H, W) float tensor for the model: the one preprocessing
+    of the tour, the lab, evaluation and training (``preprocess_batch`` is the same for tensors)."""
+    return normalise(_pixels(image, pre, in_chans), pre)[None]  # (1, C, H, W)
+
+
+def _unchanged_by(pre: Preprocess, size: tuple[int, int]) -> bool:
+    """Whether resize_and_crop leaves an image of ``size`` (height, width) as it is."""
+    height, width = size
+    resized = pre.resize == min(height, width) if isinstance(pre.resize, int) else pre.resize == (height, width)
+    return resized and pre.crop in (None, (height, width))
+
+
+def preprocess_batch(images: Tensor, pre: Preprocess, in_chans: int = 3) -> Tensor:
+    """uint8 (B, C, h, w) images (a dataset's) -> the model's normalised input, each image exactly
+    as ``to_tensor`` makes it of the same picture: resize, centre crop, channels, mean and std.
+
+    Images already at the model's size and channels are only normalised; others go through
+    the same PIL resampling as a photo in the tour, one at a time.
+    """
+    if _unchanged_by(pre, tuple(images.shape[-2:])) and images.shape[1] == in_chans:
+        return normalise(images, pre)
+    pictures = [Image.fromarray(image.permute(1, 2, 0).squeeze(-1).numpy()) for image in images.cpu()]  # L or RGB
+    return normalise(torch.stack([_pixels(picture, pre, in_chans) for picture in pictures]), pre)
 
 
 def denormalize(pixels: Tensor, pre: Preprocess) -> np.ndarray:

@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 from tqdm import tqdm
 
-from vitviz.data import ImageSet, cache_dir, load_split, save_atomic, spread_subset
+from vitviz.data import ImageSet, cache_dir, load_split, preprocess_batch, save_atomic, spread_subset
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -197,23 +196,6 @@ def _cache_path(model: VisionTransformer, data: ImageSet) -> Path:
     return cache_dir() / "eval" / f"{key}.pt"
 
 
-def prepare_batch(images: Tensor, model: VisionTransformer) -> Tensor:
-    """uint8 (B, C, H, W) -> the model's normalised input, resized when the sizes differ."""
-    config = model.config
-    pre = config.preprocess
-    pixels = images.float() / 255.0
-    if config.in_chans == 1 and pixels.shape[1] == 3:
-        pixels = (pixels * torch.tensor([0.299, 0.587, 0.114]).view(1, 3, 1, 1)).sum(1, keepdim=True)
-    if tuple(pixels.shape[-2:]) != tuple(config.image_size):
-        mode = "bilinear" if pre.interpolation == "nearest" else pre.interpolation
-        pixels = F.interpolate(pixels, size=config.image_size, mode=mode, antialias=True, align_corners=False).clamp(
-            0, 1
-        )
-    mean = torch.tensor(pre.mean).view(1, -1, 1, 1)
-    std = torch.tensor(pre.std).view(1, -1, 1, 1)
-    return (pixels - mean) / std
-
-
 def check_classes(model: VisionTransformer, data: ImageSet) -> None:
     """Refuse to score a model on a dataset whose classes it does not predict."""
     config = model.config
@@ -279,7 +261,7 @@ def evaluate(
     started = time.perf_counter()
     for start in range(0, len(data), batch_size):
         stop = min(start + batch_size, len(data))
-        pixels = prepare_batch(data.images[start:stop], model).to(device)
+        pixels = preprocess_batch(data.images[start:stop], model.config.preprocess, model.config.in_chans).to(device)
         probs[start:stop] = model(pixels).float().softmax(dim=-1).cpu()
         if progress is not None:
             progress(stop, len(data))

@@ -51,7 +51,7 @@ from tqdm import tqdm
 from vitviz import zoo
 from vitviz.config import ModelConfig, Preprocess, cifar10_cnn_config, cifar10_vit_config, config_from_dict
 from vitviz.convert import load_state_dict_strict
-from vitviz.data import ImageSet, cache_dir, describe, load_split, save_atomic, spread_subset
+from vitviz.data import ImageSet, cache_dir, describe, load_split, normalise, save_atomic, spread_subset
 from vitviz.evaluate import weights_hash
 from vitviz.model import build_model
 
@@ -244,13 +244,6 @@ def build_augment(cfg: TrainConfig, size: tuple[int, int]) -> v2.Transform:
             raise ValueError(f"augment must be one of {sorted(policies)} or 'none', not {cfg.augment!r}.")
         steps.append(policies[cfg.augment]())
     return v2.Compose(steps)
-
-
-def normalise(images: Tensor, pre: Preprocess) -> Tensor:
-    """uint8 (B, C, H, W) -> float, scaled to [0, 1] and normalised with the spec's mean and std."""
-    mean = torch.tensor(pre.mean, device=images.device).view(1, -1, 1, 1)
-    std = torch.tensor(pre.std, device=images.device).view(1, -1, 1, 1)
-    return (images.float() / 255.0 - mean) / std
 
 
 def random_erase(pixels: Tensor, prob: float, generator: torch.Generator) -> Tensor:
