@@ -122,6 +122,22 @@ def test_hugging_face_folder(tmp_path):
         assert (model(pixels) - source(pixel_values=pixels).logits).abs().max() < 1e-4
     assert model.config.class_names == ("cat", "dog", "fox")
     assert spec.source == "path"
+    assert model.config.preprocess.interpolation == "bilinear"  # ViTImageProcessor's default
+    processor = {"size": {"height": 32, "width": 32}, "resample": 3, "image_mean": [0.4] * 3, "image_std": [0.2] * 3}
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(processor))
+    model, _ = zoo.load(str(tmp_path))
+    pre = model.config.preprocess
+    assert (pre.resize, pre.interpolation, pre.mean, pre.std) == ((32, 32), "bicubic", (0.4,) * 3, (0.2,) * 3)
+
+
+@pytest.mark.parametrize("wrapper", ["model", "state_dict", "model_state_dict", "model_ema", "module."])
+def test_a_wrapped_checkpoint_is_read_as_its_state_dict(tmp_path, tiny_config, wrapper):
+    model = VisionTransformer(tiny_config)
+    state = model.state_dict()
+    saved = {f"module.{k}": v for k, v in state.items()} if wrapper == "module." else {wrapper: state, "epoch": 3}
+    torch.save(saved, tmp_path / "run.pt")
+    read = zoo.read_weights(tmp_path / "run.pt")
+    assert read.keys() == state.keys() and all(torch.equal(read[k], state[k]) for k in state)
 
 
 def test_safetensors_with_json_round_trip(tmp_path, tiny_config):

@@ -36,7 +36,8 @@ STEM_CHANNELS = 64
 STAGE_CHANNELS = (256, 512, 1024, 2048)
 
 
-def _pair(value: int | tuple[int, int] | list[int]) -> tuple[int, int]:
+def size_pair(value: int | tuple[int, int] | list[int]) -> tuple[int, int]:
+    """(height, width) from an int (a square) or a pair."""
     if isinstance(value, int):
         return (value, value)
     height, width = value
@@ -64,9 +65,9 @@ class Preprocess:
 
     def __post_init__(self) -> None:
         if not isinstance(self.resize, int):
-            object.__setattr__(self, "resize", _pair(self.resize))
+            object.__setattr__(self, "resize", size_pair(self.resize))
         if self.crop is not None:
-            object.__setattr__(self, "crop", _pair(self.crop))
+            object.__setattr__(self, "crop", size_pair(self.crop))
         object.__setattr__(self, "mean", tuple(float(m) for m in self.mean))
         object.__setattr__(self, "std", tuple(float(s) for s in self.std))
         if self.interpolation not in INTERPOLATIONS:
@@ -151,7 +152,7 @@ class ViTConfig:
     hybrid_layers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "image_size", _pair(self.image_size))
+        object.__setattr__(self, "image_size", size_pair(self.image_size))
         if self.hybrid_layers is not None:
             object.__setattr__(self, "hybrid_layers", tuple(int(n) for n in self.hybrid_layers))
             if len(self.hybrid_layers) > len(STAGE_CHANNELS) or any(n <= 0 for n in self.hybrid_layers):
@@ -273,7 +274,7 @@ class ViTConfig:
         (the resize keeps its ratio to the crop).
         """
         if "image_size" in changes and "preprocess" not in changes:
-            height, width = _pair(changes["image_size"])
+            height, width = size_pair(changes["image_size"])
             pre = self.preprocess
             if isinstance(pre.resize, int) and pre.crop is not None:
                 resize: int | tuple[int, int] = round(pre.resize * height / pre.crop[0])
@@ -360,7 +361,7 @@ class CNNConfig:
     arch: str = "cnn"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "image_size", _pair(self.image_size))
+        object.__setattr__(self, "image_size", size_pair(self.image_size))
         object.__setattr__(self, "class_names", tuple(self.class_names))
         object.__setattr__(self, "widths", tuple(int(w) for w in self.widths))
         if isinstance(self.preprocess, dict):

@@ -23,7 +23,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor, nn
 
-from vitviz.config import HALF, IMAGENET_MEAN, IMAGENET_STD, INTERPOLATIONS, STAGE_CHANNELS, Preprocess, ViTConfig
+from vitviz.config import (
+    HALF,
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    INTERPOLATIONS,
+    STAGE_CHANNELS,
+    Preprocess,
+    ViTConfig,
+    size_pair,
+)
 from vitviz.model import VisionTransformer, resample_pos_embed
 from vitviz.resnet import CONV_EPS, GROUPS, build_backbone
 
@@ -40,14 +49,6 @@ Size = int | tuple[int, int]
 
 class CheckpointError(ValueError):
     """A state dict does not fit the model; the message lists every key that is wrong."""
-
-
-def _size(value: Size | list[int]) -> tuple[int, int]:
-    """(height, width) from an int or a pair."""
-    if isinstance(value, int):
-        return (value, value)
-    height, width = value
-    return (int(height), int(width))
 
 
 def _listing(title: str, items: list[str]) -> str:
@@ -88,16 +89,17 @@ def load_state_dict_strict(model: nn.Module, state_dict: Mapping[str, Tensor]) -
     model.load_state_dict(dict(state_dict), strict=True)
 
 
-def _unwrap(checkpoint: Mapping[str, Any]) -> dict[str, Tensor]:
+def unwrap_state_dict(checkpoint: Mapping[str, Any]) -> dict[str, Any]:
     """The bare state dict inside what people save: {"model": ...}, {"state_dict": ...},
-    or a DistributedDataParallel state dict whose every key starts with "module."."""
-    for entry in ("model", "state_dict"):
+    {"model_state_dict": ...}, {"model_ema": ...}, or a DistributedDataParallel state dict
+    whose every key starts with "module."."""
+    for entry in ("model", "state_dict", "model_state_dict", "model_ema"):
         inner = checkpoint.get(entry)
         if isinstance(inner, Mapping):
             checkpoint = inner
             break
     state = dict(checkpoint)
-    if state and all(key.startswith("module.") for key in state):
+    if state and all(isinstance(key, str) and key.startswith("module.") for key in state):
         state = {key[len("module.") :]: value for key, value in state.items()}
     return state
 
@@ -156,8 +158,8 @@ def _build(
 
     ``preprocess`` is the recipe at the new size; by default the old one is moved there.
     """
-    if image_size is not None and _size(image_size) != config.image_size:
-        new_size = _size(image_size)
+    if image_size is not None and size_pair(image_size) != config.image_size:
+        new_size = size_pair(image_size)
         new_config = config.replace(
             image_size=new_size,
             preprocess=preprocess or _resized_preprocess(config.preprocess, config.image_size, new_size),
@@ -387,7 +389,7 @@ def _timm_config(model: nn.Module) -> ViTConfig:
     hybrid_layers = _timm_hybrid_layers(embed.backbone) if hasattr(embed, "backbone") else None
     if hybrid_layers is not None:
         in_chans = int(embed.in_chans)
-    image_size = _size(embed.img_size)
+    image_size = size_pair(embed.img_size)
     first = model.blocks[0]
     fc_norm = not _is_identity(model.fc_norm)
     num_classes = model.head.out_features if isinstance(model.head, nn.Linear) else 0
@@ -543,7 +545,7 @@ def from_timm(
             config = _timm_config(source)
         state_dict = source.state_dict()
     else:
-        state_dict = _unwrap(model_or_state_dict)
+        state_dict = unwrap_state_dict(model_or_state_dict)
         features = _timm_key_features(state_dict)
         if features:
             raise _unsupported("timm", features)
@@ -557,7 +559,7 @@ def from_timm(
         raise ValueError(f"num_heads={num_heads} contradicts the model's {config.num_heads} heads.")
     preprocess = None
     if image_size is not None and derived:
-        preprocess = _timm_preprocess(pretrained_cfg, _size(image_size), config.in_chans)
+        preprocess = _timm_preprocess(pretrained_cfg, size_pair(image_size), config.in_chans)
     return _build(config, state_dict, image_size, preprocess)
 
 
@@ -638,10 +640,23 @@ def _hf_class_names(id2label: Mapping[Any, str] | None, num_classes: int) -> tup
     return names
 
 
-def _hf_preprocess(size: tuple[int, int], in_chans: int) -> Preprocess:
-    """ViTImageProcessor's defaults: resize to exactly ``size``, bilinear, mean and std 0.5."""
-    half = _channels(HALF, in_chans)
-    return Preprocess(resize=size, crop=None, interpolation="bilinear", mean=half, std=half)
+def hf_preprocess(size: tuple[int, int], in_chans: int, processor: Mapping[str, Any] | None = None) -> Preprocess:
+    """ViTImageProcessor's recipe: resize to exactly ``size``, bilinear, mean and std 0.5, unless
+    ``processor`` (a preprocessor_config.json) says otherwise."""
+    processor = processor or {}
+    wanted = processor.get("size", {})
+    if isinstance(wanted, dict):
+        size = (wanted.get("height", size[0]), wanted.get("width", size[1]))
+    elif wanted:
+        size = size_pair(wanted)
+    resample = {0: "nearest", 2: "bilinear", 3: "bicubic"}.get(processor.get("resample", 2), "bilinear")
+    return Preprocess(
+        resize=size,
+        crop=None,
+        interpolation=resample,
+        mean=_channels(processor.get("image_mean", HALF), in_chans),
+        std=_channels(processor.get("image_std", HALF), in_chans),
+    )
 
 
 def _hf_config(hf_config: PretrainedConfig, num_classes: int) -> ViTConfig:
@@ -658,7 +673,7 @@ def _hf_config(hf_config: PretrainedConfig, num_classes: int) -> ViTConfig:
         if patch[0] != patch[1]:
             raise _unsupported("Hugging Face", ["non-square patches"])
         patch = patch[0]
-    image_size = _size(hf_config.image_size)
+    image_size = size_pair(hf_config.image_size)
     in_chans = hf_config.num_channels
     return ViTConfig(
         image_size=image_size,
@@ -674,7 +689,7 @@ def _hf_config(hf_config: PretrainedConfig, num_classes: int) -> ViTConfig:
         global_pool="token",
         fc_norm=False,
         layer_norm_eps=hf_config.layer_norm_eps,
-        preprocess=_hf_preprocess(image_size, in_chans),
+        preprocess=hf_preprocess(image_size, in_chans),
         class_names=_hf_class_names(getattr(hf_config, "id2label", None), num_classes),
     )
 
@@ -717,12 +732,12 @@ def from_hf(
                 "A state dict does not say how the model was configured: pass config= "
                 "(a transformers ViTConfig, or a vitviz ViTConfig)."
             )
-        state_dict = _unwrap(model_or_state_dict)
+        state_dict = unwrap_state_dict(model_or_state_dict)
     ours = _hf_to_ours(state_dict)
     preprocess = None
     if not isinstance(config, ViTConfig):
         num_classes = ours["head.weight"].shape[0] if "head.weight" in ours else 0
         config = _hf_config(config, num_classes)
         if image_size is not None:
-            preprocess = _hf_preprocess(_size(image_size), config.in_chans)
+            preprocess = hf_preprocess(size_pair(image_size), config.in_chans)
     return _build(config, ours, image_size, preprocess)

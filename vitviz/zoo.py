@@ -34,6 +34,7 @@ from vitviz.config import (
     cifar10_vit_config,
     config_from_dict,
 )
+from vitviz.convert import CheckpointError, from_hf, from_timm, hf_preprocess, load_state_dict_strict, unwrap_state_dict
 from vitviz.i18n import TEXT, TranslatedError, t
 from vitviz.model import VisionTransformer, build_model
 
@@ -270,8 +271,6 @@ def _random(config: ViTConfig, seed: int = 0) -> VisionTransformer:
 
 
 def _load_shipped(spec: ModelSpec) -> torch.nn.Module:
-    from vitviz.convert import load_state_dict_strict
-
     model = build_model(spec.config)
     load_state_dict_strict(model, load_file(str(spec.path)))
     return model
@@ -320,8 +319,6 @@ def _load_timm(model_name: str, checkpoint_file: str | Path | None = None) -> Vi
     """A timm model with pretrained weights, from the hub or from a local file."""
     import timm
 
-    from vitviz.convert import from_timm
-
     overlay = {"pretrained_cfg_overlay": {"file": str(checkpoint_file)}} if checkpoint_file else {}
     try:
         source = timm.create_model(model_name, pretrained=True, **overlay)
@@ -345,8 +342,6 @@ def _load_hf(repo_id: str) -> VisionTransformer:
     """A Hugging Face ViT (with its classifier when it has one) from the hub or a folder."""
     from transformers import AutoConfig, ViTForImageClassification, ViTModel
 
-    from vitviz.convert import from_hf
-
     try:
         hf_config = AutoConfig.from_pretrained(repo_id)
         if getattr(hf_config, "model_type", None) != "vit":
@@ -363,21 +358,9 @@ def _load_hf(repo_id: str) -> VisionTransformer:
     model = from_hf(source.eval())
     processor = Path(repo_id) / "preprocessor_config.json"
     if processor.exists():
-        model.config = model.config.replace(preprocess=_hf_preprocess(json.loads(processor.read_text()), model.config))
+        recipe = hf_preprocess(model.config.image_size, model.config.in_chans, json.loads(processor.read_text()))
+        model.config = model.config.replace(preprocess=recipe)
     return model
-
-
-def _hf_preprocess(processor: dict[str, Any], config: ViTConfig) -> Preprocess:
-    size = processor.get("size", {})
-    height = size.get("height", config.image_size[0]) if isinstance(size, dict) else size
-    width = size.get("width", config.image_size[1]) if isinstance(size, dict) else size
-    resample = {0: "nearest", 2: "bilinear", 3: "bicubic"}.get(processor.get("resample", 2), "bilinear")
-    return Preprocess(
-        resize=(height, width),
-        interpolation=resample,
-        mean=tuple(processor.get("image_mean", HALF)),
-        std=tuple(processor.get("image_std", HALF)),
-    )
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -399,10 +382,8 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         if "weights_only" in str(err) or "Unsupported global" in str(err) or "GLOBAL" in str(err):
             raise ModelLoadError("model.pickle_refused", file=path.name) from None
         raise ModelLoadError("model.not_checkpoint", file=path.name, error=type(err).__name__) from None
-    for key in ("model", "state_dict", "model_state_dict", "model_ema"):
-        if isinstance(state, dict) and isinstance(state.get(key), dict):
-            state = state[key]
-            break
+    if isinstance(state, dict):
+        state = unwrap_state_dict(state)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ModelLoadError("model.no_state_dict", file=path.name)
     return state
@@ -415,7 +396,6 @@ def _json_beside(path: Path) -> dict[str, Any] | None:
 
 def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
     """A model from a local file or folder (see the module docstring for what is accepted)."""
-    from vitviz.convert import CheckpointError, from_hf, from_timm, load_state_dict_strict
 
     path = Path(path)
     if path.is_dir():
