@@ -3,20 +3,20 @@
 
 import streamlit as st
 
-from vitviz import ui
+from vitviz import tour, ui
 
 st.set_page_config(
     page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide"
 )
 ui.init_state()
 
-tour = [
+steps = [
     st.Page(f, title=ui.tr(k), icon=i, default=(n == 0))
-    for n, (f, k, i) in enumerate(ui.TOUR)
-    if (ui.ROOT / f).exists()
+    for n, (f, k, i) in enumerate(tour.TOUR)
+    if (tour.ROOT / f).exists()
 ]
-lab = [st.Page(f, title=ui.tr(k), icon=i) for f, k, i in ui.LAB if (ui.ROOT / f).exists()]
-page = st.navigation({ui.tr("nav.tour"): tour, ui.tr("nav.lab"): lab} if lab else tour)
+lab = [st.Page(f, title=ui.tr(k), icon=i) for f, k, i in tour.LAB if (tour.ROOT / f).exists()]
+page = st.navigation({ui.tr("nav.tour"): steps, ui.tr("nav.lab"): lab} if lab else steps)
 
 ui.sidebar()
 ui.follow_step_link(page)

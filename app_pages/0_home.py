@@ -4,7 +4,8 @@ import streamlit as st
 
 from vitviz import plots, ui
 from vitviz.data import denormalize
-from vitviz.explain import pipeline, top_k
+from vitviz.prediction import top_k
+from vitviz.trace import forward_steps
 
 cur = ui.current()
 config = cur.model.config
@@ -13,7 +14,7 @@ ui.header("page.home", "home.intro", shape=tuple(cur.trace.pixels.shape))
 left, right = st.columns([1, 1])
 model_input = denormalize(cur.trace.pixels[0], config.preprocess)
 left.plotly_chart(plots.patch_grid(model_input, config.token_size, height=360), width="stretch", key="home_grid")
-ranked = top_k(cur.model, cur.trace.logits, 5)
+ranked = top_k(config.class_names, cur.trace.logits, 5)
 st.session_state["home_top1"] = ranked[0]  # (class, probability): read by the concurrency test
 labels = [name for name, _ in ranked]
 right.plotly_chart(
@@ -31,7 +32,7 @@ rows = [
         ui.tr("home.col.shape"): "(" + ", ".join(map(str, shape)) + ")",
         ui.tr("home.col.meaning"): ui.tr(f"home.step.{step}"),
     }
-    for step, code, shape in pipeline(cur.model, cur.trace)
+    for step, code, shape in forward_steps(config, cur.trace)
 ]
 st.dataframe(rows, hide_index=True, width="stretch")
 ui.nav("app_pages/0_home.py")

@@ -7,8 +7,8 @@ from PIL import Image
 from vitviz import plots, ui
 from vitviz.config import Preprocess
 from vitviz.data import denormalize, resize_and_crop
-from vitviz.explain import resnet_name
 from vitviz.patches import patch_arithmetic, patch_tiles, patchify
+from vitviz.trace import resnet_name
 
 cur = ui.current()
 config = cur.model.config

@@ -11,7 +11,7 @@ import torch
 
 from vitviz import analysis, plots, ui
 from vitviz.data import denormalize
-from vitviz.explain import top_k
+from vitviz.prediction import top_k
 
 cur = ui.current()
 trace, model = cur.trace, cur.model
@@ -50,7 +50,7 @@ st.markdown(
 )
 max_k = min(20, num_classes)
 k = st.slider(ui.tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, max_k), key="topk")
-ranked = top_k(model, trace.logits, k)
+ranked = top_k(model.config.class_names, trace.logits, k)
 labels = [name for name, _ in ranked]
 st.plotly_chart(
     ui.class_bars(labels, [p for _, p in ranked], ui.tr("prediction.topk_chart", k=k), cur.verdict, height=90 + 36 * k),

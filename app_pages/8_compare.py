@@ -14,7 +14,7 @@ import torch
 from vitviz import analysis, compare, plots, ui, zoo
 from vitviz.cnn import receptive_fields
 from vitviz.data import denormalize, to_tensor
-from vitviz.explain import top_k, verdict
+from vitviz.prediction import top_k, verdict
 
 PAGE = "app_pages/8_compare.py"
 
@@ -70,7 +70,7 @@ answers = {}
 for column, which, model, logits in zip(
     st.columns(2), ("vit", "cnn"), (vit, cnn), (trace.logits, cnn_logits), strict=True
 ):
-    ranked = top_k(model, logits, 5)
+    ranked = top_k(model.config.class_names, logits, 5)
     found = verdict(logits[0].float().softmax(dim=-1), names, true_name)
     answers[which] = ranked[0]
     column.plotly_chart(
@@ -187,7 +187,7 @@ def show_all() -> None:
 def answer(model, logits: torch.Tensor | None) -> str:
     if logits is None:
         return ui.tr("compare.na")
-    name, probability = top_k(model, logits, 1)[0]
+    name, probability = top_k(model.config.class_names, logits, 1)[0]
     return ui.tr("compare.answer", name=ui.label(name), p=probability)
 
 

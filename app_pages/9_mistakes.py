@@ -12,7 +12,7 @@ import torch
 
 from vitviz import analysis, lab, plots, ui, zoo
 from vitviz import data as vdata
-from vitviz.explain import verdict
+from vitviz.prediction import verdict
 
 CONFUSION = "mistakes_confusion"
 ANY = -1  # the class filters' "(any)" option (None would show as an empty selectbox)

@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 from tests.apptest import TIMEOUT, errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
-from vitviz import analysis, plots, ui, zoo
+from vitviz import analysis, plots, tour, ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer, flops_per_image
 from vitviz.trace import Trace
@@ -331,13 +331,13 @@ def test_pages_on_vit_b16(page: str) -> None:
 def _standalone(page: str, model_path: str, lang: str = "en") -> AppTest:
     """Open one page through a shared link (?step=...) in one run: AppTest formats widget options
     outside the script, in English, so a Korean page is only run once (as in test_app_attention)."""
-    step = [script for script, _, _ in ui.TOUR].index(page)
+    step = [script for script, _, _ in tour.TOUR].index(page)
     at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["step"] = str(step)
     at.query_params["lang"] = lang
     at.session_state["custom_model"] = model_path
     at.run()
-    assert any(t.value == ui.t(ui.TOUR[step][1], lang) for t in at.title), "the page did not open"
+    assert any(t.value == ui.t(tour.TOUR[step][1], lang) for t in at.title), "the page did not open"
     return at
 
 

@@ -7,12 +7,12 @@ import pytest
 
 from tests.apptest import errors, figure, open_page, open_page_in_one_run
 from tests.test_korean_pages import english_words, page_labels
-from vitviz import ui
+from vitviz import tour
 
 HYBRID = "untrained-vit-r26-s32"  # timm's R26+ViT-S/32 layout, random weights: 224 px -> 7 x 7 x 2048
 
 
-@pytest.mark.parametrize("page", [f for f, _, _ in ui.TOUR])
+@pytest.mark.parametrize("page", [f for f, _, _ in tour.TOUR])
 def test_every_tour_page_runs_with_a_hybrid(page):
     at = open_page(page, model=HYBRID)
     assert errors(at) == []

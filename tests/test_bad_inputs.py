@@ -16,7 +16,7 @@ from PIL import Image
 
 from tests.apptest import errors, open_page
 from tests.bad_inputs import CASES, table
-from vitviz import ui, zoo
+from vitviz import tour, ui, zoo
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
 
@@ -116,7 +116,7 @@ def test_a_full_tour_never_changes_the_cached_model():
     model, _ = ui.cached_model(zoo.default_name())  # the model the sessions below use
     before = weights_hash(model)
     at = open_page()
-    for script, _, _ in ui.TOUR:
+    for script, _, _ in tour.TOUR:
         if (ROOT / script).exists():
             at.switch_page(script).run()
             assert errors(at) == [], script

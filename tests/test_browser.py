@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vitviz import ui
+from vitviz import tour, ui
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "screenshots"
@@ -140,7 +140,7 @@ def test_every_page_in_a_real_browser(server):
     SHOTS.mkdir(exist_ok=True)
     console: list[str] = []
     problems: list[str] = []
-    pages = [script for script, _, _ in ui.TOUR + ui.LAB if (ROOT / script).exists()]
+    pages = tour.scripts()
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})

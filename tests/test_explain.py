@@ -18,7 +18,7 @@ def test_prints_top5_and_every_shape(tmp_path, tiny_config, capsys):
     assert out.count("%") == 5
     for shape in ["(1,3,32,32)", "(1,32,8,8)", "(1,64,48)", "(1,64,32)", "(1,65,32)", "(1,4,65,65)", "(1,10)"]:
         assert shape in out
-    assert "blocks.1.attn" in out
+    assert "blocks[1].attn" in out
 
 
 def test_vit_b16_table(capsys):
@@ -40,7 +40,7 @@ def test_verdict_ranks_the_true_class():
     import pytest
     import torch
 
-    from vitviz.explain import verdict
+    from vitviz.prediction import verdict
 
     names = tuple("abcdefghij")
     probs = torch.tensor([0.0, 3.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]).softmax(-1)

@@ -18,7 +18,7 @@ import pytest
 
 from tests.apptest import open_page_in_one_run
 from tests.conftest import SHARED_DATA
-from vitviz import i18n, ui
+from vitviz import i18n, tour, ui
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 # code spans, HTML tags, plotly fields, maths, quotations, and glosses in parentheses after Korean
@@ -65,7 +65,7 @@ def page_labels(at) -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("page", [f for f, _, _ in ui.TOUR + ui.LAB])
+@pytest.mark.parametrize("page", [f for f, _, _ in tour.TOUR + tour.LAB])
 def test_a_korean_page_shows_no_untranslated_english(page, monkeypatch):
     monkeypatch.setenv("VITVIZ_DATA", str(SHARED_DATA))  # the lab's test images
     at = open_page_in_one_run(page, lang="ko")

@@ -50,7 +50,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from vitviz import zoo
+from vitviz import tour, zoo
 from vitviz.config import ViTConfig
 from vitviz.data import ImageSet
 from vitviz.model import VisionTransformer, flops_per_image
@@ -617,9 +617,7 @@ def url_path(script: str) -> str:
 
 
 def app_pages() -> list[str]:
-    from vitviz import ui
-
-    return [script for script, _, _ in ui.TOUR + ui.LAB if (ROOT / script).exists()]
+    return tour.scripts()
 
 
 def visit(page: Any, url: str, timeout_ms: int = 300_000) -> str | None:
@@ -642,7 +640,7 @@ def visit(page: Any, url: str, timeout_ms: int = 300_000) -> str | None:
     return None
 
 
-def tour(url: str) -> list[str]:
+def walk_tour(url: str) -> list[str]:
     """Visit every page of the app in Chromium; the problems seen on the way."""
     from playwright.sync_api import sync_playwright
 
@@ -727,7 +725,7 @@ def app_peak_rss(report: Report, plan: Plan) -> None:
         return
     with server_data(plan) as env, app_server(env=env) as server:
         report.figures["app_lab_data"] = env.get("VITVIZ_DATA", "the app's default (the full test folder)")
-        for problem in tour(server.url):
+        for problem in walk_tour(server.url):
             report.note(problem)
         peak = peak_rss_mb(server.process.pid)
         pid = server.process.pid

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
+from vitviz.config import ViTConfig
+
 
 @dataclass
 class BlockTrace:
@@ -69,21 +71,6 @@ class Trace:
     def num_heads(self) -> int:
         return self.attentions[0].shape[1] if self.attentions else 0
 
-    def shapes(self) -> list[tuple[str, tuple[int, ...]]]:
-        """(name, shape) of every traced tensor in the order the data flows."""
-        rows: list[tuple[str, tuple[int, ...]]] = [
-            ("pixels", tuple(self.pixels.shape)),
-            ("patches", tuple(self.patches.shape)),
-            ("patch_tokens", tuple(self.patch_tokens.shape)),
-            ("tokens", tuple(self.tokens.shape)),
-        ]
-        for i, (attention, hidden) in enumerate(zip(self.attentions, self.hidden_states[1:], strict=True)):
-            rows.append((f"blocks.{i}.attention", tuple(attention.shape)))
-            rows.append((f"hidden_states[{i + 1}]", tuple(hidden.shape)))
-        rows.append(("pre_logits", tuple(self.pre_logits.shape)))
-        rows.append(("logits", tuple(self.logits.shape)))
-        return rows
-
     def detach(self) -> Trace:
         """A copy with every tensor detached and moved to the CPU."""
 
@@ -105,3 +92,47 @@ class Trace:
             num_prefix_tokens=self.num_prefix_tokens,
             features=None if self.features is None else cpu(self.features),
         )
+
+
+def resnet_name(config: ViTConfig) -> str:
+    """A hybrid's CNN in timm's words: "ResNet-26 (2, 2, 2, 2)", or the stem alone."""
+    layers = config.hybrid_layers or ()
+    if not layers:
+        return "ResNet stem (7x7 conv, max pool)"
+    return f"ResNet-{3 * sum(layers) + 2} {tuple(layers)}"
+
+
+def forward_steps(config: ViTConfig, trace: Trace, per_block: bool = False) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The forward pass as (step id, code, shape) rows in the order the data flows.
+
+    Step ids are stable names ("input", "backbone" for a hybrid's ResNet, "conv", "patches",
+    "tokens", "sequence", "attention", "block", "pre_logits", "logits") that the app translates
+    into an explanation. The attention and block rows stand for every block, or with
+    ``per_block`` come once per block (the table people write by hand when they read the paper).
+    """
+    batch = trace.pixels.shape[0]
+    grid_h, grid_w = trace.grid_size
+    rows: list[tuple[str, str, tuple[int, ...]]] = [("input", "pixels", tuple(trace.pixels.shape))]
+    if trace.features is not None:
+        rows.append(("backbone", f"patch_embed.backbone  {resnet_name(config)}", tuple(trace.features.shape)))
+    rows += [
+        ("conv", f"patch_embed.proj  Conv2d(k=s={config.patch_size})", (batch, config.embed_dim, grid_h, grid_w)),
+        ("patches", "patchify  (c p1 p2)", tuple(trace.patches.shape)),
+        ("tokens", "flatten(2).transpose(1, 2)", tuple(trace.patch_tokens.shape)),
+        ("sequence", ("cat([CLS], x) + " if config.class_token else "x + ") + "pos_embed", tuple(trace.tokens.shape)),
+    ]
+    blocks = [str(i) for i in range(trace.depth)] if per_block else [f"0..{trace.depth - 1}"]
+    for i, name in enumerate(blocks):
+        rows.append(("attention", f"blocks[{name}].attn  softmax(QK^T/sqrt(d))", tuple(trace.attentions[i].shape)))
+        last = trace.depth if not per_block else i + 1
+        rows.append(
+            ("block", f"blocks[{name}]  x + MHSA(LN(x)); x + MLP(LN(x))", tuple(trace.hidden_states[last].shape))
+        )
+    prefix = config.num_prefix_tokens
+    if config.global_pool == "token":
+        pool = "norm(x)[:, 0]"
+    else:
+        pool = f"fc_norm(x[:, {prefix}:].mean(1))" if config.fc_norm else f"norm(x)[:, {prefix}:].mean(1)"
+    rows.append(("pre_logits", pool, tuple(trace.pre_logits.shape)))
+    rows.append(("logits", "head  Linear", tuple(trace.logits.shape)))
+    return rows

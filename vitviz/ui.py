@@ -26,30 +26,15 @@ from vitviz import data as vdata
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate, predictions_path
-from vitviz.explain import Verdict, verdict
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, class_label, t
 from vitviz.model import VisionTransformer
+from vitviz.prediction import Verdict, verdict
+from vitviz.tour import ROOT, TOUR
 from vitviz.trace import Trace
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "assets" / "samples"
-
-# (script, title key, icon): the tour in order, then the lab.
-TOUR = [
-    ("app_pages/0_home.py", "page.home", ":material/home:"),
-    ("app_pages/1_input.py", "page.input", ":material/image:"),
-    ("app_pages/2_patches.py", "page.patches", ":material/grid_on:"),
-    ("app_pages/3_vectors.py", "page.vectors", ":material/linear_scale:"),
-    ("app_pages/4_tokens.py", "page.tokens", ":material/pin_drop:"),
-    ("app_pages/5_attention.py", "page.attention", ":material/visibility:"),
-    ("app_pages/6_block.py", "page.block", ":material/layers:"),
-    ("app_pages/7_prediction.py", "page.prediction", ":material/flag:"),
-    ("app_pages/8_compare.py", "page.compare", ":material/compare:"),
-    ("app_pages/9_card.py", "page.card", ":material/description:"),
-]
-LAB = [("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
 
 DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
 URL_KEYS = ("model", "sample", "cifar", "step", "layer", "head", "query", "lang", "present")

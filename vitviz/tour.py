@@ -1,0 +1,28 @@
+"""The app's pages, in order, as data: what app.py navigates, the journeys walk and the
+benchmarks time. Nothing here needs Streamlit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (script, title key in vitviz.i18n, icon): the tour in order, then the lab.
+TOUR = [
+    ("app_pages/0_home.py", "page.home", ":material/home:"),
+    ("app_pages/1_input.py", "page.input", ":material/image:"),
+    ("app_pages/2_patches.py", "page.patches", ":material/grid_on:"),
+    ("app_pages/3_vectors.py", "page.vectors", ":material/linear_scale:"),
+    ("app_pages/4_tokens.py", "page.tokens", ":material/pin_drop:"),
+    ("app_pages/5_attention.py", "page.attention", ":material/visibility:"),
+    ("app_pages/6_block.py", "page.block", ":material/layers:"),
+    ("app_pages/7_prediction.py", "page.prediction", ":material/flag:"),
+    ("app_pages/8_compare.py", "page.compare", ":material/compare:"),
+    ("app_pages/9_card.py", "page.card", ":material/description:"),
+]
+LAB = [("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
+
+
+def scripts() -> list[str]:
+    """Every page script that exists, the tour's first."""
+    return [script for script, _, _ in TOUR + LAB if (ROOT / script).exists()]
