@@ -1,12 +1,14 @@
 """AppTests of the shared sidebar and the first tour pages (overview, input, patches, model card)."""
 
+import copy
+import dataclasses
 import json
 
 import pytest
 import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
-from vitviz import zoo
+from vitviz import tour, ui, zoo
 from vitviz.model import VisionTransformer
 
 
@@ -99,6 +101,32 @@ def test_page_switch_does_not_rerun_the_model(monkeypatch):
         at.switch_page(page).run()
         assert errors(at) == []
     assert len(calls) == first <= 1
+
+
+def test_no_page_writes_into_the_shared_trace(monkeypatch):
+    """The cached Trace is one object for every rerun and every visitor: walking the whole tour
+    leaves its tensors exactly as the model made them."""
+    made = []
+    original = VisionTransformer.explain
+
+    def keep(self, pixels):
+        made.append(original(self, pixels))
+        return made[-1]
+
+    monkeypatch.setattr(VisionTransformer, "explain", keep)
+    ui.cached_trace.clear()
+    at = open_page(sample="astronaut.jpg")
+    shared = made[0]  # the cached trace's tensors are views of this one's
+    before = {f.name: copy.deepcopy(getattr(shared, f.name)) for f in dataclasses.fields(shared)}
+    for page in tour.scripts():
+        at.switch_page(page).run()
+        assert errors(at) == [], page
+    for name, value in before.items():
+        after = getattr(shared, name)
+        if isinstance(value, list):
+            assert all(torch.equal(a, b) for a, b in zip(value, after, strict=True)), name
+        elif isinstance(value, torch.Tensor):
+            assert torch.equal(value, after), name
 
 
 def test_an_upload_is_decoded_once(monkeypatch):

@@ -77,9 +77,14 @@ def decoded_image(image_bytes: bytes) -> Image.Image:
     return load_image(image_bytes)
 
 
-@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+# A resource, not data: every rerun gets the same Trace object instead of unpickling a copy (a
+# ViT-B/16 trace is about 48 MB, some 95 ms to unpickle). Pages only read it (tests/test_app_core
+# walks the tour and compares the cached trace with a fresh one). 12 entries bound the memory to
+# about 0.6 GB at ViT-B/16's size.
+@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
 def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
-    """The explained forward pass of one image, on the CPU, keyed by (model name, image bytes)."""
+    """The explained forward pass of one image, on the CPU, keyed by (model name, image bytes).
+    Read-only: never change its tensors in place."""
     model, _ = cached_model(model_name)
     image = decoded_image(image_bytes)
     device = next(model.parameters()).device
