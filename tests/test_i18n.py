@@ -1,4 +1,5 @@
 import ast
+import json
 from pathlib import Path
 
 from vitviz import i18n
@@ -65,3 +66,33 @@ def test_class_labels_translate_cifar10_and_keep_the_name_files_use():
     assert i18n.class_label("cat", "en", short=True) == "cat"
     assert [i18n.class_label(name, "en") for name in cifar10] == cifar10
     assert i18n.class_label("tabby, tabby cat", "ko") == "tabby, tabby cat"  # no translation: the model's own name
+
+
+def _strings_in(path: Path) -> tuple[set[str], set[str]]:
+    """The string literals of a module, and the literal beginnings of its f-strings ("home.step.")."""
+    literals, prefixes = set(), set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            literals.add(node.value)
+        elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            start = node.values[0].value
+            if "." in start and " " not in start:
+                prefixes.add(start)
+    return literals, prefixes
+
+
+def test_every_key_in_the_files_is_used_somewhere():
+    files = [ROOT / "app.py", *sorted((ROOT / "vitviz").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py"))]
+    literals, prefixes = set(), set()
+    for path in files:
+        found, starts = _strings_in(path)
+        literals |= found
+        prefixes |= starts
+    unused = [key for key in i18n.TEXT if key not in literals and not any(key.startswith(p) for p in prefixes)]
+    assert unused == []
+
+
+def test_every_language_file_has_the_same_keys():
+    files = {lang: json.loads((i18n.LOCALES / f"{lang}.json").read_text(encoding="utf-8")) for lang in i18n.LANGUAGES}
+    keys = {lang: set(data["text"]) for lang, data in files.items()}
+    assert all(k == keys[i18n.DEFAULT_LANGUAGE] for k in keys.values())
