@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from vitviz import analysis, plots, ui
+from vitviz import analysis, clicks, plots, ui
 from vitviz.data import denormalize
 from vitviz.patches import ROUTE_TOLERANCE, compare_routes
 
@@ -25,7 +25,7 @@ if config.is_hybrid:
 
 def _pick_patch() -> None:
     """A click on the patch grid chooses the patch (runs before the page, so the selectbox follows)."""
-    index = analysis.patch_from_selection(st.session_state.get("vectors_grid"), count)
+    index = clicks.patch_from_selection(st.session_state.get("vectors_grid"), count)
     if index is not None:
         st.session_state["patch"] = index
 

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, plots, ui
+from vitviz import analysis, clicks, plots, ui
 
 cur = ui.current()
 config = cur.model.config
@@ -67,7 +67,7 @@ similarities = {k: v.numpy() for k, v in analysis.position_similarities(pos_embe
 
 def _pick_position() -> None:
     """A click on a small map chooses that position (runs before the page, so the selectbox follows)."""
-    index = analysis.patch_from_selection(st.session_state.get("tokens_mosaic"), count)
+    index = clicks.patch_from_selection(st.session_state.get("tokens_mosaic"), count)
     if index is not None:
         st.session_state["pos"] = index
 

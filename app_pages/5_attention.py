@@ -12,7 +12,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, plots, ui
+from vitviz import analysis, clicks, plots, tables, ui
 from vitviz.data import denormalize
 
 HEAD_MEAN = -1
@@ -58,7 +58,7 @@ def token_label(token: int) -> str:
 
 def pick_query(chart_key: str) -> None:
     """on_select callback: a clicked patch becomes the query (runs before the script)."""
-    picked = analysis.patch_from_selection(st.session_state.get(chart_key), num_patches)
+    picked = clicks.patch_from_selection(st.session_state.get(chart_key), num_patches)
     if picked is not None:
         st.session_state["query"] = prefix + picked
 
@@ -239,7 +239,7 @@ st.caption(ui.tr("attention.worked_output_note", heads=heads))
 d1, d2 = st.columns(2)
 with d1:
     readout_name = "cls" if prefix else "mean_patch_queries"
-    shown = plots.maps_csv({readout_name: readout_map, f"query_{query}": query_map, f"rollout_{fusion}": rollout})
+    shown = tables.maps_csv({readout_name: readout_map, f"query_{query}": query_map, f"rollout_{fusion}": rollout})
     head_name = "mean" if head_index is None else head + 1
     ui.download_csv(
         "attention.download_maps", f"attention_layer{layer + 1}_head{head_name}.csv", "attention_csv", shown

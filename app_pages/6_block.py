@@ -8,7 +8,7 @@ and in the URL ("Layer 1 (blocks[0])", layer=1), as on the attention page; the t
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, plots, ui
+from vitviz import analysis, plots, tables, ui
 
 cur = ui.current()
 trace, model = cur.trace, cur.model
@@ -210,7 +210,7 @@ if cls is not None:
     depth_columns.update({f"cls_{k}": v.numpy() for k, v in cls.items()})
 e1, e2 = st.columns(2)
 with e1:
-    ui.download_csv("download.csv", "block_by_layer.csv", "block_depth_csv", plots.columns_csv(depth_columns))
+    ui.download_csv("download.csv", "block_by_layer.csv", "block_depth_csv", tables.columns_csv(depth_columns))
 with e2:
     ui.download_npz(
         "download.npz",

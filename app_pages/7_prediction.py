@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, plots, ui
+from vitviz import analysis, plots, tables, ui
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
 
@@ -168,14 +168,14 @@ occlusion_columns = {
 d1, d2, d3 = st.columns(3)
 with d1:
     ui.download_csv(
-        "prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", plots.columns_csv(lens_columns)
+        "prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", tables.columns_csv(lens_columns)
     )
 with d2:
     ui.download_csv(
         "prediction.download_occlusion",
         "occlusion.csv",
         "prediction_occlusion_csv",
-        plots.columns_csv(occlusion_columns),
+        tables.columns_csv(occlusion_columns),
     )
 with d3:
     ui.download_npz(

@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, compare, plots, ui, zoo
+from vitviz import analysis, clicks, compare, plots, ui, zoo
 from vitviz.cnn import receptive_fields
 from vitviz.data import denormalize, to_tensor
 from vitviz.prediction import top_k, verdict
@@ -174,7 +174,7 @@ outcome = compare.run_experiment(
 
 def toggle_patch() -> None:
     """on_select callback: a clicked patch is hidden, or shown again (runs before the script)."""
-    picked = analysis.patch_from_selection(st.session_state.get("compare_hide_grid"), num_patches)
+    picked = clicks.patch_from_selection(st.session_state.get("compare_hide_grid"), num_patches)
     if picked is not None:
         chosen = st.session_state.setdefault("compare_hidden", [])
         chosen.remove(picked) if picked in chosen else chosen.append(picked)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from vitviz import plots, ui
+from vitviz import plots, tables, ui
 from vitviz.model import flops_per_image
 
 cur = ui.current_model()  # the card needs no image
@@ -26,7 +26,7 @@ m[3].metric(ui.tr("card.accuracy"), f"{accuracy:.2%}" if accuracy is not None el
 left, right = st.columns([3, 2])
 with left:
     st.markdown(f"**{ui.tr('card.by_module')}**")
-    rows = plots.parameter_rows(model.params_by_module(), total)
+    rows = tables.parameter_rows(model.params_by_module(), total)
     st.dataframe(
         [
             {
@@ -73,7 +73,7 @@ if history:
             for n, (stage, first) in enumerate(zip(stages, starts, strict=True), start=1)
         ]
         st.caption(ui.tr("card.stages", count=len(stages), stages=" → ".join(parts)))
-    labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_LABELS}
+    labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_KEYS}
     st.plotly_chart(plots.training_curves(history, labels, planned, starts[1:]), width="stretch", key="card_curves")
     facts = {
         ui.tr("card.trained_on"): split_text(card.get("trained_on", {})),
@@ -105,7 +105,7 @@ if history:
     st.markdown(f"**{ui.tr('card.recipe')}**")
     recipes = [stage["recipe"] for stage in stages] or [card.get("recipe", {})]
     run_epochs = [stage["epochs"] for stage in stages] if stages else [card["epochs"]] if card.get("epochs") else None
-    rows = plots.recipe_rows(recipes, run_epochs, cut_short=ui.tr("card.cut_short"))
+    rows = tables.recipe_rows(recipes, run_epochs, cut_short=ui.tr("card.cut_short"))
     columns = (
         [ui.tr("card.col.stage", n=n) for n in range(1, len(stages) + 1)]
         if len(stages) > 1
@@ -117,7 +117,7 @@ if history:
         width="stretch",
         height=ui.table_height(len(rows)),
     )
-    ui.download_csv("download.csv", "training_history.csv", "card_csv", plots.history_csv(history))
+    ui.download_csv("download.csv", "training_history.csv", "card_csv", tables.history_csv(history))
 else:
     st.info(ui.tr("card.no_history"))
 ui.nav("app_pages/9_card.py")

@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, lab, plots, ui, zoo
+from vitviz import analysis, clicks, lab, plots, ui, zoo
 from vitviz import data as vdata
 from vitviz.prediction import verdict
 
@@ -75,7 +75,7 @@ st.caption(
 
 # ---- a click on the confusion matrix sets the two class filters --------------------------------
 options = [ANY, *range(num_classes)]
-clicked = lab.cell_from_selection(st.session_state.get(CONFUSION), num_classes)
+clicked = clicks.cell_from_selection(st.session_state.get(CONFUSION), num_classes)
 if clicked is not None and clicked != st.session_state.get("_mistakes_clicked"):
     st.session_state["mistakes_true"], st.session_state["mistakes_predicted"] = clicked
 st.session_state["_mistakes_clicked"] = clicked

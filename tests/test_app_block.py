@@ -18,7 +18,7 @@ from streamlit.testing.v1 import AppTest
 from tests.apptest import TIMEOUT, errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
-from vitviz import analysis, plots, tour, ui, zoo
+from vitviz import analysis, plots, tables, tour, ui, zoo
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer, flops_per_image
 from vitviz.trace import Trace
@@ -280,9 +280,9 @@ def test_block_figures() -> None:
     assert {t.type for t in gelu.data} == {"histogram", "scatter"}
     row = plots.image_row([np.zeros((4, 4, 3)), np.ones((4, 4, 3))], ["a", "b"])
     assert len(row.data) == 2
-    assert plots.columns_csv({"a": [1, 2], "b, c": np.array([0.5, 0.25])}) == 'a,"b, c"\n1,0.5\n2,0.25\n'
+    assert tables.columns_csv({"a": [1, 2], "b, c": np.array([0.5, 0.25])}) == 'a,"b, c"\n1,0.5\n2,0.25\n'
     with pytest.raises(ValueError):
-        plots.columns_csv({"a": [1], "b": [1, 2]})
+        tables.columns_csv({"a": [1], "b": [1, 2]})
 
 
 # ---- the pages in AppTest ----------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch import Tensor
 
-from vitviz import analysis, plots
+from vitviz import analysis, clicks, plots, tables
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 from vitviz.trace import Trace
@@ -78,9 +78,9 @@ def test_select_head_picks_one_or_averages() -> None:
 def test_patch_from_selection_reads_customdata() -> None:
     point = {"curve_number": 2, "point_index": 7, "customdata": [7, 1, 3, 0.02]}
     state = {"selection": {"points": [point], "point_indices": [7]}}
-    assert analysis.patch_from_selection(state, 64) == 7
-    assert analysis.patch_from_selection(state["selection"], 64) == 7  # the inner dict works too
-    assert analysis.patch_from_selection({"selection": {"points": [{"customdata": [7.0]}]}}, 64) == 7
+    assert clicks.patch_from_selection(state, 64) == 7
+    assert clicks.patch_from_selection(state["selection"], 64) == 7  # the inner dict works too
+    assert clicks.patch_from_selection({"selection": {"points": [{"customdata": [7.0]}]}}, 64) == 7
 
 
 def test_patch_from_selection_reads_what_the_browser_sends() -> None:
@@ -102,25 +102,25 @@ def test_patch_from_selection_reads_what_the_browser_sends() -> None:
             "lasso": [],
         }
     }
-    assert analysis.patch_from_selection(state, 64) == 10
+    assert clicks.patch_from_selection(state, 64) == 10
 
 
 def test_patch_from_selection_last_point_wins_and_bad_points_are_skipped() -> None:
     points = [{"customdata": [3]}, {"customdata": [5]}, {"x": 1, "y": 2}, {"customdata": [99]}]
-    assert analysis.patch_from_selection({"selection": {"points": points}}, 64) == 5
+    assert clicks.patch_from_selection({"selection": {"points": points}}, 64) == 5
 
 
 def test_patch_from_selection_point_index_only_on_the_marker_curve() -> None:
     point = {"curve_number": 2, "point_index": 9}
-    assert analysis.patch_from_selection({"points": [point]}, 64) is None  # curve not named
-    assert analysis.patch_from_selection({"points": [point]}, 64, curve=2) == 9
-    assert analysis.patch_from_selection({"points": [point]}, 64, curve=1) is None
-    assert analysis.patch_from_selection({"points": [point]}, 9, curve=2) is None  # outside the grid
+    assert clicks.patch_from_selection({"points": [point]}, 64) is None  # curve not named
+    assert clicks.patch_from_selection({"points": [point]}, 64, curve=2) == 9
+    assert clicks.patch_from_selection({"points": [point]}, 64, curve=1) is None
+    assert clicks.patch_from_selection({"points": [point]}, 9, curve=2) is None  # outside the grid
 
 
 @pytest.mark.parametrize("empty", [None, {}, {"selection": {"points": []}}, {"selection": None}])
 def test_patch_from_selection_empty(empty: object) -> None:
-    assert analysis.patch_from_selection(empty, 64) is None  # type: ignore[arg-type]
+    assert clicks.patch_from_selection(empty, 64) is None  # type: ignore[arg-type]
 
 
 # ---- top_keys -------------------------------------------------------------------------------------
@@ -195,9 +195,9 @@ def test_attention_picker_markers_and_outline() -> None:
     (rect,) = [s for s in fig.layout.shapes if s.type == "rect"]
     assert (rect.x0, rect.x1, rect.y0, rect.y1) == (7.5, 15.5, 7.5, 15.5)
     assert not [s for s in plots.attention_picker(image, values, 8).layout.shapes if s.type == "rect"]
-    # a click on a marker gives back the patch through analysis.patch_from_selection
+    # a click on a marker gives back the patch through clicks.patch_from_selection
     point = {"curve_number": len(fig.data) - 1, "point_index": 4, "customdata": list(custom[4])}
-    assert analysis.patch_from_selection({"selection": {"points": [point]}}, 6) == 4
+    assert clicks.patch_from_selection({"selection": {"points": [point]}}, 6) == 4
 
 
 def test_attention_distance_figure() -> None:
@@ -213,5 +213,5 @@ def test_attention_distance_figure() -> None:
 def test_key_weights_and_maps_csv() -> None:
     fig = plots.key_weights(["a", "b"], [0.6, 0.4], title="w")
     assert list(fig.data[0].x) == [0.6, 0.4] and fig.layout.xaxis.tickformat == ".1%"
-    text = plots.maps_csv({"cls": np.array([[0.5, 0.25]]), "q": np.array([[1.0], [0.0]])})
+    text = tables.maps_csv({"cls": np.array([[0.5, 0.25]]), "q": np.array([[1.0], [0.0]])})
     assert text.splitlines() == ["map,row,col,value", "cls,0,0,0.5", "cls,0,1,0.25", "q,0,0,1", "q,1,0,0"]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import analysis, lab, plots
+from vitviz import analysis, clicks, lab, plots
 from vitviz import data as vdata
 from vitviz.config import ViTConfig
 from vitviz.evaluate import EvalResult
@@ -110,12 +110,12 @@ def test_filter_mistakes_refuses_impossible_filters(kwargs: dict) -> None:
 
 
 def test_cell_from_selection() -> None:
-    assert lab.cell_from_selection(None, 3) is None
-    assert lab.cell_from_selection({"selection": {"points": []}}, 3) is None
-    assert lab.cell_from_selection({"selection": {"points": [{"customdata": [1, 2]}]}}, 3) == (1, 2)
+    assert clicks.cell_from_selection(None, 3) is None
+    assert clicks.cell_from_selection({"selection": {"points": []}}, 3) is None
+    assert clicks.cell_from_selection({"selection": {"points": [{"customdata": [1, 2]}]}}, 3) == (1, 2)
     two = {"points": [{"customdata": [0, 1]}, {"customdata": [2.0, 0.0]}]}
-    assert lab.cell_from_selection(two, 3) == (2, 0)  # the last click counts
-    assert lab.cell_from_selection({"points": [{"x": "a", "y": "b"}]}, 3) is None  # the heat map itself
+    assert clicks.cell_from_selection(two, 3) == (2, 0)  # the last click counts
+    assert clicks.cell_from_selection({"points": [{"x": "a", "y": "b"}]}, 3) is None  # the heat map itself
     # What Streamlit 1.67 really sends for a click on the cell (1, 2) of plots.confusion_matrix:
     clicked = {
         "selection": {
@@ -132,8 +132,8 @@ def test_cell_from_selection() -> None:
             "point_indices": [5],
         }
     }
-    assert lab.cell_from_selection(clicked, 3) == (1, 2)
-    assert lab.cell_from_selection({"points": [{"customdata": [3, 0]}]}, 3) is None  # outside the matrix
+    assert clicks.cell_from_selection(clicked, 3) == (1, 2)
+    assert clicks.cell_from_selection({"points": [{"customdata": [3, 0]}]}, 3) is None  # outside the matrix
 
 
 @pytest.mark.parametrize(

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import itertools
 
-from vitviz import plots
+from vitviz import i18n, plots, tables
 
 
 def test_the_recipe_shows_the_epochs_each_stage_ran_of_those_it_planned():
     recipes = [{"epochs": 28, "lr": 1e-3, "data": "somewhere"}, {"epochs": 6, "lr": 1e-4}, {"epochs": 40, "lr": 3e-4}]
-    rows = dict(plots.recipe_rows(recipes, run_epochs=[10, 6, 2], cut_short="{run} of {planned}"))
+    rows = dict(tables.recipe_rows(recipes, run_epochs=[10, 6, 2], cut_short="{run} of {planned}"))
     assert rows["epochs"] == ["10 of 28", "6", "2 of 40"]  # stopped early: says so; ran its plan: the number
     assert rows["lr"] == ["0.001", "0.0001", "0.0003"] and "data" not in rows
-    assert dict(plots.recipe_rows(recipes))["epochs"] == ["28", "6", "40"]  # without run epochs: the plan
+    assert dict(tables.recipe_rows(recipes))["epochs"] == ["28", "6", "40"]  # without run epochs: the plan
 
 
 def test_stage_labels_a_few_epochs_apart_sit_at_different_heights():
     history = [{"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "lr": 1e-3} for e in range(1, 94)]
-    fig = plots.training_curves(history, stage_starts=[11, 24, 60, 66, 68])  # the shipped ViT's six stages
+    labels = {key: i18n.t(f"card.curve.{key}") for key in plots.CURVE_KEYS}
+    fig = plots.training_curves(history, labels, stage_starts=[11, 24, 60, 66, 68])  # the shipped ViT's six stages
     labels = [a for a in fig.layout.annotations if a.text.startswith("stage")]
     assert [a.text for a in labels] == ["stage 2", "stage 3", "stage 4", "stage 5", "stage 6"]
     shifts = [a.yshift or 0 for a in labels]

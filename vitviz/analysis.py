@@ -611,44 +611,6 @@ def select_head(maps: Tensor, head: int | None) -> Tensor:
     return maps[..., _check_index(head, maps.shape[-3], "Head"), :, :]
 
 
-def patch_from_selection(selection: dict | None, num_patches: int, curve: int | None = None) -> int | None:
-    """The patch a user clicked, from the state of ``st.plotly_chart(..., on_select=...)``.
-
-    The clickable figures carry one marker per patch centre whose ``customdata`` starts with
-    the patch's index among the patches (as in ``plots.patch_grid``); that is read first. The
-    browser sends a row of a 2D customdata array as a list or as an object keyed "0", "1", ...
-    (plotly's typed arrays), so both are read. A point without customdata counts only when it
-    lies on trace ``curve``, whose point index is then the patch index.
-
-    Args:
-        selection: the chart's state, ``{"selection": {"points": [...]}}``, or just its
-            ``{"points": [...]}``; None or an empty selection gives None.
-        num_patches: N, to refuse indices outside the grid.
-        curve: the trace number of the patch markers, for points without customdata.
-
-    Returns:
-        The patch index in [0, N) of the last clicked point (row-major, without [CLS]; the
-        token index is ``num_prefix_tokens`` more), or None when nothing usable was clicked.
-    """
-    if not selection:
-        return None
-    inner = selection.get("selection", selection)
-    points = (inner or {}).get("points") or []
-    for point in reversed(points):
-        customdata = point.get("customdata")
-        if isinstance(customdata, dict) and ("0" in customdata or 0 in customdata):
-            value = customdata.get("0", customdata.get(0))
-        elif isinstance(customdata, (list, tuple)) and customdata:
-            value = customdata[0]
-        elif curve is not None and point.get("curve_number") == curve:
-            value = point.get("point_index", point.get("point_number"))
-        else:
-            continue
-        if isinstance(value, (int, float)) and float(value).is_integer() and 0 <= value < num_patches:
-            return int(value)
-    return None
-
-
 def top_keys(
     worked: dict[str, Tensor], grid_size: tuple[int, int], num_prefix_tokens: int, k: int = 8
 ) -> tuple[list[dict[str, float | int | None]], float]:

@@ -183,35 +183,6 @@ def _check_pair(first: EvalResult, second: EvalResult) -> None:
         raise ValueError("The two models were evaluated on different images: compare them on the same test set.")
 
 
-def cell_from_selection(selection: dict | None, num_classes: int) -> tuple[int, int] | None:
-    """The confusion-matrix cell a user clicked, from ``st.plotly_chart(..., on_select=...)``.
-
-    The clickable markers of ``plots.confusion_matrix`` carry ``customdata = [true, predicted, count]``;
-    Streamlit hands a point's customdata back as a list or as ``{"0": true, "1": predicted, ...}``.
-
-    Args:
-        selection: the chart's state ``{"selection": {"points": [...]}}`` or its inner
-            ``{"points": [...]}``; None or an empty selection gives None.
-        num_classes: K, to refuse cells outside the matrix.
-
-    Returns:
-        (true class, predicted class) of the last clicked cell, or None.
-    """
-    if not selection:
-        return None
-    inner = selection.get("selection", selection) or {}
-    for point in reversed(inner.get("points") or []):
-        customdata = point.get("customdata")
-        if isinstance(customdata, dict):
-            customdata = [customdata.get("0", customdata.get(0)), customdata.get("1", customdata.get(1))]
-        if not isinstance(customdata, (list, tuple)) or len(customdata) < 2:
-            continue
-        row, col = customdata[0], customdata[1]
-        if all(isinstance(v, (int, float)) and float(v).is_integer() and 0 <= v < num_classes for v in (row, col)):
-            return int(row), int(col)
-    return None
-
-
 # ---------------------------------------------------------------------------------------------
 # The gallery
 # ---------------------------------------------------------------------------------------------

@@ -718,7 +718,7 @@ def attention_picker(
 
     ``heatmap_overlay`` plus one transparent marker per patch centre (as in ``patch_grid``)
     whose customdata is [patch index, row, col, value] (0-based, then the three from 1 for the
-    hover text), so ``analysis.patch_from_selection`` reads the clicked patch; ``query_patch`` (an index among the patches) gets a red outline.
+    hover text), so ``clicks.patch_from_selection`` reads the clicked patch; ``query_patch`` (an index among the patches) gets a red outline.
     The markers are the last trace, and the heat map itself takes no hover or clicks.
     """
     array = to_uint8(array)
@@ -878,16 +878,6 @@ def key_weights(
     fig = bars(labels, weights, title=title, height=height)
     fig.update_xaxes(tickformat=".1%", rangemode="tozero")
     return fig
-
-
-def maps_csv(maps: dict[str, np.ndarray]) -> str:
-    """Named (grid_h, grid_w) maps as one long CSV: map,row,col,value (rows and cols from 0)."""
-    lines = ["map,row,col,value"]
-    for name, values in maps.items():
-        values = np.asarray(values, dtype=np.float64)
-        for (row, col), value in np.ndenumerate(values):
-            lines.append(f"{name},{row},{col},{value:.6g}")
-    return "\n".join(lines) + "\n"
 
 
 # (end of 5. attention)
@@ -1095,22 +1085,6 @@ def gelu_histogram(
     return fig
 
 
-def columns_csv(columns: dict[str, Sequence[object] | np.ndarray]) -> str:
-    """Named columns of equal length as CSV text, header first (names with commas are quoted)."""
-    import csv
-    import io
-
-    lengths = {len(values) for values in columns.values()}
-    if len(lengths) > 1:
-        raise ValueError(f"columns_csv needs columns of one length, got lengths {sorted(lengths)}.")
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(list(columns))
-    for row in zip(*columns.values(), strict=True):
-        writer.writerow([f"{v:.6g}" if isinstance(v, (float, np.floating)) else v for v in row])
-    return buffer.getvalue()
-
-
 # (end of 6. block)
 
 
@@ -1133,22 +1107,8 @@ def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int =
 
 
 # ---- 9. model card ----
-def parameter_rows(counts: dict[str, int], total: int) -> list[tuple[str, int, float]]:
-    """(module, parameters, share of the total) rows, in the model's order."""
-    return [(name, count, count / total if total else 0.0) for name, count in counts.items()]
-
-
-CURVE_LABELS = {
-    "loss": "loss",
-    "accuracy": "accuracy",
-    "lr": "learning rate",
-    "epoch": "epoch",
-    "train_loss": "train loss",
-    "test_loss": "test loss",
-    "test_accuracy": "test accuracy",
-    "train_accuracy": "train accuracy (augmented)",
-    "stage": "stage {n}",
-}
+# the texts training_curves needs, given by the page in the user's language
+CURVE_KEYS = ("loss", "accuracy", "lr", "epoch", "train_loss", "test_loss", "test_accuracy", "train_accuracy", "stage")
 
 
 STAGE_LABEL_STEP = 13  # pixels between the staggered stage labels
@@ -1156,7 +1116,7 @@ STAGE_LABEL_STEP = 13  # pixels between the staggered stage labels
 
 def training_curves(
     history: Sequence[dict],
-    labels: dict[str, str] | None = None,
+    labels: dict[str, str],
     total_epochs: int | None = None,
     stage_starts: Sequence[int] = (),
 ) -> go.Figure:
@@ -1165,7 +1125,7 @@ def training_curves(
     Args:
         history: one dict per epoch (train_loss, train_accuracy, lr; test_loss and test_accuracy
             where the epoch was evaluated).
-        labels: texts for the keys of ``CURVE_LABELS`` (the page passes them in the user's language).
+        labels: a text for every key of ``CURVE_KEYS``, in the user's language ("stage" has {n}).
         total_epochs: the planned length of the run: the x axes span it, so an unfinished run
             shows how far it has come.
         stage_starts: the first epoch of every stage after the first (a run that went on from
@@ -1173,7 +1133,7 @@ def training_curves(
             panel, labelled in the accuracy panel above its 100% line at three staggered heights,
             so stages a few epochs apart keep their labels apart and off the curves.
     """
-    text = {**CURVE_LABELS, **(labels or {})}
+    text = labels
     epochs = [row["epoch"] for row in history]
     fig = make_subplots(
         rows=1, cols=3, subplot_titles=[text["loss"], text["accuracy"], text["lr"]], horizontal_spacing=0.08
@@ -1227,48 +1187,6 @@ def training_curves(
     return fig
 
 
-RECIPE_HIDDEN = (
-    "name",
-    "data",
-    "model",
-    "threads",
-    "eval_every",
-    "init_from",
-)  # where and how it ran, not what it learned from
-
-
-def recipe_rows(
-    recipes: Sequence[dict], run_epochs: Sequence[int] | None = None, cut_short: str = "{run} of {planned}"
-) -> list[tuple[str, list[str]]]:
-    """The training recipe as table rows, one value per stage: [(setting, [value per stage])].
-
-    Settings that say where or how a run ran rather than what it learned from are left out, and
-    so are settings that are unset in every stage.
-
-    Args:
-        recipes: each stage's recipe (its "epochs" is what the stage planned).
-        run_epochs: the epochs each stage really ran; a stage stopped early reads
-            ``cut_short`` ("10 of 28"), one that ran its plan just the number.
-    """
-    keys = [k for k in dict.fromkeys(k for recipe in recipes for k in recipe) if k not in RECIPE_HIDDEN]
-    rows = [(k, ["-" if recipe.get(k) is None else str(recipe[k]) for recipe in recipes]) for k in keys]
-    if run_epochs is not None:
-        ran = [
-            str(run) if recipe.get("epochs") in (None, run) else cut_short.format(run=run, planned=recipe["epochs"])
-            for recipe, run in zip(recipes, run_epochs, strict=True)
-        ]
-        rows = [(k, ran if k == "epochs" else values) for k, values in rows]
-    return [(k, values) for k, values in rows if any(v != "-" for v in values)]
-
-
-def history_csv(history: Sequence[dict]) -> str:
-    """The training history as CSV text (one row per epoch)."""
-    keys = sorted({key for row in history for key in row}, key=lambda k: (k != "epoch", k))
-    lines = [",".join(keys)]
-    lines += [",".join(str(row.get(key, "")) for key in keys) for row in history]
-    return "\n".join(lines) + "\n"
-
-
 # (end of 9. model card)
 
 
@@ -1287,7 +1205,7 @@ def confusion_matrix(
     The colour scale tops out at the largest off-diagonal count, so the mistakes stay visible
     beside a full diagonal. A near-invisible marker on every cell carries
     ``customdata = [true, predicted, count]`` so a click (Streamlit's point selection) names the cell
-    (``vitviz.lab.cell_from_selection``); ``selected`` outlines one cell.
+    (``vitviz.clicks.cell_from_selection``); ``selected`` outlines one cell.
 
     Args:
         counts: (K, K) integers, e.g. ``EvalResult.confusion()``.
