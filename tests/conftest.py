@@ -1,4 +1,12 @@
-"""Shared fixtures: tiny configs, an isolated cache folder, and the offline hub."""
+"""Shared fixtures: tiny configs, an isolated cache folder, the offline hub, and where the
+CIFAR-10 (JPEG copy) is.
+
+Tests marked ``cifar10`` need real CIFAR-10 images (the shipped models' cards are measured on
+the JPEG copy). They find it through VITVIZ_DATA or at ../shared/data/cifar10-jpeg; where
+neither exists (a clone on its own) they are deselected, with one line saying what is missing
+and how to get it, rather than failing as if a feature were broken. Tests marked ``slow`` run
+the whole test split or the benchmark; ``-m "not slow"`` leaves them out.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +22,39 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from vitviz.config import ViTConfig
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data" / "cifar10-jpeg"
+
+
+def _cifar10_folder() -> Path | None:
+    """VITVIZ_DATA when it holds CIFAR-10's test split in class folders, else the development
+    machines' ../shared/data/cifar10-jpeg; None when neither is there."""
+    candidates = [Path(os.environ["VITVIZ_DATA"]).expanduser()] if os.environ.get("VITVIZ_DATA") else []
+    candidates.append(REPO.parent / "shared" / "data" / "cifar10-jpeg")
+    for folder in candidates:
+        if (folder / "test" / "cat").is_dir() and (folder / "test" / "truck").is_dir():
+            return folder.resolve()
+    return None
+
+
+CIFAR10 = _cifar10_folder()
+SHARED_DATA = CIFAR10 or REPO.parent / "shared" / "data" / "cifar10-jpeg"  # where the cifar10 tests read it
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if CIFAR10 is not None:
+        return
+    needing = [item for item in items if item.get_closest_marker("cifar10")]
+    if not needing:
+        return
+    config.hook.pytest_deselected(items=needing)
+    items[:] = [item for item in items if not item.get_closest_marker("cifar10")]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    line = (
+        f"{len(needing)} tests deselected: they need the CIFAR-10 (JPEG copy), found neither through VITVIZ_DATA "
+        "nor at ../shared/data/cifar10-jpeg. Point VITVIZ_DATA at a folder with train/ and test/ class folders "
+        "of CIFAR-10 images to run them."
+    )
+    if reporter is not None:
+        reporter.write_line(line)
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,7 @@ from PIL import Image
 
 from tests.apptest import errors, open_page
 from tests.bad_inputs import CASES, table
+from tests.conftest import SHARED_DATA
 from vitviz import tour, ui, zoo
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
@@ -125,8 +126,7 @@ def test_a_full_tour_never_changes_the_cached_model():
 
 
 def _cifar_images(count: int) -> list[bytes]:
-    folder = ROOT.parent / "shared" / "data" / "cifar10-jpeg" / "test"
-    files = sorted(folder.glob("*/0007.jpg"))[:count]
+    files = sorted((SHARED_DATA / "test").glob("*/0007.jpg"))[:count]
     assert len(files) == count, "the CIFAR-10 JPEG copy is expected beside the repository"
     return [f.read_bytes() for f in files]
 
@@ -162,6 +162,7 @@ def shared_test_runtime(monkeypatch):
 
 
 @pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+@pytest.mark.cifar10
 def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_runtime):
     images = _cifar_images(4) + [
         (ROOT / "assets" / "samples" / n).read_bytes()

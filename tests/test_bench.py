@@ -130,6 +130,8 @@ def _finite_positive(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
+@pytest.mark.slow
+@pytest.mark.cifar10
 def test_quick_bench_reports_every_figure() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "vitviz.bench", "--quick", "--json"],

@@ -17,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SHARED_DATA
 from vitviz import tour, ui
+
+pytestmark = pytest.mark.cifar10  # the server's lab browses a copy of the test split
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "screenshots"
@@ -55,7 +58,7 @@ def server(tmp_path_factory):
     # The lab evaluates the whole test folder on its first visit: give the server a small copy of
     # the CIFAR-10 test folder (20 images a class, in a temporary folder) and a cold cache of its own.
     data = tmp_path_factory.mktemp("data")
-    source = ROOT.parent / "shared" / "data" / "cifar10-jpeg" / "test"
+    source = SHARED_DATA / "test"
     for class_folder in sorted(source.iterdir()):
         target = data / "test" / class_folder.name
         target.mkdir(parents=True)

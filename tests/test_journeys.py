@@ -15,6 +15,8 @@ import pytest
 
 from tests.test_browser import ARGS, CHROMIUM, SHOTS, server  # noqa: F401 - server is a fixture
 
+pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
+
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "samples"
 NO_IMAGE = "Choose an image"
 HANGUL = re.compile("[\uac00-\ud7a3]")

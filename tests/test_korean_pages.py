@@ -65,6 +65,7 @@ def page_labels(at) -> list[str]:
     return texts
 
 
+@pytest.mark.cifar10
 @pytest.mark.parametrize("page", [f for f, _, _ in tour.TOUR + tour.LAB])
 def test_a_korean_page_shows_no_untranslated_english(page, monkeypatch):
     monkeypatch.setenv("VITVIZ_DATA", str(SHARED_DATA))  # the lab's test images

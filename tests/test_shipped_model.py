@@ -18,6 +18,8 @@ from vitviz.data import load_split, spread_subset
 from vitviz.evaluate import evaluate, main, predictions_path, read_predictions, weights_hash
 from vitviz.ship import FLOORS, MAX_BYTES
 
+pytestmark = pytest.mark.cifar10
+
 # name -> the least accuracy on 500 spread test images (the floor on the whole split, less noise)
 ON_500 = {zoo.SHIPPED: 0.75, zoo.SHIPPED_CNN: 0.88}
 
@@ -59,6 +61,7 @@ def test_accuracy_on_500_test_images(name, card):
     assert result.accuracy >= ON_500[name], f"{result.accuracy:.3f} on 500 CIFAR-10 (JPEG copy) test images"
 
 
+@pytest.mark.slow
 def test_the_card_accuracy_is_what_evaluate_prints_on_the_whole_test_split(name, card, capsys):
     assert main(["--model", name, "--data", str(SHARED_DATA), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])  # --json prints it last
