@@ -15,7 +15,6 @@ left, right = st.columns([1, 1])
 model_input = denormalize(cur.trace.pixels[0], config.preprocess)
 left.plotly_chart(plots.patch_grid(model_input, config.token_size, height=360), width="stretch", key="home_grid")
 ranked = top_k(config.class_names, cur.trace.logits, 5)
-st.session_state["home_top1"] = ranked[0]  # (class, probability): read by the concurrency test
 labels = [name for name, _ in ranked]
 right.plotly_chart(
     ui.class_bars(labels, [p for _, p in ranked], ui.tr("home.prediction"), cur.verdict, height=360),

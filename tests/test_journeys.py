@@ -7,13 +7,18 @@ survive every click.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+import time
 import urllib.parse
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
-from tests.test_browser import ARGS, CHROMIUM, SHOTS, server  # noqa: F401 - server is a fixture
+from tests.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
 
@@ -217,3 +222,45 @@ def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server,
     settle(page)
     assert page.locator("[data-testid='stSidebar']").is_visible()
     assert "present" not in query(page) and problems(page) == []
+
+
+def _files_changed_since(start: float, roots: list[Path], skip: Path) -> list[Path]:
+    """Files under ``roots`` written at or after ``start`` (not ``skip``, nor git's own)."""
+    found = []
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            for name in files:
+                path = Path(folder) / name
+                try:
+                    if path != skip and path.stat().st_mtime >= start:
+                        found.append(path)
+                except OSError:  # gone while we looked
+                    continue
+    return found
+
+
+def test_f_an_upload_through_the_widget_leaves_no_file_behind(server, page, tmp_path):  # noqa: F811
+    """Nothing a visitor uploads is written to disk: after an upload through the widget (and a
+    step of the tour), no file written meanwhile in the repository, the temporary folder, the
+    test's caches or the home folder's caches holds its bytes or is a picture."""
+    rng = np.random.default_rng(7)
+    upload = tmp_path / "unique-upload.png"
+    Image.fromarray(rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)).save(upload)
+    data = upload.read_bytes()
+    roots = [ROOT, Path(tempfile.gettempdir()), Path.home() / ".cache", Path.home() / ".streamlit"]
+    roots = [root for root in roots if root.exists()]
+    page.goto(f"{server}/?lang=en", wait_until="domcontentloaded")
+    settle(page)
+    start = time.time() - 1
+    page.get_by_text("Upload", exact=True).click()
+    settle(page)
+    page.locator("[data-testid='stFileUploader'] input[type=file]").set_input_files(str(upload))
+    page.wait_for_selector("h1", timeout=90_000)
+    settle(page)
+    assert page.get_by_text(NO_IMAGE).count() == 0 and problems(page) == []  # the upload is in use
+    click_button(page, "^(← )?Next( →)?$")
+    written = _files_changed_since(start, roots, skip=upload)
+    holding = [p for p in written if p.stat().st_size >= len(data) and data[:512] in p.read_bytes()]
+    pictures = [p for p in written if p.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")]
+    assert holding == [] and pictures == [], (holding, pictures)
