@@ -1,5 +1,6 @@
 import json
 import pickle
+import sys
 
 import pytest
 import torch
@@ -218,3 +219,12 @@ def test_hub_names_get_a_spec_after_their_download(name, title, monkeypatch):
     assert model is tiny and spec.name == name and spec.trained and not spec.offline
     assert spec.title.startswith(title) and spec.title_in("ko").startswith(title)
     assert spec.description
+
+
+@pytest.mark.parametrize(
+    ("name", "module"), [("timm:deit_tiny_patch16_224", "timm"), ("hf:google/vit-base-patch16-224", "transformers")]
+)
+def test_a_hub_name_without_its_library_says_what_to_install(monkeypatch, name, module):
+    monkeypatch.setitem(sys.modules, module, None)  # what a machine without the package sees: import fails
+    with pytest.raises(zoo.ModelLoadError, match=f"pip install {module}"):
+        zoo.load(name)

@@ -315,9 +315,20 @@ def _is_network_error(err: BaseException) -> bool:
     )
 
 
+def _hub_library(module: str, name: str):  # -> the module
+    """timm or transformers, which only hub models need (the optional extra "hub"); without it, a
+    sentence that says what to install."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ModelLoadError("model.needs_library", name=name, module=module) from None
+
+
 def _load_timm(model_name: str, checkpoint_file: str | Path | None = None) -> VisionTransformer:
     """A timm model with pretrained weights, from the hub or from a local file."""
-    import timm
+    timm = _hub_library("timm", f"timm:{model_name}")
 
     overlay = {"pretrained_cfg_overlay": {"file": str(checkpoint_file)}} if checkpoint_file else {}
     try:
@@ -340,7 +351,12 @@ def _load_timm(model_name: str, checkpoint_file: str | Path | None = None) -> Vi
 
 def _load_hf(repo_id: str) -> VisionTransformer:
     """A Hugging Face ViT (with its classifier when it has one) from the hub or a folder."""
-    from transformers import AutoConfig, ViTForImageClassification, ViTModel
+    transformers = _hub_library("transformers", f"hf:{repo_id}")
+    AutoConfig, ViTForImageClassification, ViTModel = (
+        transformers.AutoConfig,
+        transformers.ViTForImageClassification,
+        transformers.ViTModel,
+    )
 
     try:
         hf_config = AutoConfig.from_pretrained(repo_id)
