@@ -3,7 +3,8 @@
 
 import streamlit as st
 
-from vitviz import tour, ui
+from vitviz import tour
+from vitviz.app import ui
 
 st.set_page_config(
     page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide"

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from vitviz import plots, ui
+from vitviz import plots
+from vitviz.app import ui
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
 from vitviz.trace import forward_steps

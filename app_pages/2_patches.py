@@ -4,7 +4,8 @@ import numpy as np
 import streamlit as st
 from PIL import Image
 
-from vitviz import plots, ui
+from vitviz import plots
+from vitviz.app import ui
 from vitviz.config import Preprocess
 from vitviz.data import denormalize, resize_and_crop
 from vitviz.patches import patch_arithmetic, patch_tiles, patchify

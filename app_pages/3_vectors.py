@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from vitviz import analysis, clicks, plots, ui
+from vitviz import analysis, clicks, plots
+from vitviz.app import ui
 from vitviz.data import denormalize
 from vitviz.patches import ROUTE_TOLERANCE, compare_routes
 

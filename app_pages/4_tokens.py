@@ -3,7 +3,8 @@
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, clicks, plots, ui
+from vitviz import analysis, clicks, plots
+from vitviz.app import ui
 
 cur = ui.current()
 config = cur.model.config

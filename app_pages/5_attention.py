@@ -12,7 +12,8 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, clicks, plots, tables, ui
+from vitviz import analysis, clicks, plots, tables
+from vitviz.app import ui
 from vitviz.data import denormalize
 
 HEAD_MEAN = -1

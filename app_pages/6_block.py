@@ -8,7 +8,8 @@ and in the URL ("Layer 1 (blocks[0])", layer=1), as on the attention page; the t
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, plots, tables, ui
+from vitviz import analysis, plots, tables
+from vitviz.app import ui
 
 cur = ui.current()
 trace, model = cur.trace, cur.model

@@ -9,7 +9,8 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, plots, tables, ui
+from vitviz import analysis, plots, tables
+from vitviz.app import ui
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
 

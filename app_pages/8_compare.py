@@ -11,7 +11,8 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, clicks, compare, plots, ui, zoo
+from vitviz import analysis, clicks, compare, plots, zoo
+from vitviz.app import ui
 from vitviz.cnn import receptive_fields
 from vitviz.data import denormalize, to_tensor
 from vitviz.prediction import top_k, verdict

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from vitviz import plots, tables, ui
+from vitviz import plots, tables
+from vitviz.app import ui
 from vitviz.model import flops_per_image
 
 cur = ui.current_model()  # the card needs no image

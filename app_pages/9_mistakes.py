@@ -10,8 +10,9 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, clicks, lab, plots, ui, zoo
+from vitviz import analysis, clicks, lab, plots, zoo
 from vitviz import data as vdata
+from vitviz.app import ui
 from vitviz.prediction import verdict
 
 CONFUSION = "mistakes_confusion"

@@ -1,6 +1,6 @@
 """The bad (and awkward) image files the project tries, each built in memory.
 
-Used by tests/test_bad_inputs.py, and by ``python -m tests.bad_inputs`` to print the table in
+Used by tests/app/test_bad_inputs.py, and by ``python -m tests.bad_inputs`` to print the table in
 docs/bad-inputs.md (a test checks that the table says what load_image really answers).
 """
 

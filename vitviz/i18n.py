@@ -38,7 +38,7 @@ for _lang, _file in _FILES.items():
 
 # English words a Korean page keeps on purpose: names of the model's parts and operations as the
 # paper and the code write them (Korean ML texts write them so too), library names, units and
-# file formats. tests/test_korean_pages.py fails on any other English word a Korean page shows.
+# file formats. tests/app/test_korean_pages.py fails on any other English word a Korean page shows.
 KEPT_TERMS = frozenset(_FILES["ko"]["kept_terms"])
 
 

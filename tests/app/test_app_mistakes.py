@@ -23,7 +23,8 @@ from tests.apptest import errors, figure, open_page, open_page_in_one_run
 from tests.apptest import figure_array as _array
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
-from vitviz import i18n, lab, plots, ui, zoo
+from vitviz import i18n, lab, plots, zoo
+from vitviz.app import ui
 from vitviz.config import ViTConfig
 from vitviz.evaluate import EvalResult, evaluate, predictions_path, save_predictions, weights_hash
 from vitviz.model import VisionTransformer

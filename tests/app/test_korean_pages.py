@@ -18,7 +18,8 @@ import pytest
 
 from tests.apptest import open_page_in_one_run
 from tests.conftest import SHARED_DATA
-from vitviz import i18n, tour, ui
+from vitviz import i18n, tour
+from vitviz.app import ui
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 # code spans, HTML tags, plotly fields, maths, quotations, and glosses in parentheses after Korean

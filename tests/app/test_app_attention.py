@@ -9,7 +9,8 @@ import torch
 from tests.apptest import errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
-from vitviz import ui, zoo
+from vitviz import zoo
+from vitviz.app import ui
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 

@@ -78,7 +78,7 @@ def decoded_image(image_bytes: bytes) -> Image.Image:
 
 
 # A resource, not data: every rerun gets the same Trace object instead of unpickling a copy (a
-# ViT-B/16 trace is about 48 MB, some 95 ms to unpickle). Pages only read it (tests/test_app_core
+# ViT-B/16 trace is about 48 MB, some 95 ms to unpickle). Pages only read it (tests/app/test_app_core
 # walks the tour and compares the cached trace with a fresh one). 12 entries bound the memory to
 # about 0.6 GB at ViT-B/16's size.
 @st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)

@@ -18,7 +18,8 @@ from streamlit.testing.v1 import AppTest
 from tests.apptest import TIMEOUT, errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
-from vitviz import analysis, plots, tables, tour, ui, zoo
+from vitviz import analysis, plots, tables, tour, zoo
+from vitviz.app import ui
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer, flops_per_image
 from vitviz.trace import Trace

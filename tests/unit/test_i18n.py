@@ -4,7 +4,7 @@ from pathlib import Path
 
 from vitviz import i18n
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_key_has_english_and_korean():

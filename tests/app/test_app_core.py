@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
-from vitviz import tour, ui, zoo
+from vitviz import tour, zoo
+from vitviz.app import ui
 from vitviz.model import VisionTransformer
 
 
@@ -73,7 +74,7 @@ def test_korean_and_url_parameters():
 def _truncated_jpeg() -> bytes:
     from pathlib import Path
 
-    data = (Path(__file__).resolve().parents[1] / "assets" / "samples" / "coffee.jpg").read_bytes()
+    data = (Path(__file__).resolve().parents[2] / "assets" / "samples" / "coffee.jpg").read_bytes()
     return data[: len(data) // 3]
 
 
@@ -135,7 +136,7 @@ def test_an_upload_is_decoded_once(monkeypatch):
     import numpy as np
     from PIL import Image
 
-    from vitviz import ui
+    from vitviz.app import ui
 
     pixels = np.random.default_rng(7).integers(0, 256, (48, 64, 3), dtype=np.uint8)  # new bytes: no cache hit
     buffer = io.BytesIO()
@@ -310,7 +311,7 @@ def test_choices_refuse_a_translated_label_in_place_of_an_option():
     """After a language switch, a selectbox or radio with translated labels sends the label it
     showed (the model's English title, "업로드") instead of its option; Choices refuses such a
     value and keeps the last valid one (the browser journey test_c walks the real thing)."""
-    from vitviz import ui
+    from vitviz.app import ui
 
     name = zoo.default_name()
     assert ui._is_valid("model", name) and not ui._is_valid("model", zoo.REGISTRY[name].title_in("en"))
@@ -322,7 +323,7 @@ def test_choices_refuse_a_translated_label_in_place_of_an_option():
 
 
 def test_the_tour_lists_vits_only(monkeypatch):
-    from vitviz import ui
+    from vitviz.app import ui
     from vitviz.config import cifar10_cnn_config
 
     cnn = zoo.ModelSpec("some-cnn", "A CNN", "shipped", cifar10_cnn_config(), True, True, "a CNN")

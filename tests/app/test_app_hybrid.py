@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.app.test_korean_pages import english_words, page_labels
 from tests.apptest import errors, figure, open_page, open_page_in_one_run
-from tests.test_korean_pages import english_words, page_labels
 from vitviz import tour
 
 HYBRID = "untrained-vit-r26-s32"  # timm's R26+ViT-S/32 layout, random weights: 224 px -> 7 x 7 x 2048

@@ -12,7 +12,8 @@ import torch
 
 from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
 from tests.helpers import CLASSES
-from vitviz import compare, ui, zoo
+from vitviz import compare, zoo
+from vitviz.app import ui
 from vitviz.cnn import ConvNet
 from vitviz.config import CNNConfig, ViTConfig
 from vitviz.data import load_image, to_tensor
@@ -21,7 +22,7 @@ from vitviz.model import VisionTransformer
 torch.set_num_threads(1)
 
 PAGE = "app_pages/8_compare.py"
-SAMPLE = Path(__file__).resolve().parents[1] / "assets" / "samples" / ui.DEFAULT_SAMPLE
+SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "samples" / ui.DEFAULT_SAMPLE
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ from pathlib import Path
 from vitviz import zoo
 from vitviz.explain import main
 
-SAMPLES = Path(__file__).resolve().parents[1] / "assets" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "samples"
 
 
 def test_prints_top5_and_every_shape(tmp_path, tiny_config, capsys):

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from tests.apptest import errors, figure, figure_array, open_page
 from tests.bad_inputs import CASES, table
 from tests.conftest import SHARED_DATA
-from vitviz import tour, ui, zoo
+from vitviz import tour, zoo
+from vitviz.app import ui
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CASE_BYTES = {name: make() for name, make, _ in CASES}
 
 

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
+from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets" / "samples"
+ASSETS = Path(__file__).resolve().parents[2] / "assets" / "samples"
 NO_IMAGE = "Choose an image"
 HANGUL = re.compile("[\uac00-\ud7a3]")
 

@@ -16,7 +16,7 @@ from vitviz import bench
 from vitviz.config import ViTConfig
 from vitviz.convert import from_hf, from_timm
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RATIOS = (
     "explain_over_forward",
     "explain_over_forward_cifar_b256",
