@@ -29,7 +29,7 @@ import torch
 
 from vitviz import zoo
 from vitviz.convert import load_state_dict_strict
-from vitviz.data import describe, load_split
+from vitviz.data import cache_dir, describe, load_split
 from vitviz.evaluate import evaluate, predictions_path, save_predictions, weights_hash
 from vitviz.model import build_model
 from vitviz.train import hardware_label, read_run
@@ -59,6 +59,25 @@ def load_run(run: Path, checkpoint: bool = False) -> tuple[torch.nn.Module, dict
     model = build_model(config)
     load_state_dict_strict(model, weights)
     return model.eval(), card
+
+
+def portable(value: Any, repo: Path = zoo.MODELS_DIR.parents[1]) -> Any:
+    """A card with no machine-local path: an absolute path in the vitviz cache becomes relative to
+    it ("runs/cifar10-vit-s5/checkpoint.pt"), one beside the repository relative to the repository
+    ("../shared/data/cifar10-jpeg/train"), any other absolute path its file name alone."""
+    if isinstance(value, dict):
+        return {key: portable(item, repo) for key, item in value.items()}
+    if isinstance(value, list):
+        return [portable(item, repo) for item in value]
+    if not isinstance(value, str) or not value.startswith(("/", "~")):
+        return value
+    path = Path(value).expanduser()
+    bases = [(cache_dir(), ""), (Path.home() / ".cache" / "vitviz", ""), (repo, ""), (repo.parent, "../")]
+    for base, prefix in bases:
+        for root in {base.expanduser(), base.expanduser().resolve()}:
+            if path.is_relative_to(root):
+                return prefix + path.relative_to(root).as_posix()
+    return path.name
 
 
 def _training_split(root: str | None) -> dict[str, Any]:
@@ -122,6 +141,7 @@ def ship(
     size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     if size > MAX_BYTES:
         raise ShipError(f"The weights take {size:,} bytes, above the {MAX_BYTES:,}-byte limit for shipped models.")
+    card = portable(card)
     zoo.save(model, weights, card={k: v for k, v in card.items() if k != "config"})
     save_predictions(result, predictions_path(weights), card["evaluated"]["weights_sha256"], test.fingerprint)
     return {**card, "shipped": True}

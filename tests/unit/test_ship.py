@@ -7,7 +7,7 @@ from tests.helpers import CLASSES, make_image_folder
 from vitviz import zoo
 from vitviz.data import load_split
 from vitviz.evaluate import evaluate, predictions_path, read_predictions
-from vitviz.ship import ShipError, main, ship
+from vitviz.ship import ShipError, main, portable, ship
 from vitviz.train import TrainConfig, train
 
 
@@ -102,7 +102,7 @@ def test_an_unfinished_run_ships_from_its_checkpoint(run, tmp_path):
     train_split = load_split(data, "train")
     assert written["trained_on"] == {
         "dataset": Path(data).name,
-        "source": train_split.source,
+        "source": portable(train_split.source),  # no machine-local path in a shipped card
         "images": len(train_split),
         "fingerprint": train_split.fingerprint,
     }
@@ -113,3 +113,29 @@ def test_missing_run_says_so(tmp_path, capsys):
         ship(tmp_path / "nothing", None, out_dir=tmp_path)
     assert main([str(tmp_path / "nothing"), "--out", str(tmp_path)]) == 2
     assert "pass --checkpoint" in capsys.readouterr().err
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+def test_a_shipped_card_holds_no_machine_local_path(run, tmp_path):
+    folder, data = run  # both in the temporary folder: absolute paths in the run's card
+    assert any(s.startswith("/") for s in _strings(json.loads((folder / "tiny.json").read_text())))
+    ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
+    written = json.loads((tmp_path / "tiny.json").read_text())
+    assert [s for s in _strings(written) if s.startswith(("/", "~")) or str(Path.home()) in s] == []
+    assert written["recipe"]["data"] == Path(data).name  # outside the cache and the repository: its name alone
+
+
+def test_the_cards_in_assets_hold_no_machine_local_path():
+    for card in sorted(zoo.MODELS_DIR.glob("*.json")):
+        text = json.loads(card.read_text())
+        assert [s for s in _strings(text) if s.startswith(("/", "~")) or "/root/" in s or "/home/" in s] == [], card
