@@ -39,22 +39,32 @@ CIFAR10 = _cifar10_folder()
 SHARED_DATA = CIFAR10 or REPO.parent / "shared" / "data" / "cifar10-jpeg"  # where the cifar10 tests read it
 
 
+FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
+
+# marker -> (whether its data is here, what to say when it is not)
+MISSING_DATA = {
+    "cifar10": (
+        CIFAR10 is not None,
+        "they need the CIFAR-10 (JPEG copy), found neither through VITVIZ_DATA nor at ../shared/data/cifar10-jpeg. "
+        "Point VITVIZ_DATA at a folder with train/ and test/ class folders of CIFAR-10 images to run them.",
+    ),
+    "fashion_mnist": (
+        (FASHION_MNIST / "t10k-images-idx3-ubyte.gz").is_file(),
+        "they need Fashion-MNIST from Debian: sudo apt-get install dataset-fashion-mnist.",
+    ),
+}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if CIFAR10 is not None:
-        return
-    needing = [item for item in items if item.get_closest_marker("cifar10")]
-    if not needing:
-        return
-    config.hook.pytest_deselected(items=needing)
-    items[:] = [item for item in items if not item.get_closest_marker("cifar10")]
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    line = (
-        f"{len(needing)} tests deselected: they need the CIFAR-10 (JPEG copy), found neither through VITVIZ_DATA "
-        "nor at ../shared/data/cifar10-jpeg. Point VITVIZ_DATA at a folder with train/ and test/ class folders "
-        "of CIFAR-10 images to run them."
-    )
-    if reporter is not None:
-        reporter.write_line(line)
+    for marker, (present, why) in MISSING_DATA.items():
+        needing = [item for item in items if item.get_closest_marker(marker)]
+        if present or not needing:
+            continue
+        config.hook.pytest_deselected(items=needing)
+        items[:] = [item for item in items if not item.get_closest_marker(marker)]
+        if reporter is not None:
+            reporter.write_line(f"{len(needing)} tests deselected: {why}")
 
 
 @pytest.fixture(autouse=True)

@@ -29,6 +29,12 @@ CIFAR10_CLASSES = (
     "truck",
 )
 
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+)  # fmt: skip
+MNIST_CLASSES = ("0", "1", "2", "3", "4", "5", "6", "7", "8", "9")
+
 INTERPOLATIONS = ("nearest", "bilinear", "bicubic")
 
 # The ResNet of hybrid ViTs (vitviz.resnet): the stem's width, then each stage's.

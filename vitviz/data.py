@@ -6,6 +6,7 @@ upright, 8-bit RGB PIL image, or an ImageError whose message says what to do.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import logging
@@ -21,7 +22,7 @@ import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
 from torch import Tensor
 
-from vitviz.config import CIFAR10_CLASSES, Preprocess
+from vitviz.config import CIFAR10_CLASSES, FASHION_MNIST_CLASSES, MNIST_CLASSES, Preprocess
 from vitviz.i18n import DEFAULT_LANGUAGE, TranslatedError, t
 
 log = logging.getLogger(__name__)
@@ -376,13 +377,95 @@ def load_torchvision_cifar10(root: Path, split: str, download: bool = True) -> I
     return ImageSet(images, labels, list(dataset.classes), files, f"torchvision CIFAR10 ({root})", digest)
 
 
+# ---- MNIST and Fashion-MNIST: the idx files, from Debian's package, any folder, or torchvision ----
+
+IDX_DATASETS = {
+    # name: (torchvision class, folder torchvision downloads into, class names in label order)
+    "fashion-mnist": ("FashionMNIST", "FashionMNIST", FASHION_MNIST_CLASSES),
+    "mnist": ("MNIST", "MNIST", MNIST_CLASSES),
+}
+DEBIAN_FOLDERS = {"fashion-mnist": Path("/usr/share/datasets/fashion-mnist")}  # apt-get install dataset-fashion-mnist
+IDX_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """An idx file (the format of MNIST and Fashion-MNIST), gzipped or not, as an array: a zero
+    byte twice, a type byte (0x08: unsigned bytes), the number of dimensions, each size as a
+    big-endian int32, then the values."""
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    if len(raw) < 4 or raw[:2] != b"\x00\x00" or raw[2] != 0x08:
+        raise ValueError(f"{Path(path).name} is not an idx file of unsigned bytes.")
+    ndim = raw[3]
+    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
+    values = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if values.size != int(np.prod(shape)):
+        raise ValueError(f"{Path(path).name} holds {values.size} values, not {shape}.")
+    return values.reshape(shape)
+
+
+def _idx_file(folder: Path, stem: str) -> Path | None:
+    for name in (f"{stem}.gz", stem):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def find_idx_folder(root: Path) -> Path | None:
+    """The folder holding the four idx files: ``root`` itself, or torchvision's <root>/<Name>/raw."""
+    root = Path(root)
+    candidates = [root, root / "raw", *(root / folder / "raw" for _, folder, _ in IDX_DATASETS.values())]
+    for folder in candidates:
+        if all(_idx_file(folder, stem) for pair in IDX_FILES.values() for stem in pair):
+            return folder
+    return None
+
+
+def load_idx_split(folder: Path, split: str, name: str) -> ImageSet:
+    """One split of MNIST or Fashion-MNIST (``name``) from a folder of its idx files."""
+    image_file, label_file = (_idx_file(Path(folder), stem) for stem in IDX_FILES[split])
+    images = torch.from_numpy(read_idx(image_file).copy())[:, None]  # (N, 1, 28, 28)
+    labels = torch.from_numpy(read_idx(label_file).astype(np.int64))
+    digest = hashlib.sha256(images.numpy().tobytes() + labels.numpy().tobytes()).hexdigest()
+    files = [f"{name}/{split}/{i}" for i in range(len(labels))]
+    return ImageSet(images, labels, list(IDX_DATASETS[name][2]), files, str(folder), digest)
+
+
+def _load_named(name: str, split: str, download: bool) -> ImageSet:
+    """``--data fashion-mnist`` or ``--data mnist``: Debian's installed copy, an earlier download
+    in the cache folder, or (when allowed) torchvision's download into the cache folder."""
+    torchvision_class, _, _ = IDX_DATASETS[name]
+    root = cache_dir() / "data"
+    for candidate in (DEBIAN_FOLDERS.get(name), root / IDX_DATASETS[name][1] / "raw"):
+        if candidate is not None and find_idx_folder(candidate) is not None:
+            return load_idx_split(find_idx_folder(candidate), split, name)
+    if not download:
+        raise FileNotFoundError(
+            f"{name} is not on this machine: install Debian's dataset-fashion-mnist, or let vitviz download it "
+            f"(with the network) into {root}."
+        )
+    import torchvision.datasets
+
+    try:
+        getattr(torchvision.datasets, torchvision_class)(str(root), train=(split == "train"), download=True)
+    except (RuntimeError, OSError) as err:
+        raise FileNotFoundError(f"{name} could not be downloaded to {root} ({err.__class__.__name__}).") from None
+    return load_idx_split(root / IDX_DATASETS[name][1] / "raw", split, name)
+
+
 def load_split(
     root: Path | str | None, split: str, size: tuple[int, int] | None = None, download: bool = True
 ) -> ImageSet:
     """One function for every place data can come from.
 
-    An ImageFolder (root/<split>/<class>/ or root/<class>/) is read as folders of images;
-    anything else is treated as torchvision's CIFAR-10 root and downloaded if allowed.
+    "fashion-mnist" and "mnist" name those datasets (Debian's package, the cache, or a download);
+    a folder holding the four idx files is read as MNIST, or Fashion-MNIST when its path says
+    "fashion"; an ImageFolder (root/<split>/<class>/ or root/<class>/) is read as folders of
+    images; anything else is treated as torchvision's CIFAR-10 root and downloaded if allowed.
 
     Args:
         root: the data folder; None means VITVIZ_DATA or the default cache folder.
@@ -390,7 +473,12 @@ def load_split(
         size: (height, width) the images are held at; None keeps a folder's own size.
         download: whether torchvision may download CIFAR-10 when it is missing.
     """
+    if str(root).lower() in IDX_DATASETS:
+        return _load_named(str(root).lower(), split, download)
     root = Path(root).expanduser() if root is not None else default_data_dir()
+    idx_folder = find_idx_folder(root)
+    if idx_folder is not None:
+        return load_idx_split(idx_folder, split, "fashion-mnist" if "fashion" in str(idx_folder).lower() else "mnist")
     folder = find_image_folder(root, split)
     if folder is not None:
         return load_image_folder(folder, size)
@@ -425,6 +513,8 @@ def dataset_label(data: ImageSet) -> str:
     """A name for reports and model cards: "CIFAR-10" for torchvision's files, "CIFAR-10 (JPEG
     copy)" for an ImageFolder of CIFAR-10 JPEGs such as ../shared/data/cifar10-jpeg, else the folder."""
     source = Path(data.source)
+    if data.files and data.files[0].startswith(("fashion-mnist/", "mnist/")):
+        return "Fashion-MNIST" if data.files[0].startswith("fashion-mnist/") else "MNIST"
     if is_cifar10(data.classes):
         if data.files and data.files[0].startswith("cifar10/"):
             return "CIFAR-10"

@@ -1,3 +1,4 @@
+import gzip
 import io
 
 import numpy as np
@@ -171,3 +172,46 @@ def test_a_batch_is_preprocessed_exactly_as_the_tour_preprocesses_each_image(pre
     one_by_one = torch.cat([to_tensor(Image.fromarray(im.permute(1, 2, 0).numpy()), pre, in_chans) for im in images])
     assert batch.shape == one_by_one.shape == (4, in_chans, *pre.output_size())
     assert torch.equal(batch, one_by_one)
+
+
+# ---- MNIST and Fashion-MNIST (idx files) ----
+
+
+def _write_idx(path, array: np.ndarray, gz: bool) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    raw = header + array.astype(np.uint8).tobytes()
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+
+
+@pytest.mark.parametrize("gz", [True, False])
+def test_idx_files_read_back_as_written(tmp_path, gz):
+    images = np.random.default_rng(0).integers(0, 256, (5, 28, 28), dtype=np.uint8)
+    labels = np.array([3, 1, 4, 1, 5], dtype=np.uint8)
+    for image_stem, label_stem in vdata.IDX_FILES.values():
+        _write_idx(tmp_path / (image_stem + (".gz" if gz else "")), images, gz)
+        _write_idx(tmp_path / (label_stem + (".gz" if gz else "")), labels, gz)
+    data = vdata.load_split(tmp_path, "test")  # a folder of the four files: read as MNIST
+    assert data.images.shape == (5, 1, 28, 28) and data.images.dtype == torch.uint8
+    assert torch.equal(data.images[:, 0], torch.from_numpy(images)) and data.labels.tolist() == [3, 1, 4, 1, 5]
+    assert data.classes == list("0123456789") and vdata.describe(data)["dataset"] == "MNIST"
+    with pytest.raises(ValueError, match="not an idx file"):
+        (tmp_path / "bad").write_bytes(b"\x00\x00\x0d\x01")
+        vdata.read_idx(tmp_path / "bad")
+
+
+@pytest.mark.fashion_mnist
+def test_the_installed_fashion_mnist_reads_as_torchvision_reads_it(tmp_path):
+    from torchvision.datasets.mnist import read_image_file, read_label_file
+
+    test = vdata.load_split("fashion-mnist", "test")
+    assert (
+        len(test) == 10_000 and test.classes[0] == "T-shirt/top" and vdata.describe(test)["dataset"] == "Fashion-MNIST"
+    )
+    for stem, mine in (("t10k-images-idx3-ubyte", test.images[:, 0]), ("t10k-labels-idx1-ubyte", test.labels)):
+        plain = tmp_path / stem
+        plain.write_bytes(gzip.decompress((vdata.DEBIAN_FOLDERS["fashion-mnist"] / f"{stem}.gz").read_bytes()))
+        theirs = read_image_file(str(plain)) if "images" in stem else read_label_file(str(plain))
+        assert torch.equal(mine, theirs.to(mine.dtype))
+    train = vdata.load_split("fashion-mnist", "train")
+    assert len(train) == 60_000 and train.fingerprint != test.fingerprint
+    assert torch.bincount(test.labels).tolist() == [1000] * 10
