@@ -35,6 +35,7 @@ from vitviz.config import (
     config_from_dict,
 )
 from vitviz.convert import CheckpointError, from_hf, from_timm, hf_preprocess, load_state_dict_strict, unwrap_state_dict
+from vitviz.data import cache_dir
 from vitviz.i18n import TEXT, TranslatedError, t
 from vitviz.model import VisionTransformer, build_model
 
@@ -44,6 +45,9 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets"
 MODELS_DIR = ASSETS / "models"
 SHIPPED = "cifar10-vit"
 SHIPPED_CNN = "cifar10-cnn"
+SHIPPED_FASHION = "fashion-mnist-vit"
+# Models a user trains with one command; each joins the registry once its run has finished.
+TRAINABLE = {"mnist-vit": "python -m vitviz.train --preset mnist-vit"}
 UNTRAINED = "untrained-cifar10-vit"
 
 
@@ -58,7 +62,8 @@ class ModelSpec:
     Attributes:
         name: what ``load`` and the app call it.
         title: a short human-readable label.
-        source: "shipped", "random", "timm", "hf" or "path".
+        source: "shipped", "run" (a model users train with one command, once trained here),
+            "random", "timm", "hf" or "path".
         config: the architecture, preprocessing and classes.
         trained: False for random-init models, which the app marks as untrained.
         offline: whether it loads with no network.
@@ -127,19 +132,21 @@ VIT_R26_S32 = VIT_S16.replace(patch_size=1, hybrid_layers=(2, 2, 2, 2))  # timm'
 
 def _registry() -> dict[str, ModelSpec]:
     specs: list[ModelSpec] = []
-    for name in (SHIPPED, SHIPPED_CNN):
-        shipped_json = MODELS_DIR / f"{name}.json"
-        if shipped_json.exists():
-            card = json.loads(shipped_json.read_text())
+    found = [(name, MODELS_DIR, "shipped") for name in (SHIPPED, SHIPPED_CNN, SHIPPED_FASHION)]
+    found += [(name, cache_dir() / "runs" / name, "run") for name in TRAINABLE]
+    for name, folder, source in found:
+        card_path, weights = folder / f"{name}.json", folder / f"{name}.safetensors"
+        if card_path.exists() and weights.exists():
+            card = json.loads(card_path.read_text())
             specs.append(
                 _entry(
                     name,
-                    source="shipped",
+                    source=source,
                     config=config_from_dict(card["config"]),
                     trained=True,
                     offline=True,
                     card=card,
-                    path=MODELS_DIR / f"{name}.safetensors",
+                    path=weights,
                 )
             )
     specs += [
@@ -248,9 +255,9 @@ def load(name: str, device: str | torch.device | None = None) -> Loaded:
     Raises:
         ModelLoadError: with a sentence naming what works offline when a download fails.
     """
-    if name in REGISTRY and REGISTRY[name].source in ("shipped", "random"):
+    if name in REGISTRY and REGISTRY[name].source in ("shipped", "run", "random"):
         spec = REGISTRY[name]
-        model = _load_shipped(spec) if spec.source == "shipped" else _random(spec.config)
+        model = _random(spec.config) if spec.source == "random" else _load_shipped(spec)
     elif name.startswith("timm:"):
         model = _load_timm(name.removeprefix("timm:"))
         spec = _hub_spec(name, "timm", model)

@@ -5,12 +5,15 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
 
 from tests.helpers import make_image_folder
+from vitviz import data as vdata
 from vitviz import train as train_module
+from vitviz import zoo
 from vitviz.train import TrainConfig, learning_rate, parse_args, read_run, same_recipe, train
 
 TINY = {"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0}
@@ -288,3 +291,35 @@ def test_a_teacher_of_other_classes_is_refused(dataset, teacher_file, tmp_path):
 
     with pytest.raises(ValueError, match="other|classes"):
         load_teacher(str(teacher_file), ["x", "y", "z"], torch.device("cpu"))
+
+
+def _idx(path, array: np.ndarray) -> None:
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    path.write_bytes(header + array.astype(np.uint8).tobytes())
+
+
+def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tmp_path, monkeypatch):
+    """``python -m vitviz.train --preset mnist-vit`` on a folder of idx files (a stand-in for the
+    download): 1 channel, 16 patches of 49 numbers, no flips; the finished run is a registry model."""
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "MNIST" / "raw"
+    folder.mkdir(parents=True)
+    labels = rng.integers(0, 10, 200)
+    images = np.zeros((200, 28, 28), dtype=np.uint8)
+    for i, label in enumerate(labels):  # the class is a bright row: learnable in a few steps
+        images[i, 2 + 2 * label] = 255
+    for split in ("train", "test"):
+        image_stem, label_stem = vdata.IDX_FILES[split]
+        _idx(folder / image_stem, images)
+        _idx(folder / label_stem, labels)
+    monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path / "cache"))
+    cfg = parse_args(["--preset", "mnist-vit", "--data", str(tmp_path), "--epochs", "2", "--warmup-epochs", "0"])
+    assert cfg.name == "mnist-vit" and not cfg.flip and cfg.model["in_chans"] == 1
+    card = train(dataclasses.replace(cfg, amp="off", threads=1, eval_every=1))
+    config = card["config"]
+    assert (config["in_chans"], config["patch_size"], config["embed_dim"], config["depth"]) == (1, 7, 128, 3)
+    assert card["trained_on"]["dataset"] == "MNIST"
+    monkeypatch.setattr(zoo, "REGISTRY", zoo._registry())  # what the next start of the app reads
+    assert zoo.REGISTRY["mnist-vit"].source == "run" and zoo.REGISTRY["mnist-vit"].trained
+    model, _ = zoo.load("mnist-vit")
+    assert model.config.grid_size == (4, 4) and model.config.patch_dim == 49
