@@ -50,7 +50,7 @@ st.dataframe(
             ui.tr("input.col.step"): ui.tr("input.step.normalise"),
             ui.tr(
                 "input.col.value"
-            ): f"(x - mean) / std, mean={tuple(round(m, 4) for m in pre.mean)}, std={tuple(round(s, 4) for s in pre.std)}",
+            ): f"(x - mean) / std, mean=({', '.join(f'{m:.4g}' for m in pre.mean)}), std=({', '.join(f'{s:.4g}' for s in pre.std)})",
         },
     ],
     hide_index=True,
