@@ -137,6 +137,8 @@ threshold = g2.slider(
 
 # A second model on the same images (issue 18): which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
+if chosen.name == zoo.SHIPPED and zoo.SHIPPED_CNN in others:  # the shipped pair, side by side from the start
+    st.session_state.setdefault("mistakes_other", zoo.SHIPPED_CNN)
 o1, o2 = st.columns(2)
 picked_other = o1.selectbox(
     ui.tr("mistakes.other"),

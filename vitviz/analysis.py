@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from vitviz.model import VisionTransformer, flops_per_image, sincos_1d, sincos_2d
 from vitviz.trace import Trace
-
-if TYPE_CHECKING:
-    from vitviz.model import VisionTransformer
 
 logger = logging.getLogger(__name__)
 
@@ -564,8 +562,6 @@ def position_similarities(pos_embed: Tensor, grid_size: tuple[int, int], num_pre
                 sin/cos of the row and of the column): similarity depends only on the row
                 and column offsets.
     """
-    from vitviz.model import sincos_1d, sincos_2d  # model imports nothing from analysis
-
     grid_h, grid_w = grid_size
     dim = pos_embed.shape[-1]
     return {
@@ -985,8 +981,6 @@ def occlusion_steps(
     ``budget_gflop`` (7 images of ViT-B/16, about 4 s on two CPU cores at ~60 GFLOP/s),
     clipped to [min_steps, max_steps] and to the number of patches.
     """
-    from vitviz.model import flops_per_image
-
     images = int(budget_gflop * 1e9 // max(flops_per_image(model.config), 1))
     steps = max(min_steps, min(max_steps, images - 1))
     return max(1, min(steps, model.config.num_patches))

@@ -28,6 +28,7 @@ from safetensors.torch import save_file
 from torch import Tensor
 from tqdm import tqdm
 
+from vitviz import zoo
 from vitviz.data import ImageSet, cache_dir, load_split, preprocess_batch, save_atomic, spread_subset
 from vitviz.model import VisionTransformer
 
@@ -305,8 +306,6 @@ def format_report(result: EvalResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from vitviz import zoo
-
     parser = argparse.ArgumentParser(
         prog="python -m vitviz.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -14,6 +14,7 @@ them can run code.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any, NamedTuple
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from vitviz.config import (
     HALF,
@@ -325,8 +326,6 @@ def _is_network_error(err: BaseException) -> bool:
 def _hub_library(module: str, name: str):  # -> the module
     """timm or transformers, which only hub models need (the optional extra "hub"); without it, a
     sentence that says what to install."""
-    import importlib
-
     try:
         return importlib.import_module(module)
     except ImportError:
@@ -457,8 +456,6 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
 
 def save(model: VisionTransformer, path: Path, card: dict[str, Any] | None = None) -> None:
     """Write weights as safetensors and the config (plus any card fields) as json beside them."""
-    from safetensors.torch import save_file
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
