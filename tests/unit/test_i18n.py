@@ -96,3 +96,11 @@ def test_every_language_file_has_the_same_keys():
     files = {lang: json.loads((i18n.LOCALES / f"{lang}.json").read_text(encoding="utf-8")) for lang in i18n.LANGUAGES}
     keys = {lang: set(data["text"]) for lang, data in files.items()}
     assert all(k == keys[i18n.DEFAULT_LANGUAGE] for k in keys.values())
+
+
+def test_fashion_mnist_classes_read_in_korean_with_the_datasets_names():
+    from vitviz.config import FASHION_MNIST_CLASSES
+
+    korean = [i18n.class_label(name, "ko") for name in FASHION_MNIST_CLASSES]
+    assert korean[0] == "티셔츠/탑 (T-shirt/top)" and len(set(korean)) == 10
+    assert all(label.endswith(f" ({name})") for label, name in zip(korean, FASHION_MNIST_CLASSES, strict=True))
