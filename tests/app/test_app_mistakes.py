@@ -21,12 +21,13 @@ from PIL import Image
 
 from tests.apptest import errors, figure, open_page, open_page_in_one_run
 from tests.apptest import figure_array as _array
+from tests.conftest import SHARED_DATA
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
 from vitviz import i18n, lab, plots, zoo
 from vitviz.app import ui
 from vitviz.config import ViTConfig
-from vitviz.evaluate import EvalResult, evaluate, predictions_path, save_predictions, weights_hash
+from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions, save_predictions, weights_hash
 from vitviz.model import VisionTransformer
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
@@ -399,3 +400,22 @@ def test_a_second_model_splits_the_mistakes(lab_setup, csv_texts, tmp_path) -> N
         said = [m.value for m in at.markdown if m.value.startswith("Second model:")]
         answer = CLASSES[int(second.predictions[first])]
         assert said == [f"Second model: **{answer}** ({float(second.confidence[first]):.1%}), wrong."]
+
+
+@pytest.mark.cifar10
+def test_the_shipped_vit_opens_the_lab_beside_the_shipped_cnn(monkeypatch):
+    """The two shipped models on the CIFAR-10 (JPEG copy) test split: both read their shipped
+    predictions, so the 2x2 agreement table is there from the first view."""
+    monkeypatch.setenv("VITVIZ_DATA", str(SHARED_DATA))
+    at = open_page(PAGE)
+    assert errors(at) == []
+    assert at.selectbox(key="mistakes_other").value == zoo.SHIPPED_CNN
+    test = vdata.load_split(SHARED_DATA, "test")
+
+    def shipped(name: str) -> EvalResult:
+        return read_predictions(predictions_path(zoo.MODELS_DIR / f"{name}.safetensors"), zoo.load(name)[0], test)
+
+    counts = lab.agreement(shipped(zoo.SHIPPED), shipped(zoo.SHIPPED_CNN)).tolist()
+    table = next(d.value for d in at.dataframe if "" in d.value.columns)  # rows: the ViT right / wrong
+    shown = [[int(str(v).replace(",", "")) for v in row[1:]] for row in table.itertuples(index=False)]
+    assert shown == counts and sum(map(sum, counts)) == 10_000

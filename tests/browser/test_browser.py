@@ -19,7 +19,6 @@ import pytest
 
 from tests.conftest import SHARED_DATA
 from vitviz import tour
-from vitviz.app import ui
 
 pytestmark = pytest.mark.cifar10  # the server's lab browses a copy of the test split
 
@@ -158,11 +157,7 @@ def test_every_page_in_a_real_browser(server):
         assert "sample=rocket.jpg" in page.url
         for script in pages:
             path = _url_path(script)
-            # the ViT-vs-CNN step says so while no CNN is shipped (its figures: tests/app/test_app_compare.py)
-            content = (
-                "text=No CNN is available yet" if script.endswith("8_compare.py") and not ui.cnn_models() else CONTENT
-            )
-            problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png", content)
+            problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png", CONTENT)
         browser.close()
     assert problems == []
     assert console == []

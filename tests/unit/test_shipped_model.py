@@ -21,7 +21,7 @@ from vitviz.ship import FLOORS, MAX_BYTES
 pytestmark = pytest.mark.cifar10
 
 # name -> the least accuracy on 500 spread test images (the floor on the whole split, less noise)
-ON_500 = {zoo.SHIPPED: 0.75, zoo.SHIPPED_CNN: 0.88}
+ON_500 = {zoo.SHIPPED: 0.75, zoo.SHIPPED_CNN: 0.85}
 
 
 def weights(name: str) -> Path:

@@ -6,13 +6,14 @@ import pytest
 import torch
 
 from vitviz import zoo
-from vitviz.config import ViTConfig
+from vitviz.config import CNNConfig, ViTConfig
 from vitviz.i18n import LANGUAGES
-from vitviz.model import VisionTransformer
+from vitviz.model import VisionTransformer, build_model
 
 # Parameter counts per registry entry (google-research style): a new entry without a row fails.
 EXPECTED_PARAMS = {
     "cifar10-vit": 2_693_578,
+    "cifar10-cnn": 1_972_802,
     "untrained-cifar10-vit": 2_693_578,
     "untrained-vit-b16": 86_567_656,
     "untrained-vit-r26-s32": 36_431_912,
@@ -28,8 +29,8 @@ EXPECTED_PARAMS = {
 def test_every_entry_has_its_parameter_count(name):
     assert name in EXPECTED_PARAMS, f"add {name} to EXPECTED_PARAMS"
     with torch.device("meta"):
-        model = VisionTransformer(zoo.REGISTRY[name].config)
-    assert model.num_params() == EXPECTED_PARAMS[name]
+        model = build_model(zoo.REGISTRY[name].config)
+    assert sum(p.numel() for p in model.parameters()) == EXPECTED_PARAMS[name]
 
 
 @pytest.mark.parametrize("name", [n for n in zoo.REGISTRY if n.startswith("timm:")])
@@ -191,8 +192,9 @@ def test_not_a_checkpoint(tmp_path):
 
 def test_registry_configs_are_valid():
     for spec in zoo.REGISTRY.values():
-        assert isinstance(spec.config, ViTConfig)
-        assert spec.offline == (spec.source in ("shipped", "random"))
+        assert isinstance(spec.config, CNNConfig if spec.is_cnn else ViTConfig)
+        assert spec.offline == (spec.source in ("shipped", "run", "random"))
+    assert [n for n, spec in zoo.REGISTRY.items() if spec.is_cnn] == [zoo.SHIPPED_CNN]
 
 
 def test_errors_have_a_korean_sentence(tmp_path):
