@@ -67,8 +67,8 @@ def test_korean_and_url_parameters():
     assert at.query_params["lang"] in ("ko", ["ko"])
     assert at.query_params["step"] in ("0", ["0"])
     model_box = at.sidebar.selectbox(key="model")
-    assert model_box.options == [zoo.REGISTRY[n].title_in("ko") for n in zoo.REGISTRY]
-    assert "학습 전" in model_box.options[list(zoo.REGISTRY).index(zoo.UNTRAINED)]
+    assert model_box.options == [zoo.REGISTRY[n].title_in("ko") for n in ui.tour_models()]  # the ViTs
+    assert "학습 전" in model_box.options[ui.tour_models().index(zoo.UNTRAINED)]
 
 
 def _truncated_jpeg() -> bytes:
