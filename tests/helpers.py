@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from vitviz.train import TrainConfig
+
 CLASSES = ("blue", "green", "red")
+
+
+TINY = {"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0}
 
 
 def make_image_folder(root: Path, per_class: int = 20, size: int = 32, seed: int = 0, splits=("train", "test")) -> Path:
@@ -23,3 +29,30 @@ def make_image_folder(root: Path, per_class: int = 20, size: int = 32, seed: int
                 pixels[..., channel] = rng.integers(120, 255, (size, size), dtype=np.uint8)
                 Image.fromarray(pixels).save(folder / f"{i:04d}.png")
     return root
+
+
+def write_idx(path: Path, array: np.ndarray, gz: bool = False) -> None:
+    """An idx file (MNIST's format) of unsigned bytes, gzipped or not."""
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
+    raw = header + array.astype(np.uint8).tobytes()
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+
+
+def tiny_recipe(data: Path, **changes: object) -> TrainConfig:
+    """A few seconds of training on a generated folder: a 1-block ViT of width 32, no augmentation."""
+    base = dict(
+        name="tiny",
+        data=str(data),
+        epochs=3,
+        batch_size=32,
+        lr=3e-3,
+        warmup_epochs=0,
+        augment="none",
+        mixup_alpha=0.0,
+        cutmix_alpha=0.0,
+        random_erasing=0.0,
+        amp="off",
+        threads=1,
+        model=TINY,
+    )
+    return TrainConfig(**{**base, **changes})

@@ -42,6 +42,12 @@ STEM_CHANNELS = 64
 STAGE_CHANNELS = (256, 512, 1024, 2048)
 
 
+def resnet_stride(layers: tuple[int, ...]) -> int:
+    """Pixels between neighbouring cells of a hybrid's ResNet feature map: 4 after the stem,
+    x2 for every stage after the first."""
+    return 4 * 2 ** max(len(layers) - 1, 0)
+
+
 def size_pair(value: int | tuple[int, int] | list[int]) -> tuple[int, int]:
     """(height, width) from an int (a square) or a pair."""
     if isinstance(value, int):
@@ -226,7 +232,7 @@ class ViTConfig:
         """Pixels between neighbouring cells of what patch_embed.proj reads: 1 for pixels."""
         if self.hybrid_layers is None:
             return 1
-        return 4 * 2 ** max(len(self.hybrid_layers) - 1, 0)  # the stem: 4; every stage after the first: x2
+        return resnet_stride(self.hybrid_layers)
 
     @property
     def feature_dim(self) -> int:

@@ -31,6 +31,7 @@ from vitviz.config import (
     STAGE_CHANNELS,
     Preprocess,
     ViTConfig,
+    resnet_stride,
     size_pair,
 )
 from vitviz.model import VisionTransformer, resample_pos_embed
@@ -291,7 +292,7 @@ def _timm_hybrid_features(embed: nn.Module) -> list[str]:
     pools = [m for m in modules if isinstance(m, nn.MaxPool2d)]
     if len(pools) != 1 or type(pools[0]) is not MaxPool2dSame:
         found.append("a ResNet stem without SAME max pooling")
-    if tuple(embed.feature_ratio) != (4 * 2 ** max(len(layers) - 1, 0),) * 2:
+    if tuple(embed.feature_ratio) != (resnet_stride(layers),) * 2:
         found.append(f"a ResNet of output stride {tuple(embed.feature_ratio)} (dilated stages)")
     if getattr(embed, "dynamic_img_pad", False):
         found.append(_FEATURE["dynamic"])
@@ -450,7 +451,7 @@ def _timm_config_from_shapes(state_dict: Mapping[str, Tensor], num_heads: int | 
     if hybrid_layers is not None:
         stem = "patch_embed.backbone.stem.conv.weight" if hybrid_layers else "patch_embed.backbone.conv.weight"
         in_chans = state_dict[stem].shape[1]  # (64, C, 7, 7)
-        stride = 4 * 2 ** max(len(hybrid_layers) - 1, 0)
+        stride = resnet_stride(hybrid_layers)
     class_token = "cls_token" in state_dict
     num_positions = state_dict["pos_embed"].shape[1] - int(class_token)  # (1, T, D) -> N
     side = math.isqrt(num_positions)

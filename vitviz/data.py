@@ -438,11 +438,12 @@ def load_idx_split(folder: Path, split: str, name: str) -> ImageSet:
 def _load_named(name: str, split: str, download: bool) -> ImageSet:
     """``--data fashion-mnist`` or ``--data mnist``: Debian's installed copy, an earlier download
     in the cache folder, or (when allowed) torchvision's download into the cache folder."""
-    torchvision_class, _, _ = IDX_DATASETS[name]
+    torchvision_class, folder_name, _ = IDX_DATASETS[name]
     root = cache_dir() / "data"
-    for candidate in (DEBIAN_FOLDERS.get(name), root / IDX_DATASETS[name][1] / "raw"):
-        if candidate is not None and find_idx_folder(candidate) is not None:
-            return load_idx_split(find_idx_folder(candidate), split, name)
+    for candidate in (DEBIAN_FOLDERS.get(name), root / folder_name / "raw"):
+        folder = find_idx_folder(candidate) if candidate is not None else None
+        if folder is not None:
+            return load_idx_split(folder, split, name)
     if not download:
         raise FileNotFoundError(
             f"{name} is not on this machine: install Debian's dataset-fashion-mnist, or let vitviz download it "
@@ -454,7 +455,7 @@ def _load_named(name: str, split: str, download: bool) -> ImageSet:
         getattr(torchvision.datasets, torchvision_class)(str(root), train=(split == "train"), download=True)
     except (RuntimeError, OSError) as err:
         raise FileNotFoundError(f"{name} could not be downloaded to {root} ({err.__class__.__name__}).") from None
-    return load_idx_split(root / IDX_DATASETS[name][1] / "raw", split, name)
+    return load_idx_split(root / folder_name / "raw", split, name)
 
 
 def load_split(

@@ -6,6 +6,7 @@ import pytest
 import torch
 from PIL import Image
 
+from tests.helpers import write_idx
 from vitviz import data as vdata
 from vitviz.config import CIFAR10_CLASSES, Preprocess
 from vitviz.data import ImageError, image_notes, load_image, preprocess_batch, resize_and_crop, to_tensor
@@ -177,19 +178,13 @@ def test_a_batch_is_preprocessed_exactly_as_the_tour_preprocesses_each_image(pre
 # ---- MNIST and Fashion-MNIST (idx files) ----
 
 
-def _write_idx(path, array: np.ndarray, gz: bool) -> None:
-    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
-    raw = header + array.astype(np.uint8).tobytes()
-    path.write_bytes(gzip.compress(raw) if gz else raw)
-
-
 @pytest.mark.parametrize("gz", [True, False])
 def test_idx_files_read_back_as_written(tmp_path, gz):
     images = np.random.default_rng(0).integers(0, 256, (5, 28, 28), dtype=np.uint8)
     labels = np.array([3, 1, 4, 1, 5], dtype=np.uint8)
     for image_stem, label_stem in vdata.IDX_FILES.values():
-        _write_idx(tmp_path / (image_stem + (".gz" if gz else "")), images, gz)
-        _write_idx(tmp_path / (label_stem + (".gz" if gz else "")), labels, gz)
+        write_idx(tmp_path / (image_stem + (".gz" if gz else "")), images, gz)
+        write_idx(tmp_path / (label_stem + (".gz" if gz else "")), labels, gz)
     data = vdata.load_split(tmp_path, "test")  # a folder of the four files: read as MNIST
     assert data.images.shape == (5, 1, 28, 28) and data.images.dtype == torch.uint8
     assert torch.equal(data.images[:, 0], torch.from_numpy(images)) and data.labels.tolist() == [3, 1, 4, 1, 5]

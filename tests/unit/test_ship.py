@@ -3,33 +3,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import CLASSES, make_image_folder
+from tests.helpers import CLASSES, make_image_folder, tiny_recipe
 from vitviz import zoo
 from vitviz.data import load_split
 from vitviz.evaluate import evaluate, predictions_path, read_predictions
 from vitviz.ship import ShipError, main, portable, ship
-from vitviz.train import TrainConfig, train
+from vitviz.train import train
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     data = make_image_folder(tmp_path_factory.mktemp("data"), per_class=40)
     out = tmp_path_factory.mktemp("runs") / "tiny"
-    recipe = TrainConfig(
-        name="tiny",
-        data=str(data),
-        epochs=2,
-        batch_size=32,
-        lr=3e-3,
-        warmup_epochs=0,
-        augment="none",
-        mixup_alpha=0.0,
-        cutmix_alpha=0.0,
-        random_erasing=0.0,
-        amp="off",
-        threads=1,
-        model={"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0},
-    )
+    recipe = tiny_recipe(data, epochs=2)
     train(recipe, out=out)
     return out, data
 

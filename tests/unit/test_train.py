@@ -10,32 +10,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from tests.helpers import make_image_folder
+from tests.helpers import TINY, make_image_folder, tiny_recipe, write_idx
 from vitviz import data as vdata
 from vitviz import train as train_module
 from vitviz import zoo
 from vitviz.train import TrainConfig, learning_rate, parse_args, read_run, same_recipe, train
-
-TINY = {"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0}
-
-
-def tiny_recipe(data, **changes) -> TrainConfig:
-    base = dict(
-        name="tiny",
-        data=str(data),
-        epochs=3,
-        batch_size=32,
-        lr=3e-3,
-        warmup_epochs=0,
-        augment="none",
-        mixup_alpha=0.0,
-        cutmix_alpha=0.0,
-        random_erasing=0.0,
-        amp="off",
-        threads=1,
-        model=TINY,
-    )
-    return TrainConfig(**{**base, **changes})
 
 
 @pytest.fixture(scope="module")
@@ -293,11 +272,6 @@ def test_a_teacher_of_other_classes_is_refused(dataset, teacher_file, tmp_path):
         load_teacher(str(teacher_file), ["x", "y", "z"], torch.device("cpu"))
 
 
-def _idx(path, array: np.ndarray) -> None:
-    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(n).to_bytes(4, "big") for n in array.shape)
-    path.write_bytes(header + array.astype(np.uint8).tobytes())
-
-
 def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tmp_path, monkeypatch):
     """``python -m vitviz.train --preset mnist-vit`` on a folder of idx files (a stand-in for the
     download): 1 channel, 16 patches of 49 numbers, no flips; the finished run is a registry model."""
@@ -310,8 +284,8 @@ def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tm
         images[i, 2 + 2 * label] = 255
     for split in ("train", "test"):
         image_stem, label_stem = vdata.IDX_FILES[split]
-        _idx(folder / image_stem, images)
-        _idx(folder / label_stem, labels)
+        write_idx(folder / image_stem, images)
+        write_idx(folder / label_stem, labels)
     monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path / "cache"))
     cfg = parse_args(["--preset", "mnist-vit", "--data", str(tmp_path), "--epochs", "2", "--warmup-epochs", "0"])
     assert cfg.name == "mnist-vit" and not cfg.flip and cfg.model["in_chans"] == 1
