@@ -67,6 +67,9 @@ class Preprocess:
         interpolation: "nearest", "bilinear" or "bicubic".
         mean: per-channel mean subtracted after scaling pixels to [0, 1].
         std: per-channel standard deviation divided by after the mean.
+        dark_background: the model learnt from light things on a dark ground (MNIST, Fashion-
+            MNIST): a picture whose edge is light on average (a photo on a white table) is
+            inverted to match (``vitviz.data.inverts``); the datasets' own images never are.
     """
 
     resize: int | tuple[int, int] = 224
@@ -74,6 +77,7 @@ class Preprocess:
     interpolation: str = "bicubic"
     mean: tuple[float, ...] = IMAGENET_MEAN
     std: tuple[float, ...] = IMAGENET_STD
+    dark_background: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.resize, int):
@@ -108,6 +112,8 @@ def _json_ready(config: Any, tuples: tuple[str, ...]) -> dict[str, Any]:
     for key in ("resize", "crop", "mean", "std"):
         if isinstance(pre[key], tuple):
             pre[key] = list(pre[key])
+    if not pre["dark_background"]:
+        del pre["dark_background"]  # the json of models on ordinary photos stays as it was
     return data
 
 

@@ -117,14 +117,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         _SMALL_RECIPE,
         name="fashion-mnist-vit",
         data="fashion-mnist",
-        model={**SEED_MNIST_VIT, "preprocess": {"resize": [28, 28], "mean": [0.2860], "std": [0.3530]}},
+        model={
+            **SEED_MNIST_VIT,
+            "preprocess": {"resize": [28, 28], "mean": [0.2860], "std": [0.3530], "dark_background": True},
+        },
     ),
     "mnist-vit": dict(
         _SMALL_RECIPE,
         name="mnist-vit",
         data="mnist",
         flip=False,  # a mirrored digit is another glyph
-        model={**SEED_MNIST_VIT, "preprocess": {"resize": [28, 28], "mean": [0.1307], "std": [0.3081]}},
+        model={
+            **SEED_MNIST_VIT,
+            "preprocess": {"resize": [28, 28], "mean": [0.1307], "std": [0.3081], "dark_background": True},
+        },
     ),
 }
 
@@ -677,7 +683,9 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
     parser.add_argument(
         "--preset", choices=sorted(PRESETS), default=None, help="a named recipe; other flags override it"
     )
-    preset = PRESETS.get(parser.parse_known_args(argv)[0].preset or "", {})
+    first = argparse.ArgumentParser(add_help=False)  # the preset first: it sets the other flags' defaults
+    first.add_argument("--preset", choices=sorted(PRESETS), default=None)
+    preset = PRESETS.get(first.parse_known_args(argv)[0].preset or "", {})
     defaults = dataclasses.replace(TrainConfig(), **preset)
     for f in dataclasses.fields(TrainConfig):
         if f.name == "model":

@@ -175,6 +175,23 @@ def test_a_batch_is_preprocessed_exactly_as_the_tour_preprocesses_each_image(pre
     assert torch.equal(batch, one_by_one)
 
 
+def test_a_dark_ground_model_inverts_a_light_edged_photo_and_says_so():
+    pre = Preprocess(resize=(28, 28), mean=(0.0,), std=(1.0,), dark_background=True)
+    shirt = Image.new("L", (56, 56), 240)  # a dark shirt photographed on a white table
+    shirt.paste(30, (14, 14, 42, 42))
+    assert vdata.inverts(shirt, pre, 1)
+    pixels = to_tensor(shirt, pre, 1)[0, 0]  # (28, 28) in [0, 1]
+    assert pixels[0, 0] < 0.1 and pixels[14, 14] > 0.8  # now a light shirt on a dark ground
+    garment = Image.eval(shirt, lambda v: 255 - v)  # already light on dark, as the dataset draws it
+    assert not vdata.inverts(garment, pre, 1)
+    assert torch.allclose(to_tensor(garment, pre, 1)[0, 0], pixels, atol=1 / 255)  # the same picture either way
+    plain = Preprocess(resize=(28, 28), mean=(0.0,), std=(1.0,))  # any other model: never inverted
+    assert not vdata.inverts(shirt, plain, 1) and to_tensor(shirt, plain, 1)[0, 0, 0, 0] > 0.9
+    batch = torch.stack([torch.from_numpy(np.asarray(im.resize((28, 28))).copy())[None] for im in (shirt, garment)])
+    edges = preprocess_batch(batch, pre, 1)[:, 0, 0, 0]  # both dark-edged now: 255 - 240
+    assert torch.allclose(edges, torch.full((2,), 15 / 255))
+
+
 # ---- MNIST and Fashion-MNIST (idx files) ----
 
 

@@ -141,6 +141,13 @@ def test_command_line_reads_flags_and_environment(monkeypatch):
     assert recipe.data == "/somewhere"
 
 
+def test_help_lists_every_flag(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    shown = capsys.readouterr().out
+    assert all(flag in shown for flag in ("--preset", "--epochs", "--teacher", "--init-from", "--model", "--flip"))
+
+
 def test_torchrun_two_processes(dataset, tmp_path):
     env = dict(os.environ, VITVIZ_CACHE=str(tmp_path), OMP_NUM_THREADS="1")
     command = [
