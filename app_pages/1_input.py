@@ -1,12 +1,11 @@
 """Step 1: from the photo to the model's input tensor, using the model's own preprocessing."""
 
-import numpy as np
 import streamlit as st
 from PIL import Image
 
 from vitviz import plots
 from vitviz.app import ui
-from vitviz.data import denormalize, resize_and_crop
+from vitviz.data import denormalize, input_pixels, inverts
 
 cur = ui.current()
 config = cur.model.config
@@ -14,8 +13,13 @@ pre = config.preprocess
 ui.header("page.input", "input.intro", shape=tuple(cur.trace.pixels.shape))
 
 original = cur.image
-resized = np.asarray(resize_and_crop(Image.fromarray(original), pre))
+picture = Image.fromarray(original)
+resized = input_pixels(picture, pre, config.in_chans).permute(1, 2, 0).numpy()  # (H, W, C) uint8, as the model gets it
+gray = config.in_chans == 1
+inverted = inverts(picture, pre, config.in_chans)
 normalised = cur.trace.pixels[0].numpy()  # (C, H, W)
+if gray:
+    st.info(ui.tr("input.gray_note"))
 
 a, b = st.columns(2)
 a.plotly_chart(
@@ -23,8 +27,9 @@ a.plotly_chart(
     width="stretch",
     key="input_original",
 )
+title = "input.resized_gray_inverted" if inverted else "input.resized_gray" if gray else "input.resized"
 b.plotly_chart(
-    plots.image(resized, ui.tr("input.resized", width=resized.shape[1], height=resized.shape[0])),
+    plots.image(resized, ui.tr(title, width=resized.shape[1], height=resized.shape[0])),
     width="stretch",
     key="input_resized",
 )
@@ -45,6 +50,26 @@ st.dataframe(
             ui.tr("input.col.step"): ui.tr("input.step.crop"),
             ui.tr("input.col.value"): "-" if pre.crop is None else f"{pre.crop[0]} x {pre.crop[1]}",
         },
+        *(
+            [
+                {
+                    ui.tr("input.col.step"): ui.tr("input.step.gray"),
+                    ui.tr("input.col.value"): ui.tr("input.step.gray_value"),
+                }
+            ]
+            if gray
+            else []
+        ),
+        *(
+            [
+                {
+                    ui.tr("input.col.step"): ui.tr("input.step.invert"),
+                    ui.tr("input.col.value"): ui.tr("input.step.invert_yes" if inverted else "input.step.invert_no"),
+                }
+            ]
+            if pre.dark_background
+            else []
+        ),
         {ui.tr("input.col.step"): ui.tr("input.step.scale"), ui.tr("input.col.value"): ui.tr("input.step.scale_value")},
         {
             ui.tr("input.col.step"): ui.tr("input.step.normalise"),

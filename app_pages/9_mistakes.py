@@ -1,16 +1,15 @@
-"""Lab: misclassification. Browse the CIFAR-10 test images the model gets wrong.
+"""Lab: misclassification. Browse the test images the model gets wrong (CIFAR-10, Fashion-MNIST, ...).
 
 The test set and the evaluation sit in ``ui.cached_test_set`` / ``ui.cached_evaluation``
 (st.cache_resource keyed by folder and by (model name, folder)), so changing a filter never runs
 the model over the test set again. Filtering, paging and thumbnails are ``vitviz.lab`` functions;
-the class-specific maps are ``analysis.grad_rollout``.
+one image up close is ``lab.inspect_mistake`` (cached per image by ``ui.cached_mistake``).
 """
 
 import numpy as np
 import streamlit as st
-import torch
 
-from vitviz import analysis, clicks, lab, plots, zoo
+from vitviz import clicks, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.app import ui
 from vitviz.prediction import verdict
@@ -32,24 +31,27 @@ def stop_with(message: str) -> None:
 
 
 # ---- the test images and the evaluation -------------------------------------------------------
-# The folder is the server's (streamlit run app.py -- --data FOLDER, or VITVIZ_DATA): a visitor
-# can neither see nor change it.
-root = lab.default_test_root()
-located = lab.locate_test_data(root)
-if located is None:
+# The model's own dataset (Fashion-MNIST's test split for a Fashion-MNIST model), else the server's
+# folder (streamlit run app.py -- --data FOLDER, or VITVIZ_DATA): a visitor can neither see nor
+# change where it is.
+split = ui.test_split(chosen.name)
+if split is None:
     with head:
         ui.header("page.mistakes", "mistakes.intro")
-    st.info(ui.tr("mistakes.no_data"))
-    if st.button(ui.tr("mistakes.download"), key="mistakes_download"):
+    named = vdata.named_dataset(model.config.class_names)  # "fashion-mnist", "mnist" or None (CIFAR-10)
+    shown = vdata.named_label(named) if named else ""
+    st.info(ui.tr("mistakes.no_data_named", dataset=shown) if named else ui.tr("mistakes.no_data"))
+    download = ui.tr("mistakes.download_named", dataset=shown) if named else ui.tr("mistakes.download")
+    if st.button(download, key="mistakes_download"):
         with st.spinner(ui.tr("mistakes.downloading")):
-            try:
-                vdata.load_split(root, "test", download=True)
+            try:  # torchvision's download: MNIST or Fashion-MNIST into the cache folder, else CIFAR-10
+                vdata.load_split(named or lab.default_test_root(), "test")
             except FileNotFoundError as err:
                 st.info(ui.tr("mistakes.download_failed", message=str(err)))
             else:
                 st.rerun()
     st.stop()
-kind, location = located[0], str(located[1])
+location = split.location
 try:
     with st.spinner(ui.tr("mistakes.loading")):
         data = ui.cached_test_set(location)
@@ -317,30 +319,26 @@ with left:
                 verdict=ui.tr("mistakes.other_right" if other_class == true_class else "mistakes.other_wrong"),
             )
         )
-    position = lab.class_position(result.files, classes, index) if kind == "folder" else None
-    if position is None:
-        st.caption(ui.tr("mistakes.no_tour"))
-    else:
 
-        def open_in_tour(class_name: str, index_in_class: int) -> None:
-            """Make this image the sidebar's CIFAR-10 image (before the sidebar's widgets exist)."""
-            ui.remember(
-                source="cifar",
-                cifar=f"{class_name}/{index_in_class}",
-                cifar_class=class_name,
-                cifar_index=index_in_class,
-                step=0,
-            )
+    def open_in_tour(class_name: str, index_in_class: int) -> None:
+        """Make this image the sidebar's test image (before the sidebar's widgets exist)."""
+        ui.remember(
+            source="test",
+            test=f"{class_name}/{index_in_class}",
+            test_class=class_name,
+            test_index=index_in_class,
+            step=0,
+        )
 
-        if st.button(
-            ui.tr("mistakes.open_tour"),
-            key="mistakes_open_tour",
-            help=ui.tr("mistakes.open_tour_help"),
-            on_click=open_in_tour,
-            args=position,
-            type="primary",
-        ):
-            ui.go_to(0)
+    if st.button(
+        ui.tr("mistakes.open_tour"),
+        key="mistakes_open_tour",
+        help=ui.tr("mistakes.open_tour_help"),
+        on_click=open_in_tour,
+        args=lab.class_position(data, index),
+        type="primary",
+    ):
+        ui.go_to(0)
 k = min(5, num_classes)
 top_values, top_classes = probs.topk(k)
 top_names = [classes[c] for c in top_classes.tolist()]
@@ -357,14 +355,9 @@ st.markdown(f"#### {ui.tr('mistakes.maps_title')}")
 st.markdown(ui.tr("mistakes.maps_intro"))
 if model.num_prefix_tokens == 0:
     st.caption(ui.tr("mistakes.maps_no_cls"))
-pixels = vdata.preprocess_batch(
-    data.images[index : index + 1], model.config.preprocess, model.config.in_chans
-)  # as evaluate saw it
-picture = data.images[index].permute(1, 2, 0).numpy()  # (H, W, 3) uint8
-maps = {
-    "predicted": analysis.grad_rollout(model, pixels, predicted_class).numpy(),  # (grid_h, grid_w)
-    "true": analysis.grad_rollout(model, pixels, true_class).numpy(),
-}
+picture = data.images[index].permute(1, 2, 0).numpy()  # (H, W, C) uint8, C = 1 or 3
+inspected = ui.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
+maps = {"predicted": inspected["map_predicted"], "true": inspected["map_true"]}  # (grid_h, grid_w)
 for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label), strict=True):
     column.plotly_chart(
         plots.heatmap_overlay(picture, maps[which], title=ui.tr(f"mistakes.map_{which}", name=name), height=380),
@@ -375,19 +368,16 @@ for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_
 # When the true class lost: the logit lens of this image.
 st.markdown(f"#### {ui.tr('mistakes.lens_title')}")
 st.markdown(ui.tr("mistakes.lens_intro"))
-param = next(model.parameters())
-with torch.no_grad():
-    trace = model.explain(pixels.to(param.device, param.dtype))
-lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, 1, K) probabilities
-rank_true = analysis.class_rank_by_layer(lens, true_class)[:, 0]  # (depth + 1,)
-rank_predicted = analysis.class_rank_by_layer(lens, predicted_class)[:, 0]
-blocks = np.arange(trace.depth + 1)
+lens = inspected["logit_lens"]  # (depth + 1, K) probabilities
+rank_true, rank_predicted = inspected["rank_true"], inspected["rank_predicted"]  # (depth + 1,)
+blocks = np.arange(len(lens))
+depth = len(lens) - 1
 series_true = ui.tr("mistakes.series_true", name=true_label)
 series_predicted = ui.tr("mistakes.series_predicted", name=predicted_label)
 st.plotly_chart(
     plots.multi_line(
         blocks,
-        {series_true: lens[:, 0, true_class].numpy(), series_predicted: lens[:, 0, predicted_class].numpy()},
+        {series_true: lens[:, true_class], series_predicted: lens[:, predicted_class]},
         title=ui.tr("mistakes.lens_chart"),
         x_title=ui.tr("mistakes.x_block"),
         y_title=ui.tr("mistakes.y_prob"),
@@ -413,17 +403,13 @@ if last_top is None:
     st.markdown(ui.tr("mistakes.never_top", name=true_label))
 elif last_top == 0:
     st.markdown(ui.tr("mistakes.lost_at_embed", name=true_label))
-elif last_top < trace.depth:
+elif last_top < depth:
     st.markdown(ui.tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1, index=last_top))
 ui.download_npz(
     "download.npz",
     "mistake.npz",
     "mistakes_npz",
     probs=probs.numpy(),
-    map_predicted=maps["predicted"],
-    map_true=maps["true"],
-    logit_lens=lens[:, 0].numpy(),
-    rank_true=rank_true.numpy(),
-    rank_predicted=rank_predicted.numpy(),
+    **inspected,
 )
 ui.nav("app_pages/9_mistakes.py")

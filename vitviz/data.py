@@ -14,6 +14,7 @@ import os
 import random
 import tempfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,7 +187,7 @@ def _match_background(pixels: Tensor, pre: Preprocess) -> Tensor:
     return torch.where(light, 255 - pixels, pixels)
 
 
-def _pixels(image: Image.Image, pre: Preprocess, in_chans: int) -> Tensor:
+def input_pixels(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> Tensor:
     """PIL image -> uint8 (C, H, W) after the spec's resize, centre crop, channel conversion
     and, for a model of light things on a dark ground, inversion of a light-edged picture."""
     image = resize_and_crop(image, pre).convert("L" if in_chans == 1 else "RGB")
@@ -210,7 +211,7 @@ def inverts(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> bool:
 def to_tensor(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> Tensor:
     """PIL image -> normalised (1, C, H, W) float tensor for the model: the one preprocessing
     of the tour, the lab, evaluation and training (``preprocess_batch`` is the same for tensors)."""
-    return normalise(_pixels(image, pre, in_chans), pre)[None]  # (1, C, H, W)
+    return normalise(input_pixels(image, pre, in_chans), pre)[None]  # (1, C, H, W)
 
 
 def _unchanged_by(pre: Preprocess, size: tuple[int, int]) -> bool:
@@ -230,7 +231,7 @@ def preprocess_batch(images: Tensor, pre: Preprocess, in_chans: int = 3) -> Tens
     if _unchanged_by(pre, tuple(images.shape[-2:])) and images.shape[1] == in_chans:
         return normalise(_match_background(images, pre), pre)
     pictures = [Image.fromarray(image.permute(1, 2, 0).squeeze(-1).numpy()) for image in images.cpu()]  # L or RGB
-    return normalise(torch.stack([_pixels(picture, pre, in_chans) for picture in pictures]), pre)
+    return normalise(torch.stack([input_pixels(picture, pre, in_chans) for picture in pictures]), pre)
 
 
 def denormalize(pixels: Tensor, pre: Preprocess) -> np.ndarray:
@@ -311,6 +312,23 @@ class ImageSet:
             source=self.source,
             fingerprint=digest,
         )
+
+
+def class_members(data: ImageSet, class_name: str) -> Tensor:
+    """(M,) the indices of a class's images in the set's order: its "index within the class"
+    is a position in this list (for an ImageFolder, the class folder's files in sorted order,
+    as ``folder_image_bytes`` counts them)."""
+    if class_name not in data.classes:
+        return torch.zeros(0, dtype=torch.long)
+    return torch.nonzero(data.labels == data.classes.index(class_name)).flatten()
+
+
+def encode_png(image: Tensor) -> bytes:
+    """(C, H, W) uint8 -> PNG bytes (grayscale for C = 1): a dataset image as an upload would arrive."""
+    array = image.permute(1, 2, 0).cpu().numpy()
+    buffer = io.BytesIO()
+    Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array).save(buffer, "PNG")
+    return buffer.getvalue()
 
 
 def fingerprint_folder(folder: Path) -> tuple[str, list[Path]]:
@@ -464,15 +482,35 @@ def load_idx_split(folder: Path, split: str, name: str) -> ImageSet:
     return ImageSet(images, labels, list(IDX_DATASETS[name][2]), files, str(folder), digest)
 
 
+def named_folder(name: str) -> Path | None:
+    """Where MNIST or Fashion-MNIST (``name``) is on this machine without downloading: Debian's
+    installed copy, or an earlier download in the cache folder; None when neither is."""
+    candidates = (DEBIAN_FOLDERS.get(name), cache_dir() / "data" / IDX_DATASETS[name][1] / "raw")
+    for candidate in candidates:
+        folder = find_idx_folder(candidate) if candidate is not None else None
+        if folder is not None:
+            return folder
+    return None
+
+
+def named_dataset(classes: Sequence[str]) -> str | None:
+    """ "fashion-mnist" or "mnist" for a model that predicts those datasets' classes, else None."""
+    return next((name for name, (_, _, names) in IDX_DATASETS.items() if tuple(classes) == tuple(names)), None)
+
+
+def named_label(name: str) -> str:
+    """How reports and pages write a named dataset: "Fashion-MNIST" or "MNIST"."""
+    return {"fashion-mnist": "Fashion-MNIST", "mnist": "MNIST"}[name]
+
+
 def _load_named(name: str, split: str, download: bool) -> ImageSet:
     """``--data fashion-mnist`` or ``--data mnist``: Debian's installed copy, an earlier download
     in the cache folder, or (when allowed) torchvision's download into the cache folder."""
     torchvision_class, folder_name, _ = IDX_DATASETS[name]
     root = cache_dir() / "data"
-    for candidate in (DEBIAN_FOLDERS.get(name), root / folder_name / "raw"):
-        folder = find_idx_folder(candidate) if candidate is not None else None
-        if folder is not None:
-            return load_idx_split(folder, split, name)
+    folder = named_folder(name)
+    if folder is not None:
+        return load_idx_split(folder, split, name)
     if not download:
         raise FileNotFoundError(
             f"{name} is not on this machine: install Debian's dataset-fashion-mnist, or let vitviz download it "
@@ -543,8 +581,9 @@ def dataset_label(data: ImageSet) -> str:
     """A name for reports and model cards: "CIFAR-10" for torchvision's files, "CIFAR-10 (JPEG
     copy)" for an ImageFolder of CIFAR-10 JPEGs such as ../shared/data/cifar10-jpeg, else the folder."""
     source = Path(data.source)
-    if data.files and data.files[0].startswith(("fashion-mnist/", "mnist/")):
-        return "Fashion-MNIST" if data.files[0].startswith("fashion-mnist/") else "MNIST"
+    named = data.files[0].partition("/")[0] if data.files else ""
+    if named in IDX_DATASETS:
+        return named_label(named)
     if is_cifar10(data.classes):
         if data.files and data.files[0].startswith("cifar10/"):
             return "CIFAR-10"

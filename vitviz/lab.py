@@ -11,8 +11,10 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -21,15 +23,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from vitviz import analysis
 from vitviz import data as vdata
 from vitviz.evaluate import EvalResult
+from vitviz.model import VisionTransformer
 
 PER_PAGE = 24  # thumbnails per gallery page
 PER_ROW = 8  # thumbnails per gallery row
 THUMBNAIL = 96  # pixels on the longer side of a gallery thumbnail
 TORCHVISION_FOLDER = "cifar-10-batches-py"  # where torchvision keeps CIFAR-10 under its root
 
-DataKind = Literal["folder", "torchvision"]
+DataKind = Literal["folder", "torchvision", "named"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,6 +79,88 @@ def locate_test_data(root: Path | str) -> tuple[DataKind, Path] | None:
     if (root / TORCHVISION_FOLDER / "test_batch").is_file():
         return "torchvision", root.resolve()
     return None
+
+
+@dataclass(frozen=True)
+class TestSplit:
+    """The test images that go with a model: what the sidebar's picker browses and the lab evaluates.
+
+    Attributes:
+        kind: "folder" (an ImageFolder), "torchvision" (torchvision's CIFAR-10 files) or
+            "named" (MNIST or Fashion-MNIST, wherever ``vitviz.data.named_folder`` finds it).
+        location: the folder, resolved; for "named" the dataset's name. ``vitviz.data.load_split
+            (location, "test")`` reads it in every case.
+    """
+
+    kind: DataKind
+    location: str
+
+    @property
+    def label(self) -> str:
+        """The dataset's name as cards and reports write it ("CIFAR-10", "Fashion-MNIST"), or the folder's."""
+        if self.kind == "named":
+            return vdata.named_label(self.location)
+        if self.kind == "torchvision" or vdata.is_cifar10(vdata.folder_classes(Path(self.location))):
+            return "CIFAR-10"
+        folder = Path(self.location)
+        return folder.parent.name if folder.name in ("train", "test") else folder.name
+
+
+def test_split_for(classes: Sequence[str], root: Path | str) -> TestSplit | None:
+    """The test split for a model with these classes: MNIST's or Fashion-MNIST's for their
+    models (found on this machine, never downloaded here), else the server's data (``root``,
+    see ``default_test_root``); None when there is none."""
+    name = vdata.named_dataset(classes)
+    if name is not None:
+        return TestSplit("named", name) if vdata.named_folder(name) is not None else None
+    located = locate_test_data(root)
+    return TestSplit(located[0], str(located[1])) if located else None
+
+
+class TestImages:
+    """One image of a test split by (class, index within the class), as the sidebar picks it.
+
+    An ImageFolder is read one file at a time (the original bytes, as the lab's "open in the
+    tour" opens them); other splits through ``load`` (an ``ImageSet`` in memory, e.g. a cache),
+    each image as PNG bytes. Both count a class's images in the same order, the one
+    ``class_position`` gives.
+    """
+
+    def __init__(self, split: TestSplit, load: Callable[[str], vdata.ImageSet]) -> None:
+        self.split = split
+        self._load = load
+
+    @property
+    def _folder(self) -> Path | None:
+        return Path(self.split.location) if self.split.kind == "folder" else None
+
+    def classes(self) -> list[str]:
+        folder = self._folder
+        return vdata.folder_classes(folder) if folder else list(self._load(self.split.location).classes)
+
+    def count(self, class_name: str) -> int:
+        folder = self._folder
+        if folder:
+            return vdata.count_images(folder / Path(class_name).name)
+        return len(vdata.class_members(self._load(self.split.location), class_name))
+
+    def image_bytes(self, class_name: str, index: int) -> bytes | None:
+        """The image's bytes, or None when the class or the index does not exist."""
+        folder = self._folder
+        if folder:
+            return vdata.folder_image_bytes(folder, class_name, index)
+        data = self._load(self.split.location)
+        members = vdata.class_members(data, class_name)
+        return vdata.encode_png(data.images[members[index]]) if 0 <= index < len(members) else None
+
+    def random(self, rng: random.Random | None = None) -> tuple[str, int]:
+        """(class, index within the class) of any image, each equally likely."""
+        folder = self._folder
+        if folder:
+            return vdata.random_folder_image(folder, rng)
+        data = self._load(self.split.location)
+        pick = (rng or random).randrange(len(data))
+        return class_position(data, pick)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,19 +312,44 @@ def thumbnails(images: Tensor, size: int = THUMBNAIL) -> np.ndarray:
     return scaled.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()  # (M, h, w, 3)
 
 
-def class_position(files: Sequence[str], classes: Sequence[str], index: int) -> tuple[str, int] | None:
-    """The (class folder, index within the class) of image ``index`` of an ImageFolder set.
+def class_position(data: vdata.ImageSet, index: int) -> tuple[str, int]:
+    """The (class, index within the class) of image ``index`` of a set, the address the sidebar's
+    picker (``TestImages``) opens: the class's images are counted in the set's order, which for
+    an ImageFolder is the sorted order ``vitviz.data.folder_image_bytes`` counts in."""
+    label = int(data.labels[index])
+    return data.classes[label], int((data.labels[:index] == label).sum())
 
-    ``vitviz.data.folder_image_bytes(folder, class, index_within_class)`` opens the same file:
-    both count a class's files in sorted order. None for a set not read from class folders
-    (torchvision's CIFAR-10 names its images "cifar10/test/<n>").
+
+def inspect_mistake(
+    model: VisionTransformer, images: Tensor, predicted_class: int, true_class: int
+) -> dict[str, np.ndarray]:
+    """What the lab shows of one image up close: where the model looked for each class, and the
+    logit lens of the two classes.
+
+    Args:
+        model: the evaluated model.
+        images: (1, C, H, W) uint8, the image as the test set holds it (``ImageSet.images``).
+        predicted_class, true_class: class indices.
+
+    Returns:
+        "map_predicted", "map_true": (grid_h, grid_w) gradient-weighted rollout
+        (``analysis.grad_rollout``); "logit_lens": (depth + 1, K) class probabilities read from
+        each block's [CLS]; "rank_true", "rank_predicted": (depth + 1,) the two classes' ranks
+        there, 0 = top.
     """
-    name = files[index]
-    class_name, sep, _ = name.partition("/")
-    if not sep or class_name not in classes:
-        return None
-    prefix = class_name + "/"
-    return class_name, sum(1 for other in files[:index] if other.startswith(prefix))
+    param = next(model.parameters())
+    pixels = vdata.preprocess_batch(images, model.config.preprocess, model.config.in_chans)  # as evaluate saw it
+    pixels = pixels.to(param.device, param.dtype)
+    with torch.no_grad():
+        trace = model.explain(pixels)
+    lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, 1, K) probabilities
+    return {
+        "map_predicted": analysis.grad_rollout(model, pixels, predicted_class).numpy(),
+        "map_true": analysis.grad_rollout(model, pixels, true_class).numpy(),
+        "logit_lens": lens[:, 0].numpy(),
+        "rank_true": analysis.class_rank_by_layer(lens, true_class)[:, 0].numpy(),
+        "rank_predicted": analysis.class_rank_by_layer(lens, predicted_class)[:, 0].numpy(),
+    }
 
 
 def mistakes_csv(result: EvalResult, indices: Tensor | Sequence[int]) -> str:

@@ -278,9 +278,9 @@ def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None:
     at.button(key="mistakes_open_tour").click().run()
     assert errors(at) == []
     assert at.title[0].value == "Overview"
-    assert at.session_state["source"] == "cifar"
-    assert at.session_state["cifar"] == f"{class_name}/{index_in_class}"
-    assert (at.session_state["cifar_class"], at.session_state["cifar_index"]) == (class_name, index_in_class)
+    assert at.session_state["source"] == "test"
+    assert at.session_state["test"] == f"{class_name}/{index_in_class}"
+    assert (at.session_state["test_class"], at.session_state["test_index"]) == (class_name, index_in_class)
     expected = (folder / result.files[chosen]).read_bytes()
     assert vdata.folder_image_bytes(folder, class_name, index_in_class) == expected
     (grid,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_grid")]
@@ -308,7 +308,7 @@ def test_a_right_answer_on_a_test_image_says_so(lab_setup) -> None:
     right = int((~result.wrong).nonzero()[0])
     class_name, _, file_name = result.files[right].partition("/")
     index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
-    at = open_page(None, custom_model=str(model_path), source="cifar", cifar=f"{class_name}/{index_in_class}")
+    at = open_page(None, custom_model=str(model_path), source="test", test=f"{class_name}/{index_in_class}")
     assert errors(at) == []
     (said,) = [e.value for e in at.success]
     assert said.startswith("Right.") and f"**{class_name}**" in said
@@ -365,14 +365,14 @@ def test_the_overview_verdict_in_korean_names_classes_in_korean(lab_setup, monke
         "app_pages/0_home.py",
         lang="ko",
         custom_model=str(model_path),
-        source="cifar",
-        cifar=f"{class_name}/{index_in_class}",
+        source="test",
+        test=f"{class_name}/{index_in_class}",
     )
     assert errors(at) == []
     (said,) = [e.value for e in at.warning]
     label = i18n.class_label(class_name, "ko")
     assert said.startswith("틀렸습니다.") and f"**{label}**" in said
-    assert label in at.selectbox(key="cifar_class").proto.options  # the sidebar's class picker, as sent to the browser
+    assert label in at.selectbox(key="test_class").proto.options  # the sidebar's class picker, as sent to the browser
     bars = figure(at, "home_topk")["data"][0]
     assert sorted(bars["y"]) == sorted(i18n.class_label(c, "ko") for c in result.classes)  # all 3 classes, in Korean
     assert bars["marker"]["color"][0] == plots.PREDICTED_COLOUR

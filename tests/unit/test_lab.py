@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import csv
 import io
+import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
-from tests.helpers import CLASSES, make_image_folder
+from tests.helpers import CLASSES, make_image_folder, write_idx
 from vitviz import analysis, clicks, lab, plots
 from vitviz import data as vdata
-from vitviz.config import ViTConfig
+from vitviz.config import CIFAR10_CLASSES, FASHION_MNIST_CLASSES, ViTConfig
 from vitviz.evaluate import EvalResult
 from vitviz.model import VisionTransformer
 
@@ -202,15 +204,44 @@ def test_default_test_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert lab.data_flag(["--dataset", "x"]) is None and lab.data_flag([]) is None
 
 
-def test_class_position_opens_the_same_file(tmp_path: Path) -> None:
+def test_class_position_opens_the_same_image_in_the_picker(tmp_path: Path) -> None:
     make_image_folder(tmp_path, per_class=3, size=8, splits=("test",))
     data = vdata.load_image_folder(tmp_path / "test", use_cache=False)
+    folder = lab.TestImages(lab.TestSplit("folder", str(tmp_path / "test")), lambda _: data)
+    in_memory = lab.TestImages(lab.TestSplit("torchvision", "anywhere"), lambda _: data)  # PNG from the ImageSet
+    assert folder.classes() == in_memory.classes() == data.classes
     for index, name in enumerate(data.files):
-        class_name, within = lab.class_position(data.files, data.classes, index)
-        expected = (tmp_path / "test" / name).read_bytes()
-        assert vdata.folder_image_bytes(tmp_path / "test", class_name, within) == expected
-    assert lab.class_position(data.files, data.classes, 4) == (CLASSES[1], 1)
-    assert lab.class_position(["cifar10/test/0", "cifar10/test/1"], ["cat", "dog"], 1) is None
+        class_name, within = lab.class_position(data, index)
+        assert folder.image_bytes(class_name, within) == (tmp_path / "test" / name).read_bytes()
+        decoded = np.asarray(Image.open(io.BytesIO(in_memory.image_bytes(class_name, within))))
+        assert np.array_equal(decoded, data.images[index].permute(1, 2, 0).numpy())
+    assert lab.class_position(data, 4) == (CLASSES[1], 1)
+    assert folder.count(CLASSES[1]) == in_memory.count(CLASSES[1]) == 3
+    assert folder.image_bytes(CLASSES[1], 3) is None and in_memory.image_bytes("no such class", 0) is None
+    picks = {in_memory.random(random.Random(seed)) for seed in range(60)}
+    assert len(picks) > 6 and all(in_memory.image_bytes(*pick) for pick in picks)
+
+
+def test_a_model_finds_its_own_test_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_image_folder(tmp_path / "folder", per_class=2, size=8, splits=("test",))
+    split = lab.test_split_for(CLASSES, tmp_path / "folder")
+    assert split == lab.TestSplit("folder", str((tmp_path / "folder" / "test").resolve()))
+    assert split.label == "folder"
+    assert lab.test_split_for(CIFAR10_CLASSES, tmp_path / "nothing") is None
+    monkeypatch.setattr(vdata, "DEBIAN_FOLDERS", {})
+    monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path / "cache"))
+    assert lab.test_split_for(FASHION_MNIST_CLASSES, tmp_path / "folder") is None  # not here: never the folder's
+    raw = tmp_path / "cache" / "data" / "FashionMNIST" / "raw"  # where torchvision's download would put it
+    raw.mkdir(parents=True)
+    images = np.zeros((4, 28, 28), dtype=np.uint8)
+    for image_stem, label_stem in vdata.IDX_FILES.values():
+        write_idx(raw / f"{image_stem}.gz", images, gz=True)
+        write_idx(raw / f"{label_stem}.gz", np.array([0, 9, 9, 2], dtype=np.uint8), gz=True)
+    split = lab.test_split_for(FASHION_MNIST_CLASSES, tmp_path / "folder")
+    assert split == lab.TestSplit("named", "fashion-mnist") and split.label == "Fashion-MNIST"
+    pictures = lab.TestImages(split, lambda where: vdata.load_split(where, "test", download=False))
+    assert pictures.count("Ankle boot") == 2 and pictures.classes()[0] == "T-shirt/top"
+    assert Image.open(io.BytesIO(pictures.image_bytes("Ankle boot", 1))).size == (28, 28)
 
 
 def test_mistakes_csv() -> None:

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 SAMPLES = ROOT / "assets" / "samples"
 
 DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
-URL_KEYS = ("model", "sample", "cifar", "step", "layer", "head", "query", "lang", "present")
+URL_KEYS = ("model", "sample", "test", "step", "layer", "head", "query", "lang", "present")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,11 +146,21 @@ def cached_image(image_bytes: bytes, language: str) -> tuple[np.ndarray, list[st
     return np.asarray(image), image_notes(image, language)
 
 
-def cifar_root() -> str | None:
-    """The server's test ImageFolder (``lab.default_test_root``), which the sidebar's CIFAR-10
-    picker and the misclassification lab both read, or None when the server has none."""
-    located = lab.locate_test_data(lab.default_test_root())
-    return str(located[1]) if located and located[0] == "folder" else None
+def test_split(model_name: str) -> lab.TestSplit | None:
+    """The test split that goes with a model (``lab.test_split_for``: Fashion-MNIST's for a
+    Fashion-MNIST model, else the server's data), which the sidebar's picker and the lab both
+    read; None when there is none here, or the model does not load (the page says why)."""
+    try:
+        model, _ = cached_model(model_name)
+    except zoo.ModelLoadError:
+        return None
+    return lab.test_split_for(model.config.class_names, lab.default_test_root())
+
+
+def test_images() -> lab.TestImages | None:
+    """The sidebar model's test images, by class and index within the class, or None."""
+    split = test_split(model_name())
+    return lab.TestImages(split, cached_test_set) if split else None
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -188,6 +198,17 @@ def cached_evaluation(model_name: str, root: str) -> EvalResult:
         holder.empty()
 
 
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
+def cached_mistake(model_name: str, location: str, index: int) -> dict[str, np.ndarray]:
+    """``lab.inspect_mistake`` of test image ``index``, keyed by (model name, data, index): the
+    lab's maps and logit lens, computed once per image rather than on every click."""
+    model, _ = cached_model(model_name)
+    result = cached_evaluation(model_name, location)
+    data = cached_test_set(location)
+    predicted, true = int(result.predictions[index]), int(result.labels[index])
+    return lab.inspect_mistake(model, data.images[index : index + 1], predicted, true)
+
+
 # ---------------------------------------------------------------------------------------------
 # State <-> URL
 # ---------------------------------------------------------------------------------------------
@@ -209,11 +230,11 @@ class Choices:
     lang: str = DEFAULT_LANGUAGE
     model: str | None = None  # a registry name
     custom_model: str | None = None  # any other name (timm:, hf:, a path)
-    source: str | None = None  # "sample", "upload" or "cifar"
+    source: str | None = None  # "sample", "upload" or "test"
     sample: str | None = None  # a file name in assets/samples
-    cifar: str | None = None  # "class/index" of a CIFAR-10 test image
-    cifar_class: str | None = None
-    cifar_index: int | None = None
+    test: str | None = None  # "class/index" of a test image of the model's dataset ("cat/3", "T-shirt/top/0")
+    test_class: str | None = None
+    test_index: int | None = None
     step: int | None = None  # the tour page, 0 = overview
     layer: int | None = None
     head: int | None = None
@@ -245,7 +266,7 @@ def choices() -> Choices:
     return st.session_state["_choices"]
 
 
-SOURCES = ("sample", "upload", "cifar")
+SOURCES = ("sample", "upload", "test")
 
 
 def cnn_models() -> list[str]:
@@ -259,7 +280,7 @@ def tour_models() -> list[str]:
 
 
 _INT_CHOICES = {
-    "cifar_index",
+    "test_index",
     "step",
     "layer",
     "head",
@@ -307,9 +328,9 @@ def _is_valid(name: str, value: object) -> bool:
         return value in lab.PAIRS
     if name == "sample":
         return value in sample_names()
-    if name == "cifar_class":
-        root = cifar_root()
-        return root is not None and value in vdata.folder_classes(Path(root))
+    if name == "test_class":
+        images = test_images()
+        return images is not None and value in images.classes()
     return isinstance(value, str)
 
 
@@ -378,6 +399,9 @@ def init_state() -> None:
 
 def _load_url() -> None:
     params = st.query_params
+    if "cifar" in params:  # a link from before test images came from other datasets than CIFAR-10
+        st.session_state.setdefault("test", params["cifar"])
+        del st.query_params["cifar"]
     for key in URL_KEYS:
         if key in params and key not in st.session_state:
             st.session_state[key] = _from_url(key, params[key])
@@ -491,15 +515,24 @@ def sidebar() -> None:
     side.subheader(tr("sidebar.image"))
     sources = list(SOURCES)
     if "source" not in st.session_state:
-        st.session_state["source"] = "cifar" if st.session_state.get("cifar") else "sample"
-    source = side.radio(tr("sidebar.source"), sources, key="source", format_func=lambda s: tr(f"sidebar.source.{s}"))
+        st.session_state["source"] = "test" if st.session_state.get("test") else "sample"
+    images = test_images()
+    dataset = dataset_text(images.split.label) if images else ""
+    source = side.radio(
+        tr("sidebar.source"),
+        sources,
+        key="source",
+        format_func=lambda s: (
+            tr(f"sidebar.source.{s}_any") if s == "test" and not dataset else tr(f"sidebar.source.{s}", dataset=dataset)
+        ),
+    )
     if source == "sample":
         samples = sample_names()
         if st.session_state.get("sample") not in samples:
             st.session_state["sample"] = samples[0]
         side.selectbox(tr("sidebar.sample"), samples, key="sample")
         set_param("sample", st.session_state["sample"])
-        set_param("cifar", None)
+        set_param("test", None)
     elif source == "upload":
         upload = side.file_uploader(tr("sidebar.upload"), type=None, key="upload")
         side.caption(tr("sidebar.upload_limit", limit=st.get_option("server.maxUploadSize")))
@@ -509,9 +542,9 @@ def sidebar() -> None:
         elif st.session_state.get("upload_bytes"):  # the uploader forgets its file on a page switch; the image stays
             side.caption(tr("sidebar.upload_kept", name=st.session_state.get("upload_name", "")))
         set_param("sample", None)
-        set_param("cifar", None)
+        set_param("test", None)
     else:
-        _cifar_picker(side)
+        _test_picker(side, images)
 
     device = zoo.pick_device()
     side.caption(f"{tr('sidebar.device')}: {device_text(device)}")
@@ -583,33 +616,33 @@ def presenter_mode() -> None:
     )
 
 
-def _cifar_picker(side) -> None:
-    root = cifar_root()
-    if root is None:
-        side.info(tr("sidebar.no_cifar"))
+def _test_picker(side, images: lab.TestImages | None) -> None:
+    """A class, an index within it, and a dice: any test image of the model's dataset."""
+    if images is None:
+        side.info(tr("sidebar.no_test"))
         return
-    classes = vdata.folder_classes(Path(root))
-    chosen = str(st.session_state.get("cifar", f"{classes[0]}/0"))
-    cls, _, index = chosen.partition("/")
-    if "cifar_class" not in st.session_state:
-        st.session_state["cifar_class"] = cls if cls in classes else classes[0]
-    if "cifar_index" not in st.session_state:
-        st.session_state["cifar_index"] = int(index) if index.isdigit() else 0
-    side.selectbox(tr("sidebar.cifar_class"), classes, key="cifar_class", format_func=label)
-    count = vdata.count_images(Path(root) / st.session_state["cifar_class"])
-    st.session_state["cifar_index"] = min(st.session_state["cifar_index"], max(count - 1, 0))
-    side.number_input(tr("sidebar.cifar_index"), 0, max(count - 1, 0), key="cifar_index")
+    classes = images.classes()
+    cls, _, index = str(st.session_state.get("test", "")).rpartition("/")  # class names may hold "/"
+    if st.session_state.get("test_class") not in classes:  # none yet, or the last model's dataset
+        st.session_state["test_class"] = cls if cls in classes else classes[0]
+        st.session_state["test_index"] = int(index) if index.isdigit() and cls in classes else 0
+    if not isinstance(st.session_state.get("test_index"), int):
+        st.session_state["test_index"] = 0
+    side.selectbox(tr("sidebar.test_class"), classes, key="test_class", format_func=label)
+    count = images.count(st.session_state["test_class"])
+    st.session_state["test_index"] = min(max(st.session_state["test_index"], 0), max(count - 1, 0))
+    side.number_input(tr("sidebar.test_index"), 0, max(count - 1, 0), key="test_index")
     side.button(
-        tr("sidebar.cifar_random"), key="cifar_random", on_click=_random_cifar, args=(root,), icon=":material/casino:"
+        tr("sidebar.test_random"), key="test_random", on_click=_random_test, args=(images,), icon=":material/casino:"
     )
-    st.session_state["cifar"] = f"{st.session_state['cifar_class']}/{st.session_state['cifar_index']}"
-    set_param("cifar", st.session_state["cifar"])
+    st.session_state["test"] = f"{st.session_state['test_class']}/{st.session_state['test_index']}"
+    set_param("test", st.session_state["test"])
     set_param("sample", None)
 
 
-def _random_cifar(root: str) -> None:
+def _random_test(images: lab.TestImages) -> None:
     """A button's callback (it runs before the picker's widgets): any test image."""
-    st.session_state["cifar_class"], st.session_state["cifar_index"] = vdata.random_folder_image(Path(root))
+    st.session_state["test_class"], st.session_state["test_index"] = images.random()
 
 
 def model_name() -> str:
@@ -622,11 +655,11 @@ def image_bytes() -> bytes | None:
     source = st.session_state.get("source", "sample")
     if source == "upload":
         return st.session_state.get("upload_bytes")
-    if source == "cifar":
-        root, chosen = cifar_root(), chosen_test_image()
-        if root is None or chosen is None:
+    if source == "test":
+        images, chosen = test_images(), chosen_test_image()
+        if images is None or chosen is None:
             return None
-        return vdata.folder_image_bytes(Path(root), *chosen)
+        return images.image_bytes(*chosen)
     name = st.session_state.get("sample") or sample_names()[0]
     path = SAMPLES / Path(name).name
     return path.read_bytes() if path.exists() else None
@@ -689,20 +722,22 @@ def current() -> Current:
         st.stop()
     for note in notes:
         st.caption(tr("note.image", message=note))
+    if vdata.inverts(decoded_image(data), model.config.preprocess, model.config.in_chans):
+        st.caption(tr("note.inverted"))
     probs = trace.logits[0].float().softmax(dim=-1)  # (K,)
     return Current(name, model, spec, array, data, trace, verdict(probs, model.config.class_names, true_class()))
 
 
 def chosen_test_image() -> tuple[str, int] | None:
-    """The chosen CIFAR-10 test image as (class folder, index), or None when the image comes from elsewhere."""
-    if st.session_state.get("source") != "cifar" or "cifar" not in st.session_state:
+    """The chosen test image as (class, index within the class), or None when the image comes from elsewhere."""
+    if st.session_state.get("source") != "test" or "test" not in st.session_state:
         return None
-    cls, _, index = str(st.session_state["cifar"]).partition("/")
+    cls, _, index = str(st.session_state["test"]).rpartition("/")  # "T-shirt/top/3": the last "/" ends the class
     return (cls, int(index)) if cls and index.isdigit() else None
 
 
 def true_class() -> str | None:
-    """The known class of the chosen image: its class folder when it is a CIFAR-10 test image."""
+    """The known class of the chosen image: its class when it is a test image."""
     chosen = chosen_test_image()
     return chosen[0] if chosen else None
 
@@ -718,6 +753,7 @@ def show_verdict(found: Verdict | None, where=None) -> None:
         "p": f"{found.probability:.1%}",
         "rank": found.rank,
         "n": found.num_classes,
+        "dataset": dataset_text(images.split.label) if (images := test_images()) else "",
     }
     if found.correct:
         where.success(tr("verdict.right", **values), icon=":material/check_circle:")

@@ -1,0 +1,101 @@
+"""The model card: what a trained model says about itself, read and written in one place.
+
+A card is the json beside a model's weights (``assets/models/cifar10-vit.json``): the config the
+weights fit, the training recipe of every stage, the per-epoch history, where the data came from,
+and what the test split gave. ``vitviz.train`` writes one at the end of a run, ``vitviz.ship``
+adds the measured accuracy, ``vitviz.zoo`` reads it to build a model, and the app's card page
+shows it. Like ``Trace``, it is a typed object rather than a dictionary every reader walks
+with ``.get().get()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class ModelCard:
+    """One model's card.
+
+    Attributes:
+        name: the model's name (a registry name once shipped).
+        config: the model config as json (``config_from_dict`` builds it).
+        recipe: the last stage's training recipe (``TrainConfig`` as json).
+        epochs: epochs trained, counted from the first stage.
+        planned_epochs: epochs the last stage was to reach (more than ``epochs`` for a checkpoint).
+        wall_time_s: seconds of training, all stages.
+        history: one row per epoch ("epoch", "train_loss", "test_accuracy", ...), all stages.
+        stages: one entry per stage ("name", "epochs", "recipe"); empty for a single run.
+        test_accuracy: top-1 on ``tested_on``.
+        evaluated: what shipping measured ("misclassified", "weights_sha256", "per_class_accuracy").
+        trained_on, tested_on: the splits as ``vitviz.data.describe`` writes them.
+        hardware: where it trained ("CPU (..., 2 threads)", a GPU's name).
+        teacher: the distillation teacher ("name", "weights_sha256", "test_accuracy"), if any.
+        interim: set when the card is a checkpoint's ("checkpoint after epoch 4 of 30").
+        extra: every other field, kept as written (precision, processes, torch version, ...).
+    """
+
+    name: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    recipe: dict[str, Any] = field(default_factory=dict)
+    epochs: int = 0
+    planned_epochs: int | None = None
+    wall_time_s: float = 0.0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    test_accuracy: float | None = None
+    evaluated: dict[str, Any] = field(default_factory=dict)
+    trained_on: dict[str, Any] = field(default_factory=dict)
+    tested_on: dict[str, Any] = field(default_factory=dict)
+    hardware: str | None = None
+    teacher: dict[str, Any] | None = None
+    interim: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelCard:
+        """A card from its json; fields it does not name go to ``extra``."""
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(
+            **{k: v for k, v in data.items() if k in known},
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+
+    @classmethod
+    def read(cls, path: Path) -> ModelCard:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The json form: every field that says something (empty and None ones left out), then ``extra``."""
+        data = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name != "extra" and getattr(self, f.name) not in (None, {}, [])
+        }
+        return {**data, **self.extra}
+
+    def write(self, path: Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
+
+    def replace(self, **changes: Any) -> ModelCard:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def runs(self) -> list[dict[str, Any]]:
+        """The stages, or the one run of a card without any: each with "name", "epochs" and "recipe"."""
+        if self.stages:
+            return list(self.stages)
+        return [{"name": self.name, "epochs": self.epochs, "recipe": self.recipe}] if self.epochs else []
+
+    def stage_starts(self) -> list[int]:
+        """Each stage's first epoch, counted from 1 ([1, 41, 61] for stages of 40, 20 and ...)."""
+        lengths = [stage["epochs"] for stage in self.stages]
+        return [1 + sum(lengths[:i]) for i in range(len(lengths))]
+
+    @property
+    def per_class_accuracy(self) -> dict[str, float]:
+        return dict(self.evaluated.get("per_class_accuracy") or {})
