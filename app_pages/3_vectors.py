@@ -14,10 +14,10 @@ p, chans, dim = config.patch_size, config.feature_dim, config.embed_dim  # chans
 length = chans * p * p
 grid_h, grid_w = trace.grid_size
 count = grid_h * grid_w
-names = ["R", "G", "B"] if chans == 3 else [f"c{c}" for c in range(chans)]
+names = ["R", "G", "B"] if chans == 3 else ["L"] if chans == 1 else [f"c{c}" for c in range(chans)]
 ui.header(
     "page.vectors",
-    "vectors.intro",
+    "vectors.intro_gray" if chans == 1 else "vectors.intro",
     shape=f"patch_tokens {tuple(trace.patch_tokens.shape)}  ·  x_p: {chans} x {p} x {p} = {length}",
 )
 if config.is_hybrid:

@@ -18,6 +18,7 @@ FONT = dict(size=15)
 HEAT = "Viridis"
 DIVERGING = "RdBu_r"
 CHANNEL_COLOURS = ("#d62728", "#2ca02c", "#1f77b4")  # R, G, B
+GREY = "#6b6b6b"  # the one channel of a grey model
 TRUE_COLOUR = "#2ca02c"  # the known true class of a labelled image
 PREDICTED_COLOUR = "#ff2d55"  # the model's answer
 
@@ -439,7 +440,9 @@ def vector_bars(
     values = np.asarray(values, dtype=np.float64).ravel()
     fig = go.Figure()
     if segment:
-        for number, start in enumerate(range(0, len(values), segment)):
+        starts = range(0, len(values), segment)
+        colours = CHANNEL_COLOURS if len(starts) == 3 else (GREY,)  # R, G, B, or one grey channel
+        for number, start in enumerate(starts):
             stop = min(start + segment, len(values))
             name = names[number] if number < len(names) else str(number)
             fig.add_trace(
@@ -447,7 +450,7 @@ def vector_bars(
                     x=np.arange(start, stop),
                     y=values[start:stop],
                     name=name,
-                    marker_color=CHANNEL_COLOURS[number % 3],
+                    marker_color=colours[number % len(colours)],
                     hovertemplate="index %{x}: %{y:.3f}<extra>" + name + "</extra>",
                 )
             )

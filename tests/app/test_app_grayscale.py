@@ -162,3 +162,11 @@ def test_the_lab_lists_fashion_mistakes_and_opens_one_in_the_tour(fashion):
     class_name, _, index = at.session_state["test"].rpartition("/")
     assert class_name in FASHION_MNIST_CLASSES
     assert np.array_equal(model_input(at)[..., 0], dataset_image(class_name, int(index)))
+
+
+def test_the_vectors_page_flattens_one_grey_channel(fashion):
+    at = open_page("app_pages/3_vectors.py", custom_model=str(fashion[1]), source="test", test="Coat/0")
+    assert errors(at) == []
+    assert "one grey channel (C = 1)" in at.markdown[0].value
+    bars = figure(at, "vectors_flat")
+    assert [trace["name"] for trace in bars["data"]] == ["L"] and len(figure_array(bars["data"][0]["x"])) == 49
