@@ -21,7 +21,7 @@ m = st.columns(4)
 m[0].metric(ui.tr("card.params"), f"{total:,}")
 m[1].metric(ui.tr("card.flops"), f"{flops_per_image(config) / 1e9:.2f} GFLOP")
 m[2].metric(ui.tr("card.tokens"), f"{config.num_tokens} x {config.embed_dim}")
-accuracy = spec.card.get("test_accuracy")
+accuracy = spec.card.test_accuracy
 m[3].metric(ui.tr("card.accuracy"), f"{accuracy:.2%}" if accuracy is not None else "-")
 
 left, right = st.columns([3, 2])
@@ -60,14 +60,14 @@ def split_text(facts: dict) -> str:
 
 
 card = spec.card
-history = card.get("history") or []
+history = card.history
 if history:
     st.subheader(ui.tr("card.training"))
-    planned = card.get("planned_epochs") or card.get("recipe", {}).get("epochs")
-    stages = card.get("stages") or []
-    if card.get("interim"):
-        st.info(ui.tr("card.interim", epochs=card.get("epochs"), total=planned or "?"))
-    starts = [1 + sum(stage["epochs"] for stage in stages[:i]) for i in range(len(stages))]  # each stage's first epoch
+    planned = card.planned_epochs or card.recipe.get("epochs")
+    stages = card.stages
+    if card.interim:
+        st.info(ui.tr("card.interim", epochs=card.epochs, total=planned or "?"))
+    starts = card.stage_starts()  # each stage's first epoch
     if len(stages) > 1:
         parts = [
             ui.tr("card.stage", n=n, name=stage["name"], first=first, last=first + stage["epochs"] - 1)
@@ -77,11 +77,11 @@ if history:
     labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_KEYS}
     st.plotly_chart(plots.training_curves(history, labels, planned, starts[1:]), width="stretch", key="card_curves")
     facts = {
-        ui.tr("card.trained_on"): split_text(card.get("trained_on", {})),
-        ui.tr("card.tested_on"): split_text(card.get("tested_on", {})),
-        ui.tr("card.epochs"): card.get("epochs", "-"),
-        ui.tr("card.wall_time"): f"{card.get('wall_time_s', 0) / 3600:.1f} h",
-        ui.tr("card.hardware"): ui.hardware_text(card.get("hardware", "-")),
+        ui.tr("card.trained_on"): split_text(card.trained_on),
+        ui.tr("card.tested_on"): split_text(card.tested_on),
+        ui.tr("card.epochs"): card.epochs or "-",
+        ui.tr("card.wall_time"): f"{card.wall_time_s / 3600:.1f} h",
+        ui.tr("card.hardware"): ui.hardware_text(card.hardware or "-"),
     }
     left, right = st.columns([2, 3])
     left.dataframe(
@@ -90,7 +90,7 @@ if history:
         width="stretch",
         height=ui.table_height(len(facts)),
     )
-    per_class = card.get("evaluated", {}).get("per_class_accuracy") or {}
+    per_class = card.per_class_accuracy
     if per_class:
         right.plotly_chart(
             plots.bars(
@@ -104,8 +104,9 @@ if history:
         )
     # The recipe across the page's width: one column per stage, and the epochs each stage ran.
     st.markdown(f"**{ui.tr('card.recipe')}**")
-    recipes = [stage["recipe"] for stage in stages] or [card.get("recipe", {})]
-    run_epochs = [stage["epochs"] for stage in stages] if stages else [card["epochs"]] if card.get("epochs") else None
+    runs = card.runs  # the stages, or the one run
+    recipes = [run["recipe"] for run in runs] or [card.recipe]
+    run_epochs = [run["epochs"] for run in runs] or None
     rows = tables.recipe_rows(recipes, run_epochs, cut_short=ui.tr("card.cut_short"))
     columns = (
         [ui.tr("card.col.stage", n=n) for n in range(1, len(stages) + 1)]

@@ -19,15 +19,16 @@ already shipped.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from vitviz import zoo
+from vitviz.card import ModelCard
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import cache_dir, describe, load_split
 from vitviz.evaluate import evaluate, predictions_path, save_predictions, weights_hash
@@ -47,7 +48,16 @@ class ShipError(RuntimeError):
     """The run cannot be shipped; the message says why."""
 
 
-def load_run(run: Path, checkpoint: bool = False) -> tuple[torch.nn.Module, dict[str, Any]]:
+@dataclass
+class Shipping:
+    """What ``ship`` did: the evaluated card, whether it now is the shipped model, and if not why."""
+
+    card: ModelCard
+    shipped: bool
+    reason: str | None = None
+
+
+def load_run(run: Path, checkpoint: bool = False) -> tuple[torch.nn.Module, ModelCard]:
     """The model and card of a training run folder (final weights, or the latest checkpoint)."""
     run = Path(run)
     if not checkpoint and not (run / f"{run.name}.json").exists():
@@ -100,53 +110,49 @@ def ship(
     checkpoint: bool = False,
     hardware: str | None = None,
     floor: float | None = None,
-) -> dict[str, Any]:
+) -> Shipping:
     """Evaluate a run and write it to ``out_dir`` if it reaches ``floor`` and beats what is there.
 
     Returns:
-        The card that was written, with "shipped": True, or the evaluated card with
-        "shipped": False and "reason" when the current model stays.
+        The evaluated card, and whether it was written (or why the current model stays).
     """
     floor = FLOORS.get(name, FLOOR) if floor is None else floor
     model, card = load_run(run, checkpoint)
     test = load_split(data, "test")
     result = evaluate(model, test, name=name)
-    card = dict(card)
-    card["name"] = name
-    card["test_accuracy"] = result.accuracy
-    card["evaluated"] = {  # what the test split (tested_on below) gave
-        "misclassified": result.misclassified,
-        "weights_sha256": weights_hash(model),
-        "per_class_accuracy": dict(
-            zip(result.classes, [round(a, 4) for a in result.per_class_accuracy()], strict=True)
-        ),
-    }
-    if hardware or "hardware" not in card:
-        card["hardware"] = hardware or hardware_label()
-    if "dataset" not in card.get("trained_on", {}):  # a checkpoint's card: describe its training split
-        card["trained_on"] = _training_split(card.get("recipe", {}).get("data"))
-    card["tested_on"] = describe(test)
+    card = card.replace(
+        name=name,
+        test_accuracy=result.accuracy,
+        evaluated={  # what the test split (tested_on below) gave
+            "misclassified": result.misclassified,
+            "weights_sha256": weights_hash(model),
+            "per_class_accuracy": dict(
+                zip(result.classes, [round(a, 4) for a in result.per_class_accuracy()], strict=True)
+            ),
+        },
+        tested_on=describe(test),
+    )
+    if hardware or not card.hardware:
+        card.hardware = hardware or hardware_label()
+    if "dataset" not in card.trained_on:  # a checkpoint's card: describe its training split
+        card.trained_on = _training_split(card.recipe.get("data"))
     if result.accuracy < floor:
-        return {**card, "shipped": False, "reason": f"{result.accuracy:.4f} is below the {floor:.2f} floor"}
+        return Shipping(card, False, f"{result.accuracy:.4f} is below the {floor:.2f} floor")
     out_dir = Path(out_dir)
     current = out_dir / f"{name}.json"
     if current.exists():
-        previous = json.loads(current.read_text()).get("test_accuracy") or 0.0
+        previous = ModelCard.read(current).test_accuracy or 0.0
         if result.accuracy <= previous:
-            return {
-                **card,
-                "shipped": False,
-                "reason": f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}",
-            }
+            return Shipping(card, False, f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}")
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = out_dir / f"{name}.safetensors"
     size = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     if size > MAX_BYTES:
         raise ShipError(f"The weights take {size:,} bytes, above the {MAX_BYTES:,}-byte limit for shipped models.")
-    card = portable(card)
-    zoo.save(model, weights, card={k: v for k, v in card.items() if k != "config"})
-    save_predictions(result, predictions_path(weights), card["evaluated"]["weights_sha256"], test.fingerprint)
-    return {**card, "shipped": True}
+    card = ModelCard.from_dict(portable(card.to_dict()))
+    zoo.save(model, weights, card=card)
+    save_predictions(result, predictions_path(weights), card.evaluated["weights_sha256"], test.fingerprint)
+    return Shipping(card, True)
 
 
 def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) -> Path:
@@ -204,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run is None:
         parser.error("give a training run folder (or --predictions-only)")
     try:
-        card = ship(
+        shipping = ship(
             args.run.expanduser(),
             args.data,
             args.out,
@@ -216,10 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ShipError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    verdict = "shipped" if card["shipped"] else f"kept the current model: {card['reason']}"
-    print(
-        f"{card['name']}: test accuracy {card['test_accuracy']:.4f} on {card['tested_on']['images']} images; {verdict}"
-    )
+    card = shipping.card
+    verdict = "shipped" if shipping.shipped else f"kept the current model: {shipping.reason}"
+    print(f"{card.name}: test accuracy {card.test_accuracy:.4f} on {card.tested_on['images']} images; {verdict}")
     return 0
 
 

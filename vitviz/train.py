@@ -49,6 +49,7 @@ from torchvision.transforms import v2
 from tqdm import tqdm
 
 from vitviz import zoo
+from vitviz.card import ModelCard
 from vitviz.config import ModelConfig, Preprocess, cifar10_cnn_config, cifar10_vit_config, config_from_dict
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import ImageSet, cache_dir, describe, load_split, normalise, save_atomic, spread_subset
@@ -176,21 +177,18 @@ def lineage_fields(
     return fields
 
 
-def _as_parent(card: dict[str, Any], source: str) -> dict[str, Any]:
+def _as_parent(card: ModelCard, source: str) -> dict[str, Any]:
     """The lineage a new stage inherits from a card (a finished run's, a checkpoint's or a shipped model's)."""
-    stages = card.get("stages") or [
-        {"name": card.get("name"), "epochs": card.get("epochs", 0), "recipe": card.get("recipe", {})}
-    ]
     return {
-        "epochs": card.get("epochs", 0),
-        "wall_s": card.get("wall_time_s", 0.0),
-        "history": card.get("history", []),
-        "stages": stages,
+        "epochs": card.epochs,
+        "wall_s": card.wall_time_s,
+        "history": card.history,
+        "stages": card.stages or [{"name": card.name, "epochs": card.epochs, "recipe": card.recipe}],
         "source": source,
     }
 
 
-def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Tensor], ModelConfig, dict[str, Any]]:
+def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Tensor], ModelConfig, ModelCard]:
     """Weights, config and card of a training run, never running code from the files.
 
     Args:
@@ -222,18 +220,18 @@ def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Te
         card_path = source.with_suffix(".json")
         if not card_path.exists():
             raise FileNotFoundError(f"{source.name} has no json card beside it ({card_path.name}) to say its config.")
-        card = json.loads(card_path.read_text())
-        return load_file(str(source)), config_from_dict(card["config"]), card
+        card = ModelCard.read(card_path)
+        return load_file(str(source)), config_from_dict(card.config), card
     state = torch.load(source, map_location="cpu", weights_only=True)
     recipe = state["train_config"]
     lineage = state.get("lineage")
-    card = {
-        "name": source.parent.name,
-        "config": state["vit_config"],
-        "recipe": recipe,
+    card = ModelCard(
+        name=source.parent.name,
+        config=state["vit_config"],
+        recipe=recipe,
         **lineage_fields(recipe.get("name", source.parent.name), recipe, state["history"], state["wall_s"], lineage),
-    }
-    card["interim"] = f"checkpoint after epoch {card['epochs']} of {card['planned_epochs']}"
+    )
+    card.interim = f"checkpoint after epoch {card.epochs} of {card.planned_epochs}"
     return state["model"], config_from_dict(state["vit_config"]), card
 
 
@@ -368,7 +366,7 @@ def load_teacher(name: str, classes: list[str], device: torch.device) -> tuple[n
     about = {
         "name": name,
         "weights_sha256": weights_hash(loaded.model),
-        "test_accuracy": loaded.spec.card.get("test_accuracy"),
+        "test_accuracy": loaded.spec.card.test_accuracy,
     }
     return loaded.model.eval(), about
 
@@ -434,7 +432,7 @@ def evaluate_accuracy(
 # ---------------------------------------------------------------------------------------------
 
 
-def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
+def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     """Train (or resume) a run; returns its card (config, recipe, history, accuracy).
 
     Args:
@@ -609,12 +607,11 @@ def train(cfg: TrainConfig, out: Path | None = None) -> dict[str, Any]:
             dist.barrier()
 
     card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype)
-    if teacher_card:
-        card["teacher"] = teacher_card
+    card.teacher = teacher_card
     if rank == 0:
         weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(weights, str(out / f"{cfg.name}.safetensors"), metadata={"format": "pt", "vitviz": "1"})
-        (out / f"{cfg.name}.json").write_text(json.dumps(card, indent=1))
+        card.write(out / f"{cfg.name}.json")
         log.info("wrote %s", out / f"{cfg.name}.safetensors")
     if dist.is_initialized():
         dist.barrier()
@@ -650,22 +647,24 @@ def _card(
     test_set: ImageSet,
     world: int,
     dtype: torch.dtype | None,
-) -> dict[str, Any]:
+) -> ModelCard:
     final = history[-1] if history else {}
     recipe = _jsonable(dataclasses.asdict(cfg))
-    return {
-        "name": cfg.name,
-        "config": vit_config.to_dict(),
-        "recipe": recipe,
-        "precision": str(dtype).replace("torch.", "") if dtype else "float32",
-        "processes": world,
-        "trained_on": describe(train_set),
-        "tested_on": describe(test_set),
-        "test_accuracy": final.get("test_accuracy"),
-        "hardware": hardware_label(),
-        "torch": torch.__version__,
+    return ModelCard(
+        name=cfg.name,
+        config=vit_config.to_dict(),
+        recipe=recipe,
+        trained_on=describe(train_set),
+        tested_on=describe(test_set),
+        test_accuracy=final.get("test_accuracy"),
+        hardware=hardware_label(),
+        extra={
+            "precision": str(dtype).replace("torch.", "") if dtype else "float32",
+            "processes": world,
+            "torch": torch.__version__,
+        },
         **lineage_fields(cfg.name, recipe, history, wall, lineage),
-    }
+    )
 
 
 def _yes_no(text: str) -> bool:
@@ -712,7 +711,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = parse_args(argv)
     card = train(cfg)
     if int(os.environ.get("RANK", "0")) == 0:
-        print(json.dumps({k: card[k] for k in ("name", "test_accuracy", "epochs", "wall_time_s")}))
+        print(json.dumps({k: card.to_dict().get(k) for k in ("name", "test_accuracy", "epochs", "wall_time_s")}))
 
 
 if __name__ == "__main__":

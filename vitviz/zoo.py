@@ -25,6 +25,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from vitviz.card import ModelCard
 from vitviz.config import (
     HALF,
     IMAGENET_MEAN,
@@ -69,7 +70,7 @@ class ModelSpec:
         trained: False for random-init models, which the app marks as untrained.
         offline: whether it loads with no network.
         description: one sentence on where it comes from.
-        card: the json card of a shipped model (training recipe, accuracy, history).
+        card: the card of a shipped or trained model (training recipe, accuracy, history); empty for others.
         path: the weights file of a shipped or local model.
     """
 
@@ -80,7 +81,7 @@ class ModelSpec:
     trained: bool
     offline: bool
     description: str
-    card: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    card: ModelCard = field(default_factory=ModelCard, compare=False, hash=False)
     path: Path | None = None
 
     def title_in(self, lang: str) -> str:
@@ -100,15 +101,15 @@ class ModelSpec:
         return _entry_text(self.name, part, lang, self.card) if f"zoo.{self.name}.{part}" in TEXT else fallback
 
 
-def _entry(name: str, card: dict[str, Any] | None = None, **fields: Any) -> ModelSpec:
+def _entry(name: str, card: ModelCard | None = None, **fields: Any) -> ModelSpec:
     """A registry spec whose title and description come from the i18n table (English here)."""
     title, about = _entry_text(name, "title", card=card), _entry_text(name, "about")
-    return ModelSpec(name=name, title=title, description=about, card=card or {}, **fields)
+    return ModelSpec(name=name, title=title, description=about, card=card or ModelCard(), **fields)
 
 
-def _entry_text(name: str, part: str, lang: str = "en", card: dict[str, Any] | None = None) -> str:
+def _entry_text(name: str, part: str, lang: str = "en", card: ModelCard | None = None) -> str:
     """A registry entry's "title" or "about" text; the i18n table holds every language."""
-    accuracy = (card or {}).get("test_accuracy")
+    accuracy = card.test_accuracy if card else None
     return t(f"zoo.{name}.{part}", lang, accuracy=f"{accuracy:.1%}" if accuracy is not None else "?")
 
 
@@ -138,12 +139,12 @@ def _registry() -> dict[str, ModelSpec]:
     for name, folder, source in found:
         card_path, weights = folder / f"{name}.json", folder / f"{name}.safetensors"
         if card_path.exists() and weights.exists():
-            card = json.loads(card_path.read_text())
+            card = ModelCard.read(card_path)
             specs.append(
                 _entry(
                     name,
                     source=source,
-                    config=config_from_dict(card["config"]),
+                    config=config_from_dict(card.config),
                     trained=True,
                     offline=True,
                     card=card,
@@ -447,19 +448,19 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
         raise ModelLoadError("model.mismatch", file=path.name, error=str(err)) from None
     except (ValueError, TypeError, KeyError) as err:
         raise ModelLoadError("model.load_failed", file=path.name, error=str(err)) from None
-    card = meta if meta and "config" in meta else {}
+    card = ModelCard.from_dict(meta) if meta and "config" in meta else ModelCard()
     spec = ModelSpec(
         str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path
     )
     return model, spec
 
 
-def save(model: VisionTransformer, path: Path, card: dict[str, Any] | None = None) -> None:
-    """Write weights as safetensors and the config (plus any card fields) as json beside them."""
+def save(model: VisionTransformer, path: Path, card: ModelCard | None = None) -> None:
+    """Write weights as safetensors and the config (with the card, if any) as json beside them."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
     save_file(tensors, str(path), metadata={"format": "pt"})
-    meta = dict(card or {})
-    meta["config"] = model.config.to_dict()
+    meta = card.to_dict() if card else {}
+    meta["config"] = model.config.to_dict()  # the weights' own config, whatever the card said
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))

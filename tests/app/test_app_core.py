@@ -10,6 +10,7 @@ import torch
 from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
 from vitviz import tour, zoo
 from vitviz.app import ui
+from vitviz.card import ModelCard
 from vitviz.model import VisionTransformer
 
 
@@ -171,7 +172,7 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
     ]
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
-    zoo.save(VisionTransformer(tiny_config), path, card={"history": history, "test_accuracy": 0.75, "epochs": 3})
+    zoo.save(VisionTransformer(tiny_config), path, card=ModelCard(history=history, test_accuracy=0.75, epochs=3))
     at = open_page("app_pages/9_card.py", custom_model=str(path))
     assert errors(at) == []
     assert "75.00%" in metric_values(at)
@@ -205,7 +206,7 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
     }
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
-    zoo.save(VisionTransformer(tiny_config), path, card=card)
+    zoo.save(VisionTransformer(tiny_config), path, card=ModelCard.from_dict(card))
     at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(path), lang="ko")
     assert errors(at) == []
     assert any("40에폭 중 2에폭" in i.value for i in at.info)  # an interim model says so

@@ -22,8 +22,7 @@ def run(tmp_path_factory):
 
 def test_the_card_holds_what_evaluate_measures(run, tmp_path):
     folder, data = run
-    card = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
-    assert card["shipped"]
+    assert ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0).shipped
     written = json.loads((tmp_path / "tiny.json").read_text())
     model, spec = zoo.load(str(tmp_path / "tiny.safetensors"))
     measured = evaluate(model, load_split(data, "test"), use_cache=False)
@@ -64,15 +63,15 @@ def test_weights_that_do_not_beat_the_shipped_ones_are_not_written(run, tmp_path
     card["test_accuracy"] = 1.01  # pretend the shipped model is better than anything
     (tmp_path / "tiny.json").write_text(json.dumps(card))
     again = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
-    assert not again["shipped"] and "does not beat" in again["reason"]
+    assert not again.shipped and "does not beat" in again.reason
     assert json.loads((tmp_path / "tiny.json").read_text())["test_accuracy"] == 1.01
 
 
 def test_weights_below_the_floor_are_not_written(run, tmp_path, capsys):
     folder, data = run
-    measured = ship(folder, str(data), out_dir=tmp_path / "probe", name="tiny", floor=0.0)["test_accuracy"]
-    card = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=measured + 0.01)
-    assert not card["shipped"] and "below the" in card["reason"]
+    measured = ship(folder, str(data), out_dir=tmp_path / "probe", name="tiny", floor=0.0).card.test_accuracy
+    kept = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=measured + 0.01)
+    assert not kept.shipped and "below the" in kept.reason
     assert not (tmp_path / "tiny.safetensors").exists() and not (tmp_path / "tiny.json").exists()
     assert main([str(folder), "--data", str(data), "--out", str(tmp_path), "--floor", "1.01"]) == 0
     assert "kept the current model" in capsys.readouterr().out and not (tmp_path / "cifar10-vit.json").exists()
@@ -80,8 +79,8 @@ def test_weights_below_the_floor_are_not_written(run, tmp_path, capsys):
 
 def test_an_unfinished_run_ships_from_its_checkpoint(run, tmp_path):
     folder, data = run
-    card = ship(folder, str(data), out_dir=tmp_path, name="tiny", checkpoint=True, floor=0.0)
-    assert card["shipped"] and card["interim"].startswith("checkpoint after epoch 2")
+    shipping = ship(folder, str(data), out_dir=tmp_path, name="tiny", checkpoint=True, floor=0.0)
+    assert shipping.shipped and shipping.card.interim.startswith("checkpoint after epoch 2")
     written = json.loads((tmp_path / "tiny.json").read_text())
     for field in ("recipe", "history", "epochs", "wall_time_s", "hardware", "trained_on", "tested_on", "test_accuracy"):
         assert field in written, field

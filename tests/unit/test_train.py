@@ -14,6 +14,7 @@ from tests.helpers import TINY, make_image_folder, tiny_recipe, write_idx
 from vitviz import data as vdata
 from vitviz import train as train_module
 from vitviz import zoo
+from vitviz.card import ModelCard
 from vitviz.train import TrainConfig, learning_rate, parse_args, read_run, same_recipe, train
 
 
@@ -24,9 +25,9 @@ def dataset(tmp_path_factory):
 
 def test_loss_falls_and_card_is_written(dataset, tmp_path):
     card = train(tiny_recipe(dataset), out=tmp_path)
-    losses = [row["train_loss"] for row in card["history"]]
+    losses = [row["train_loss"] for row in card.history]
     assert losses[-1] < losses[0] * 0.8
-    assert card["test_accuracy"] > 0.6  # three colour classes, chance is 1/3
+    assert card.test_accuracy > 0.6  # three colour classes, chance is 1/3
     saved = json.loads((tmp_path / "tiny.json").read_text())
     assert saved["epochs"] == 3 and saved["config"]["num_classes"] == 3
     assert {"train_loss", "train_accuracy", "test_accuracy", "lr", "seconds"} <= set(saved["history"][0])
@@ -53,12 +54,12 @@ def test_resume_continues_where_it_stopped(dataset, tmp_path, monkeypatch):
     assert torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=True)["epoch"] == 1
     resumed = train(recipe, out=tmp_path / "resumed")
 
-    assert [r["epoch"] for r in resumed["history"]] == [1, 2]
+    assert [r["epoch"] for r in resumed.history] == [1, 2]
     a = load_file(str(tmp_path / "straight" / "tiny.safetensors"))
     b = load_file(str(tmp_path / "resumed" / "tiny.safetensors"))
     for key in a:
         torch.testing.assert_close(a[key], b[key], msg=key)
-    assert resumed["history"][1]["train_loss"] == pytest.approx(straight["history"][1]["train_loss"], rel=1e-5)
+    assert resumed.history[1]["train_loss"] == pytest.approx(straight.history[1]["train_loss"], rel=1e-5)
 
 
 def test_changed_recipe_is_not_resumed(dataset, tmp_path):
@@ -88,26 +89,26 @@ def test_a_second_stage_starts_from_the_first_ones_weights_and_counts_on(dataset
     b = load_file(str(tmp_path / "tiny2" / "tiny2.safetensors"))
     for key in a:
         torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
-    assert second["test_accuracy"] == pytest.approx(first["test_accuracy"])
+    assert second.test_accuracy == pytest.approx(first.test_accuracy)
 
-    assert [row["epoch"] for row in second["history"]] == [1, 2, 3]
-    assert second["history"][:2] == first["history"]
-    assert second["epochs"] == 3 and second["planned_epochs"] == 3
-    assert [(s["name"], s["epochs"], s["recipe"]["lr"]) for s in second["stages"]] == [
+    assert [row["epoch"] for row in second.history] == [1, 2, 3]
+    assert second.history[:2] == first.history
+    assert second.epochs == 3 and second.planned_epochs == 3
+    assert [(s["name"], s["epochs"], s["recipe"]["lr"]) for s in second.stages] == [
         ("tiny", 2, 3e-3),
         ("tiny2", 1, 0.0),
     ]
-    assert second["wall_time_s"] >= first["wall_time_s"]
+    assert second.wall_time_s >= first.wall_time_s
 
     # a third stage from the second's checkpoint inherits both stages
     _, _, interim = read_run(tmp_path / "tiny2", checkpoint=True)
-    assert interim["interim"] == "checkpoint after epoch 3 of 3"
+    assert interim.interim == "checkpoint after epoch 3 of 3"
     third = train(
         tiny_recipe(dataset, name="tiny3", epochs=1, init_from=str(tmp_path / "tiny2" / "checkpoint.pt")),
         out=tmp_path / "tiny3",
     )
-    assert [s["name"] for s in third["stages"]] == ["tiny", "tiny2", "tiny3"]
-    assert [row["epoch"] for row in third["history"]] == [1, 2, 3, 4]
+    assert [s["name"] for s in third.stages] == ["tiny", "tiny2", "tiny3"]
+    assert [row["epoch"] for row in third.history] == [1, 2, 3, 4]
 
 
 def test_a_second_stage_keeps_the_model_and_its_classes(dataset, tmp_path):
@@ -185,10 +186,10 @@ def test_torchrun_two_processes(dataset, tmp_path):
     ]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    card = json.loads((tmp_path / "runs" / "ddp" / "ddp.json").read_text())
-    assert card["processes"] == 2
-    assert card["history"][0]["epoch"] == 1
-    assert 0.0 <= card["test_accuracy"] <= 1.0
+    card = ModelCard.read(tmp_path / "runs" / "ddp" / "ddp.json")
+    assert card.extra["processes"] == 2
+    assert card.history[0]["epoch"] == 1
+    assert 0.0 <= card.test_accuracy <= 1.0
 
 
 TINY_CNN = {"stem_width": 4, "widths": [8, 8], "batchnorm_momentum": 0.5}  # 27 steps: running stats must keep up
@@ -202,8 +203,8 @@ def test_cnn_trains_through_the_same_command(dataset, tmp_path):
     from vitviz.config import CNNConfig
 
     card = train(cnn_recipe(dataset), out=tmp_path)
-    assert card["test_accuracy"] > 0.6  # three colour classes, chance is 1/3
-    assert card["config"]["arch"] == "cnn"
+    assert card.test_accuracy > 0.6  # three colour classes, chance is 1/3
+    assert card.config["arch"] == "cnn"
     assert "groups.0.conv1.weight" in load_file(str(tmp_path / "tiny.safetensors"))
     _, config, _ = read_run(tmp_path)
     assert isinstance(config, CNNConfig) and config.widths == (8, 8)
@@ -252,11 +253,11 @@ def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_pa
     student_train = [x for x in seen["student"] if x.shape[0] == 32][:steps]
     for student, teacher in zip(student_train, seen["teacher"], strict=True):
         assert torch.equal(student, teacher)
-    assert card["teacher"]["name"] == str(teacher_file)
+    assert card.teacher["name"] == str(teacher_file)
     from vitviz import zoo
 
-    assert card["teacher"]["weights_sha256"] == weights_hash(zoo.load(str(teacher_file), "cpu").model)
-    assert card["teacher"]["test_accuracy"] > 0.6
+    assert card.teacher["weights_sha256"] == weights_hash(zoo.load(str(teacher_file), "cpu").model)
+    assert card.teacher["test_accuracy"] > 0.6
 
 
 def test_distillation_losses():
@@ -297,9 +298,9 @@ def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tm
     cfg = parse_args(["--preset", "mnist-vit", "--data", str(tmp_path), "--epochs", "2", "--warmup-epochs", "0"])
     assert cfg.name == "mnist-vit" and not cfg.flip and cfg.model["in_chans"] == 1
     card = train(dataclasses.replace(cfg, amp="off", threads=1, eval_every=1))
-    config = card["config"]
+    config = card.config
     assert (config["in_chans"], config["patch_size"], config["embed_dim"], config["depth"]) == (1, 7, 128, 3)
-    assert card["trained_on"]["dataset"] == "MNIST"
+    assert card.trained_on["dataset"] == "MNIST"
     monkeypatch.setattr(zoo, "REGISTRY", zoo._registry())  # what the next start of the app reads
     assert zoo.REGISTRY["mnist-vit"].source == "run" and zoo.REGISTRY["mnist-vit"].trained
     model, _ = zoo.load("mnist-vit")

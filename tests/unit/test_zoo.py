@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from vitviz import zoo
+from vitviz.card import ModelCard
 from vitviz.config import CNNConfig, ViTConfig
 from vitviz.i18n import LANGUAGES
 from vitviz.model import VisionTransformer, build_model
@@ -62,7 +63,12 @@ def test_every_entry_is_titled_and_described_in_every_language(name):
 
 def test_shipped_title_shows_its_accuracy_and_other_names_show_themselves():
     shipped = zoo._entry(
-        zoo.SHIPPED, card={"test_accuracy": 0.91234}, source="shipped", config=ViTConfig(), trained=True, offline=True
+        zoo.SHIPPED,
+        card=ModelCard(test_accuracy=0.91234),
+        source="shipped",
+        config=ViTConfig(),
+        trained=True,
+        offline=True,
     )
     assert "91.2%" in shipped.title_in("en") and "91.2%" in shipped.title_in("ko")
     other = zoo.ModelSpec(
@@ -145,11 +151,11 @@ def test_a_wrapped_checkpoint_is_read_as_its_state_dict(tmp_path, tiny_config, w
 def test_safetensors_with_json_round_trip(tmp_path, tiny_config):
     torch.manual_seed(1)
     model = VisionTransformer(tiny_config)
-    zoo.save(model, tmp_path / "mine.safetensors", card={"note": "test"})
+    zoo.save(model, tmp_path / "mine.safetensors", card=ModelCard(extra={"note": "test"}))
     loaded, spec = zoo.load(str(tmp_path / "mine.safetensors"))
     for key, value in model.state_dict().items():
         assert torch.equal(value, loaded.state_dict()[key])
-    assert spec.config == tiny_config
+    assert spec.config == tiny_config and spec.card.extra == {"note": "test"}
 
 
 def test_checkpoint_that_does_not_match_its_config(tmp_path, tiny_config):
