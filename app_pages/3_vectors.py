@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from vitviz import analysis, clicks, plots
+from vitviz import analysis, plots
 from vitviz.app import ui
 from vitviz.data import denormalize
 from vitviz.patches import ROUTE_TOLERANCE, compare_routes
@@ -24,13 +24,6 @@ if config.is_hybrid:
     st.info(ui.tr("vectors.hybrid", p=p, chans=chans, length=length))
 
 
-def _pick_patch() -> None:
-    """A click on the patch grid chooses the patch (runs before the page, so the selectbox follows)."""
-    index = clicks.patch_from_selection(st.session_state.get("vectors_grid"), count)
-    if index is not None:
-        st.session_state["patch"] = index
-
-
 left, right = st.columns([2, 3])
 index = ui.patch_picker(right, "vectors.choose", "patch", (grid_h, grid_w))
 model_input = denormalize(trace.pixels[0], config.preprocess)
@@ -40,7 +33,7 @@ left.plotly_chart(
     ),
     width="stretch",
     key="vectors_grid",
-    on_select=_pick_patch,
+    on_select=ui.choose_clicked_patch("vectors_grid", "patch", count),
     selection_mode="points",
 )
 

@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, clicks, plots
+from vitviz import analysis, plots
 from vitviz.app import ui
 
 cur = ui.current()
@@ -66,13 +66,6 @@ st.markdown(ui.tr("tokens.similarity_intro"))
 similarities = {k: v.numpy() for k, v in analysis.position_similarities(pos_embed, trace.grid_size, prefix).items()}
 
 
-def _pick_position() -> None:
-    """A click on a small map chooses that position (runs before the page, so the selectbox follows)."""
-    index = clicks.patch_from_selection(st.session_state.get("tokens_mosaic"), count)
-    if index is not None:
-        st.session_state["pos"] = index
-
-
 left, right = st.columns([3, 2])
 pos = ui.patch_picker(right, "tokens.choose_pos", "pos", (grid_h, grid_w))
 row, col = divmod(pos, grid_w)
@@ -80,7 +73,7 @@ left.plotly_chart(
     plots.similarity_grid(similarities["model"], title=ui.tr("tokens.mosaic_title", h=grid_h, w=grid_w), selected=pos),
     width="stretch",
     key="tokens_mosaic",
-    on_select=_pick_position,
+    on_select=ui.choose_clicked_patch("tokens_mosaic", "pos", count),
     selection_mode="points",
 )
 large_title = ui.tr("tokens.large_title", index=pos + 1, row=row + 1, col=col + 1)

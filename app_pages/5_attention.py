@@ -7,12 +7,10 @@ token k is patch k. HEAD_MEAN (-1) in the "head" key means the mean of the heads
 passed to vitviz as a head index.
 """
 
-from functools import partial
-
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, clicks, plots, tables
+from vitviz import analysis, plots, tables
 from vitviz.app import ui
 from vitviz.data import denormalize
 
@@ -57,13 +55,6 @@ def token_label(token: int) -> str:
     return ui.tr("attention.token_patch", token=token, patch=token - prefix + 1, row=patch[0] + 1, col=patch[1] + 1)
 
 
-def pick_query(chart_key: str) -> None:
-    """on_select callback: a clicked patch becomes the query (runs before the script)."""
-    picked = clicks.patch_from_selection(st.session_state.get(chart_key), num_patches)
-    if picked is not None:
-        st.session_state["query"] = prefix + picked
-
-
 c1, c2, c3 = st.columns([2, 1, 1])
 layer = c1.select_slider(ui.tr("attention.layer"), options=list(range(depth)), format_func=layer_label, key="layer")
 head = c2.selectbox(ui.tr("attention.head"), [*range(heads), HEAD_MEAN], format_func=head_label, key="head")
@@ -102,7 +93,7 @@ for column, key, values, outline, title in (
         plots.attention_picker(model_input, values, patch_size, outline, title=title),
         width="stretch",
         key=key,
-        on_select=partial(pick_query, key),
+        on_select=ui.choose_clicked_patch(key, "query", num_patches, offset=prefix),
         selection_mode="points",
     )
 st.caption(f"{ui.tr('attention.click_hint')} {ui.tr('attention.maps_caption', tokens=num_tokens)}")

@@ -235,23 +235,10 @@ pages = lab.page_bounds(count, 1, lab.PER_PAGE)[2]
 page = ui.int_choice("mistakes_page", 1, 1, pages)
 start, end, pages = lab.page_bounds(count, page, lab.PER_PAGE)
 back, where, forward = st.columns([1, 4, 1], vertical_alignment="center")
-back.button(
-    f"◀ {ui.tr('mistakes.page_back')}",
-    key="mistakes_page_back",
-    on_click=turn,
-    args=(page - 1,),
-    disabled=page == 1,
-    width="stretch",
+ui.back_and_forward(
+    (back, forward), (ui.tr("mistakes.page_back"), ui.tr("mistakes.page_forward")), "mistakes_page", turn, page, pages
 )
 where.caption(ui.tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=f"{count:,}"))
-forward.button(
-    f"{ui.tr('mistakes.page_forward')} ▶",
-    key="mistakes_page_forward",
-    on_click=turn,
-    args=(page + 1,),
-    disabled=page == pages,
-    width="stretch",
-)
 shown = indices[start:end].tolist()  # never more than lab.PER_PAGE thumbnails, however many mistakes
 pictures = lab.thumbnails(data.images[shown])
 with st.container(key="mistakes_gallery"):
@@ -273,23 +260,15 @@ with st.container(key="mistakes_gallery"):
 # ---- one image up close -----------------------------------------------------------------------
 st.subheader(ui.tr("mistakes.detail"))
 back, choose, forward = st.columns([1, 4, 1], vertical_alignment="bottom")
-back.button(
-    f"◀ {ui.tr('mistakes.image_back')}",
-    key="mistakes_image_back",
-    on_click=show,
-    args=(number - 1,),
-    disabled=number == 1,
-    width="stretch",
+ui.back_and_forward(
+    (back, forward),
+    (ui.tr("mistakes.image_back"), ui.tr("mistakes.image_forward")),
+    "mistakes_image",
+    show,
+    number,
+    count,
 )
 choose.number_input(ui.tr("mistakes.choose"), min_value=1, max_value=count, step=1, key="mistake", on_change=follow)
-forward.button(
-    f"{ui.tr('mistakes.image_forward')} ▶",
-    key="mistakes_image_forward",
-    on_click=show,
-    args=(number + 1,),
-    disabled=number == count,
-    width="stretch",
-)
 index = int(indices[number - 1])
 true_class, predicted_class = int(labels[index]), int(predictions[index])
 true_name, predicted_name = classes[true_class], classes[predicted_class]  # as the model and folders spell them

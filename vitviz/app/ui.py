@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis, compare, lab, plots, zoo
+from vitviz import analysis, clicks, compare, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
@@ -447,6 +448,43 @@ def patch_picker(where, label_key: str, key: str, grid: tuple[int, int]) -> int:
         list(range(count)),
         key=key,
         format_func=lambda i: tr("vectors.patch_option", index=i + 1, row=i // grid_w + 1, col=i % grid_w + 1),
+    )
+
+
+def choose_clicked_patch(chart_key: str, state_key: str, count: int, offset: int = 0) -> Callable[[], None]:
+    """A patch figure's ``on_select`` callback: the clicked patch (of ``count``) becomes the
+    widget ``state_key``'s value, plus ``offset`` (the [CLS] and other prefix tokens, for a
+    token index). It runs before the page, so the page's picker shows the click."""
+
+    def choose() -> None:
+        index = clicks.patch_from_selection(st.session_state.get(chart_key), count)
+        if index is not None:
+            st.session_state[state_key] = offset + index
+
+    return choose
+
+
+def back_and_forward(
+    columns, labels: tuple[str, str], key: str, on_click: Callable[[int], None], value: int, last: int
+) -> None:
+    """◀ and ▶ buttons in two columns (keys ``<key>_back`` / ``<key>_forward``) that call
+    ``on_click(value - 1)`` or ``on_click(value + 1)``; off at 1 and at ``last``."""
+    back, forward = columns
+    back.button(
+        f"◀ {labels[0]}",
+        key=f"{key}_back",
+        on_click=on_click,
+        args=(value - 1,),
+        disabled=value <= 1,
+        width="stretch",
+    )
+    forward.button(
+        f"{labels[1]} ▶",
+        key=f"{key}_forward",
+        on_click=on_click,
+        args=(value + 1,),
+        disabled=value >= last,
+        width="stretch",
     )
 
 
