@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from vitviz.model import VisionTransformer, flops_per_image, sincos_1d, sincos_2d
+from vitviz.model import VisionTransformer, flops_per_image, on_weights, sincos_1d, sincos_2d
 from vitviz.trace import Trace
 
 logger = logging.getLogger(__name__)
@@ -434,8 +434,7 @@ def logit_lens(model: VisionTransformer, trace: Trace, softmax: bool = True) -> 
         raise ValueError(
             "This model has no classification head, so there are no class scores to read: choose a model with classes."
         )
-    param = next(model.parameters())  # the trace may sit on the CPU while the model is on a GPU
-    lens = torch.stack([model.readout(h.to(param.device, param.dtype)) for h in trace.hidden_states])  # (L+1, B, K)
+    lens = torch.stack([model.readout(on_weights(h, model)) for h in trace.hidden_states])  # (L+1, B, K)
     lens = lens.float().cpu()
     return lens.softmax(dim=-1) if softmax else lens
 
@@ -510,8 +509,7 @@ def worked_attention(
     attn = block.attn
     head = _check_index(head, attn.num_heads, "Head")
     batch_index = _check_index(batch_index, trace.hidden_states[layer].shape[0], "Image")
-    param = next(model.parameters())  # the trace may sit on the CPU while the model is on a GPU
-    hidden = trace.hidden_states[layer][batch_index : batch_index + 1].to(param.device, param.dtype)  # (1, T, D)
+    hidden = on_weights(trace.hidden_states[layer][batch_index : batch_index + 1], model)  # (1, T, D)
     query = _check_index(query, hidden.shape[1], "Token")
     q, k, v = (t.float().cpu() for t in attn.qkv_heads(block.norm1(hidden)))  # each (1, heads, T, head_dim)
     q_vec = q[0, head, query]  # (head_dim,)
@@ -768,8 +766,7 @@ def block_token_norms(model: VisionTransformer, trace: Trace, layer: int, batch_
     layer = _check_index(layer, trace.depth, "Layer")
     batch_index = _check_index(batch_index, trace.hidden_states[layer].shape[0], "Image")
     block = model.blocks[layer]
-    param = next(block.parameters())
-    x = trace.hidden_states[layer][batch_index].to(param.device, param.dtype)  # (T, D)
+    x = on_weights(trace.hidden_states[layer][batch_index], block)  # (T, D)
     a = trace.attn_outputs[layer][batch_index].to(x)
     m = trace.mlp_outputs[layer][batch_index].to(x)
     ln1 = block.norm1(x)  # (T, D)
@@ -807,9 +804,8 @@ def mlp_preactivations(model: VisionTransformer, trace: Trace, layer: int, token
     batch_index = _check_index(batch_index, trace.hidden_states[layer].shape[0], "Image")
     token = _check_index(token, trace.hidden_states[layer].shape[1], "Token")
     block = model.blocks[layer]
-    param = next(block.parameters())
     mid = trace.hidden_states[layer][batch_index, token] + trace.attn_outputs[layer][batch_index, token]  # (D,)
-    return block.mlp.fc1(block.norm2(mid.to(param.device, param.dtype))).float().cpu()  # (mlp_hidden,)
+    return block.mlp.fc1(block.norm2(on_weights(mid, block))).float().cpu()  # (mlp_hidden,)
 
 
 def activation_curves(low: float = -4.0, high: float = 4.0, num: int = 201) -> dict[str, Tensor]:
@@ -962,9 +958,8 @@ def occlusion_curve(
         raise ValueError("This model has no classification head, so there is no probability to follow.")
     if order.numel() != model.config.num_patches:
         raise ValueError(f"order has {order.numel()} patches, the model has {model.config.num_patches}.")
-    param = next(model.parameters())
     hidden = occlusion_masks(order, steps)  # (S+1, N)
-    images = occlude(pixels.to(param.device, param.dtype), hidden, model.config.token_size, fill)  # (S+1, C, H, W)
+    images = occlude(on_weights(pixels, model), hidden, model.config.token_size, fill)  # (S+1, C, H, W)
     probs = model(images).float().softmax(dim=-1)  # (S+1, K)
     if target is None:
         target = int(probs[0].argmax())
@@ -1021,10 +1016,9 @@ def grad_rollout(model: VisionTransformer, pixels: Tensor, class_index: int) -> 
         pixels = pixels[None]
     if pixels.shape[0] != 1:
         raise ValueError(f"grad_rollout takes one image, got a batch of {pixels.shape[0]}.")
-    param = next(model.parameters())
     # A leaf input that needs gradients makes every attention map part of the graph, even when
     # the parameters are frozen; the gradient is taken with respect to the maps only.
-    pixels = pixels.detach().to(param.device, param.dtype).requires_grad_(True)
+    pixels = on_weights(pixels.detach(), model).requires_grad_(True)
     with torch.enable_grad():
         trace = model.explain(pixels)
         grads = torch.autograd.grad(trace.logits[0, class_index], trace.attentions)  # depth x (1, heads, T, T)

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from vitviz.analysis import occlude
 from vitviz.cnn import ConvNet
-from vitviz.model import VisionTransformer
+from vitviz.model import VisionTransformer, on_weights
 from vitviz.patches import grid_size, patchify, unpatchify
 
 
@@ -51,7 +51,7 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
     """
     from captum.attr import LayerAttribution, LayerGradCam  # 1.2 s to import, measured: only when asked
 
-    pixels = _one_image(pixels).detach().to(next(model.parameters()).device)
+    pixels = on_weights(_one_image(pixels).detach(), model)
     cam = LayerGradCam(model, model.last_conv).attribute(
         pixels, target=class_index, relu_attributions=True
     )  # (1, 1, h, w)
@@ -71,7 +71,7 @@ def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, ste
     """
     from captum.attr import IntegratedGradients
 
-    pixels = _one_image(pixels).detach().to(next(model.parameters()).device)
+    pixels = on_weights(_one_image(pixels).detach(), model)
     attribution = IntegratedGradients(model).attribute(
         pixels, target=class_index, n_steps=steps, internal_batch_size=steps
     )
@@ -170,8 +170,7 @@ def run_experiment(
 
     Inputs go to each model's device; what comes back is on the CPU.
     """
-    vit_pixels = vit_pixels.to(next(vit.parameters()).device)
-    cnn_pixels = cnn_pixels.to(next(cnn.parameters()).device)
+    vit_pixels, cnn_pixels = on_weights(vit_pixels, vit), on_weights(cnn_pixels, cnn)
     outcome = _experiment(kind, vit, vit_pixels, cnn, cnn_pixels, shift, seed, hidden)
     return Experiment(
         outcome.vit_logits.float().cpu(),

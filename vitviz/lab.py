@@ -26,7 +26,7 @@ from torch import Tensor
 from vitviz import analysis
 from vitviz import data as vdata
 from vitviz.evaluate import EvalResult
-from vitviz.model import VisionTransformer
+from vitviz.model import VisionTransformer, on_weights
 
 PER_PAGE = 24  # thumbnails per gallery page
 PER_ROW = 8  # thumbnails per gallery row
@@ -337,9 +337,9 @@ def inspect_mistake(
         each block's [CLS]; "rank_true", "rank_predicted": (depth + 1,) the two classes' ranks
         there, 0 = top.
     """
-    param = next(model.parameters())
-    pixels = vdata.preprocess_batch(images, model.config.preprocess, model.config.in_chans)  # as evaluate saw it
-    pixels = pixels.to(param.device, param.dtype)
+    pixels = on_weights(
+        vdata.preprocess_batch(images, model.config.preprocess, model.config.in_chans), model
+    )  # as evaluate saw it
     with torch.no_grad():
         trace = model.explain(pixels)
     lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, 1, K) probabilities

@@ -19,6 +19,13 @@ from vitviz.patches import patchify
 from vitviz.trace import BlockTrace, Trace
 
 
+def on_weights(x: Tensor, module: nn.Module) -> Tensor:
+    """``x`` on the device and in the dtype of ``module``'s weights (a trace or an image may sit
+    on the CPU while the model is on a GPU)."""
+    param = next(module.parameters())
+    return x.to(param.device, param.dtype)
+
+
 class PatchEmbed(nn.Module):
     """Cut the image into P x P patches and project each to D numbers (one strided Conv2d).
 

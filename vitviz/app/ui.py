@@ -28,7 +28,7 @@ from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, class_label, t
-from vitviz.model import VisionTransformer
+from vitviz.model import VisionTransformer, on_weights
 from vitviz.prediction import Verdict, verdict
 from vitviz.tour import ROOT, TOUR
 from vitviz.trace import Trace
@@ -88,8 +88,7 @@ def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
     Read-only: never change its tensors in place."""
     model, _ = cached_model(model_name)
     image = decoded_image(image_bytes)
-    device = next(model.parameters()).device
-    pixels = to_tensor(image, model.config.preprocess, model.config.in_chans).to(device)
+    pixels = on_weights(to_tensor(image, model.config.preprocess, model.config.in_chans), model)
     with torch.no_grad():
         return model.explain(pixels).detach()
 
@@ -123,8 +122,8 @@ def cached_comparison(
     vit, _ = cached_model(vit_name)
     cnn, _ = cached_model(cnn_name)
     image = decoded_image(image_bytes)
-    vit_pixels = to_tensor(image, vit.config.preprocess, vit.config.in_chans).to(next(vit.parameters()).device)
-    cnn_pixels = to_tensor(image, cnn.config.preprocess, cnn.config.in_chans).to(next(cnn.parameters()).device)
+    vit_pixels = on_weights(to_tensor(image, vit.config.preprocess, vit.config.in_chans), vit)
+    cnn_pixels = on_weights(to_tensor(image, cnn.config.preprocess, cnn.config.in_chans), cnn)
     with torch.no_grad():
         cnn_logits = cnn(cnn_pixels)[0].float().cpu().numpy()
     trace = cached_trace(vit_name, image_bytes)
