@@ -16,9 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
+from tests.app.test_app_grayscale import FASHION
 from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
+from vitviz import zoo
+from vitviz.model import VisionTransformer
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
 
@@ -264,3 +268,39 @@ def test_f_an_upload_through_the_widget_leaves_no_file_behind(server, page, tmp_
     holding = [p for p in written if p.stat().st_size >= len(data) and data[:512] in p.read_bytes()]
     pictures = [p for p in written if p.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif")]
     assert holding == [] and pictures == [], (holding, pictures)
+
+
+@pytest.mark.fashion_mnist
+def test_g_a_grey_model_walks_fashion_mnist_from_the_picker_through_korean_and_the_lab(server, page, tmp_path):  # noqa: F811
+    """A Fashion-MNIST model typed into the sidebar: its test images in the picker, a class kept
+    through Next and a switch to Korean, the lab on Fashion-MNIST, and back into the tour."""
+    torch.manual_seed(0)
+    path = tmp_path / "grey.safetensors"
+    zoo.save(VisionTransformer(FASHION).eval(), path)
+    page.goto(f"{server}/?lang=en", wait_until="domcontentloaded")
+    settle(page)
+    box = page.get_by_role("textbox", name="Other model (timm:, hf: or a path)")
+    box.fill(str(path))
+    box.press("Enter")
+    settle(page)
+    page.get_by_text("Test image (Fashion-MNIST)", exact=True).click()
+    settle(page)
+    pick(page, "Class", "Trouser")
+    assert query(page)["test"] == "Trouser/0"
+    click_button(page, "^Next →$")
+    assert title(page).startswith("1.") and page.get_by_text("Resized, cropped and grey: 28 x 28 px").count() == 1
+    click_button(page, "^Next →$")
+    assert title(page).startswith("2.") and page.get_by_text("4 x 4 = 16").count() >= 1
+    page.get_by_text("한국어", exact=True).click()
+    settle(page)
+    assert HANGUL.search(title(page)) and title(page).startswith("2.")
+    assert query(page)["test"] == "Trouser/0" and "Trouser" in page.get_by_role("combobox", name="클래스").input_value()
+    sidebar_link(page, -1)  # the lab: every Fashion-MNIST test image through the grey model
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    assert page.get_by_text("Fashion-MNIST", exact=False).count() >= 1 and problems(page) == []
+    click_button(page, "둘러보기에서 열기")
+    page.screenshot(path=str(SHOTS / "journey_fashion.png"), full_page=True)
+    opened = query(page)["test"]
+    class_name, _, index = opened.rpartition("/")
+    assert class_name and index.isdigit() and problems(page) == []
+    assert class_name in page.get_by_role("combobox", name="클래스").input_value()  # "바지 (Trouser)"
