@@ -15,7 +15,7 @@ from PIL import Image
 
 from tests.app.test_korean_pages import english_words, page_labels
 from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
-from tests.helpers import write_idx
+from tests.helpers import CLASSES, make_image_folder, write_idx
 from vitviz import data as vdata
 from vitviz import tour, zoo
 from vitviz.app import ui
@@ -170,3 +170,40 @@ def test_the_vectors_page_flattens_one_grey_channel(fashion):
     assert "one grey channel (C = 1)" in at.markdown[0].value
     bars = figure(at, "vectors_flat")
     assert [trace["name"] for trace in bars["data"]] == ["L"] and len(figure_array(bars["data"][0]["x"])) == 49
+
+
+def test_switching_from_a_colour_model_to_the_grey_one_moves_the_picker_to_fashion_mnist(
+    fashion, monkeypatch, tmp_path
+):
+    make_image_folder(tmp_path, per_class=3, splits=("test",))  # the server's colour test folder
+    monkeypatch.setenv("VITVIZ_DATA", str(tmp_path))
+    colour = tmp_path / "colour.safetensors"
+    zoo.save(
+        VisionTransformer(
+            ViTConfig(
+                image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=2, class_names=CLASSES
+            )
+        ),
+        colour,
+    )
+    at = open_page(None, custom_model=str(colour), source="test", test=f"{CLASSES[1]}/2")
+    assert errors(at) == [] and at.session_state["test_class"] == CLASSES[1]
+    at.sidebar.text_input(key="custom_model").set_value(str(fashion[1])).run()
+    assert errors(at) == []
+    assert at.session_state["test_class"] == "T-shirt/top" and at.session_state["test"] == "T-shirt/top/0"
+    assert np.array_equal(model_input(at)[..., 0], dataset_image("T-shirt/top", 0))
+    at.sidebar.text_input(key="custom_model").set_value(str(colour)).run()  # and back: the folder's classes again
+    assert errors(at) == [] and at.session_state["test_class"] == CLASSES[0]
+
+
+def test_no_fashion_mnist_on_the_server_gets_a_sentence_and_a_download_button(fashion, monkeypatch, tmp_path):
+    monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path))  # neither Debian's copy nor a download here
+    ui.cached_test_set.clear()
+    at = open_page(None, custom_model=str(fashion[1]), source="test", test="Bag/0")
+    assert errors(at) == []
+    assert any("No test images of this model's dataset" in info.value for info in at.sidebar.info)
+    at = open_page("app_pages/9_mistakes.py", custom_model=str(fashion[1]))
+    assert errors(at) == []
+    (said,) = [info.value for info in at.info]
+    assert "Fashion-MNIST" in said and "dataset-fashion-mnist" in said and str(tmp_path) not in said
+    assert at.button(key="mistakes_download").label == "Download Fashion-MNIST with torchvision"
