@@ -28,7 +28,7 @@ LAYERS = {
     # 5: the app (Streamlit)
     "app": 5, "app.ui": 5,
 }  # fmt: skip
-STREAMLIT_ALLOWED = {"app.ui", "bench"}  # bench starts the app and AppTest to time it
+STREAMLIT_ALLOWED = {"app.ui"}
 
 
 def _modules() -> dict[str, Path]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from vitviz import bench
+from benchmarks import bench
 from vitviz.config import ViTConfig
 from vitviz.convert import from_hf, from_timm
 
@@ -157,3 +157,11 @@ def test_quick_bench_reports_every_figure() -> None:
     assert report["timm_attention_max_abs_diff"] <= 1e-4 and report["hf_attention_max_abs_diff"] <= 1e-4
     assert report["eval_data"]
     assert all(_finite_positive(v) for v in report["medians_ms"].values())
+
+
+def test_the_command_outside_a_clone_says_where_the_harness_is(monkeypatch, capsys):
+    from vitviz import bench as command
+
+    monkeypatch.setitem(sys.modules, "benchmarks", None)  # an installed vitviz, no benchmarks/ beside it
+    assert command.main(["--quick"]) == 2
+    assert "benchmarks/" in capsys.readouterr().err

@@ -1,0 +1,883 @@
+"""How fast vitviz is, against itself, its peers, the hardware and its users' patience.
+
+    python -m vitviz.bench [--json] [--quick]     (from a clone: this harness lives in benchmarks/)
+
+Everything is measured in one process, on the CPU, in float32, with torch's current number of
+threads, under ``torch.inference_mode``. Two contenders are timed in alternation (A, B, A, B, ...)
+after a warm-up, and each figure is the median of the timed runs, so a machine that slows down
+part-way slows both contenders alike.
+
+1. explain / forward: ``model.explain(x)`` (explicit attention, every intermediate kept) over
+   ``model(x)`` (fused attention): ViT-B/16 at 224 px, batch 1; the default CIFAR model, batch 256.
+2. Peers with the same weights: our ``explain`` over timm's forward with its attention maps
+   extracted (``timm.utils.AttentionExtract``, or hooks on ``attn.attn_drop``), and over Hugging
+   Face's ViTModel (eager attention) with ``output_attentions=True``. Below 1: we are faster.
+3. The hardware: GFLOP/s of our ViT-B/16 forward at batch 1 over those of one float32 matmul of the
+   same number of FLOPs.
+4. Test-set evaluation throughput of the default CIFAR model, and its fraction of the FLOP bound.
+5. The app: a cached rerun of the attention page after changing the head, the server's cold start
+   to its first healthy answer, and the server's peak resident memory after a browser has visited
+   every page.
+
+``--quick`` shrinks everything (ViT-Ti-like contenders at 64 px, CIFAR batch 32, 5 timed runs,
+500 evaluation images, one cold start) but runs every code path. With ``--json`` the last line
+printed is one JSON object holding every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import math
+import os
+import platform
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from vitviz import tour, zoo
+from vitviz.config import ViTConfig
+from vitviz.data import ImageSet
+from vitviz.model import VisionTransformer, flops_per_image
+
+log = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+PAGE_READY = ".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame']"
+RUNNING = "[data-testid='stStatusWidgetRunningIcon'], [data-testid='stStatusWidgetRunningManIcon']"
+ATTENTION_TOLERANCE = 1e-4
+DEVICE = torch.device("cpu")
+
+# (figure, comparison, target): what the readable table checks each figure against.
+TARGETS: list[tuple[str, str, float]] = [
+    ("explain_over_forward", "<=", 1.10),
+    ("ours_over_timm", "<=", 0.90),
+    ("ours_over_hf", "<=", 0.90),
+    ("fraction_of_matmul_peak", ">=", 0.85),
+    ("cached_rerun_ms", "<=", 150.0),
+]
+REQUIRED_KEYS = (
+    "explain_over_forward",
+    "ours_over_timm",
+    "ours_over_hf",
+    "fraction_of_matmul_peak",
+    "eval_images_per_s",
+    "eval_fraction_of_flop_bound",
+    "cached_rerun_ms",
+    "cold_start_s",
+    "app_peak_rss_mb",
+)
+
+# (page, AppTest accessor, widget key, two values to alternate between) in order of preference.
+RERUN_TARGETS = [
+    ("app_pages/5_attention.py", "selectbox", "head", (0, 1)),
+    ("app_pages/2_patches.py", "select_slider", "concept_size", (64, 224)),
+]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How big every measurement is.
+
+    Attributes:
+        quick: whether this is the small plan.
+        runs: timed runs per contender (after ``warmup`` untimed ones).
+        warmup: untimed runs per contender first.
+        vit: the contenders' architecture (explain/forward at batch 1, peers, hardware).
+        vit_name: the zoo name to load for it, or None to build it from ``vit`` with seed 0.
+        cifar_batch: the batch of the default CIFAR model's explain/forward comparison.
+        eval_images: test images to evaluate (None: all of them).
+        cold_starts: server launches whose time to health is measured.
+    """
+
+    quick: bool
+    runs: int
+    warmup: int
+    vit: ViTConfig
+    vit_name: str | None
+    cifar_batch: int
+    eval_images: int | None
+    cold_starts: int
+
+
+FULL = Plan(
+    quick=False,
+    runs=7,
+    warmup=1,
+    vit=zoo.REGISTRY["untrained-vit-b16"].config,
+    vit_name="untrained-vit-b16",
+    cifar_batch=256,
+    eval_images=None,
+    cold_starts=3,
+)
+QUICK = Plan(
+    quick=True,
+    runs=5,
+    warmup=1,
+    vit=zoo.VIT_TI16.replace(image_size=64),
+    vit_name=None,
+    cifar_batch=32,
+    eval_images=500,
+    cold_starts=1,
+)
+
+
+@dataclass
+class Report:
+    """Every figure measured so far, the medians behind them, and notes on what went differently."""
+
+    figures: dict[str, Any] = field(default_factory=dict)
+    medians_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def note(self, message: str) -> None:
+        log.warning("%s", message)
+        self.notes.append(message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.figures, "medians_ms": self.medians_ms, "notes": self.notes}
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------
+
+
+def alternate(
+    contenders: Mapping[str, Callable[[], object]],
+    runs: int,
+    warmup: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Time each contender ``runs`` times, taking turns (A, B, A, B, ...) after ``warmup`` turns.
+
+    Returns:
+        Seconds of every timed run, per contender name.
+    """
+    for _ in range(warmup):
+        for run in contenders.values():
+            run()
+    seconds: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(runs):
+        for name, run in contenders.items():
+            started = clock()
+            run()
+            seconds[name].append(clock() - started)
+    return seconds
+
+
+def medians(seconds: Mapping[str, list[float]]) -> dict[str, float]:
+    """The median of each contender's runs, in seconds."""
+    return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def race(report: Report, label: str, contenders: Mapping[str, Callable[[], object]], plan: Plan) -> dict[str, float]:
+    """Alternate the contenders under inference_mode; record and return their medians (seconds)."""
+    log.info("timing %s: %s", label, " vs ".join(contenders))
+    with torch.inference_mode():
+        result = medians(alternate(contenders, plan.runs, plan.warmup))
+    for name, value in result.items():
+        report.medians_ms[f"{label}.{name}"] = round(value * 1e3, 3)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Models
+# ---------------------------------------------------------------------------------------------
+
+
+def random_model(config: ViTConfig, seed: int = 0) -> VisionTransformer:
+    """Our model with random weights, in eval mode on the CPU."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return VisionTransformer(config).eval()
+
+
+def contender_model(plan: Plan) -> VisionTransformer:
+    """The plan's ViT: the zoo's untrained ViT-B/16, or the quick plan's small config."""
+    if plan.vit_name is not None:
+        return zoo.load(plan.vit_name, device=DEVICE).model
+    return random_model(plan.vit)
+
+
+def random_pixels(config: ViTConfig, batch: int, seed: int = 0) -> Tensor:
+    """A normalised-looking input batch, (B, C, H, W) float32."""
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn((batch, config.in_chans, *config.image_size), generator=generator)
+
+
+def timm_peer(config: ViTConfig, seed: int = 0) -> nn.Module:
+    """timm's vit_base_patch16_224 (random init), resized to ``config``; for ViT-B/16 every
+    override equals timm's own default."""
+    import timm
+
+    height, width = config.image_size
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = timm.create_model(
+            "vit_base_patch16_224",
+            pretrained=False,
+            img_size=(height, width),
+            patch_size=config.patch_size,
+            embed_dim=config.embed_dim,
+            depth=config.depth,
+            num_heads=config.num_heads,
+            mlp_ratio=config.mlp_ratio,
+            num_classes=config.num_classes,
+        )
+    return model.eval()
+
+
+def hf_peer(config: ViTConfig, seed: int = 0) -> nn.Module:
+    """A transformers ViTModel with eager attention and no pooler, shaped like ``config``
+    (for ViT-B/16 that is ``ViTConfig()``'s defaults)."""
+    from transformers import ViTConfig as HFViTConfig
+    from transformers import ViTModel
+
+    height, _ = config.image_size
+    hf_config = HFViTConfig(
+        hidden_size=config.embed_dim,
+        num_hidden_layers=config.depth,
+        num_attention_heads=config.num_heads,
+        intermediate_size=config.mlp_hidden_dim,
+        image_size=height,
+        patch_size=config.patch_size,
+        attn_implementation="eager",
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = ViTModel(hf_config, add_pooling_layer=False)
+    implementation = getattr(model.config, "_attn_implementation", "eager")
+    if implementation != "eager":
+        raise RuntimeError(f"transformers chose {implementation!r} attention instead of 'eager'.")
+    return model.eval()
+
+
+class TimmAttention:
+    """timm's forward with every block's attention map collected, (B, heads, T, T) per block.
+
+    The blocks are switched to timm's explicit attention (``fused_attn = False``), since a fused
+    kernel computes no map for a hook to catch. ``timm.utils.AttentionExtract`` (hook method, so
+    the whole model runs, head included) is used when this timm has it, else forward hooks on
+    every ``attn.attn_drop``. ``close`` removes the hooks.
+    """
+
+    def __init__(self, model: nn.Module, use_timm_extract: bool = True) -> None:
+        self.model = model
+        self.depth = len(model.blocks)
+        self._fused = [block.attn.fused_attn for block in model.blocks]
+        for block in model.blocks:
+            block.attn.fused_attn = False
+        self._maps: list[Tensor] = []
+        self._handles: list[Any] = []
+        self._extract: Any = None
+        extract_class = _timm_attention_extract() if use_timm_extract else None
+        if extract_class is not None:
+            names = [f"blocks.{i}.attn.attn_drop" for i in range(self.depth)]
+            self._extract = extract_class(model, names=names, method="hook")
+            self._handles = list(getattr(self._extract.hooks, "_handles", []))
+        else:
+            self._handles = [block.attn.attn_drop.register_forward_hook(self._keep) for block in model.blocks]
+
+    @property
+    def method(self) -> str:
+        return "timm.utils.AttentionExtract" if self._extract is not None else "forward hooks on attn.attn_drop"
+
+    def _keep(self, module: nn.Module, inputs: tuple[Tensor, ...], output: Tensor) -> None:
+        self._maps.append(output)
+
+    def __call__(self, pixels: Tensor) -> list[Tensor]:
+        if self._extract is not None:
+            maps = list(self._extract(pixels).values())
+        else:
+            self._maps = []
+            self.model(pixels)
+            maps, self._maps = self._maps, []
+        if len(maps) != self.depth:
+            raise RuntimeError(f"caught {len(maps)} attention maps from {self.depth} blocks: is a fused kernel on?")
+        return maps
+
+    def close(self) -> None:
+        """Remove the hooks and give the blocks back their own attention path."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        for block, fused in zip(self.model.blocks, self._fused, strict=True):
+            block.attn.fused_attn = fused
+
+
+def _timm_attention_extract() -> type | None:
+    try:
+        from timm.utils import AttentionExtract
+    except ImportError:
+        return None
+    return AttentionExtract
+
+
+def hf_attention(model: nn.Module, pixels: Tensor) -> list[Tensor]:
+    """Hugging Face's forward with ``output_attentions=True``: depth maps of (B, heads, T, T)."""
+    return list(model(pixel_values=pixels, output_attentions=True).attentions)
+
+
+def max_attention_difference(ours: list[Tensor], theirs: list[Tensor]) -> float:
+    """The largest absolute difference between two lists of attention maps of equal shapes."""
+    if len(ours) != len(theirs) or any(a.shape != b.shape for a, b in zip(ours, theirs, strict=True)):
+        raise ValueError(
+            f"attention maps differ in number or shape: {[tuple(a.shape) for a in ours[:1]]} x {len(ours)} "
+            f"vs {[tuple(b.shape) for b in theirs[:1]]} x {len(theirs)}"
+        )
+    return max(float((a - b).abs().max()) for a, b in zip(ours, theirs, strict=True))
+
+
+def check_same_attention(report: Report, label: str, ours: list[Tensor], theirs: list[Tensor]) -> None:
+    """Refuse to compare the speed of two computations that do not give the same maps."""
+    difference = max_attention_difference(ours, theirs)
+    report.figures[f"{label}_attention_max_abs_diff"] = difference
+    if difference > ATTENTION_TOLERANCE:
+        raise RuntimeError(f"our attention maps differ from {label}'s by {difference:.2e} (> {ATTENTION_TOLERANCE}).")
+
+
+# ---------------------------------------------------------------------------------------------
+# 1-3: explain vs forward, peers, hardware
+# ---------------------------------------------------------------------------------------------
+
+
+def explain_vs_forward(report: Report, plan: Plan) -> None:
+    """explain / forward at batch 1 on the plan's ViT, and at the CIFAR batch on the default model."""
+    model = contender_model(plan)
+    pixels = random_pixels(model.config, 1)
+    times = race(report, "vit_b1", {"forward": lambda: model(pixels), "explain": lambda: model.explain(pixels)}, plan)
+    report.figures["explain_over_forward"] = times["explain"] / times["forward"]
+    cifar = zoo.load(zoo.default_name(), device=DEVICE).model
+    batch = random_pixels(cifar.config, plan.cifar_batch)
+    contenders = {"forward": lambda: cifar(batch), "explain": lambda: cifar.explain(batch)}
+    times = race(report, "cifar_batch", contenders, plan)
+    report.figures["explain_over_forward_cifar_b256"] = times["explain"] / times["forward"]
+
+
+def against_timm(report: Report, plan: Plan) -> None:
+    """Our explain vs timm's forward with attention maps, on the same weights."""
+    theirs = timm_peer(plan.vit)
+    ours = _converted(theirs, "timm")
+    pixels = random_pixels(ours.config, 1)
+    extract = TimmAttention(theirs)
+    try:
+        with torch.inference_mode():
+            check_same_attention(report, "timm", ours.explain(pixels).attentions, extract(pixels))
+        report.figures["timm_attention_method"] = extract.method
+        contenders = {"ours_explain": lambda: ours.explain(pixels), "timm_attn": lambda: extract(pixels)}
+        times = race(report, "timm", contenders, plan)
+    finally:
+        extract.close()
+    report.figures["ours_over_timm"] = times["ours_explain"] / times["timm_attn"]
+
+
+def against_hf(report: Report, plan: Plan) -> None:
+    """Our explain vs Hugging Face's eager ViTModel with output_attentions, on the same weights."""
+    theirs = hf_peer(plan.vit)
+    ours = _converted(theirs, "hf")
+    pixels = random_pixels(ours.config, 1)
+    with torch.inference_mode():
+        check_same_attention(report, "hf", ours.explain(pixels).attentions, hf_attention(theirs, pixels))
+    contenders = {"ours_explain": lambda: ours.explain(pixels), "hf_attn": lambda: hf_attention(theirs, pixels)}
+    times = race(report, "hf", contenders, plan)
+    report.figures["ours_over_hf"] = times["ours_explain"] / times["hf_attn"]
+
+
+def _converted(peer: nn.Module, source: str) -> VisionTransformer:
+    from vitviz.convert import from_hf, from_timm
+
+    return (from_timm(peer) if source == "timm" else from_hf(peer)).to(DEVICE).eval()
+
+
+def square_matmul(flops: float, seed: int = 0) -> tuple[Callable[[], Tensor], int]:
+    """A float32 matmul of two n x n matrices with 2 n^3 close to ``flops``, and its exact FLOPs."""
+    n = max(1, round((flops / 2) ** (1 / 3)))
+    generator = torch.Generator().manual_seed(seed)
+    a = torch.randn((n, n), generator=generator)
+    b = torch.randn((n, n), generator=generator)
+    out = torch.empty((n, n))
+    return (lambda: torch.matmul(a, b, out=out)), 2 * n**3
+
+
+def against_hardware(report: Report, plan: Plan) -> None:
+    """GFLOP/s of our batch-1 forward over those of a matmul of the same size, alternated."""
+    model = contender_model(plan)
+    pixels = random_pixels(model.config, 1)
+    flops = flops_per_image(model.config)
+    matmul, matmul_flops = square_matmul(flops)
+    times = race(report, "hardware", {"forward": lambda: model(pixels), "matmul": matmul}, plan)
+    forward_gflops = flops / times["forward"] / 1e9
+    matmul_gflops = matmul_flops / times["matmul"] / 1e9
+    report.figures.update(
+        forward_gflops=forward_gflops,
+        matmul_gflops=matmul_gflops,
+        fraction_of_matmul_peak=forward_gflops / matmul_gflops,
+        flops_per_image=flops,
+        matmul_size=round((matmul_flops / 2) ** (1 / 3)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 4: evaluation throughput
+# ---------------------------------------------------------------------------------------------
+
+
+def eval_images(report: Report, plan: Plan, config: ViTConfig) -> ImageSet:
+    """The CIFAR-10 test folder (all of it, or spread_subset's share), else random uint8 images."""
+    from vitviz import data as vdata
+
+    folder = vdata.find_cifar_test_folder()
+    if folder is not None:
+        images = vdata.spread_subset(vdata.load_split(folder, "test", download=False), plan.eval_images)
+        report.figures["eval_data"] = f"CIFAR-10 test folder {folder}"
+        return images
+    count = plan.eval_images or 10_000
+    report.note(f"no CIFAR-10 test folder (VITVIZ_DATA, ../shared/data/cifar10-jpeg): evaluated {count} random images")
+    report.figures["eval_data"] = f"random uint8 images {config.image_size[0]}x{config.image_size[1]}"
+    return _random_image_set(config, count)
+
+
+def _random_image_set(config: ViTConfig, count: int) -> ImageSet:
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randint(0, 256, (count, config.in_chans, *config.image_size), dtype=torch.uint8, generator=generator)
+    labels = torch.randint(0, config.num_classes, (count,), generator=generator)
+    classes = list(config.class_names) or [str(k) for k in range(config.num_classes)]
+    files = [f"random/{i}" for i in range(count)]
+    return ImageSet(images, labels, classes, files, "random uint8", "random")
+
+
+def eval_throughput(report: Report, plan: Plan) -> None:
+    """Images/s of evaluate(use_cache=False) with the default CIFAR model, after a one-batch warm-up."""
+    from vitviz.evaluate import evaluate
+
+    name = zoo.default_name()
+    model = zoo.load(name, device=DEVICE).model
+    data = eval_images(report, plan, model.config)
+    log.info("evaluating %s on %d images", name, len(data))
+    with torch.inference_mode():
+        evaluate(model, data.subset(list(range(min(256, len(data))))), name=name, use_cache=False)
+        result = evaluate(model, data, name=name, use_cache=False)
+    flops = flops_per_image(model.config)
+    bound = report.figures["matmul_gflops"] * 1e9 / flops  # images/s at the matmul's speed
+    report.figures.update(
+        eval_images_per_s=result.images_per_s,
+        eval_images=len(data),
+        eval_model=name,
+        eval_fraction_of_flop_bound=result.images_per_s / bound,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 5: the app
+# ---------------------------------------------------------------------------------------------
+
+
+def rerun_target() -> tuple[str, str, str, tuple[Any, Any]]:
+    """The first page of RERUN_TARGETS that exists, with the widget to change on it."""
+    for target in RERUN_TARGETS:
+        if (ROOT / target[0]).exists():
+            return target
+    raise FileNotFoundError("neither app_pages/5_attention.py nor app_pages/2_patches.py exists.")
+
+
+def cached_rerun_ms(report: Report, plan: Plan) -> None:
+    """Median ms of AppTest.run() after changing one widget (alternating two values), caches warm."""
+    from streamlit.testing.v1 import AppTest
+
+    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
+    page, kind, key, values = rerun_target()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
+    at.run()
+    at.switch_page(page)
+    at.run()
+
+    def choose(value: Any) -> Callable[[], object]:
+        return lambda: getattr(at, kind)(key=key).set_value(value).run()
+
+    seconds = alternate({str(v): choose(v) for v in values}, plan.runs, plan.warmup)
+    problems = [e.value for e in at.exception] + [e.value for e in at.error]
+    if problems:
+        report.note(f"{page} showed errors while timed: {problems[0][:200]}")
+    pooled = [s for runs in seconds.values() for s in runs]
+    report.figures["cached_rerun_ms"] = statistics.median(pooled) * 1e3
+    report.figures["cached_rerun_page"] = f"{page} ({key} = {values[0]} / {values[1]})"
+
+
+@dataclass
+class Server:
+    """A running ``streamlit run app.py``."""
+
+    process: subprocess.Popen
+    url: str
+    startup_s: float
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok"
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def app_server(timeout: float = 120.0, env: Mapping[str, str] | None = None) -> Iterator[Server]:
+    """Launch the app, wait for /_stcore/health to say ok, and stop it afterwards.
+
+    Args:
+        timeout: seconds to wait for the first healthy answer.
+        env: variables to set for the server on top of this process's environment.
+    """
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, STREAMLIT_BROWSER_GATHER_USAGE_STATS="false", **(env or {}))
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+    ]
+    with tempfile.TemporaryFile() as output:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            while not _healthy(url):
+                if process.poll() is not None or time.perf_counter() - started > timeout:
+                    output.seek(0)
+                    tail = output.read().decode(errors="replace")[-1000:]
+                    raise RuntimeError(f"streamlit did not answer {url}/_stcore/health: {tail}")
+                time.sleep(0.05)
+            yield Server(process, url, time.perf_counter() - started)
+        finally:
+            _stop(process)
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def cold_start_s(report: Report, plan: Plan) -> None:
+    """Median seconds from launching the server to its first healthy answer."""
+    starts = []
+    for _ in range(plan.cold_starts):
+        with app_server() as server:
+            starts.append(server.startup_s)
+    report.figures["cold_start_s"] = statistics.median(starts)
+    report.figures["cold_start_runs_s"] = [round(s, 3) for s in starts]
+
+
+def url_path(script: str) -> str:
+    """app_pages/5_attention.py -> "attention"; the home page (0_...) is the root."""
+    stem = Path(script).stem
+    return "" if stem.startswith("0_") else stem.split("_", 1)[1]
+
+
+def app_pages() -> list[str]:
+    return tour.scripts()
+
+
+def visit(page: Any, url: str, timeout_ms: int = 300_000) -> str | None:
+    """Open a page, wait for its title, a figure (or metric, or table) and the end of its run.
+
+    Returns:
+        A problem to note, or None.
+    """
+    page.goto(url, wait_until="domcontentloaded")
+    try:
+        page.wait_for_selector("h1", timeout=timeout_ms)
+        page.wait_for_selector(PAGE_READY, timeout=timeout_ms)
+    except Exception as err:
+        return f"{url}: no title, figure, metric or table appeared ({type(err).__name__})"
+    deadline = time.monotonic() + timeout_ms / 1000
+    idle = 0
+    while idle < 2 and time.monotonic() < deadline:  # two quiet looks in a row: the run is over
+        page.wait_for_timeout(250)
+        idle = idle + 1 if page.locator(RUNNING).count() == 0 else 0
+    return None
+
+
+def walk_tour(url: str) -> list[str]:
+    """Visit every page of the app in Chromium; the problems seen on the way."""
+    from playwright.sync_api import sync_playwright
+
+    problems: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for script in app_pages():
+                log.info("visiting %s", script)
+                problem = visit(page, f"{url}/{url_path(script)}")
+                if problem:
+                    problems.append(problem)
+        finally:
+            browser.close()
+    return problems
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM (peak resident set size) of a live process from /proc, in MB; None off Linux."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB
+    return None
+
+
+def children_peak_rss_mb() -> float:
+    """The largest peak RSS among waited-for child processes (Linux kB, macOS bytes), in MB."""
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return peak / 1024 / 1024 if sys.platform == "darwin" else peak / 1024
+
+
+def chromium_missing() -> str | None:
+    """Why the browser tour cannot run, or None when it can."""
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install playwright)"
+    return None
+
+
+def small_test_folder(source: Path, per_class: int, into: Path) -> Path:
+    """A copy of ``per_class`` images of every class of a test ImageFolder, spread evenly
+    through each class, as ``into/test/<class>/``; returns ``into``."""
+    for class_folder in sorted(p for p in source.iterdir() if p.is_dir()):
+        files = sorted(p for p in class_folder.iterdir() if p.is_file())
+        step = max(1, len(files) // per_class)
+        target = into / "test" / class_folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        for path in files[::step][:per_class]:
+            shutil.copyfile(path, target / path.name)
+    return into
+
+
+@contextlib.contextmanager
+def server_data(plan: Plan) -> Iterator[dict[str, str]]:
+    """The server's environment for the tour: in the quick plan, VITVIZ_DATA points at a small
+    copy of the CIFAR-10 test folder (so the lab evaluates hundreds of images, not 10,000)."""
+    from vitviz.data import find_cifar_test_folder
+
+    folder = find_cifar_test_folder() if plan.quick else None
+    if folder is None:
+        yield {}
+        return
+    with tempfile.TemporaryDirectory(prefix="vitviz-bench-") as tmp:
+        per_class = max(1, (plan.eval_images or 500) // 10)
+        yield {"VITVIZ_DATA": str(small_test_folder(folder, per_class, Path(tmp)))}
+
+
+def app_peak_rss(report: Report, plan: Plan) -> None:
+    """Peak RSS of the server after Chromium has visited every page (null without Chromium)."""
+    missing = chromium_missing()
+    if missing:
+        report.figures["app_peak_rss_mb"] = None
+        report.note(f"app_peak_rss_mb is null: {missing}")
+        return
+    with server_data(plan) as env, app_server(env=env) as server:
+        report.figures["app_lab_data"] = env.get("VITVIZ_DATA", "the app's default (the full test folder)")
+        for problem in walk_tour(server.url):
+            report.note(problem)
+        peak = peak_rss_mb(server.process.pid)
+        pid = server.process.pid
+    if peak is None:
+        peak = children_peak_rss_mb()
+        report.note(f"/proc/{pid}/status unreadable: app_peak_rss_mb is the largest child's ru_maxrss")
+    report.figures["app_peak_rss_mb"] = peak
+    report.figures["app_pages_visited"] = len(app_pages())
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    """The CPU's model name from /proc/cpuinfo, else platform.processor() or the machine type."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def environment(plan: Plan) -> dict[str, Any]:
+    import streamlit
+    import timm
+    import transformers
+
+    return {
+        "quick": plan.quick,
+        "threads": torch.get_num_threads(),
+        "dtype": "float32",
+        "device": str(DEVICE),
+        "runs": plan.runs,
+        "warmup": plan.warmup,
+        "contender_config": _describe(plan.vit),
+        "cifar_batch": plan.cifar_batch,
+        "torch": torch.__version__,
+        "timm": timm.__version__,
+        "transformers": transformers.__version__,
+        "streamlit": streamlit.__version__,
+        "python": platform.python_version(),
+        "machine": machine(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def _describe(config: ViTConfig) -> str:
+    height, width = config.image_size
+    return (
+        f"{height}x{width} px, patch {config.patch_size}, dim {config.embed_dim}, depth {config.depth}, "
+        f"heads {config.num_heads}, {config.num_classes} classes"
+    )
+
+
+STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
+    ("explain vs forward", explain_vs_forward),
+    ("ours vs timm", against_timm),
+    ("ours vs Hugging Face", against_hf),
+    ("forward vs matmul", against_hardware),
+    ("evaluation throughput", eval_throughput),
+    ("cached rerun", cached_rerun_ms),
+    ("cold start", cold_start_s),
+    ("app peak RSS", app_peak_rss),
+]
+
+
+def busy_note() -> str | None:
+    """A warning when the machine was already busy (1-minute load average above the CPU count)."""
+    with contextlib.suppress(OSError, AttributeError):
+        load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+        if load > cpus:
+            return (
+                f"the machine was busy (load average {load:.1f} on {cpus} CPUs): with every CPU taken, torch's "
+                "threads wait for each other at every operator and the timings mean little"
+            )
+    return None
+
+
+def run(plan: Plan) -> Report:
+    """Every measurement of the plan, in order, into one report."""
+    report = Report()
+    report.figures.update(environment(plan))
+    busy = busy_note()
+    if busy:
+        report.note(busy)
+    for title, step in STEPS:
+        started = time.perf_counter()
+        step(report, plan)
+        log.info("%s done in %.1f s", title, time.perf_counter() - started)
+    return report
+
+
+def _format(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def met(value: float | None, comparison: str, target: float) -> str:
+    """'met', 'missed', or 'n/a' for a missing figure."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    return "met" if (value <= target if comparison == "<=" else value >= target) else "missed"
+
+
+def table(report: Report) -> str:
+    """The readable report: figures with targets first (met / missed), then the rest."""
+    figures = report.figures
+    lines = [
+        f"vitviz bench{' --quick' if figures.get('quick') else ''}: {figures.get('machine')}, "
+        f"{figures.get('threads')} threads, torch {figures.get('torch')}, {figures.get('dtype')}",
+        "",
+    ]
+    lines.append(f"{'figure':<34} {'value':>12}  {'target':<10} result")
+    targeted = set()
+    for name, comparison, target in TARGETS:
+        targeted.add(name)
+        value = figures.get(name)
+        lines.append(f"{name:<34} {_format(value):>12}  {comparison} {target:<7g} {met(value, comparison, target)}")
+    lines.append("")
+    skip = targeted | {"quick", "machine", "threads", "torch", "dtype"}
+    for name, value in figures.items():
+        if name not in skip:
+            lines.append(f"{name:<34} {_format(value)}")
+    lines += ["", "medians (ms):"]
+    lines += [f"  {name:<32} {value:>12.3f}" for name, value in report.medians_ms.items()]
+    if report.notes:
+        lines += ["", "notes:"] + [f"  - {note}" for note in report.notes]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m vitviz.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--quick", action="store_true", help="small sizes and few runs; every code path still runs")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    report = run(QUICK if args.quick else FULL)
+    print(table(report))
+    if args.json:
+        print(json.dumps(report.to_json()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
