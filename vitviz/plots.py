@@ -174,6 +174,24 @@ def patch_gallery(
     return _image_figure(montage, height, title, hoverinfo="skip")
 
 
+# A patch map's hover counts as the screen does, from 1: the patch number, its row and column.
+GRID_HOVER = "patch %{customdata[2]} (row %{customdata[0]}, col %{customdata[1]}): %{z:.4f}<extra></extra>"
+
+
+def grid_customdata(grid_h: int, grid_w: int) -> np.ndarray:
+    """(grid_h, grid_w, 3) of (row, column, patch number), each counted from 1, for GRID_HOVER."""
+    rows, cols = np.mgrid[0:grid_h, 0:grid_w]
+    return np.stack([rows + 1, cols + 1, rows * grid_w + cols + 1], axis=-1)
+
+
+def _map_hover(grid_h: int, grid_w: int, pixels: tuple[int, int]) -> dict:
+    """A map's hover: per patch (GRID_HOVER), or per pixel ("x=3, y=7", as the image's own hover)
+    when the map is as large as the image (Grad-CAM, integrated gradients)."""
+    if (grid_h, grid_w) == pixels:
+        return {"hovertemplate": "x=%{x:.0f}, y=%{y:.0f}: %{z:.4f}<extra></extra>"}
+    return {"customdata": grid_customdata(grid_h, grid_w), "hovertemplate": GRID_HOVER}
+
+
 def heatmap_overlay(
     array: np.ndarray,
     values: np.ndarray,
@@ -185,7 +203,8 @@ def heatmap_overlay(
     zmax: float | None = None,
     colorbar: bool = True,
 ) -> go.Figure:
-    """A (grid_h, grid_w) map laid over the image, one coloured square per patch."""
+    """A (grid_h, grid_w) map laid over the image, one coloured square per patch (or per pixel,
+    for a map the image's size)."""
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
     values = np.asarray(values, dtype=np.float64)
@@ -205,7 +224,7 @@ def heatmap_overlay(
             zmin=zmin,
             zmax=zmax,
             showscale=colorbar,
-            hovertemplate="row %{y:.0f}, col %{x:.0f}: %{z:.4f}<extra></extra>",
+            **_map_hover(grid_h, grid_w, (height_px, width_px)),
             colorbar=dict(thickness=12, len=0.8),
         )
     )
@@ -259,7 +278,8 @@ def small_multiples(
                 zmax=zmax,
                 xaxis=f"x{suffix}",
                 yaxis=f"y{suffix}",
-                hovertemplate="row %{y}, col %{x}: %{z:.4f}<extra></extra>",
+                customdata=grid_customdata(*values.shape),
+                hovertemplate=GRID_HOVER,
             )
         )
         layout[f"xaxis{suffix}"] = dict(domain=x_domain, visible=False, anchor=f"y{suffix}")
@@ -679,7 +699,7 @@ def similarity_maps(
                 colorbar=dict(thickness=12, title="cos"),
             )
         fig.add_trace(
-            go.Heatmap(z=values, **scale, hovertemplate="row %{y}, col %{x}: %{z:.3f}<extra></extra>"),
+            go.Heatmap(z=values, **scale, customdata=grid_customdata(*values.shape), hovertemplate=GRID_HOVER),
             row=1,
             col=index + 1,
         )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from vitviz import i18n, plots, tables
 
 
@@ -26,3 +28,15 @@ def test_stage_labels_a_few_epochs_apart_sit_at_different_heights():
         if abs(a.x - b.x) < 10:  # neighbours closer than a label is wide: never at one height
             assert shift_a != shift_b
     assert len([s for s in fig.layout.shapes if s.type == "line"]) == 5 * 3  # a dashed line in every panel
+
+
+def test_a_patch_map_hover_counts_patches_rows_and_columns_from_one():
+    picture = np.zeros((28, 28, 1), dtype=np.uint8)
+    overlay = plots.heatmap_overlay(picture, np.arange(16.0).reshape(4, 4))
+    patches = overlay.data[-1]
+    assert patches.hovertemplate == plots.GRID_HOVER
+    assert patches.customdata[0][0].tolist() == [1, 1, 1] and patches.customdata[3][1].tolist() == [4, 2, 14]
+    pixels = plots.heatmap_overlay(picture, np.zeros((28, 28))).data[-1]  # Grad-CAM's size: per pixel
+    assert pixels.customdata is None and pixels.hovertemplate.startswith("x=")
+    heads = plots.small_multiples(np.zeros((2, 3, 5)), ["a", "b"])
+    assert heads.data[1].customdata[2][4].tolist() == [3, 5, 15]
