@@ -78,7 +78,9 @@ left.plotly_chart(
 )
 large_title = ui.tr("tokens.large_title", index=pos + 1, row=row + 1, col=col + 1)
 right.plotly_chart(
-    plots.similarity_maps(similarities["model"][row, col][None], [large_title], marked=(row, col), height=460),
+    plots.similarity_maps(
+        similarities["model"][row, col][None], [large_title], marked=(row, col), height=460, hover=ui.grid_hover()
+    ),
     width="stretch",
     key="tokens_large",
 )
@@ -94,6 +96,7 @@ st.plotly_chart(
         [ui.tr(v) for v in kinds.values()],
         marked=(row, col),
         own_range=True,
+        hover=ui.grid_hover(),
         height=360,
     ),
     width="stretch",

@@ -110,7 +110,9 @@ view = st.radio(
 )
 multiples = (readout_maps if view == "readout" else query_maps).numpy()  # (heads, grid_h, grid_w)
 titles = [head_label(h) for h in range(heads)]
-heads_figure = plots.small_multiples(multiples, titles, columns=min(heads, 6), height_per_row=200)
+heads_figure = plots.small_multiples(
+    multiples, titles, columns=min(heads, 6), height_per_row=200, hover=ui.grid_hover()
+)
 st.plotly_chart(heads_figure, width="stretch", key="attention_heads")
 st.caption(ui.tr("attention.heads_caption", heads=heads, layer=layer_label(layer)))
 
@@ -137,7 +139,11 @@ for column, key, values, title in (
     (left, "attention_rollout", rollout, rollout_title),
     (right, "attention_last_layer", last_layer, last_title),
 ):
-    column.plotly_chart(plots.heatmap_overlay(model_input, values, title=title, height=420), width="stretch", key=key)
+    column.plotly_chart(
+        plots.heatmap_overlay(model_input, values, title=title, height=420, hover=ui.grid_hover()),
+        width="stretch",
+        key=key,
+    )
 st.caption(ui.tr("attention.rollout_caption"))
 
 # ---- mean attention distance (ViT paper, Fig. 7 right) ----------------------------------------

@@ -133,7 +133,9 @@ left.plotly_chart(
 model_input = denormalize(trace.pixels[0], config.preprocess)
 rollout = analysis.rollout_map(trace)[0].numpy()  # (grid_h, grid_w)
 right.plotly_chart(
-    plots.heatmap_overlay(model_input, rollout, title=ui.tr("prediction.rollout_title"), height=360),
+    plots.heatmap_overlay(
+        model_input, rollout, title=ui.tr("prediction.rollout_title"), height=360, hover=ui.grid_hover()
+    ),
     width="stretch",
     key="prediction_rollout",
 )

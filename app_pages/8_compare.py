@@ -111,7 +111,14 @@ for column, (key, picture, title) in zip(st.columns(len(panels)), panels, strict
     values = arrays[key] / max(float(arrays[key].max()), 1e-12)  # its own maximum: one 0..1 scale for all
     column.plotly_chart(
         plots.heatmap_overlay(
-            picture, values, title=title, height=300, zmin=0.0, zmax=1.0, colorbar=key == panels[-1][0]
+            picture,
+            values,
+            title=title,
+            height=300,
+            zmin=0.0,
+            zmax=1.0,
+            colorbar=key == panels[-1][0],
+            hover=ui.grid_hover(),
         ),
         width="stretch",
         key=f"compare_map_{key}",

@@ -339,7 +339,9 @@ inspected = ui.cached_mistake(chosen.name, location, index)  # maps and logit le
 maps = {"predicted": inspected["map_predicted"], "true": inspected["map_true"]}  # (grid_h, grid_w)
 for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label), strict=True):
     column.plotly_chart(
-        plots.heatmap_overlay(picture, maps[which], title=ui.tr(f"mistakes.map_{which}", name=name), height=380),
+        plots.heatmap_overlay(
+            picture, maps[which], title=ui.tr(f"mistakes.map_{which}", name=name), height=380, hover=ui.grid_hover()
+        ),
         width="stretch",
         key=f"mistakes_map_{which}",
     )

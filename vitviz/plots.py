@@ -174,7 +174,8 @@ def patch_gallery(
     return _image_figure(montage, height, title, hoverinfo="skip")
 
 
-# A patch map's hover counts as the screen does, from 1: the patch number, its row and column.
+# A patch map's hover counts as the screen does, from 1: the patch number, its row and column
+# (``ui.grid_hover`` writes it in the user's language).
 GRID_HOVER = "patch %{customdata[2]} (row %{customdata[0]}, col %{customdata[1]}): %{z:.4f}<extra></extra>"
 
 
@@ -184,12 +185,12 @@ def grid_customdata(grid_h: int, grid_w: int) -> np.ndarray:
     return np.stack([rows + 1, cols + 1, rows * grid_w + cols + 1], axis=-1)
 
 
-def _map_hover(grid_h: int, grid_w: int, pixels: tuple[int, int]) -> dict:
+def _map_hover(grid_h: int, grid_w: int, pixels: tuple[int, int], hover: str = GRID_HOVER) -> dict:
     """A map's hover: per patch (GRID_HOVER), or per pixel ("x=3, y=7", as the image's own hover)
     when the map is as large as the image (Grad-CAM, integrated gradients)."""
     if (grid_h, grid_w) == pixels:
         return {"hovertemplate": "x=%{x:.0f}, y=%{y:.0f}: %{z:.4f}<extra></extra>"}
-    return {"customdata": grid_customdata(grid_h, grid_w), "hovertemplate": GRID_HOVER}
+    return {"customdata": grid_customdata(grid_h, grid_w), "hovertemplate": hover}
 
 
 def heatmap_overlay(
@@ -202,6 +203,7 @@ def heatmap_overlay(
     zmin: float | None = None,
     zmax: float | None = None,
     colorbar: bool = True,
+    hover: str = GRID_HOVER,
 ) -> go.Figure:
     """A (grid_h, grid_w) map laid over the image, one coloured square per patch (or per pixel,
     for a map the image's size)."""
@@ -224,7 +226,7 @@ def heatmap_overlay(
             zmin=zmin,
             zmax=zmax,
             showscale=colorbar,
-            **_map_hover(grid_h, grid_w, (height_px, width_px)),
+            **_map_hover(grid_h, grid_w, (height_px, width_px), hover),
             colorbar=dict(thickness=12, len=0.8),
         )
     )
@@ -252,6 +254,7 @@ def small_multiples(
     shared_scale: bool = False,
     height_per_row: int = 170,
     image: np.ndarray | None = None,
+    hover: str = GRID_HOVER,
 ) -> go.Figure:
     """Many (grid_h, grid_w) maps side by side (e.g. every head of a layer).
 
@@ -279,7 +282,7 @@ def small_multiples(
                 xaxis=f"x{suffix}",
                 yaxis=f"y{suffix}",
                 customdata=grid_customdata(*values.shape),
-                hovertemplate=GRID_HOVER,
+                hovertemplate=hover,
             )
         )
         layout[f"xaxis{suffix}"] = dict(domain=x_domain, visible=False, anchor=f"y{suffix}")
@@ -668,6 +671,7 @@ def similarity_maps(
     marked: tuple[int, int] | None = None,
     height: int = 420,
     own_range: bool = False,
+    hover: str = GRID_HOVER,
 ) -> go.Figure:
     """(k, grid_h, grid_w) cosine-similarity maps side by side; ``marked`` (row, col) outlines
     the chosen position in every map.
@@ -699,7 +703,7 @@ def similarity_maps(
                 colorbar=dict(thickness=12, title="cos"),
             )
         fig.add_trace(
-            go.Heatmap(z=values, **scale, customdata=grid_customdata(*values.shape), hovertemplate=GRID_HOVER),
+            go.Heatmap(z=values, **scale, customdata=grid_customdata(*values.shape), hovertemplate=hover),
             row=1,
             col=index + 1,
         )

@@ -90,3 +90,15 @@ def test_the_model_card_names_its_data_and_hardware_in_korean():
         "스레드 2개)"
     )  # the card says 2 threads
     assert ui.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written
+
+
+def test_patch_maps_hover_in_korean_counting_from_one():
+    at = open_page_in_one_run("app_pages/5_attention.py", lang="ko")
+    assert [e.value for e in at.exception] == []
+    hovers = [
+        trace.get("hovertemplate", "")
+        for chart in at.get("plotly_chart")
+        for trace in json.loads(chart.proto.spec)["data"]
+        if "customdata[2]" in trace.get("hovertemplate", "")
+    ]
+    assert hovers and all(h.startswith("패치 %{customdata[2]} (%{customdata[0]}행 %{customdata[1]}열)") for h in hovers)

@@ -807,6 +807,12 @@ def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> 
     (where or st).caption(tr("prediction.known_classes", n=len(names), names=", ".join(map(label, names))))
 
 
+def grid_hover() -> str:
+    """A patch map's hover in the user's language ("patch 5 (row 2, col 1): 0.1234"; "패치 5 (2행 1열)")."""
+    where = tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
+    return f"{tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
+
+
 def bar_title(title: str, found: Verdict | None) -> str:
     """A top-k chart's title, with what its colours mean when the true class is known."""
     if found is None:
