@@ -77,6 +77,7 @@ class TrainConfig:
     label_smoothing: float = 0.1
     augment: str = "autoaugment"  # "autoaugment", "trivialaugment", "randaugment" or "none"
     flip: bool = True  # random horizontal flips (not for digits)
+    crop_padding: int = 4  # random crops of the image padded (by reflection) this many pixels a side; 0: none
     mixup_alpha: float = 0.8
     cutmix_alpha: float = 1.0
     mix_prob: float = 1.0
@@ -267,13 +268,15 @@ def build_augment(cfg: TrainConfig, size: tuple[int, int]) -> v2.Transform:
         "trivialaugment": v2.TrivialAugmentWide,
         "randaugment": v2.RandAugment,
     }
-    steps: list[v2.Transform] = [v2.RandomCrop(size, padding=4, padding_mode="reflect")]
+    steps: list[v2.Transform] = []
+    if cfg.crop_padding > 0:
+        steps.append(v2.RandomCrop(size, padding=cfg.crop_padding, padding_mode="reflect"))
     steps += [v2.RandomHorizontalFlip()] if cfg.flip else []
     if cfg.augment != "none":
         if cfg.augment not in policies:
             raise ValueError(f"augment must be one of {sorted(policies)} or 'none', not {cfg.augment!r}.")
         steps.append(policies[cfg.augment]())
-    return v2.Compose(steps)
+    return v2.Compose(steps) if steps else v2.Identity()
 
 
 def random_erase(pixels: Tensor, prob: float, generator: torch.Generator) -> Tensor:

@@ -305,3 +305,16 @@ def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tm
     assert zoo.REGISTRY["mnist-vit"].source == "run" and zoo.REGISTRY["mnist-vit"].trained
     model, _ = zoo.load("mnist-vit")
     assert model.config.grid_size == (4, 4) and model.config.patch_dim == 49
+
+
+def test_crop_padding_zero_leaves_the_picture_in_place_and_old_checkpoints_still_resume():
+    from vitviz.train import build_augment
+
+    picture = torch.arange(28 * 28, dtype=torch.uint8).reshape(1, 28, 28)
+    still = build_augment(TrainConfig(crop_padding=0, flip=False, augment="none"), (28, 28))
+    assert all(torch.equal(still(picture), picture) for _ in range(5))
+    shifted = build_augment(TrainConfig(crop_padding=4, flip=False, augment="none"), (28, 28))
+    assert any(not torch.equal(shifted(picture), picture) for _ in range(20))
+    saved = {k: v for k, v in json.loads(json.dumps(dataclasses.asdict(TrainConfig()))).items() if k != "crop_padding"}
+    assert same_recipe(saved, TrainConfig())  # a checkpoint from before the field resumes
+    assert not same_recipe(saved, TrainConfig(crop_padding=0))
