@@ -465,9 +465,10 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     vit_config = cfg.model_config(train_set.classes)  # a ViTConfig or, with --arch cnn, a CNNConfig
     start_weights, lineage = None, None
     if cfg.init_from:
+        asked = vit_config.to_dict()  # --model (or a preset's model) as the config writes it: 28 -> [28, 28]
         start_weights, vit_config, parent = read_run(cfg.init_from)
         kept = vit_config.to_dict()
-        changed = sorted(k for k, v in cfg.model.items() if _jsonable(kept.get(k)) != _jsonable(v))
+        changed = sorted(k for k in cfg.model if _jsonable(kept.get(k)) != _jsonable(asked.get(k)))
         if changed:
             raise ValueError(
                 f"--model cannot change a model that --init-from continues ({', '.join(changed)}): it keeps its config."

@@ -305,6 +305,12 @@ def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tm
     assert zoo.REGISTRY["mnist-vit"].source == "run" and zoo.REGISTRY["mnist-vit"].trained
     model, _ = zoo.load("mnist-vit")
     assert model.config.grid_size == (4, 4) and model.config.patch_dim == 49
+    # a second stage of the preset from the finished run (the preset's model is the run's model)
+    first_run = str(tmp_path / "cache" / "runs" / "mnist-vit")
+    again = ["--preset", "mnist-vit", "--data", str(tmp_path), "--name", "mnist-vit-2", "--init-from", first_run]
+    cfg = parse_args([*again, "--epochs", "1", "--crop-padding", "0"])
+    second = train(dataclasses.replace(cfg, amp="off", threads=1, eval_every=1))
+    assert [stage["name"] for stage in second.stages] == ["mnist-vit", "mnist-vit-2"] and second.epochs == 3
 
 
 def test_crop_padding_zero_leaves_the_picture_in_place_and_old_checkpoints_still_resume():
