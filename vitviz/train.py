@@ -108,11 +108,13 @@ class TrainConfig:
 
 
 # The seed notes' MNIST ViT: 28x28 grayscale, 7x7 patches (16 of them, 49 numbers each), D = 128,
-# 3 encoder blocks. The recipe is the one measured for Fashion-MNIST (docs/training.md).
+# 3 encoder blocks. No random crops and no erasing: measured on Fashion-MNIST, crops of the padded
+# picture held this ViT to 81% of its training images and 80.6% of the test split after 13
+# epochs, and one epoch without them reached 87.3% (docs/training.md).
 SEED_MNIST_VIT = {"image_size": 28, "patch_size": 7, "in_chans": 1, "embed_dim": 128, "depth": 3, "num_heads": 4}
 _SMALL_RECIPE = dict(
     epochs=30, batch_size=128, lr=1e-3, min_lr=1e-5, warmup_epochs=2, weight_decay=0.05, label_smoothing=0.1,
-    augment="none", mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.1, eval_every=2,
+    augment="none", mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.0, crop_padding=0, eval_every=2,
 )  # fmt: skip
 PRESETS: dict[str, dict[str, Any]] = {
     "fashion-mnist-vit": dict(
