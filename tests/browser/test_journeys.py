@@ -210,6 +210,8 @@ def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server,
     walked = []
     for key in ("ArrowRight", "PageDown", "ArrowLeft", "PageUp"):
         before = title(page)
+        # the clicker's keys are heard once the presenter's script has run (after the style, on a busy machine)
+        page.wait_for_function("() => window.__vitvizKeys === true && document.getElementById('vitviz-present')")
         page.keyboard.press(key)
         page.wait_for_function(
             "(b) => { const h = document.querySelector('h1'); return h && h.innerText !== b; }",
