@@ -42,6 +42,7 @@ if config.is_hybrid:  # thousands of channels: one bar each, no picture
     right.plotly_chart(
         plots.vector_bars(
             vector,
+            index_word=ui.tr("hover.index"),
             title=ui.tr("vectors.hybrid_flat", index=index + 1, length=length),
             x_title=ui.tr("vectors.hybrid_axis"),
         ),
@@ -51,7 +52,14 @@ if config.is_hybrid:  # thousands of channels: one bar each, no picture
 else:
     titles = [f"c = {c} ({name}): {c * p * p}-{(c + 1) * p * p - 1}" for c, name in enumerate(names)]
     right.plotly_chart(
-        plots.patch_planes(vector, p, chans, titles, title=ui.tr("vectors.planes", index=index + 1, p=p)),
+        plots.patch_planes(
+            vector,
+            p,
+            chans,
+            titles,
+            title=ui.tr("vectors.planes", index=index + 1, p=p),
+            index_word=ui.tr("hover.index"),
+        ),
         width="stretch",
         key="vectors_planes",
     )
@@ -59,6 +67,7 @@ else:
     st.plotly_chart(
         plots.vector_bars(
             vector,
+            index_word=ui.tr("hover.index"),
             segment=p * p,
             names=names,
             title=ui.tr("vectors.flat", length=length, pp=p * p, p=p),

@@ -405,6 +405,7 @@ def patch_planes(
     names: Sequence[str],
     title: str | None = None,
     height: int = 330,
+    index_word: str = "index",
 ) -> go.Figure:
     """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P.
 
@@ -432,7 +433,7 @@ def patch_planes(
                 zmin=low,
                 zmax=high,
                 showscale=False,
-                hovertemplate="p1=%{y}, p2=%{x}<br>index %{customdata}: %{z:.3f}<extra></extra>",
+                hovertemplate="p1=%{y}, p2=%{x}<br>" + index_word + " %{customdata}: %{z:.3f}<extra></extra>",
             ),
             row=1,
             col=c + 1,
@@ -457,6 +458,7 @@ def vector_bars(
     title: str | None = None,
     x_title: str | None = None,
     height: int = 300,
+    index_word: str = "index",
 ) -> go.Figure:
     """A 1-D vector as bars, index on x. With ``segment``, every run of ``segment`` entries is
     its own trace (coloured by channel, named from ``names``), its start marked on the axis."""
@@ -474,7 +476,7 @@ def vector_bars(
                     y=values[start:stop],
                     name=name,
                     marker_color=colours[number % len(colours)],
-                    hovertemplate="index %{x}: %{y:.3f}<extra>" + name + "</extra>",
+                    hovertemplate=index_word + " %{x}: %{y:.3f}<extra>" + name + "</extra>",
                 )
             )
             if start:
