@@ -15,6 +15,7 @@ from vitviz.model import VisionTransformer, build_model
 EXPECTED_PARAMS = {
     "cifar10-vit": 2_693_578,
     "cifar10-cnn": 1_972_802,
+    "fashion-mnist-vit": 605_066,
     "untrained-cifar10-vit": 2_693_578,
     "untrained-vit-b16": 86_567_656,
     "untrained-vit-r26-s32": 36_431_912,
