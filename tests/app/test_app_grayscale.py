@@ -79,10 +79,12 @@ def model_input(at) -> np.ndarray:
     return figure_array(figure(at, "home_grid")["data"][0]["z"]).astype(int)
 
 
+@pytest.mark.parametrize("which", ["made here", zoo.SHIPPED_FASHION])
 @pytest.mark.parametrize("lang", ["en", "ko"])
 @pytest.mark.parametrize("page", [f for f, _, _ in tour.TOUR])
-def test_every_tour_page_runs_with_the_grayscale_model(fashion, page, lang):
-    at = open_page_in_one_run(page, lang=lang, custom_model=str(fashion[1]), source="test", test="Ankle boot/1")
+def test_every_tour_page_runs_with_the_grayscale_model(fashion, page, lang, which):
+    chosen = {"custom_model": str(fashion[1])} if which == "made here" else {"model": which}
+    at = open_page_in_one_run(page, lang=lang, source="test", test="Ankle boot/1", **chosen)
     assert errors(at) == []
     if lang == "ko":
         leaks = sorted({f"{word!r} in {text[:80]!r}" for text in page_labels(at) for word in english_words(text)})
