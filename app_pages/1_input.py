@@ -40,44 +40,21 @@ resize = (
     if isinstance(pre.resize, int)
     else f"{pre.resize[0]} x {pre.resize[1]}"
 )
+means, stds = ", ".join(f"{m:.4g}" for m in pre.mean), ", ".join(f"{s:.4g}" for s in pre.std)
+steps = [
+    (ui.tr("input.step.resize"), f"{resize}, {pre.interpolation}"),
+    (ui.tr("input.step.crop"), "-" if pre.crop is None else f"{pre.crop[0]} x {pre.crop[1]}"),
+]
+if gray:
+    steps.append((ui.tr("input.step.gray"), ui.tr("input.step.gray_value")))
+if pre.dark_background:
+    steps.append((ui.tr("input.step.invert"), ui.tr("input.step.invert_yes" if inverted else "input.step.invert_no")))
+steps += [
+    (ui.tr("input.step.scale"), ui.tr("input.step.scale_value")),
+    (ui.tr("input.step.normalise"), f"(x - mean) / std, mean=({means}), std=({stds})"),
+]
 st.dataframe(
-    [
-        {
-            ui.tr("input.col.step"): ui.tr("input.step.resize"),
-            ui.tr("input.col.value"): f"{resize}, {pre.interpolation}",
-        },
-        {
-            ui.tr("input.col.step"): ui.tr("input.step.crop"),
-            ui.tr("input.col.value"): "-" if pre.crop is None else f"{pre.crop[0]} x {pre.crop[1]}",
-        },
-        *(
-            [
-                {
-                    ui.tr("input.col.step"): ui.tr("input.step.gray"),
-                    ui.tr("input.col.value"): ui.tr("input.step.gray_value"),
-                }
-            ]
-            if gray
-            else []
-        ),
-        *(
-            [
-                {
-                    ui.tr("input.col.step"): ui.tr("input.step.invert"),
-                    ui.tr("input.col.value"): ui.tr("input.step.invert_yes" if inverted else "input.step.invert_no"),
-                }
-            ]
-            if pre.dark_background
-            else []
-        ),
-        {ui.tr("input.col.step"): ui.tr("input.step.scale"), ui.tr("input.col.value"): ui.tr("input.step.scale_value")},
-        {
-            ui.tr("input.col.step"): ui.tr("input.step.normalise"),
-            ui.tr(
-                "input.col.value"
-            ): f"(x - mean) / std, mean=({', '.join(f'{m:.4g}' for m in pre.mean)}), std=({', '.join(f'{s:.4g}' for s in pre.std)})",
-        },
-    ],
+    [{ui.tr("input.col.step"): step, ui.tr("input.col.value"): value} for step, value in steps],
     hide_index=True,
     width="stretch",
 )

@@ -187,25 +187,23 @@ def _match_background(pixels: Tensor, pre: Preprocess) -> Tensor:
     return torch.where(light, 255 - pixels, pixels)
 
 
+def _resized_pixels(image: Image.Image, pre: Preprocess, in_chans: int) -> Tensor:
+    """PIL image -> uint8 (1, C, H, W) after the spec's resize, centre crop and channel conversion."""
+    image = resize_and_crop(image, pre).convert("L" if in_chans == 1 else "RGB")
+    array = np.asarray(image, dtype=np.uint8).reshape(image.height, image.width, -1)  # L has no channel axis
+    return torch.from_numpy(array.copy()).permute(2, 0, 1)[None]
+
+
 def input_pixels(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> Tensor:
     """PIL image -> uint8 (C, H, W) after the spec's resize, centre crop, channel conversion
     and, for a model of light things on a dark ground, inversion of a light-edged picture."""
-    image = resize_and_crop(image, pre).convert("L" if in_chans == 1 else "RGB")
-    array = np.asarray(image, dtype=np.uint8)
-    if array.ndim == 2:
-        array = array[:, :, None]
-    pixels = torch.from_numpy(array.copy()).permute(2, 0, 1)  # (C, H, W)
-    return _match_background(pixels[None], pre)[0]
+    return _match_background(_resized_pixels(image, pre, in_chans), pre)[0]
 
 
 def inverts(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> bool:
     """Whether ``to_tensor`` inverts this picture (see ``Preprocess.dark_background``), so the
     page can say so."""
-    if not pre.dark_background:
-        return False
-    image = resize_and_crop(image, pre).convert("L" if in_chans == 1 else "RGB")
-    array = np.asarray(image, dtype=np.uint8).reshape(image.height, image.width, -1)
-    return bool(_light_edges(torch.from_numpy(array.copy()).permute(2, 0, 1)[None])[0])
+    return pre.dark_background and bool(_light_edges(_resized_pixels(image, pre, in_chans))[0])
 
 
 def to_tensor(image: Image.Image, pre: Preprocess, in_chans: int = 3) -> Tensor:

@@ -226,27 +226,13 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
 
 
 def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
-    from tests.helpers import make_image_folder
-    from vitviz.train import TrainConfig, train
+    from tests.helpers import make_image_folder, tiny_recipe
+    from vitviz.train import train
 
     data = make_image_folder(tmp_path / "data", per_class=40)
-    recipe = dict(
-        data=str(data),
-        batch_size=32,
-        warmup_epochs=0,
-        augment="none",
-        mixup_alpha=0.0,
-        cutmix_alpha=0.0,
-        random_erasing=0.0,
-        amp="off",
-        threads=1,
-        model={"embed_dim": 32, "depth": 1, "num_heads": 2},
-    )
-    train(TrainConfig(name="first", epochs=2, lr=3e-3, **recipe), out=tmp_path / "first")
-    train(
-        TrainConfig(name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"), **recipe),
-        out=tmp_path / "second",
-    )
+    train(tiny_recipe(data, name="first", epochs=2), out=tmp_path / "first")
+    second = tiny_recipe(data, name="second", epochs=3, lr=5e-4, init_from=str(tmp_path / "first"))
+    train(second, out=tmp_path / "second")
     at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "second.safetensors"))
     assert errors(at) == []
     assert any(

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS
 from tests.conftest import SHARED_DATA
 from vitviz import tour
 
@@ -24,17 +25,7 @@ pytestmark = pytest.mark.cifar10  # the server's lab browses a copy of the test 
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+ARGS = CHROMIUM_ARGS  # the benchmark's Chromium, started the same way
 
 
 # Console errors that are Streamlit's own, not the app's: opened on a page's URL, the frontend first
