@@ -76,7 +76,7 @@ class ConvNet(nn.Module):
 
     def forward_head(self, features: Tensor) -> Tensor:
         """(B, C_last, H', W') -> logits (B, num_classes)."""
-        return self.head(self.pool(features).flatten(1))  # (B, C_last) -> (B, classes)
+        return self.head(self.pool(features).flatten(1)) * self.config.logit_scale  # (B, C_last) -> (B, classes)
 
     def forward(self, pixels: Tensor) -> Tensor:
         return self.forward_head(self.forward_features(pixels))
@@ -98,6 +98,55 @@ def params_by_module(model: nn.Module, listed: str) -> dict[str, int]:
         key = ".".join(parts[:2]) if parts[0] == listed else parts[0]
         counts[key] = counts.get(key, 0) + param.numel()
     return counts
+
+
+@torch.no_grad()
+def whitening_filters(pixels: Tensor, kernel_size: int, eps: float = 5e-4) -> Tensor:
+    """Filters that whiten the k x k patches of ``pixels``: airbench's first layer.
+
+    The patches' covariance has eigenvectors v_i and eigenvalues l_i; the filter v_i / sqrt(l_i + eps)
+    gives outputs of unit variance along each of them, and its negative is kept beside it, so a
+    GELU after the convolution passes both signs.
+
+    Args:
+        pixels: normalised training images (B, C, H, W).
+        kernel_size: the stem's k.
+
+    Returns:
+        (2 * C * k * k, C, k, k) filters, the largest eigenvalue first.
+    """
+    channels = pixels.shape[1]
+    patches = pixels.float().unfold(2, kernel_size, 1).unfold(3, kernel_size, 1)  # (B, C, H', W', k, k)
+    patches = patches.permute(0, 2, 3, 1, 4, 5).reshape(-1, channels * kernel_size * kernel_size)  # (n, C k k)
+    covariance = patches.T @ patches / len(patches)
+    eigenvalues, eigenvectors = torch.linalg.eigh(covariance)  # ascending
+    filters = (eigenvectors.T / torch.sqrt(eigenvalues + eps)[:, None]).flip(0)  # (C k k, C k k), largest first
+    filters = filters.reshape(-1, channels, kernel_size, kernel_size)
+    return torch.cat([filters, -filters])
+
+
+@torch.no_grad()
+def init_airbench(model: ConvNet, pixels: Tensor) -> None:
+    """cifar10-airbench's initialisation: a whitening stem and identity-started convolutions.
+
+    The stem's filters whiten 2x2 patches of ``pixels`` (its bias stays trainable); every 3x3
+    convolution starts as the identity on its first in_channels outputs (torch's dirac init),
+    the rest keeping their random start. Which parameters stay frozen is the training recipe's
+    business (``vitviz.train``).
+
+    Raises:
+        ValueError: when the stem is not 2 x C x k x k wide, the size whitening fills.
+    """
+    filters = whitening_filters(pixels, model.stem.kernel_size[0])
+    if filters.shape != model.stem.weight.shape:
+        raise ValueError(
+            f"A whitening stem needs stem_width = 2 * C * k * k = {filters.shape[0]}, not {model.stem.weight.shape[0]}."
+        )
+    model.stem.weight.copy_(filters)
+    model.stem.bias.zero_()
+    for group in model.groups:
+        for conv in (group.conv1, group.conv2):
+            nn.init.dirac_(conv.weight[: conv.in_channels])
 
 
 @dataclass(frozen=True)

@@ -363,6 +363,8 @@ class CNNConfig:
         stem_width: channels of the 2x2 stem convolution.
         widths: channels of each group; every group halves the resolution.
         batchnorm_momentum: BatchNorm's running-average momentum.
+        logit_scale: a fixed factor on the head's output (airbench's 1/9; 1 for the first
+            shipped CNN), which keeps the logits small while the head learns at a high rate.
         preprocess: how photos are turned into inputs; it must end at image_size.
         class_names: one name per output class (may be empty when unknown).
         arch: always "cnn".
@@ -374,6 +376,7 @@ class CNNConfig:
     stem_width: int = 24
     widths: tuple[int, ...] = (64, 256, 256)
     batchnorm_momentum: float = 0.1
+    logit_scale: float = 1.0
     preprocess: Preprocess | None = None
     class_names: tuple[str, ...] = ()
     arch: str = "cnn"

@@ -50,6 +50,7 @@ from tqdm import tqdm
 
 from vitviz import zoo
 from vitviz.card import ModelCard
+from vitviz.cnn import ConvNet, init_airbench
 from vitviz.config import ModelConfig, Preprocess, cifar10_cnn_config, cifar10_vit_config, config_from_dict
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import ImageSet, cache_dir, describe, load_split, normalise, save_atomic, spread_subset
@@ -74,6 +75,11 @@ class TrainConfig:
     min_lr: float = 1e-5
     weight_decay: float = 0.05
     warmup_epochs: int = 5
+    schedule: str = "cosine"  # "cosine" (warmup, then cosine to min_lr) or "triangle" (airbench's)
+    norm_lr_scale: float = 1.0  # learning-rate factor for normalisation layers (airbench's 64 for BatchNorm biases)
+    cnn_init: str = "default"  # "airbench": whitened frozen stem, identity-started convs, BatchNorm scales fixed at 1
+    whiten_bias_epochs: int = 3  # with cnn_init "airbench": epochs the whitened stem's bias trains before it freezes
+    lookahead: bool = False  # airbench's lookahead: every 5 steps the weights move to an average that tightens
     label_smoothing: float = 0.1
     augment: str = "autoaugment"  # "autoaugment", "trivialaugment", "randaugment" or "none"
     flip: bool = True  # random horizontal flips (not for digits)
@@ -116,7 +122,23 @@ _SMALL_RECIPE = dict(
     epochs=30, batch_size=128, lr=1e-3, min_lr=1e-5, warmup_epochs=2, weight_decay=0.05, label_smoothing=0.1,
     augment="none", mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.0, crop_padding=0, eval_every=2,
 )  # fmt: skip
+# Keller Jordan's cifar10-airbench recipe (airbench94), rewritten for a mean loss: its lr 11.5 and
+# weight decay 0.0153 "per 1024 examples" with momentum 0.85 are SGD's lr 1.5 and weight decay
+# 0.00133 on the batch's mean loss. Flip and 2-pixel shifts, label smoothing 0.2, no mixing.
+AIRBENCH_RECIPE = dict(
+    arch="cnn", optimizer="sgd", momentum=0.85, batch_size=1024, lr=1.5, weight_decay=0.00133,
+    schedule="triangle", norm_lr_scale=64.0, cnn_init="airbench", whiten_bias_epochs=3, lookahead=True,
+    label_smoothing=0.2, augment="none", crop_padding=2, mixup_alpha=0.0, cutmix_alpha=0.0,
+    random_erasing=0.0, grad_clip=0.0, warmup_epochs=0,
+)  # fmt: skip
 PRESETS: dict[str, dict[str, Any]] = {
+    "cifar10-cnn": dict(
+        AIRBENCH_RECIPE,
+        name="cifar10-cnn",
+        epochs=18,
+        eval_every=2,
+        model={"batchnorm_momentum": 0.4, "logit_scale": 1 / 9},
+    ),
     "fashion-mnist-vit": dict(
         _SMALL_RECIPE,
         name="fashion-mnist-vit",
@@ -382,9 +404,18 @@ def load_teacher(name: str, classes: list[str], device: torch.device) -> tuple[n
 
 
 def learning_rate(step: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
-    """Linear warmup for warmup_epochs, then cosine decay to min_lr."""
-    warmup = cfg.warmup_epochs * steps_per_epoch
+    """Linear warmup for warmup_epochs, then cosine decay to min_lr; or, with the "triangle"
+    schedule (airbench), from 0.2 lr up to lr over the first 23% of the steps, then linearly
+    down to 0.07 lr."""
     total = cfg.epochs * steps_per_epoch
+    if cfg.schedule == "triangle":
+        peak = int(0.23 * total)
+        if step < peak:
+            return cfg.lr * (0.2 + 0.8 * step / peak)
+        return cfg.lr * (1.0 - 0.93 * (step - peak) / max(1, total - peak))
+    if cfg.schedule != "cosine":
+        raise ValueError(f'--schedule must be "cosine" or "triangle", not {cfg.schedule!r}.')
+    warmup = cfg.warmup_epochs * steps_per_epoch
     if step < warmup:
         return cfg.lr * (step + 1) / warmup
     progress = (step - warmup) / max(1, total - warmup)
@@ -430,6 +461,71 @@ def evaluate_accuracy(
         total += len(batch)
     correct, total, loss_sum = _all_sum([correct, total, loss_sum], device)
     return correct / max(total, 1), loss_sum / max(total, 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# airbench's devices for the CNN: fixed parameters, parameter groups, lookahead
+# ---------------------------------------------------------------------------------------------
+
+
+def freeze_for_recipe(model: nn.Module, cfg: TrainConfig, epoch: int) -> None:
+    """With cnn_init "airbench": the whitened stem's filters and every BatchNorm scale stay
+    fixed; the stem's bias learns for the first whiten_bias_epochs epochs only."""
+    if cfg.cnn_init == "default":
+        return
+    if cfg.cnn_init != "airbench" or not isinstance(model, ConvNet):
+        raise ValueError(f'--cnn-init must be "default" or, for --arch cnn, "airbench", not {cfg.cnn_init!r}.')
+    model.stem.weight.requires_grad_(False)
+    model.stem.bias.requires_grad_(epoch < cfg.whiten_bias_epochs)
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.weight.requires_grad_(False)
+
+
+def parameter_groups(model: nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]:
+    """Weight decay on matrices and filters (not on the position embedding, [CLS], biases or
+    norms); with norm_lr_scale != 1 the normalisation layers get a group of their own whose
+    learning rate is that many times larger. Parameters fixed for good are left out."""
+
+    def decays(name: str, param: Tensor) -> bool:
+        return param.ndim >= 2 and "pos_embed" not in name and "cls_token" not in name
+
+    def is_norm(name: str) -> bool:
+        return cfg.norm_lr_scale != 1.0 and "norm" in name
+
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad or n == "stem.bias"]
+    groups = [
+        {"params": [p for n, p in named if decays(n, p)], "weight_decay": cfg.weight_decay, "lr_scale": 1.0},
+        {"params": [p for n, p in named if not decays(n, p) and not is_norm(n)], "weight_decay": 0.0, "lr_scale": 1.0},
+    ]
+    if cfg.norm_lr_scale != 1.0:
+        groups.append(
+            {"params": [p for n, p in named if is_norm(n)], "weight_decay": 0.0, "lr_scale": cfg.norm_lr_scale}
+        )
+    return groups
+
+
+class Lookahead:
+    """airbench's lookahead: every 5 steps an average of the weights (and BatchNorm statistics)
+    takes a step towards them, and the weights jump back to it; the average's memory
+    0.95^5 * (progress)^3 grows towards the end, and the last step hands the weights the average."""
+
+    every = 5
+
+    def __init__(self, model: nn.Module, total_steps: int) -> None:
+        self.total_steps = total_steps
+        self.average = {k: v.detach().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+
+    @torch.no_grad()
+    def step(self, model: nn.Module, step: int) -> None:
+        """After optimizer step number ``step`` (counted from 1)."""
+        if step % self.every and step < self.total_steps:
+            return
+        memory = 1.0 if step >= self.total_steps else 0.95**5 * (step / self.total_steps) ** 3
+        state = model.state_dict()
+        for key, average in self.average.items():
+            average.lerp_(state[key], 1 - memory)
+            state[key].copy_(average)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,15 +582,14 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     model = build_model(vit_config).to(device)
     if start_weights is not None:
         load_state_dict_strict(model, start_weights)
+    elif cfg.cnn_init == "airbench" and isinstance(model, ConvNet):
+        init_airbench(model, normalise(train_set.images[:5000], pre).to(device))
+    freeze_for_recipe(model, cfg, epoch=0)
     # channels_last: measured 1.4x faster for the CNN's convolutions on the CPU (docs/training.md)
     memory_format = torch.channels_last if getattr(vit_config, "arch", "vit") == "cnn" else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     teacher, teacher_card = load_teacher(cfg.teacher, train_set.classes, device) if cfg.teacher else (None, None)
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n]
-    no_decay = [
-        p for n, p in model.named_parameters() if not (p.ndim >= 2 and "pos_embed" not in n and "cls_token" not in n)
-    ]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    groups = parameter_groups(model, cfg)
     if cfg.optimizer == "sgd":
         optimizer: torch.optim.Optimizer = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
     elif cfg.optimizer == "adamw":
@@ -506,6 +601,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     if steps_per_epoch == 0:
         raise ValueError(f"{len(train_set)} training images are fewer than one batch of {cfg.batch_size * world}.")
 
+    lookahead = Lookahead(model, cfg.epochs * steps_per_epoch) if cfg.lookahead else None
     start_epoch, history, wall = 0, [], 0.0
     checkpoint_path = out / "checkpoint.pt"
     if checkpoint_path.exists():
@@ -518,6 +614,8 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, wall = state["epoch"], state["history"], state["wall_s"]
+        if lookahead is not None:
+            lookahead.average = state["lookahead"]
         lineage = state.get("lineage")
         torch.set_rng_state(state["rng"])
         if rank == 0:
@@ -532,6 +630,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     augment = build_augment(cfg, size)
     criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
     for epoch in range(start_epoch, cfg.epochs):
+        freeze_for_recipe(model, cfg, epoch)
         generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
         torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # the augmentation policies' draws
         order = torch.randperm(len(train_set), generator=generator)[rank::world]
@@ -555,7 +654,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
             pixels = pixels.contiguous(memory_format=memory_format)
             lr = learning_rate(epoch * steps_per_epoch + step, steps_per_epoch, cfg)
             for group in optimizer.param_groups:
-                group["lr"] = lr
+                group["lr"] = lr * group.get("lr_scale", 1.0)
             with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
                 logits = ddp_model(pixels)
                 if teacher is not None:
@@ -571,6 +670,8 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
             if cfg.grad_clip:
                 nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             optimizer.step()
+            if lookahead is not None:
+                lookahead.step(model, epoch * steps_per_epoch + step + 1)
             loss_sum += loss.item() * len(batch)
             correct += (logits.argmax(-1) == labels).sum().item()
             seen += len(batch)
@@ -605,6 +706,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                     "train_config": _jsonable(dataclasses.asdict(cfg)),
                     "vit_config": vit_config.to_dict(),
                     "lineage": lineage,
+                    **({"lookahead": lookahead.average} if lookahead is not None else {}),
                 },
                 checkpoint_path,
             )

@@ -3,7 +3,14 @@ import torch
 from torch import nn
 from torchvision.models import alexnet
 
-from vitviz.cnn import ConvNet, ReceptiveField, flops_per_image, receptive_fields
+from vitviz.cnn import (
+    ConvNet,
+    ReceptiveField,
+    flops_per_image,
+    init_airbench,
+    receptive_fields,
+    whitening_filters,
+)
 from vitviz.config import CNNConfig, ViTConfig, cifar10_cnn_config, config_from_dict
 from vitviz.model import VisionTransformer, build_model
 
@@ -74,3 +81,39 @@ def test_flops_count_the_convolutions():
         15 * 15 * 3 * 4 * 4 + 15 * 15 * 4 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 7 * 7 * 8 * 8 * 9 + 3 * 3 * 8 * 8 * 9 + 8 * 3
     )
     assert flops_per_image(config) == expected
+
+
+def test_whitening_filters_give_uncorrelated_unit_variance_patches():
+    generator = torch.Generator().manual_seed(0)
+    mixing = torch.randn(3, 3, generator=generator)  # correlated channels
+    pixels = torch.einsum("dc,bchw->bdhw", mixing, torch.randn(64, 3, 16, 16, generator=generator))
+    pixels = pixels + pixels.roll(1, dims=-1)  # and correlated neighbours
+    filters = whitening_filters(pixels, kernel_size=2, eps=0.0)
+    assert filters.shape == (24, 3, 2, 2)
+    assert torch.equal(filters[12:], -filters[:12])  # each filter and its negative
+    out = nn.functional.conv2d(pixels, filters[:12]).permute(1, 0, 2, 3).reshape(12, -1)  # (12, n)
+    covariance = out @ out.T / out.shape[1]
+    assert torch.allclose(covariance, torch.eye(12), atol=1e-3)
+
+
+def test_airbench_init_whitens_the_stem_and_starts_convolutions_as_the_identity():
+    model = ConvNet(CNNConfig(image_size=16, num_classes=3, stem_width=24, widths=(32, 32)))
+    pixels = torch.randn(8, 3, 16, 16)
+    init_airbench(model, pixels)
+    assert torch.equal(model.stem.weight, whitening_filters(pixels, 2))
+    conv = model.groups[1].conv1  # 32 in, 32 out: the identity on every channel
+    assert torch.equal(conv(torch.ones(1, 32, 4, 4)), torch.ones(1, 32, 4, 4))
+    first = model.groups[0].conv1  # 24 in, 32 out: identity on the first 24 outputs
+    probe = torch.randn(1, 24, 5, 5)
+    assert torch.allclose(first(probe)[:, :24], probe)
+    with pytest.raises(ValueError, match="stem_width = 2 \\* C \\* k \\* k = 24"):
+        init_airbench(ConvNet(TINY_CNN), pixels)
+
+
+def test_logit_scale_multiplies_the_head():
+    model = ConvNet(TINY_CNN)
+    scaled = ConvNet(TINY_CNN.replace(logit_scale=1 / 9))
+    scaled.load_state_dict(model.state_dict())
+    pixels = torch.randn(2, 3, 16, 16)
+    model.eval(), scaled.eval()
+    assert torch.allclose(scaled(pixels), model(pixels) / 9, atol=1e-6)

@@ -324,3 +324,67 @@ def test_crop_padding_zero_leaves_the_picture_in_place_and_old_checkpoints_still
     saved = {k: v for k, v in json.loads(json.dumps(dataclasses.asdict(TrainConfig()))).items() if k != "crop_padding"}
     assert same_recipe(saved, TrainConfig())  # a checkpoint from before the field resumes
     assert not same_recipe(saved, TrainConfig(crop_padding=0))
+
+
+def test_triangle_schedule_is_airbenchs():
+    recipe = TrainConfig(epochs=10, lr=1.5, schedule="triangle")
+    lrs = [learning_rate(step, 10, recipe) for step in range(100)]
+    assert lrs[0] == pytest.approx(0.2 * 1.5)
+    assert max(lrs) == pytest.approx(1.5) and lrs.index(max(lrs)) == 23
+    assert lrs[-1] == pytest.approx(1.5 * (1 - 0.93 * 76 / 77))
+    assert all(a <= b for a, b in itertools.pairwise(lrs[:24])) and all(a >= b for a, b in itertools.pairwise(lrs[23:]))
+    with pytest.raises(ValueError, match="--schedule"):
+        learning_rate(0, 10, TrainConfig(schedule="linear"))
+
+
+def test_lookahead_pulls_the_weights_to_their_average_and_hands_it_over_at_the_end():
+    model = torch.nn.Linear(2, 1)
+    start = model.weight.detach().clone()
+    ahead = train_module.Lookahead(model, total_steps=10)
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    ahead.step(model, 3)  # not a fifth step: nothing moves
+    assert torch.equal(model.weight, start + 1)
+    ahead.step(model, 5)  # memory 0.95^5 * 0.5^3
+    memory = 0.95**5 * 0.5**3
+    assert torch.allclose(model.weight, start + (1 - memory))
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    ahead.step(model, 10)  # the last step: memory 1, the weights become the average
+    assert torch.allclose(model.weight, start + (1 - memory))
+
+
+AIRBENCH_CNN = {"stem_width": 24, "widths": [8, 8], "batchnorm_momentum": 0.4, "logit_scale": 1 / 9}
+
+
+def test_the_airbench_recipe_trains_a_cnn_with_its_stem_and_scales_fixed_and_resumes(dataset, tmp_path, monkeypatch):
+    preset = {k: v for k, v in train_module.PRESETS["cifar10-cnn"].items() if k not in ("name", "epochs", "model")}
+    changes = {**preset, "batch_size": 32, "lr": 0.1, "whiten_bias_epochs": 1, "epochs": 3, "eval_every": 1}
+    recipe = tiny_recipe(dataset, **changes, model=AIRBENCH_CNN)
+    real_step = train_module.Lookahead.step
+    stem_bias = []
+
+    def stop_after_two_epochs(self, model, step):
+        real_step(self, model, step)
+        if step == 2 * 9:  # 300 images / 32 = 9 steps an epoch
+            stem_bias.append(model.stem.bias.detach().clone())
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module.Lookahead, "step", stop_after_two_epochs)
+    with pytest.raises(KeyboardInterrupt):
+        train(recipe, out=tmp_path)
+    monkeypatch.setattr(train_module.Lookahead, "step", real_step)
+    card = train(recipe, out=tmp_path)  # resumes after epoch 1
+    assert [row["epoch"] for row in card.history] == [1, 2, 3]
+    assert card.test_accuracy > 0.6  # three colour classes, chance is 1/3
+    weights = load_file(str(tmp_path / "tiny.safetensors"))
+    assert torch.all(weights["groups.0.norm1.weight"] == 1) and torch.all(weights["groups.1.norm2.weight"] == 1)
+    images = vdata.load_split(str(dataset), "train", (32, 32)).images
+    from vitviz.cnn import whitening_filters
+    from vitviz.config import cifar10_cnn_config
+
+    pre = cifar10_cnn_config().preprocess
+    expected = whitening_filters(vdata.normalise(images[:5000], pre), 2)
+    assert torch.allclose(weights["stem.weight"], expected)  # computed once, then fixed
+    assert not torch.equal(weights["stem.bias"], torch.zeros(24))  # it learned in epoch 1 ...
+    assert torch.equal(weights["stem.bias"], stem_bias[0])  # ... and not after (whiten_bias_epochs=1)
