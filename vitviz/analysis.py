@@ -116,7 +116,7 @@ def token_to_patch(index: int, grid_size: tuple[int, int], num_prefix_tokens: in
 
 
 # --------------------------------------------------------------------------------------------
-# Raw attention maps
+# Attention maps: one query, [CLS] or the readout, per head or fused
 # --------------------------------------------------------------------------------------------
 
 
@@ -169,8 +169,39 @@ def cls_attention(trace: Trace, layer: int, head: int | None = None) -> Tensor:
     return query_attention(trace, layer, 0, head)
 
 
+def readout_attention(trace: Trace, layer: int, head: int | None = None) -> Tensor:
+    """Where the token the classifier reads looks, in one block, on the patch grid.
+
+    With a [CLS] token this is ``cls_attention``. A model without one averages its patch
+    tokens, so there is no single readout query: the map is then the mean over every patch
+    query of its attention to the patches (the same fallback as ``rollout_map``).
+
+    Args:
+        trace: from ``VisionTransformer.explain``.
+        layer: block index (negative counts from the end).
+        head: one head, or None for all heads.
+
+    Returns:
+        (B, grid_h, grid_w) for one head, (B, heads, grid_h, grid_w) when head is None.
+    """
+    if trace.num_prefix_tokens:
+        return cls_attention(trace, layer, head)
+    attention = trace.attentions[_check_index(layer, trace.depth, "Layer")]  # (B, heads, N, N)
+    rows = attention.mean(dim=2)  # (B, heads, N): mean over the patch queries
+    if head is not None:
+        rows = rows[:, _check_index(head, attention.shape[1], "Head")]  # (B, N)
+    return grid(rows, trace.grid_size)
+
+
+def select_head(maps: Tensor, head: int | None) -> Tensor:
+    """One head's map out of (..., heads, grid_h, grid_w), or the mean over heads for None."""
+    if head is None:
+        return maps.mean(dim=-3)  # (..., grid_h, grid_w)
+    return maps[..., _check_index(head, maps.shape[-3], "Head"), :, :]
+
+
 # --------------------------------------------------------------------------------------------
-# Attention rollout
+# Attention rollout, and rollout weighted by a class's gradient
 # --------------------------------------------------------------------------------------------
 
 
@@ -270,6 +301,51 @@ def pooled_row(matrix: Tensor, num_prefix_tokens: int) -> Tensor:
     return matrix[:, prefix:, prefix:].mean(dim=1)  # the mean over the patch queries
 
 
+def grad_rollout(model: VisionTransformer, pixels: Tensor, class_index: int) -> Tensor:
+    """Where the model looked for one class: gradient-weighted attention rollout.
+
+    Plain rollout (``rollout_map``) is the same for every class. Following Chefer, Gur & Wolf,
+    "Transformer Interpretability Beyond Attention Visualization" (CVPR 2021), each block's
+    attention A is weighted by how much it raises the class's logit: relu(dL/dA * A), averaged
+    over the heads, keeps the links that push towards the class. These weighted matrices are
+    then rolled out like ``attention_rollout`` (identity added for the residual, rows
+    renormalised, later blocks on the left), and the readout row is read on the patch grid.
+
+    Only the attention maps get gradients (``torch.autograd.grad``): the model's parameters,
+    their ``.grad`` and their ``requires_grad`` flags are left as they were.
+
+    Args:
+        model: a classifier, in eval mode (dropout would make the map random).
+        pixels: (1, C, H, W) or (C, H, W), the normalised input.
+        class_index: the class to explain (negative counts from the end).
+
+    Returns:
+        (grid_h, grid_w) float on the CPU: the share of every input patch in the readout token
+        ([CLS], or the mean of the patch tokens for a model without one), for this class.
+    """
+    num_classes = model.config.num_classes
+    if num_classes == 0:
+        raise ValueError("This model has no classification head, so there is no class to explain.")
+    class_index = _check_index(class_index, num_classes, "Class")
+    if pixels.dim() == 3:
+        pixels = pixels[None]
+    if pixels.shape[0] != 1:
+        raise ValueError(f"grad_rollout takes one image, got a batch of {pixels.shape[0]}.")
+    # A leaf input that needs gradients makes every attention map part of the graph, even when
+    # the parameters are frozen; the gradient is taken with respect to the maps only.
+    pixels = on_weights(pixels.detach(), model).requires_grad_(True)
+    with torch.enable_grad():
+        trace = model.explain(pixels)
+        grads = torch.autograd.grad(trace.logits[0, class_index], trace.attentions)  # depth x (1, heads, T, T)
+    weighted = [
+        (grad * attention.detach()).clamp_min(0.0).mean(dim=1, keepdim=True)  # (1, 1, T, T)
+        for grad, attention in zip(grads, trace.attentions, strict=True)
+    ]
+    rollout = attention_rollout(weighted, head_fusion="mean", residual=True)  # (1, T, T)
+    row = pooled_row(rollout, trace.num_prefix_tokens)[0]  # (N,)
+    return grid(row.float().cpu(), trace.grid_size)  # (grid_h, grid_w)
+
+
 # --------------------------------------------------------------------------------------------
 # Mean attention distance (ViT paper, Fig. 7 right)
 # --------------------------------------------------------------------------------------------
@@ -325,8 +401,17 @@ def mean_attention_distance(trace: Trace, patch_size: int | None = None) -> Tens
     return torch.stack(per_layer)  # (depth, heads)
 
 
+def uniform_attention_distance(grid_size: tuple[int, int], patch_size: int) -> float:
+    """The mean attention distance a head would have if it attended to every patch equally.
+
+    A reference line for ``mean_attention_distance``: heads below it look nearby, heads above
+    it look far; random (untrained) attention sits close to it.
+    """
+    return float(patch_distances(grid_size, patch_size).mean())
+
+
 # --------------------------------------------------------------------------------------------
-# Learned embeddings (ViT paper, Fig. 7 left and centre)
+# Learned embeddings (ViT paper, Fig. 7 left and centre) beside hand-made position codes
 # --------------------------------------------------------------------------------------------
 
 
@@ -406,59 +491,32 @@ def patch_embed_components(weight: Tensor, k: int = 28) -> tuple[Tensor, Tensor]
     return components.to(out_dtype), ratio.to(out_dtype)
 
 
-# --------------------------------------------------------------------------------------------
-# Logit lens
-# --------------------------------------------------------------------------------------------
-
-
-@torch.no_grad()
-def logit_lens(model: VisionTransformer, trace: Trace, softmax: bool = True) -> Tensor:
-    """What the model would answer if it stopped after each block: the "logit lens".
-
-    The model's own readout (final norm, pooling, head) is applied to every hidden state, from
-    the embedded tokens (entry 0) to the output of the last block (entry depth, which equals
-    ``trace.logits``). No gradients are kept.
+def position_similarities(pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int) -> dict[str, Tensor]:
+    """The model's position-embedding similarity beside two fixed schemes of the same width.
 
     Args:
-        model: the model that made ``trace``.
-        trace: from ``model.explain``.
-        softmax: return probabilities (True) or logits (False).
+        pos_embed: (1, T, D) or (T, D), e.g. ``model.pos_embed``.
+        grid_size: (grid_h, grid_w).
+        num_prefix_tokens: rows of ``pos_embed`` that belong to [CLS] (left out).
 
     Returns:
-        (depth + 1, B, num_classes): the class scores after each block.
-
-    Raises:
-        ValueError: the model has no classification head.
+        Three (grid_h, grid_w, grid_h, grid_w) cosine-similarity tables, as
+        ``pos_embed_similarity`` computes them:
+            "model": the model's own embeddings (learned, or fixed 2D sine-cosine).
+            "sincos_1d": the 1D sinusoidal embeddings of "Attention is all you need" over the
+                N patches in reading order: neighbours in a row are close, the patch below is
+                grid_w steps away.
+            "sincos_2d": fixed 2D sine-cosine embeddings (a quarter of the channels each for
+                sin/cos of the row and of the column): similarity depends only on the row
+                and column offsets.
     """
-    if model.config.num_classes == 0:
-        raise ValueError(
-            "This model has no classification head, so there are no class scores to read: choose a model with classes."
-        )
-    lens = torch.stack([model.readout(on_weights(h, model)) for h in trace.hidden_states])  # (L+1, B, K)
-    lens = lens.float().cpu()
-    return lens.softmax(dim=-1) if softmax else lens
-
-
-def class_rank_by_layer(lens: Tensor, class_index: int | Tensor) -> Tensor:
-    """Rank of one class after every block (0 = the model's top answer at that point).
-
-    Args:
-        lens: (depth + 1, B, K) from ``logit_lens`` (probabilities or logits alike).
-        class_index: one class for every image, or a (B,) tensor with one class per image
-            (e.g. the true labels).
-
-    Returns:
-        (depth + 1, B) long: how many classes score strictly higher than the class. Reading
-        down a column shows where the true class rose to the top, or where it lost.
-    """
-    num_classes = lens.shape[-1]
-    index = torch.as_tensor(class_index, device=lens.device, dtype=torch.long)
-    if ((index < 0) | (index >= num_classes)).any():
-        raise ValueError(f"class_index must be from 0 to {num_classes - 1}.")
-    index = index.expand(lens.shape[1])  # (B,)
-    index = index[None, :, None].expand(lens.shape[0], -1, 1)  # (L+1, B, 1)
-    score = lens.gather(-1, index)  # (L+1, B, 1)
-    return (lens > score).sum(dim=-1)  # (L+1, B)
+    grid_h, grid_w = grid_size
+    dim = pos_embed.shape[-1]
+    return {
+        "model": pos_embed_similarity(pos_embed, grid_size, num_prefix_tokens),
+        "sincos_1d": pos_embed_similarity(sincos_1d(grid_h * grid_w, dim), grid_size, 0),
+        "sincos_2d": pos_embed_similarity(sincos_2d(grid_size, dim), grid_size, 0),
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -536,75 +594,6 @@ def worked_attention(
     }
 
 
-# --------------------------------------------------------------------------------------------
-# Position embeddings beside hand-made references (page 4)
-# --------------------------------------------------------------------------------------------
-
-
-def position_similarities(pos_embed: Tensor, grid_size: tuple[int, int], num_prefix_tokens: int) -> dict[str, Tensor]:
-    """The model's position-embedding similarity beside two fixed schemes of the same width.
-
-    Args:
-        pos_embed: (1, T, D) or (T, D), e.g. ``model.pos_embed``.
-        grid_size: (grid_h, grid_w).
-        num_prefix_tokens: rows of ``pos_embed`` that belong to [CLS] (left out).
-
-    Returns:
-        Three (grid_h, grid_w, grid_h, grid_w) cosine-similarity tables, as
-        ``pos_embed_similarity`` computes them:
-            "model": the model's own embeddings (learned, or fixed 2D sine-cosine).
-            "sincos_1d": the 1D sinusoidal embeddings of "Attention is all you need" over the
-                N patches in reading order: neighbours in a row are close, the patch below is
-                grid_w steps away.
-            "sincos_2d": fixed 2D sine-cosine embeddings (a quarter of the channels each for
-                sin/cos of the row and of the column): similarity depends only on the row
-                and column offsets.
-    """
-    grid_h, grid_w = grid_size
-    dim = pos_embed.shape[-1]
-    return {
-        "model": pos_embed_similarity(pos_embed, grid_size, num_prefix_tokens),
-        "sincos_1d": pos_embed_similarity(sincos_1d(grid_h * grid_w, dim), grid_size, 0),
-        "sincos_2d": pos_embed_similarity(sincos_2d(grid_size, dim), grid_size, 0),
-    }
-
-
-# --------------------------------------------------------------------------------------------
-# 5. attention page: the readout's map, head choice, clicks, the worked example's top keys
-# --------------------------------------------------------------------------------------------
-
-
-def readout_attention(trace: Trace, layer: int, head: int | None = None) -> Tensor:
-    """Where the token the classifier reads looks, in one block, on the patch grid.
-
-    With a [CLS] token this is ``cls_attention``. A model without one averages its patch
-    tokens, so there is no single readout query: the map is then the mean over every patch
-    query of its attention to the patches (the same fallback as ``rollout_map``).
-
-    Args:
-        trace: from ``VisionTransformer.explain``.
-        layer: block index (negative counts from the end).
-        head: one head, or None for all heads.
-
-    Returns:
-        (B, grid_h, grid_w) for one head, (B, heads, grid_h, grid_w) when head is None.
-    """
-    if trace.num_prefix_tokens:
-        return cls_attention(trace, layer, head)
-    attention = trace.attentions[_check_index(layer, trace.depth, "Layer")]  # (B, heads, N, N)
-    rows = attention.mean(dim=2)  # (B, heads, N): mean over the patch queries
-    if head is not None:
-        rows = rows[:, _check_index(head, attention.shape[1], "Head")]  # (B, N)
-    return grid(rows, trace.grid_size)
-
-
-def select_head(maps: Tensor, head: int | None) -> Tensor:
-    """One head's map out of (..., heads, grid_h, grid_w), or the mean over heads for None."""
-    if head is None:
-        return maps.mean(dim=-3)  # (..., grid_h, grid_w)
-    return maps[..., _check_index(head, maps.shape[-3], "Head"), :, :]
-
-
 def top_keys(
     worked: dict[str, Tensor], grid_size: tuple[int, int], num_prefix_tokens: int, k: int = 8
 ) -> tuple[list[dict[str, float | int | None]], float]:
@@ -643,18 +632,10 @@ def top_keys(
     return rows, max(other_weight, 0.0)
 
 
-def uniform_attention_distance(grid_size: tuple[int, int], patch_size: int) -> float:
-    """The mean attention distance a head would have if it attended to every patch equally.
-
-    A reference line for ``mean_attention_distance``: heads below it look nearby, heads above
-    it look far; random (untrained) attention sits close to it.
-    """
-    return float(patch_distances(grid_size, patch_size).mean())
-
-
 # --------------------------------------------------------------------------------------------
-# Inside one encoder block (6. block)
+# Inside one encoder block
 # --------------------------------------------------------------------------------------------
+
 
 BLOCK_STEPS = ("input", "norm1", "qkv", "attention", "attn_proj", "add1", "norm2", "fc1", "gelu", "fc2", "add2")
 
@@ -821,8 +802,58 @@ def activation_curves(low: float = -4.0, high: float = 4.0, num: int = 201) -> d
 
 
 # --------------------------------------------------------------------------------------------
-# Prediction: logit-lens summaries and occlusion (7. prediction)
+# Logit lens
 # --------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def logit_lens(model: VisionTransformer, trace: Trace, softmax: bool = True) -> Tensor:
+    """What the model would answer if it stopped after each block: the "logit lens".
+
+    The model's own readout (final norm, pooling, head) is applied to every hidden state, from
+    the embedded tokens (entry 0) to the output of the last block (entry depth, which equals
+    ``trace.logits``). No gradients are kept.
+
+    Args:
+        model: the model that made ``trace``.
+        trace: from ``model.explain``.
+        softmax: return probabilities (True) or logits (False).
+
+    Returns:
+        (depth + 1, B, num_classes): the class scores after each block.
+
+    Raises:
+        ValueError: the model has no classification head.
+    """
+    if model.config.num_classes == 0:
+        raise ValueError(
+            "This model has no classification head, so there are no class scores to read: choose a model with classes."
+        )
+    lens = torch.stack([model.readout(on_weights(h, model)) for h in trace.hidden_states])  # (L+1, B, K)
+    lens = lens.float().cpu()
+    return lens.softmax(dim=-1) if softmax else lens
+
+
+def class_rank_by_layer(lens: Tensor, class_index: int | Tensor) -> Tensor:
+    """Rank of one class after every block (0 = the model's top answer at that point).
+
+    Args:
+        lens: (depth + 1, B, K) from ``logit_lens`` (probabilities or logits alike).
+        class_index: one class for every image, or a (B,) tensor with one class per image
+            (e.g. the true labels).
+
+    Returns:
+        (depth + 1, B) long: how many classes score strictly higher than the class. Reading
+        down a column shows where the true class rose to the top, or where it lost.
+    """
+    num_classes = lens.shape[-1]
+    index = torch.as_tensor(class_index, device=lens.device, dtype=torch.long)
+    if ((index < 0) | (index >= num_classes)).any():
+        raise ValueError(f"class_index must be from 0 to {num_classes - 1}.")
+    index = index.expand(lens.shape[1])  # (B,)
+    index = index[None, :, None].expand(lens.shape[0], -1, 1)  # (L+1, B, 1)
+    score = lens.gather(-1, index)  # (L+1, B, 1)
+    return (lens > score).sum(dim=-1)  # (L+1, B)
 
 
 def logit_lens_top1(lens: Tensor, batch_index: int = 0) -> tuple[Tensor, Tensor]:
@@ -854,7 +885,14 @@ def logit_lens_tracks(lens: Tensor, k: int = 5, batch_index: int = 0) -> tuple[T
     return classes, lens[:, batch_index, classes]  # (L+1, k)
 
 
+# --------------------------------------------------------------------------------------------
+# Occlusion: hide patches, watch the answer
+# --------------------------------------------------------------------------------------------
+
+
 OcclusionOrder = Literal["rollout", "random"]
+
+
 OCCLUSION_ORDERS = ("rollout", "random")
 
 
@@ -979,56 +1017,6 @@ def occlusion_steps(
     images = int(budget_gflop * 1e9 // max(flops_per_image(model.config), 1))
     steps = max(min_steps, min(max_steps, images - 1))
     return max(1, min(steps, model.config.num_patches))
-
-
-# --------------------------------------------------------------------------------------------
-# Class-specific maps (lab: misclassification)
-# --------------------------------------------------------------------------------------------
-
-
-def grad_rollout(model: VisionTransformer, pixels: Tensor, class_index: int) -> Tensor:
-    """Where the model looked for one class: gradient-weighted attention rollout.
-
-    Plain rollout (``rollout_map``) is the same for every class. Following Chefer, Gur & Wolf,
-    "Transformer Interpretability Beyond Attention Visualization" (CVPR 2021), each block's
-    attention A is weighted by how much it raises the class's logit: relu(dL/dA * A), averaged
-    over the heads, keeps the links that push towards the class. These weighted matrices are
-    then rolled out like ``attention_rollout`` (identity added for the residual, rows
-    renormalised, later blocks on the left), and the readout row is read on the patch grid.
-
-    Only the attention maps get gradients (``torch.autograd.grad``): the model's parameters,
-    their ``.grad`` and their ``requires_grad`` flags are left as they were.
-
-    Args:
-        model: a classifier, in eval mode (dropout would make the map random).
-        pixels: (1, C, H, W) or (C, H, W), the normalised input.
-        class_index: the class to explain (negative counts from the end).
-
-    Returns:
-        (grid_h, grid_w) float on the CPU: the share of every input patch in the readout token
-        ([CLS], or the mean of the patch tokens for a model without one), for this class.
-    """
-    num_classes = model.config.num_classes
-    if num_classes == 0:
-        raise ValueError("This model has no classification head, so there is no class to explain.")
-    class_index = _check_index(class_index, num_classes, "Class")
-    if pixels.dim() == 3:
-        pixels = pixels[None]
-    if pixels.shape[0] != 1:
-        raise ValueError(f"grad_rollout takes one image, got a batch of {pixels.shape[0]}.")
-    # A leaf input that needs gradients makes every attention map part of the graph, even when
-    # the parameters are frozen; the gradient is taken with respect to the maps only.
-    pixels = on_weights(pixels.detach(), model).requires_grad_(True)
-    with torch.enable_grad():
-        trace = model.explain(pixels)
-        grads = torch.autograd.grad(trace.logits[0, class_index], trace.attentions)  # depth x (1, heads, T, T)
-    weighted = [
-        (grad * attention.detach()).clamp_min(0.0).mean(dim=1, keepdim=True)  # (1, 1, T, T)
-        for grad, attention in zip(grads, trace.attentions, strict=True)
-    ]
-    rollout = attention_rollout(weighted, head_fusion="mean", residual=True)  # (1, T, T)
-    row = pooled_row(rollout, trace.num_prefix_tokens)[0]  # (N,)
-    return grid(row.float().cpu(), trace.grid_size)  # (grid_h, grid_w)
 
 
 def occlusion_reading(
