@@ -39,9 +39,9 @@ log = logging.getLogger(__name__)
 
 MAX_BYTES = 20_000_000
 FLOOR = 0.80  # the offline default never lands below 80% top-1 on the test split
-# The CNN ships as the ViT's counterpart (page 8, the lab) from 85%, well clear of the ViT;
-# issue 17 wants 91% (target 93%) before it teaches the distilled ViT: not reached yet.
-FLOORS = {zoo.SHIPPED: FLOOR, zoo.SHIPPED_CNN: 0.85, zoo.SHIPPED_FASHION: 0.88}
+# The CNN ships as the ViT's counterpart (page 8, the lab) and teacher from 90% (the airbench
+# recipe's 90.34%); issue 17 wants 91% (target 93%): not reached yet.
+FLOORS = {zoo.SHIPPED: FLOOR, zoo.SHIPPED_CNN: 0.90, zoo.SHIPPED_FASHION: 0.88}
 
 
 class ShipError(RuntimeError):

@@ -585,7 +585,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     if start_weights is not None:
         load_state_dict_strict(model, start_weights)
     elif cfg.cnn_init == "airbench" and isinstance(model, ConvNet):
-        init_airbench(model, normalise(train_set.images[:5000], pre).to(device))
+        init_airbench(model, normalise(spread_subset(train_set, 5000).images, pre).to(device))  # every class
     freeze_for_recipe(model, cfg, epoch=0)
     # channels_last: measured 1.4x faster for the CNN's convolutions on the CPU (docs/training.md)
     memory_format = torch.channels_last if getattr(vit_config, "arch", "vit") == "cnn" else torch.contiguous_format
