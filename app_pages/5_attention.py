@@ -182,6 +182,8 @@ st.markdown(
         sqrt_d=head_dim**0.5,
     )
 )
+if trace.computed_in == "bfloat16":
+    st.caption(ui.tr("attention.worked_bf16"))
 if head_index is None:
     st.caption(ui.tr("attention.worked_mean_note"))
 shown_dims = min(SHOW_DIMS, head_dim)

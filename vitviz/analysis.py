@@ -578,7 +578,9 @@ def worked_attention(
     weights = scores.softmax(dim=-1)  # (T,)
     output = weights @ values  # (head_dim,)
     expected = trace.attentions[layer][batch_index, head, query].to(weights.device)  # (T,)
-    atol = max(1e-5, 10 * torch.finfo(weights.dtype).eps)
+    # a trace computed in bf16 differs from this float32 recomputation by up to about 1e-2
+    # (0.004 measured on the shipped ViT); one from another model or image by far more
+    atol = 2e-2 if trace.computed_in == "bfloat16" else max(1e-5, 10 * torch.finfo(weights.dtype).eps)
     if not torch.allclose(weights, expected.to(weights.dtype), atol=atol, rtol=1e-3):
         raise RuntimeError(
             "The recomputed attention weights differ from the trace: explain the image again with this model."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch import Tensor
@@ -47,6 +48,8 @@ class Trace:
         num_prefix_tokens: tokens before the patches (1 for [CLS], else 0).
         features: a hybrid ViT's ResNet feature map, (B, C', grid_h * P, grid_w * P); None
             for a plain ViT, whose patches are cut from the pixels.
+        computed_in: the precision the matrix products ran in, "float32" or "bfloat16"
+            (``vitviz.precision.explain`` hands a bf16 trace on in float32 tensors).
     """
 
     pixels: Tensor
@@ -62,6 +65,7 @@ class Trace:
     grid_size: tuple[int, int]
     num_prefix_tokens: int
     features: Tensor | None = None
+    computed_in: str = "float32"
 
     @property
     def depth(self) -> int:
@@ -71,27 +75,32 @@ class Trace:
     def num_heads(self) -> int:
         return self.attentions[0].shape[1] if self.attentions else 0
 
-    def detach(self) -> Trace:
-        """A copy with every tensor detached and moved to the CPU."""
-
-        def cpu(t: Tensor) -> Tensor:
-            return t.detach().cpu()
-
+    def _map(self, fn: Callable[[Tensor], Tensor]) -> Trace:
+        """A copy with ``fn`` applied to every tensor."""
         return Trace(
-            pixels=cpu(self.pixels),
-            patches=cpu(self.patches),
-            patch_tokens=cpu(self.patch_tokens),
-            tokens=cpu(self.tokens),
-            hidden_states=[cpu(t) for t in self.hidden_states],
-            attentions=[cpu(t) for t in self.attentions],
-            attn_outputs=[cpu(t) for t in self.attn_outputs],
-            mlp_outputs=[cpu(t) for t in self.mlp_outputs],
-            pre_logits=cpu(self.pre_logits),
-            logits=cpu(self.logits),
+            pixels=fn(self.pixels),
+            patches=fn(self.patches),
+            patch_tokens=fn(self.patch_tokens),
+            tokens=fn(self.tokens),
+            hidden_states=[fn(t) for t in self.hidden_states],
+            attentions=[fn(t) for t in self.attentions],
+            attn_outputs=[fn(t) for t in self.attn_outputs],
+            mlp_outputs=[fn(t) for t in self.mlp_outputs],
+            pre_logits=fn(self.pre_logits),
+            logits=fn(self.logits),
             grid_size=self.grid_size,
             num_prefix_tokens=self.num_prefix_tokens,
-            features=None if self.features is None else cpu(self.features),
+            features=None if self.features is None else fn(self.features),
+            computed_in=self.computed_in,
         )
+
+    def detach(self) -> Trace:
+        """A copy with every tensor detached and moved to the CPU."""
+        return self._map(lambda t: t.detach().cpu())
+
+    def float(self) -> Trace:
+        """A copy in float32 (a Trace made under bf16 autocast holds bf16 matrix products)."""
+        return self._map(lambda t: t.float())
 
 
 def resnet_name(config: ViTConfig) -> str:

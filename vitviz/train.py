@@ -56,6 +56,7 @@ from vitviz.convert import load_state_dict_strict
 from vitviz.data import ImageSet, cache_dir, describe, load_split, normalise, save_atomic, spread_subset
 from vitviz.evaluate import weights_hash
 from vitviz.model import build_model
+from vitviz.precision import native_bf16
 
 log = logging.getLogger(__name__)
 
@@ -425,15 +426,13 @@ def learning_rate(step: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
 
 
 def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:
-    """bf16 where it is faster (CUDA with bf16, CPUs with AVX-512), else full precision."""
+    """bf16 where the hardware multiplies it natively (``precision.native_bf16``: CUDA with bf16,
+    CPUs with AVX-512 BF16 or AMX), else full precision; "bf16" or "off" decide by themselves."""
     if amp == "off":
         return None
     if amp == "bf16":
         return torch.bfloat16
-    if device.type == "cuda":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported() else None
-    capability = torch.backends.cpu.get_cpu_capability()
-    return torch.bfloat16 if "AVX512" in capability or "AMX" in capability else None
+    return torch.bfloat16 if native_bf16(device) else None
 
 
 @torch.no_grad()

@@ -325,3 +325,49 @@ def test_the_sidebar_shows_the_whole_model_name(lang):
     spec = zoo.REGISTRY[zoo.default_name()]
     captions = [c.value for c in at.sidebar.caption]
     assert f"**{spec.title_in(lang)}**: {spec.description_in(lang)}" in captions
+
+
+@pytest.fixture
+def measured_precision(monkeypatch):
+    """The server measures its precision (VITVIZ_PRECISION=auto) on a machine with native bf16,
+    where bf16 was timed 3x as fast; the caches forget the choice before and after."""
+    from vitviz import precision
+
+    monkeypatch.setenv("VITVIZ_PRECISION", "auto")
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    real_choose, real_explain, used = precision.choose, precision.explain, []
+
+    def timed(model, pixels, setting):
+        readings = iter([0, 1, 2, 3, 10, 10.030, 20, 20.010, 30, 30.030, 40, 40.010])
+        return real_choose(model, pixels, setting, clock=readings.__next__)
+
+    def recording(model, pixels, dtype=torch.float32):
+        used.append(dtype)
+        return real_explain(model, pixels, dtype)
+
+    monkeypatch.setattr(precision, "choose", timed)
+    monkeypatch.setattr(precision, "explain", recording)
+    ui.cached_precision.clear(), ui.cached_trace.clear()
+    yield used
+    ui.cached_precision.clear(), ui.cached_trace.clear()
+
+
+@pytest.mark.parametrize(
+    ("lang", "shown"), [("en", "bfloat16, 3.0x as fast as float32 here"), ("ko", "float32보다 3.0배")]
+)
+def test_the_sidebar_says_which_precision_the_model_runs_in(measured_precision, lang, shown):
+    at = open_page_in_one_run("app_pages/5_attention.py", lang=lang)
+    assert errors(at) == []
+    captions = [c.value for c in at.sidebar.caption]
+    label = "Precision" if lang == "en" else "연산 정밀도"
+    assert any(c.startswith(f"{label}: ") and shown in c for c in captions), captions
+    timed = [torch.float32, torch.bfloat16] * 3  # a warm-up and two timed runs of each, once per server
+    assert measured_precision == [*timed, torch.bfloat16]  # then the page's trace, in bf16
+    assert plotly_figures(at)
+    note = "third decimal" if lang == "en" else "셋째 자리"
+    assert any(note in c.value for c in at.caption)  # the worked example says its numbers are float32
+
+
+def test_float32_is_said_where_the_server_fixes_it():
+    at = open_page()
+    assert "Precision: float32" in [c.value for c in at.sidebar.caption]

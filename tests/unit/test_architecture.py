@@ -16,7 +16,7 @@ LAYERS = {
     # 0: plain data, no tensors
     "config": 0, "i18n": 0, "tour": 0, "clicks": 0, "tables": 0, "card": 0,
     # 1: tensors, one concept each
-    "patches": 1, "resnet": 1, "trace": 1, "prediction": 1, "cnn": 1, "data": 1,
+    "patches": 1, "resnet": 1, "trace": 1, "prediction": 1, "cnn": 1, "data": 1, "precision": 1,
     # 2: the models and what is computed from them
     "model": 2, "analysis": 2, "compare": 2, "convert": 2,
     # 3: weights and datasets on disk

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
@@ -22,7 +23,7 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis, clicks, compare, lab, plots, zoo
+from vitviz import analysis, clicks, compare, lab, plots, precision, zoo
 from vitviz import data as vdata
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
@@ -84,13 +85,29 @@ def decoded_image(image_bytes: bytes) -> Image.Image:
 # about 0.6 GB at ViT-B/16's size.
 @st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
 def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
-    """The explained forward pass of one image, on the CPU, keyed by (model name, image bytes).
-    Read-only: never change its tensors in place."""
+    """The explained forward pass of one image, on the CPU in float32, keyed by (model name, image
+    bytes), computed in the model's precision (``cached_precision``). Read-only: never change its
+    tensors in place."""
     model, _ = cached_model(model_name)
     image = decoded_image(image_bytes)
     pixels = on_weights(to_tensor(image, model.config.preprocess, model.config.in_chans), model)
-    with torch.no_grad():
-        return model.explain(pixels).detach()
+    return precision.explain(model, pixels, cached_precision(model_name).dtype)
+
+
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def cached_precision(model_name: str) -> precision.Precision:
+    """bf16 or float32 for a model's explained pass, measured once per model for the server
+    (``precision.choose``; the server's VITVIZ_PRECISION, "auto" by default, can decide instead)."""
+    model, _ = cached_model(model_name)
+    if not isinstance(model, VisionTransformer):  # the tour's pages say what they need
+        return precision.Precision()
+    setting = os.environ.get("VITVIZ_PRECISION", "auto")
+    if setting not in precision.SETTINGS:
+        log.warning("VITVIZ_PRECISION=%s is not one of %s: measuring (auto)", setting, precision.SETTINGS)
+        setting = "auto"
+    config = model.config
+    pixels = on_weights(torch.randn(1, config.in_chans, *config.image_size), model)
+    return precision.choose(model, pixels, setting)
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -585,6 +602,7 @@ def sidebar() -> None:
 
     device = zoo.pick_device()
     side.caption(f"{tr('sidebar.device')}: {device_text(device)}")
+    side.caption(f"{tr('sidebar.precision')}: {precision_text(model_name())}", help=tr("sidebar.precision_help"))
     side.toggle(tr("present.toggle"), key="present", help=tr("present.help"))
     set_param("present", "1" if st.session_state.get("present") else None)
     if st.session_state.get("present"):
@@ -626,6 +644,22 @@ def device_text(device: torch.device) -> str:
     return (
         tr("sidebar.device_cpu", threads=torch.get_num_threads()) if device.type == "cpu" else zoo.device_label(device)
     )
+
+
+def precision_text(name: str) -> str:
+    """The precision the model's explained pass runs in, and why, in the user's language; nothing
+    is measured for a model that does not load (its page says why)."""
+    try:
+        chosen = cached_precision(name)
+    except zoo.ModelLoadError:
+        return "-"
+    if chosen.dtype == torch.bfloat16:
+        if chosen.speedup is None:
+            return tr("sidebar.precision_bf16_set")
+        return tr("sidebar.precision_bf16", speedup=f"{chosen.speedup:.1f}")
+    if chosen.speedup is not None:
+        return tr("sidebar.precision_fp32_faster", speedup=f"{1 / chosen.speedup:.1f}")
+    return "float32"
 
 
 def dataset_text(label: str) -> str:

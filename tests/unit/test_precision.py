@@ -1,0 +1,73 @@
+import pytest
+import torch
+
+from vitviz import precision
+from vitviz.config import ViTConfig
+from vitviz.model import VisionTransformer
+
+CONFIG = ViTConfig(image_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=4, num_classes=10)
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    return VisionTransformer(CONFIG).eval()
+
+
+def test_a_bf16_trace_comes_back_in_float32_close_to_the_float32_one(model):
+    pixels = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    exact = precision.explain(model, pixels)
+    reduced = precision.explain(model, pixels, torch.bfloat16)
+    assert all(t.dtype == torch.float32 for t in [reduced.logits, reduced.tokens, *reduced.attentions])
+    assert not reduced.logits.requires_grad
+    difference = max((a - b).abs().max().item() for a, b in zip(exact.attentions, reduced.attentions, strict=True))
+    assert 0 < difference < 1e-2  # it did run in bf16, and the maps stay within 1e-2
+    assert torch.equal(exact.logits.argmax(-1), reduced.logits.argmax(-1))
+
+
+def clock_of(durations):
+    """A clock whose successive (start, end) readings are the given durations apart."""
+    now, readings = 0.0, []
+    for duration in durations:
+        readings += [now, now + duration]
+        now += duration + 1.0
+    return iter(readings).__next__
+
+
+def test_choose_keeps_the_faster_where_bf16_is_native(model, monkeypatch):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    pixels = torch.randn(1, 3, 32, 32)
+    # rounds alternate float32, bf16; the first round warms up
+    faster_bf16 = precision.choose(model, pixels, clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
+    assert faster_bf16.dtype == torch.bfloat16 and faster_bf16.name == "bfloat16"
+    assert faster_bf16.float32_ms == pytest.approx(32) and faster_bf16.bf16_ms == pytest.approx(11)
+    assert faster_bf16.speedup == pytest.approx(32 / 11)
+    slower_bf16 = precision.choose(model, pixels, clock=clock_of([9, 9, 0.010, 0.030, 0.011, 0.032]))
+    assert slower_bf16.dtype == torch.float32 and slower_bf16.speedup == pytest.approx(11 / 32)
+
+
+def test_choose_measures_nothing_where_bf16_is_not_native_or_the_server_decides(model, monkeypatch):
+    def no_clock():
+        raise AssertionError("nothing should be timed")
+
+    pixels = torch.randn(1, 3, 32, 32)
+    monkeypatch.setattr(precision, "native_bf16", lambda device: False)
+    assert precision.choose(model, pixels, clock=no_clock) == precision.Precision()
+    assert precision.choose(model, pixels, "bfloat16", clock=no_clock).dtype == torch.float32  # not native
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    assert precision.choose(model, pixels, "float32", clock=no_clock) == precision.Precision()
+    chosen = precision.choose(model, pixels, "bfloat16", clock=no_clock)
+    assert chosen.dtype == torch.bfloat16 and chosen.speedup is None
+    with pytest.raises(ValueError, match="VITVIZ_PRECISION must be one of auto, float32, bfloat16"):
+        precision.choose(model, pixels, "fp16")
+
+
+def test_native_bf16_reads_the_cpu_flags(monkeypatch):
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"avx2", "avx512f"}))
+    assert not precision.native_bf16(cpu)  # AVX-512 alone emulates bf16
+    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
+    assert precision.native_bf16(cpu)
+    monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"amx_bf16"}))
+    assert precision.native_bf16(cpu)
+    assert not precision.native_bf16(torch.device("meta"))

@@ -1,0 +1,128 @@
+"""Reduced precision where the hardware has it: bf16 autocast for the explained forward pass.
+
+CPUs with AVX-512 BF16 or AMX (and CUDA GPUs with bf16) multiply bf16 matrices natively, about
+twice as fast as float32 for ViT-B/16; on other CPUs bf16 is emulated and slower. A small model
+(the CIFAR ViT's 65 tokens) can be slower in bf16 even where it is native, because casting costs
+more than its matrix products save. So the app measures both on the model it serves
+(``choose``) and keeps float32 unless bf16 is faster there. A Trace made in bf16 is handed on in
+float32 (``explain``): every page computes and draws from float32 tensors either way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from vitviz.trace import Trace
+
+
+@cache
+def _cpu_flags() -> frozenset[str]:
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        return frozenset()
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` multiplies bf16 natively: a CUDA GPU with bf16, or a CPU with AVX-512 BF16 or AMX."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        return bool({"avx512_bf16", "amx_bf16"} & _cpu_flags())
+    return False
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The precision a model's explained forward pass runs in, and what was measured to choose it.
+
+    Attributes:
+        dtype: torch.bfloat16 (autocast) or torch.float32.
+        float32_ms: median time of one explained image in float32 (None when bf16 was not tried).
+        bf16_ms: the same in bf16 autocast (None when the device has no native bf16).
+    """
+
+    dtype: torch.dtype = torch.float32
+    float32_ms: float | None = None
+    bf16_ms: float | None = None
+
+    @property
+    def name(self) -> str:
+        return "bfloat16" if self.dtype == torch.bfloat16 else "float32"
+
+    @property
+    def speedup(self) -> float | None:
+        """float32 time over bf16 time, when both were measured."""
+        if self.float32_ms is None or self.bf16_ms is None:
+            return None
+        return self.float32_ms / self.bf16_ms
+
+
+def explain(model: nn.Module, pixels: Tensor, dtype: torch.dtype = torch.float32) -> Trace:
+    """``model.explain(pixels)`` without gradients, under bf16 autocast when asked, on the CPU in float32.
+
+    Args:
+        model: a VisionTransformer (anything with ``explain`` returning a Trace).
+        pixels: (B, C, H, W) on the model's device.
+        dtype: torch.float32, or torch.bfloat16 for autocast.
+    """
+    reduced = dtype == torch.bfloat16
+    with torch.no_grad(), torch.autocast(pixels.device.type, dtype=torch.bfloat16, enabled=reduced):
+        trace = model.explain(pixels)
+    return dataclasses.replace(trace.detach().float(), computed_in="bfloat16") if reduced else trace.detach()
+
+
+SETTINGS = ("auto", "float32", "bfloat16")
+
+
+def choose(
+    model: nn.Module,
+    pixels: Tensor,
+    setting: str = "auto",
+    repeats: int = 2,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Precision:
+    """Time the explained pass in float32 and in bf16 (after one warm-up each, alternating) and
+    keep bf16 only where the device has it natively and it was faster.
+
+    Args:
+        model: the model the app serves.
+        pixels: one preprocessed image (1, C, H, W) on the model's device.
+        setting: "auto" (measure), or "float32" / "bfloat16" to decide without measuring (a
+            server's VITVIZ_PRECISION; bfloat16 still needs native bf16).
+        repeats: timed runs of each, after the warm-up.
+        clock: seconds (a test can give a clock of its own).
+
+    Raises:
+        ValueError: for a setting not in SETTINGS.
+    """
+    if setting not in SETTINGS:
+        raise ValueError(f"VITVIZ_PRECISION must be one of {', '.join(SETTINGS)}, not {setting!r}.")
+    if setting == "float32" or not native_bf16(pixels.device):
+        return Precision()
+    if setting == "bfloat16":
+        return Precision(torch.bfloat16)
+    runs: dict[torch.dtype, list[float]] = {torch.float32: [], torch.bfloat16: []}
+    for round_ in range(repeats + 1):
+        for dtype, times in runs.items():
+            start = clock()
+            explain(model, pixels, dtype)
+            if pixels.device.type == "cuda":
+                torch.cuda.synchronize(pixels.device)
+            elapsed = clock() - start
+            if round_:  # the first round warms up
+                times.append(elapsed)
+    float32_ms, bf16_ms = (1e3 * sorted(times)[len(times) // 2] for times in runs.values())
+    dtype = torch.bfloat16 if bf16_ms < float32_ms else torch.float32
+    return Precision(dtype, float32_ms, bf16_ms)
