@@ -4,12 +4,27 @@ import streamlit as st
 
 from vitviz import plots, tables
 from vitviz.app import ui
+from vitviz.cnn import feature_shape
+from vitviz.config import CNNConfig
 from vitviz.model import flops_per_image
 
 cur = ui.current_model()  # the card needs no image
-model, spec = cur.model, cur.spec
-config = model.config
 ui.header("page.card", "card.intro")
+owners = [cur.name, *(name for name in ui.cnn_models() if name != cur.name)]  # the sidebar's ViT, the CNNs
+if len(owners) > 1:
+    if st.session_state.get("card_model") not in owners:
+        st.session_state["card_model"] = cur.name
+    owner = st.selectbox(
+        ui.tr("card.which"),
+        owners,
+        key="card_model",
+        format_func=ui.model_title,
+        help=ui.tr("card.which_help"),
+    )
+else:
+    owner = cur.name
+model, spec = (cur.model, cur.spec) if owner == cur.name else ui.cached_model(owner)
+config = model.config
 
 st.subheader(spec.title_in(ui.lang()))
 st.markdown(spec.description_in(ui.lang()))
@@ -20,7 +35,10 @@ total = model.num_params()
 m = st.columns(4)
 m[0].metric(ui.tr("card.params"), f"{total:,}")
 m[1].metric(ui.tr("card.flops"), f"{flops_per_image(config) / 1e9:.2f} GFLOP")
-m[2].metric(ui.tr("card.tokens"), f"{config.num_tokens} x {config.embed_dim}")
+if isinstance(config, CNNConfig):
+    m[2].metric(ui.tr("card.feature_map"), " x ".join(map(str, feature_shape(config))))
+else:
+    m[2].metric(ui.tr("card.tokens"), f"{config.num_tokens} x {config.embed_dim}")
 accuracy = spec.card.test_accuracy
 m[3].metric(ui.tr("card.accuracy"), f"{accuracy:.2%}" if accuracy is not None else "-")
 
@@ -45,7 +63,7 @@ with right:
     st.markdown(f"**{ui.tr('card.config')}**")
     shown = {k: v for k, v in config.to_dict().items() if k not in ("class_names", "preprocess")}
     st.dataframe(
-        [{ui.tr("card.col.setting"): k, ui.tr("card.col.value"): str(v)} for k, v in shown.items()],
+        [{ui.tr("card.col.setting"): k, ui.tr("card.col.value"): tables.setting_text(v)} for k, v in shown.items()],
         hide_index=True,
         width="stretch",
         height=ui.table_height(len(shown)),

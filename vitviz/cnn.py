@@ -183,6 +183,14 @@ def receptive_fields(model: nn.Module) -> list[ReceptiveField]:
     return fields
 
 
+def feature_shape(config: CNNConfig) -> tuple[int, int, int]:
+    """(C, H, W) of the last group's feature map, the one Grad-CAM reads: (256, 3, 3) for 32 x 32."""
+    height, width = (side - 1 for side in config.image_size)  # the 2x2 stem, no padding
+    for _ in config.widths:
+        height, width = height // 2, width // 2
+    return config.widths[-1], height, width
+
+
 @torch.no_grad()
 def flops_per_image(config: CNNConfig) -> int:
     """Multiply-adds x 2 of one forward pass over the convolutions and the head."""

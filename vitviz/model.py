@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
-from vitviz import resnet
+from vitviz import cnn, resnet
 from vitviz.cnn import ConvNet, params_by_module
 from vitviz.config import ModelConfig, ViTConfig
 from vitviz.patches import patchify
@@ -322,9 +322,11 @@ class VisionTransformer(nn.Module):
         return params_by_module(self, "blocks")
 
 
-def flops_per_image(config: ViTConfig) -> int:
+def flops_per_image(config: ModelConfig) -> int:
     """Multiply-adds x 2 of one forward pass (matmuls and a hybrid's convolutions; norms and
-    softmax are ignored)."""
+    softmax are ignored); a CNN's are ``cnn.flops_per_image``."""
+    if getattr(config, "arch", "vit") == "cnn":
+        return cnn.flops_per_image(config)
     t, d, n = config.num_tokens, config.embed_dim, config.num_patches
     embed = 2 * n * config.patch_dim * d
     attn = 2 * t * d * 3 * d + 2 * 2 * t * t * d + 2 * t * d * d

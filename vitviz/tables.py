@@ -48,6 +48,11 @@ RECIPE_HIDDEN = (
 )  # where and how it ran, not what it learned from
 
 
+def setting_text(value: object) -> str:
+    """A config or recipe value as a table shows it: floats to 6 significant digits (1/9 reads 0.111111)."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
 def recipe_rows(
     recipes: Sequence[dict], run_epochs: Sequence[int] | None = None, cut_short: str = "{run} of {planned}"
 ) -> list[tuple[str, list[str]]]:
@@ -62,7 +67,7 @@ def recipe_rows(
             ``cut_short`` ("10 of 28"), one that ran its plan just the number.
     """
     keys = [k for k in dict.fromkeys(k for recipe in recipes for k in recipe) if k not in RECIPE_HIDDEN]
-    rows = [(k, ["-" if recipe.get(k) is None else str(recipe[k]) for recipe in recipes]) for k in keys]
+    rows = [(k, ["-" if recipe.get(k) is None else setting_text(recipe[k]) for recipe in recipes]) for k in keys]
     if run_epochs is not None:
         ran = [
             str(run) if recipe.get("epochs") in (None, run) else cut_short.format(run=run, planned=recipe["epochs"])

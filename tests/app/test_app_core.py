@@ -371,3 +371,31 @@ def test_the_sidebar_says_which_precision_the_model_runs_in(measured_precision, 
 def test_float32_is_said_where_the_server_fixes_it():
     at = open_page()
     assert "Precision: float32" in [c.value for c in at.sidebar.caption]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_card_page_shows_the_shipped_cnns_card_too(lang):
+    """The CNN set beside the ViT (and teaching it) has a card of its own: the card page picks it."""
+    cnn = zoo.load(zoo.SHIPPED_CNN)
+    at = open_page_in_one_run("app_pages/9_card.py", lang=lang, card_model=zoo.SHIPPED_CNN)
+    assert errors(at) == []
+    assert at.selectbox(key="card_model").value == zoo.SHIPPED_CNN
+    assert at.subheader[0].value == cnn.spec.title_in(lang)
+    values = metric_values(at)
+    assert f"{cnn.model.num_params():,}" in values and "256 x 3 x 3" in values
+    assert f"{cnn.spec.card.test_accuracy:.2%}" in values
+    assert "0.111111" in list(at.dataframe[1].value.iloc[:, 1])  # logit_scale 1/9, not 0.1111111111111111
+    curves = plotly_figures(at)[0]
+    test_acc = [t for t in curves["data"] if t["name"] == ("test accuracy" if lang == "en" else "테스트 정확도")]
+    assert len(test_acc) == 1 and max(y for y in test_acc[0]["y"] if y is not None) == pytest.approx(0.9027)
+    if lang == "en":  # (AppTest cannot rerun a Korean select box: tests/apptest.py)
+        at.button(key="nav_prev").click().run()  # Previous, then back: the CNN's card is still the one shown
+        at.switch_page("app_pages/9_card.py").run()
+        assert at.selectbox(key="card_model").value == zoo.SHIPPED_CNN
+
+
+def test_the_card_page_starts_on_the_sidebars_model():
+    at = open_page("app_pages/9_card.py")
+    assert errors(at) == []
+    assert at.selectbox(key="card_model").value == zoo.default_name()
+    assert "65 x 192" in metric_values(at)

@@ -274,6 +274,7 @@ class Choices:
     compare_ig: bool | None = None
     compare_experiment: str | None = None
     present: bool | None = None  # presenter mode: no sidebar, larger type, keys for a clicker
+    card_model: str | None = None  # whose card the model card page shows: the sidebar's ViT or a CNN
 
 
 def choices() -> Choices:
@@ -289,6 +290,11 @@ SOURCES = ("sample", "upload", "test")
 def cnn_models() -> list[str]:
     """The registry's CNNs, for the page that sets one beside the ViT."""
     return [name for name, spec in zoo.REGISTRY.items() if spec.is_cnn]
+
+
+def model_title(name: str) -> str:
+    """A registry model's title in the user's language; any other name as it was typed."""
+    return zoo.REGISTRY[name].title_in(lang()) if name in zoo.REGISTRY else name
 
 
 def tour_models() -> list[str]:
