@@ -84,7 +84,11 @@ TARGETS: list[tuple[str, str, float]] = [
     ("bf16_max_attention_diff", "<=", 1e-2),
     ("fraction_of_matmul_peak", ">=", 0.85),
     ("cached_rerun_ms", "<=", 150.0),
+    ("first_view_s", "<=", 5.0),
+    ("step_p95_s", "<=", 1.0),
+    ("step_p95_s_b16", "<=", 2.0),
 ]
+BROWSER_KEYS = ("first_view_s", "step_p50_s", "step_p95_s")  # measured in Chromium (null without it)
 REQUIRED_KEYS = (
     "explain_over_forward",
     "ours_over_timm",
@@ -95,6 +99,7 @@ REQUIRED_KEYS = (
     "cached_rerun_ms",
     "cold_start_s",
     "app_peak_rss_mb",
+    *BROWSER_KEYS,
 )
 
 # (page, AppTest accessor, widget key, two values to alternate between) in order of preference.
@@ -117,6 +122,7 @@ class Plan:
         cifar_batch: the batch of the default CIFAR model's explain/forward comparison.
         eval_images: test images to evaluate (None: all of them).
         cold_starts: server launches whose time to health is measured.
+        tour_laps: walks through the tour with Next, every step timed in Chromium.
     """
 
     quick: bool
@@ -127,6 +133,7 @@ class Plan:
     cifar_batch: int
     eval_images: int | None
     cold_starts: int
+    tour_laps: int
 
 
 FULL = Plan(
@@ -138,6 +145,7 @@ FULL = Plan(
     cifar_batch=256,
     eval_images=None,
     cold_starts=3,
+    tour_laps=3,
 )
 QUICK = Plan(
     quick=True,
@@ -148,6 +156,7 @@ QUICK = Plan(
     cifar_batch=32,
     eval_images=500,
     cold_starts=1,
+    tour_laps=1,
 )
 
 
@@ -691,6 +700,85 @@ def walk_tour(url: str) -> list[str]:
     return problems
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank q-th percentile (q in 0..100) of at least one value."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def wait_ready(page: Any, old_title: str | None = None, timeout_ms: int = 300_000, poll_ms: int = 50) -> float:
+    """Wait until the page has a title (another than ``old_title``), a figure, metric or table,
+    and no running Streamlit script in two polls in a row.
+
+    Returns:
+        time.perf_counter() at the first of those two quiet polls: when the page was ready.
+    """
+    deadline = time.perf_counter() + timeout_ms / 1000
+    ready_since = None
+    while time.perf_counter() < deadline:
+        titles = page.locator("h1")
+        title = titles.first.inner_text() if titles.count() else None
+        quiet = (
+            title is not None
+            and title != old_title
+            and page.locator(PAGE_READY).count() > 0
+            and page.locator(RUNNING).count() == 0
+        )
+        if quiet and ready_since is not None:
+            return ready_since
+        ready_since = time.perf_counter() if quiet else None
+        page.wait_for_timeout(poll_ms)
+    raise TimeoutError(f"the page was not ready within {timeout_ms / 1000:.0f} s")
+
+
+def tour_step_seconds(page: Any, url: str, laps: int) -> list[float]:
+    """Seconds from a click on Next to the next tour page ready, for every step of ``laps`` walks
+    from the overview to the last page (each walk starts from the overview's link, not timed)."""
+    steps = []
+    for _ in range(laps):
+        page.goto(url, wait_until="domcontentloaded")
+        wait_ready(page)
+        for _ in range(len(tour.TOUR) - 1):
+            title = page.locator("h1").first.inner_text()
+            started = time.perf_counter()
+            page.locator(".st-key-nav_next button").click()
+            steps.append(wait_ready(page, old_title=title) - started)
+    return steps
+
+
+def browser_speed(report: Report, plan: Plan) -> None:
+    """What a class waits for, in Chromium against a fresh server: the first view (server start to
+    the overview ready) and every Next of the tour, for the shipped CIFAR model and ViT-B/16."""
+    from playwright.sync_api import sync_playwright
+
+    missing = chromium_missing()
+    if missing:
+        for key in BROWSER_KEYS:
+            report.figures[key] = None
+        report.note(f"no browser figures: {missing}")
+        return
+    models = {"": zoo.default_name(), "_b16": "untrained-vit-b16"}
+    if plan.quick:
+        models = {"": zoo.default_name()}
+        report.note("--quick: the tour's steps timed for the CIFAR model only, one lap")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for suffix, model in models.items():
+                with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+                    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                    started = time.perf_counter()
+                    page.goto(f"{server.url}/?model={model}", wait_until="domcontentloaded")
+                    report.figures[f"first_view_s{suffix}"] = server.startup_s + wait_ready(page) - started
+                    steps = tour_step_seconds(page, f"{server.url}/?model={model}", plan.tour_laps)
+                    page.close()
+                report.figures[f"step_p50_s{suffix}"] = percentile(steps, 50)
+                report.figures[f"step_p95_s{suffix}"] = percentile(steps, 95)
+                report.figures[f"steps_timed{suffix}"] = len(steps)
+        finally:
+            browser.close()
+
+
 def peak_rss_mb(pid: int) -> float | None:
     """VmHWM (peak resident set size) of a live process from /proc, in MB; None off Linux."""
     try:
@@ -824,6 +912,7 @@ STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("cached rerun", cached_rerun_ms),
     ("cold start", cold_start_s),
     ("app peak RSS", app_peak_rss),
+    ("the tour in a browser", browser_speed),
 ]
 
 

@@ -148,6 +148,9 @@ def test_quick_bench_reports_every_figure() -> None:
         if key == "app_peak_rss_mb" and missing_chromium:
             assert report[key] is None
             assert any("app_peak_rss_mb" in note for note in report["notes"])
+        elif key in bench.BROWSER_KEYS and missing_chromium:
+            assert report[key] is None
+            assert any("no browser figures" in note for note in report["notes"])
         else:
             assert _finite_positive(report[key]), (key, report[key])
     for key in RATIOS:
@@ -157,6 +160,63 @@ def test_quick_bench_reports_every_figure() -> None:
     assert report["timm_attention_max_abs_diff"] <= 1e-4 and report["hf_attention_max_abs_diff"] <= 1e-4
     assert report["eval_data"]
     assert all(_finite_positive(v) for v in report["medians_ms"].values())
+
+
+def test_percentile_is_nearest_rank():
+    steps = [0.5, 0.1, 0.3, 0.2, 0.4, 0.9, 0.6, 0.7, 0.8, 1.0]
+    assert bench.percentile(steps, 50) == 0.5
+    assert bench.percentile(steps, 95) == 1.0
+    assert bench.percentile([0.25], 95) == 0.25
+
+
+class FakePage:
+    """A page whose title, figures and running icon follow a script of polls."""
+
+    def __init__(self, polls):
+        self.polls, self.index, self.waited = polls, 0, 0
+
+    def locator(self, selector):
+        title, figure, running = self.polls[min(self.index, len(self.polls) - 1)]
+        page = self
+
+        class Found:
+            def count(self):
+                if selector == "h1":
+                    return int(title is not None)
+                return int(figure if selector == bench.PAGE_READY else running)
+
+            @property
+            def first(self):
+                return self
+
+            def inner_text(self):
+                return title
+
+        assert selector in ("h1", bench.PAGE_READY, bench.RUNNING), selector
+        return Found() if page else None
+
+    def wait_for_timeout(self, ms):
+        self.index += 1
+        self.waited += ms
+
+
+def test_a_page_is_ready_at_the_first_of_two_quiet_polls_with_its_new_title(monkeypatch):
+    polls = [
+        ("1. Image", True, False),  # the old page, quiet: not the new one yet
+        ("2. Patches", False, True),  # new title, no figure, running
+        ("2. Patches", True, True),  # still running
+        ("2. Patches", True, False),  # quiet: ready from here ...
+        ("2. Patches", True, False),  # ... once a second poll agrees
+    ]
+    page = FakePage(polls)
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: float(page.index))  # the clock counts polls
+    ready = bench.wait_ready(page, old_title="1. Image")
+    assert page.index == 4  # it returned on the fifth poll ...
+    assert ready == 3  # ... with the time of the fourth, the first quiet one
+    stuck = FakePage([("1. Image", True, False)])
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: float(stuck.index))
+    with pytest.raises(TimeoutError):
+        bench.wait_ready(stuck, old_title="1. Image", timeout_ms=20_000)
 
 
 def test_the_command_outside_a_clone_says_where_the_harness_is(monkeypatch, capsys):
