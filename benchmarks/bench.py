@@ -88,8 +88,17 @@ TARGETS: list[tuple[str, str, float]] = [
     ("step_p95_s", "<=", 1.0),
     ("step_p95_s_b16", "<=", 2.0),
     ("lab_first_open_s", "<=", 3.0),
+    ("upload_to_view_s", "<=", 1.5),
+    ("upload_to_view_s_b16", "<=", 3.0),
+    ("rss_after_20_uploads_mb_b16", "<=", 2500.0),
 ]
-BROWSER_KEYS = ("first_view_s", "step_p50_s", "step_p95_s", "lab_first_open_s")  # in Chromium (null without it)
+BROWSER_KEYS = (
+    "first_view_s",
+    "step_p50_s",
+    "step_p95_s",
+    "lab_first_open_s",
+    "upload_to_view_s",
+)  # in Chromium (null without it)
 LAB = "app_pages/9_mistakes.py"
 REQUIRED_KEYS = (
     "explain_over_forward",
@@ -125,6 +134,7 @@ class Plan:
         eval_images: test images to evaluate (None: all of them).
         cold_starts: server launches whose time to health is measured.
         tour_laps: walks through the tour with Next, every step timed in Chromium.
+        uploads: different photos uploaded through ViT-B/16 (the CIFAR model gets 3).
     """
 
     quick: bool
@@ -136,6 +146,7 @@ class Plan:
     eval_images: int | None
     cold_starts: int
     tour_laps: int
+    uploads: int
 
 
 FULL = Plan(
@@ -148,6 +159,7 @@ FULL = Plan(
     eval_images=None,
     cold_starts=3,
     tour_laps=3,
+    uploads=20,
 )
 QUICK = Plan(
     quick=True,
@@ -159,6 +171,7 @@ QUICK = Plan(
     eval_images=500,
     cold_starts=1,
     tour_laps=1,
+    uploads=3,
 )
 
 
@@ -708,9 +721,15 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def wait_ready(page: Any, old_title: str | None = None, timeout_ms: int = 300_000, poll_ms: int = 50) -> float:
+def wait_ready(
+    page: Any,
+    old_title: str | None = None,
+    timeout_ms: int = 300_000,
+    poll_ms: int = 50,
+    changed: Callable[[], bool] | None = None,
+) -> float:
     """Wait until the page has a title (another than ``old_title``), a figure, metric or table,
-    and no running Streamlit script in two polls in a row.
+    what ``changed`` looks for, and no running Streamlit script, in two polls in a row.
 
     Returns:
         time.perf_counter() at the first of those two quiet polls: when the page was ready.
@@ -725,12 +744,71 @@ def wait_ready(page: Any, old_title: str | None = None, timeout_ms: int = 300_00
             and title != old_title
             and page.locator(PAGE_READY).count() > 0
             and page.locator(RUNNING).count() == 0
+            and (changed is None or changed())
         )
         if quiet and ready_since is not None:
             return ready_since
         ready_since = time.perf_counter() if quiet else None
         page.wait_for_timeout(poll_ms)
     raise TimeoutError(f"the page was not ready within {timeout_ms / 1000:.0f} s")
+
+
+FIGURES_SIGNATURE = """() => {
+  let hash = 0;
+  for (const figure of document.querySelectorAll('.js-plotly-plot')) {
+    const html = figure.innerHTML;
+    for (let i = 0; i < html.length; i++) hash = (hash * 31 + html.charCodeAt(i)) | 0;
+  }
+  return hash;
+}"""
+
+
+def upload_seconds(page: Any, url: str, photos: list[Path], server_pid: int | None = None) -> list[tuple[float, float]]:
+    """Open the overview, switch the sidebar to Upload, and upload each photo in turn.
+
+    Returns:
+        (seconds from the file given to the page ready, the server's resident MB then) per photo.
+    """
+    page.goto(url, wait_until="domcontentloaded")
+    wait_ready(page)
+    page.get_by_text("Upload", exact=True).click()  # the page then asks for a file: no figure to wait for
+    page.wait_for_selector("[data-testid='stFileUploader']", timeout=60_000)
+    chooser = page.locator("[data-testid='stFileUploader'] input[type=file]")
+    measured = []
+    for photo in photos:
+        before = page.evaluate(FIGURES_SIGNATURE)
+        started = time.perf_counter()
+        chooser.set_input_files(str(photo))
+        ready = wait_ready(page, changed=lambda before=before: page.evaluate(FIGURES_SIGNATURE) != before)
+        measured.append((ready - started, resident_mb(server_pid) if server_pid else float("nan")))
+    return measured
+
+
+def resident_mb(pid: int) -> float:
+    """VmRSS of a live process in MB (nan off Linux)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def distinct_photos(count: int, into: Path) -> list[Path]:
+    """``count`` different JPEGs made from the sample photos (crops, mirrors, brightness), so no
+    two share a cache entry."""
+    from PIL import Image, ImageEnhance, ImageOps
+
+    samples = sorted((ROOT / "assets" / "samples").glob("*.jpg"))
+    made = []
+    for i in range(count):
+        image = Image.open(samples[i % len(samples)]).convert("RGB")
+        width, height = image.size
+        cut = 0.05 * (i // len(samples) + 1)
+        image = image.crop((int(cut * width), int(cut * height), width, height))
+        image = ImageEnhance.Brightness(ImageOps.mirror(image) if i % 2 else image).enhance(0.8 + 0.02 * i)
+        made.append(into / f"upload-{i:02d}.jpg")
+        image.save(made[-1], quality=90)
+    return made
 
 
 def tour_step_seconds(page: Any, url: str, laps: int) -> list[float]:
@@ -750,8 +828,9 @@ def tour_step_seconds(page: Any, url: str, laps: int) -> list[float]:
 
 def browser_speed(report: Report, plan: Plan) -> None:
     """What a class waits for, in Chromium against a fresh server: the first view (server start to
-    the overview ready) and every Next of the tour, for the shipped CIFAR model and ViT-B/16, and
-    the lab's first open (navigation to its metrics and the end of its run) with the shipped model."""
+    the overview ready), every Next of the tour and uploads of different photos (ViT-B/16's
+    server's memory after each), for the shipped CIFAR model and ViT-B/16, and the lab's first
+    open (navigation to its metrics and the end of its run) with the shipped model."""
     from playwright.sync_api import sync_playwright
 
     missing = chromium_missing()
@@ -774,7 +853,16 @@ def browser_speed(report: Report, plan: Plan) -> None:
                     page.goto(f"{server.url}/?model={model}", wait_until="domcontentloaded")
                     report.figures[f"first_view_s{suffix}"] = server.startup_s + wait_ready(page) - started
                     steps = tour_step_seconds(page, f"{server.url}/?model={model}", plan.tour_laps)
+                    with tempfile.TemporaryDirectory(prefix="vitviz-bench-") as tmp:
+                        photos = distinct_photos(plan.uploads if suffix else 3, Path(tmp))
+                        uploads = upload_seconds(page, f"{server.url}/?model={model}", photos, server.process.pid)
                     page.close()
+                report.figures[f"upload_to_view_s{suffix}"] = statistics.median(s for s, _ in uploads)
+                if suffix:  # ViT-B/16: the server's memory over many different uploads
+                    memory = [mb for _, mb in uploads]
+                    report.figures["rss_after_20_uploads_mb_b16"] = memory[-1]
+                    report.figures["rss_growth_last_10_uploads_mb_b16"] = memory[-1] - memory[-min(10, len(memory))]
+                    report.figures["uploads_b16"] = len(memory)
                 report.figures[f"step_p50_s{suffix}"] = percentile(steps, 50)
                 report.figures[f"step_p95_s{suffix}"] = percentile(steps, 95)
                 report.figures[f"steps_timed{suffix}"] = len(steps)
