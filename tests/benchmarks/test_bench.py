@@ -23,7 +23,8 @@ RATIOS = (
     "ours_over_timm",
     "ours_over_hf",
     "fraction_of_matmul_peak",
-    "eval_fraction_of_flop_bound",
+    "eval_fraction_of_matmul_peak",
+    "lab_eval_fraction_of_forward",
 )
 
 
