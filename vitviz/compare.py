@@ -13,6 +13,7 @@ forward with its position embeddings replaced.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -52,6 +53,10 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
     from captum.attr import LayerAttribution, LayerGradCam  # 1.2 s to import, measured: only when asked
 
     pixels = on_weights(_one_image(pixels).detach(), model)
+    # Captum hooks the layer it explains, and the app shares one cached model among all its
+    # sessions: a hook on it would also catch another session's forward at the same moment. So the
+    # hooks go on a private copy (8 MB and about a millisecond for the shipped CNN).
+    model = copy.deepcopy(model)
     cam = LayerGradCam(model, model.last_conv).attribute(
         pixels, target=class_index, relu_attributions=True
     )  # (1, 1, h, w)

@@ -139,3 +139,17 @@ def test_the_experiments_change_what_they_say(cnn):
         assert torch.allclose(hidden.cnn_logits, cnn(cnn_hidden))
     with pytest.raises(ValueError, match="Unknown experiment"):
         compare.run_experiment("melt", vit, vit_pixels, cnn, cnn_pixels)
+
+
+def test_gradcam_on_a_model_shared_by_many_sessions_at_once(cnn):
+    """The app caches one CNN for every visitor: Grad-CAMs computed at the same moment in
+    several threads each get their own map (Captum hooks the layer it explains; the classroom
+    benchmark caught two sessions' hooks crossing: 'The differentiated Tensor ... not used')."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    images = [torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(i)) for i in range(8)]
+    expected = [compare.gradcam(cnn, image, i % 3) for i, image in enumerate(images)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for _ in range(5):
+            maps = list(pool.map(lambda i: compare.gradcam(cnn, images[i], i % 3), range(8)))
+            assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(maps, expected, strict=True))
