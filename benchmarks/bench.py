@@ -92,6 +92,9 @@ TARGETS: list[tuple[str, str, float]] = [
     ("upload_to_view_s", "<=", 1.5),
     ("upload_to_view_s_b16", "<=", 3.0),
     ("rss_after_20_uploads_mb_b16", "<=", 2500.0),
+    ("class_30_step_p95_s", "<=", 4.0),
+    ("class_30_errors", "<=", 0),
+    ("class_30_wrong_image", "<=", 0),
 ]
 BROWSER_KEYS = (
     "first_view_s",
@@ -137,6 +140,7 @@ class Plan:
         cold_starts: server launches whose time to health is measured.
         tour_laps: walks through the tour with Next, every step timed in Chromium.
         uploads: different photos uploaded through ViT-B/16 (the CIFAR model gets 3).
+        class_size: students walking the tour at once, each in a browser context of their own.
     """
 
     quick: bool
@@ -149,6 +153,7 @@ class Plan:
     cold_starts: int
     tour_laps: int
     uploads: int
+    class_size: int
 
 
 FULL = Plan(
@@ -162,6 +167,7 @@ FULL = Plan(
     cold_starts=3,
     tour_laps=3,
     uploads=20,
+    class_size=30,
 )
 QUICK = Plan(
     quick=True,
@@ -174,6 +180,7 @@ QUICK = Plan(
     cold_starts=1,
     tour_laps=1,
     uploads=3,
+    class_size=3,
 )
 
 
@@ -735,6 +742,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
+def is_quiet(title: str | None, old_title: str | None, figures: int, running: int) -> bool:
+    """One look at a page: a (new) title, something drawn, and no script running."""
+    return title is not None and title != old_title and figures > 0 and running == 0
+
+
 def wait_ready(
     page: Any,
     old_title: str | None = None,
@@ -753,13 +765,8 @@ def wait_ready(
     while time.perf_counter() < deadline:
         titles = page.locator("h1")
         title = titles.first.inner_text() if titles.count() else None
-        quiet = (
-            title is not None
-            and title != old_title
-            and page.locator(PAGE_READY).count() > 0
-            and page.locator(RUNNING).count() == 0
-            and (changed is None or changed())
-        )
+        quiet = is_quiet(title, old_title, page.locator(PAGE_READY).count(), page.locator(RUNNING).count())
+        quiet = quiet and (changed is None or changed())
         if quiet and ready_since is not None:
             return ready_since
         ready_since = time.perf_counter() if quiet else None
@@ -890,6 +897,90 @@ def browser_speed(report: Report, plan: Plan) -> None:
                 page.close()
         finally:
             browser.close()
+
+
+async def wait_ready_async(page: Any, old_title: str | None = None, timeout_ms: int = 300_000) -> float:
+    """``wait_ready`` for Playwright's async API (many sessions at once in one event loop)."""
+    deadline = time.perf_counter() + timeout_ms / 1000
+    ready_since = None
+    while time.perf_counter() < deadline:
+        titles = page.locator("h1")
+        title = await titles.first.inner_text() if await titles.count() else None
+        quiet = is_quiet(title, old_title, await page.locator(PAGE_READY).count(), await page.locator(RUNNING).count())
+        if quiet and ready_since is not None:
+            return ready_since
+        ready_since = time.perf_counter() if quiet else None
+        await page.wait_for_timeout(50)
+    raise TimeoutError(f"the page was not ready within {timeout_ms / 1000:.0f} s")
+
+
+async def student(browser: Any, url: str, image: str, laps: int) -> tuple[list[float], int, int]:
+    """One student in a context of their own: open the app on their test image and walk the tour
+    with Next. Returns (step seconds, pages with an exception, pages whose URL lost the image)."""
+    from urllib.parse import parse_qs, urlparse
+
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await context.new_page()
+    steps, errors, wrong = [], 0, 0
+    try:
+        for _ in range(laps):
+            await page.goto(f"{url}/?test={image}", wait_until="domcontentloaded")
+            await wait_ready_async(page)
+            for _ in range(len(tour.TOUR) - 1):
+                title = await page.locator("h1").first.inner_text()
+                started = time.perf_counter()
+                await page.locator(".st-key-nav_next button").click()
+                steps.append(await wait_ready_async(page, old_title=title) - started)
+                errors += int(await page.locator("[data-testid='stException']").count() > 0)
+                wrong += int(parse_qs(urlparse(page.url).query).get("test") != [image])
+    finally:
+        await context.close()
+    return steps, errors, wrong
+
+
+def classroom(report: Report, plan: Plan) -> None:
+    """``plan.class_size`` students at once (browser contexts on this machine, loopback only), each
+    on a test image of their own, walk the tour; the steps' p50 / p95, the pages that showed an
+    exception or lost their student's image, and the server's peak memory. Bounded: one lap each,
+    at most 15 minutes in all."""
+    import asyncio
+
+    from playwright.async_api import async_playwright
+
+    from vitviz.config import CIFAR10_CLASSES
+    from vitviz.data import find_cifar_test_folder
+
+    missing = chromium_missing() or (None if find_cifar_test_folder() else "no CIFAR-10 test folder")
+    if missing:
+        report.note(f"no classroom figures: {missing}")
+        return
+    size = plan.class_size
+    images = [f"{CIFAR10_CLASSES[i % 10]}/{i // 10}" for i in range(size)]  # a test image each, all different
+
+    async def lesson(url: str) -> list[tuple[list[float], int, int]]:
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                walks = [student(browser, url, image, laps=1) for image in images]
+                return await asyncio.wait_for(asyncio.gather(*walks), timeout=900)
+            finally:
+                await browser.close()
+
+    with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+        walked = asyncio.run(lesson(server.url))
+        peak = peak_rss_mb(server.process.pid)
+    steps = [seconds for walk, _, _ in walked for seconds in walk]
+    key = f"class_{size}"
+    report.figures.update(
+        {
+            f"{key}_step_p50_s": percentile(steps, 50),
+            f"{key}_step_p95_s": percentile(steps, 95),
+            f"{key}_errors": sum(errors for _, errors, _ in walked),
+            f"{key}_wrong_image": sum(wrong for _, _, wrong in walked),
+            f"{key}_server_peak_rss_mb": peak,
+            f"{key}_steps_timed": len(steps),
+        }
+    )
 
 
 def peak_rss_mb(pid: int) -> float | None:
@@ -1026,6 +1117,7 @@ STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("cold start", cold_start_s),
     ("app peak RSS", app_peak_rss),
     ("the tour in a browser", browser_speed),
+    ("a classroom", classroom),
 ]
 
 
