@@ -101,6 +101,14 @@ if history:
         ui.tr("card.wall_time"): f"{card.wall_time_s / 3600:.1f} h",
         ui.tr("card.hardware"): ui.hardware_text(card.hardware or "-"),
     }
+    if card.teacher:  # a distilled model: who taught its last stage
+        taught = card.teacher.get("test_accuracy")
+        facts[ui.tr("card.teacher")] = ui.tr(
+            "card.teacher_value",
+            name=card.teacher.get("name", "-"),
+            accuracy=f"{taught:.2%}" if taught is not None else "-",
+            sha=str(card.teacher.get("weights_sha256", ""))[:12],
+        )
     left, right = st.columns([2, 3])
     left.dataframe(
         [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()],

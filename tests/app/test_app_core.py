@@ -394,8 +394,14 @@ def test_the_card_page_shows_the_shipped_cnns_card_too(lang):
         assert at.selectbox(key="card_model").value == zoo.SHIPPED_CNN
 
 
-def test_the_card_page_starts_on_the_sidebars_model():
+def test_the_card_page_starts_on_the_sidebars_model_and_names_its_teacher():
     at = open_page("app_pages/9_card.py")
     assert errors(at) == []
     assert at.selectbox(key="card_model").value == zoo.default_name()
     assert "65 x 192" in metric_values(at)
+    teacher = zoo.load(zoo.default_name()).spec.card.teacher  # the shipped CNN taught its last stage (issue 17)
+    facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1], strict=True))
+    assert (
+        facts["Taught by"]
+        == f"cifar10-cnn, {teacher['test_accuracy']:.2%} test (weights {teacher['weights_sha256'][:12]})"
+    )
