@@ -494,7 +494,7 @@ def parameter_groups(model: nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]
     def is_norm(name: str) -> bool:
         return cfg.norm_lr_scale != 1.0 and "norm" in name
 
-    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad or n == "stem.bias"]
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]  # after freeze_for_recipe(epoch=0)
     groups = [
         {"params": [p for n, p in named if decays(n, p)], "weight_decay": cfg.weight_decay, "lr_scale": 1.0},
         {"params": [p for n, p in named if not decays(n, p) and not is_norm(n)], "weight_decay": 0.0, "lr_scale": 1.0},
