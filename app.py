@@ -4,7 +4,9 @@
 import streamlit as st
 
 from vitviz import tour
-from vitviz.app import ui
+from vitviz.app import load_ui
+
+ui = load_ui()  # before any page: the first sessions of a cold server import one at a time
 
 st.set_page_config(
     page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide"

@@ -923,7 +923,7 @@ async def student(browser: Any, url: str, image: str, laps: int) -> tuple[list[f
     page = await context.new_page()
     steps, errors, wrong = [], 0, 0
     try:
-        for _ in range(laps):
+        for _ in range(laps):  # a page that never gets ready (an exception, say) is an error, and ends the walk
             await page.goto(f"{url}/?test={image}", wait_until="domcontentloaded")
             await wait_ready_async(page)
             for _ in range(len(tour.TOUR) - 1):
@@ -933,6 +933,8 @@ async def student(browser: Any, url: str, image: str, laps: int) -> tuple[list[f
                 steps.append(await wait_ready_async(page, old_title=title) - started)
                 errors += int(await page.locator("[data-testid='stException']").count() > 0)
                 wrong += int(parse_qs(urlparse(page.url).query).get("test") != [image])
+    except TimeoutError:
+        errors += 1
     finally:
         await context.close()
     return steps, errors, wrong
