@@ -562,7 +562,7 @@ def sidebar() -> None:
         names,
         key="model",
         help=tr("sidebar.model_help"),
-        format_func=lambda n: zoo.REGISTRY[n].title_in(lang()),
+        format_func=model_title,
     )
     custom = side.text_input(tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224")
     if custom.strip():
