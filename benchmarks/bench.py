@@ -69,8 +69,15 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-PAGE_READY = ".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame']"
-RUNNING = "[data-testid='stStatusWidgetRunningIcon'], [data-testid='stStatusWidgetRunningManIcon']"
+PAGE_CONTENT = ", ".join(
+    f"[data-testid='stMain'] {what}"
+    for what in (
+        ".js-plotly-plot",
+        "[data-testid='stMetricValue']",
+        "[data-testid='stDataFrame']",
+        "[data-testid='stAlert']",
+    )
+)
 ATTENTION_TOLERANCE = 1e-4
 DEVICE = torch.device("cpu")
 
@@ -584,11 +591,19 @@ def rerun_target() -> tuple[str, str, str, tuple[Any, Any]]:
     raise FileNotFoundError("neither app_pages/5_attention.py nor app_pages/2_patches.py exists.")
 
 
+def quiet_streamlit() -> None:
+    """Silence "missing ScriptRunContext", which Streamlit logs on every call of a cached function
+    outside ``streamlit run`` (the lab's evaluation, AppTest): hundreds of lines in a run."""
+    import streamlit.runtime.scriptrunner_utils.script_run_context as context
+
+    logging.getLogger(context.__name__).setLevel(logging.ERROR)
+
+
 def cached_rerun_ms(report: Report, plan: Plan) -> None:
     """Median ms of AppTest.run() after changing one widget (alternating two values), caches warm."""
     from streamlit.testing.v1 import AppTest
 
-    logging.getLogger("streamlit.runtime.scriptrunner_utils.script_run_context").setLevel(logging.ERROR)
+    quiet_streamlit()
     page, kind, key, values = rerun_target()
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=600)
     at.run()
@@ -698,22 +713,18 @@ def app_pages() -> list[str]:
 
 
 def visit(page: Any, url: str, timeout_ms: int = 300_000) -> str | None:
-    """Open a page, wait for its title, a figure (or metric, or table) and the end of its run.
+    """Open a page and wait until it is ready (``wait_ready``).
 
     Returns:
         A problem to note, or None.
     """
     page.goto(url, wait_until="domcontentloaded")
     try:
-        page.wait_for_selector("h1", timeout=timeout_ms)
-        page.wait_for_selector(PAGE_READY, timeout=timeout_ms)
-    except Exception as err:
-        return f"{url}: no title, figure, metric or table appeared ({type(err).__name__})"
-    deadline = time.monotonic() + timeout_ms / 1000
-    idle = 0
-    while idle < 2 and time.monotonic() < deadline:  # two quiet looks in a row: the run is over
-        page.wait_for_timeout(250)
-        idle = idle + 1 if page.locator(RUNNING).count() == 0 else 0
+        wait_ready(page, timeout_ms=timeout_ms)
+    except TimeoutError:
+        return (
+            f"{url}: no title, figure, metric, table or message, or its run did not end, in {timeout_ms / 1000:.0f} s"
+        )
     return None
 
 
@@ -742,9 +753,39 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def is_quiet(title: str | None, old_title: str | None, figures: int, running: int) -> bool:
-    """One look at a page: a (new) title, something drawn, and no script running."""
-    return title is not None and title != old_title and figures > 0 and running == 0
+# One look at a page in one round trip (``page.evaluate(LOOK, PAGE_CONTENT)``): its title, how
+# much content is shown, charts (or elements) still loading, and whether a script runs. Content is
+# a figure, a metric, a table or a message in the main area: the ViT-vs-CNN page with ViT-B/16
+# only says that the two models predict different classes. The run's state is the app root's
+# data-test-script-state ("running", "rerunRequested", ... "notRunning"), which Streamlit's own
+# browser tests read: the running-man icon only shows once a run has lasted a while.
+LOOK = """(content) => {
+  const title = document.querySelector('h1');
+  const app = document.querySelector("[data-testid='stApp']");
+  let undrawn = document.querySelectorAll("[data-testid='stSkeleton']").length;
+  for (const chart of document.querySelectorAll("[data-testid='stPlotlyChart']")) {
+    if (!chart.querySelector('.js-plotly-plot')) undrawn++;
+  }
+  return {
+    title: title ? title.innerText : null,
+    content: document.querySelectorAll(content).length,
+    undrawn: undrawn,
+    running: app && app.getAttribute('data-test-script-state') === 'notRunning' ? 0 : 1,
+  };
+}"""
+
+
+def is_quiet(look: Mapping[str, Any], old_title: str | None) -> bool:
+    """One look at a page (``LOOK``): a (new) title, something shown, every chart drawn, and no
+    script running."""
+    title = look["title"]
+    return (
+        title is not None
+        and title != old_title
+        and look["content"] > 0
+        and look["undrawn"] == 0
+        and look["running"] == 0
+    )
 
 
 def wait_ready(
@@ -763,10 +804,7 @@ def wait_ready(
     deadline = time.perf_counter() + timeout_ms / 1000
     ready_since = None
     while time.perf_counter() < deadline:
-        titles = page.locator("h1")
-        title = titles.first.inner_text() if titles.count() else None
-        quiet = is_quiet(title, old_title, page.locator(PAGE_READY).count(), page.locator(RUNNING).count())
-        quiet = quiet and (changed is None or changed())
+        quiet = is_quiet(page.evaluate(LOOK, PAGE_CONTENT), old_title) and (changed is None or changed())
         if quiet and ready_since is not None:
             return ready_since
         ready_since = time.perf_counter() if quiet else None
@@ -904,9 +942,7 @@ async def wait_ready_async(page: Any, old_title: str | None = None, timeout_ms: 
     deadline = time.perf_counter() + timeout_ms / 1000
     ready_since = None
     while time.perf_counter() < deadline:
-        titles = page.locator("h1")
-        title = await titles.first.inner_text() if await titles.count() else None
-        quiet = is_quiet(title, old_title, await page.locator(PAGE_READY).count(), await page.locator(RUNNING).count())
+        quiet = is_quiet(await page.evaluate(LOOK, PAGE_CONTENT), old_title)
         if quiet and ready_since is not None:
             return ready_since
         ready_since = time.perf_counter() if quiet else None
@@ -1144,7 +1180,12 @@ def run(plan: Plan) -> Report:
         report.note(busy)
     for title, step in STEPS:
         started = time.perf_counter()
-        step(report, plan)
+        try:
+            step(report, plan)
+        except Exception as err:  # one broken measurement must not cost the others: say so, go on
+            log.exception("%s failed", title)
+            report.note(f"{title} failed after {time.perf_counter() - started:.0f} s: {type(err).__name__}: {err}")
+            continue
         log.info("%s done in %.1f s", title, time.perf_counter() - started)
     return report
 
@@ -1199,6 +1240,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", stream=sys.stderr)
+    quiet_streamlit()
     if args.threads:
         torch.set_num_threads(args.threads)
     report = run(QUICK if args.quick else FULL)

@@ -171,30 +171,15 @@ def test_percentile_is_nearest_rank():
 
 
 class FakePage:
-    """A page whose title, figures and running icon follow a script of polls."""
+    """A page whose looks (``bench.LOOK``) follow a script of polls: (title, content, undrawn, running)."""
 
     def __init__(self, polls):
         self.polls, self.index, self.waited = polls, 0, 0
 
-    def locator(self, selector):
-        title, figure, running = self.polls[min(self.index, len(self.polls) - 1)]
-        page = self
-
-        class Found:
-            def count(self):
-                if selector == "h1":
-                    return int(title is not None)
-                return int(figure if selector == bench.PAGE_READY else running)
-
-            @property
-            def first(self):
-                return self
-
-            def inner_text(self):
-                return title
-
-        assert selector in ("h1", bench.PAGE_READY, bench.RUNNING), selector
-        return Found() if page else None
+    def evaluate(self, script, arg):
+        assert script == bench.LOOK and arg == bench.PAGE_CONTENT
+        title, content, undrawn, running = self.polls[min(self.index, len(self.polls) - 1)]
+        return {"title": title, "content": content, "undrawn": undrawn, "running": running}
 
     def wait_for_timeout(self, ms):
         self.index += 1
@@ -203,18 +188,19 @@ class FakePage:
 
 def test_a_page_is_ready_at_the_first_of_two_quiet_polls_with_its_new_title(monkeypatch):
     polls = [
-        ("1. Image", True, False),  # the old page, quiet: not the new one yet
-        ("2. Patches", False, True),  # new title, no figure, running
-        ("2. Patches", True, True),  # still running
-        ("2. Patches", True, False),  # quiet: ready from here ...
-        ("2. Patches", True, False),  # ... once a second poll agrees
+        ("1. Image", 3, 0, 0),  # the old page, quiet: not the new one yet
+        ("2. Patches", 0, 0, 1),  # new title, nothing shown, running
+        ("2. Patches", 1, 1, 1),  # still running, a chart not drawn yet
+        ("2. Patches", 1, 1, 0),  # the run is over, a chart still drawing
+        ("2. Patches", 2, 0, 0),  # quiet: ready from here ...
+        ("2. Patches", 2, 0, 0),  # ... once a second poll agrees
     ]
     page = FakePage(polls)
     monkeypatch.setattr(bench.time, "perf_counter", lambda: float(page.index))  # the clock counts polls
     ready = bench.wait_ready(page, old_title="1. Image")
-    assert page.index == 4  # it returned on the fifth poll ...
-    assert ready == 3  # ... with the time of the fourth, the first quiet one
-    stuck = FakePage([("1. Image", True, False)])
+    assert page.index == 5  # it returned on the sixth poll ...
+    assert ready == 4  # ... with the time of the fifth, the first quiet one
+    stuck = FakePage([("1. Image", 3, 0, 0)])
     monkeypatch.setattr(bench.time, "perf_counter", lambda: float(stuck.index))
     with pytest.raises(TimeoutError):
         bench.wait_ready(stuck, old_title="1. Image", timeout_ms=20_000)
@@ -226,3 +212,27 @@ def test_the_command_outside_a_clone_says_where_the_harness_is(monkeypatch, caps
     monkeypatch.setitem(sys.modules, "benchmarks", None)  # an installed vitviz, no benchmarks/ beside it
     assert command.main(["--quick"]) == 2
     assert "benchmarks/" in capsys.readouterr().err
+
+
+def test_a_page_that_only_says_something_is_ready_and_one_still_drawing_is_not():
+    # the ViT-vs-CNN page with ViT-B/16 shows one message and no figure: ready once its run ends
+    assert bench.is_quiet({"title": "8. ViT vs CNN", "content": 1, "undrawn": 0, "running": 0}, "7. Prediction")
+    assert not bench.is_quiet({"title": "8. ViT vs CNN", "content": 1, "undrawn": 1, "running": 0}, "7. Prediction")
+    assert not bench.is_quiet({"title": "8. ViT vs CNN", "content": 0, "undrawn": 0, "running": 0}, "7. Prediction")
+
+
+def test_a_failing_measurement_is_noted_and_the_others_still_run(monkeypatch):
+    ran = []
+
+    def broken(report, plan):
+        raise TimeoutError("the page was not ready within 300 s")
+
+    def working(report, plan):
+        ran.append(plan)
+        report.figures["after"] = 1.0
+
+    monkeypatch.setattr(bench, "STEPS", [("broken", broken), ("working", working)])
+    monkeypatch.setattr(bench, "environment", lambda plan: {"machine": "test"})
+    report = bench.run(bench.QUICK)
+    assert ran == [bench.QUICK] and report.figures["after"] == 1.0
+    assert any(note.startswith("broken failed") and "TimeoutError" in note for note in report.notes)
