@@ -20,6 +20,7 @@ steps = [
 ]
 lab = [st.Page(f, title=ui.tr(k), icon=i) for f, k, i in tour.LAB if (tour.ROOT / f).exists()]
 page = st.navigation({ui.tr("nav.tour"): steps, ui.tr("nav.lab"): lab} if lab else steps)
+ui.follow_asked_step()  # Previous / Next: straight to the step, without drawing the page clicked on again
 
 ui.sidebar()
 ui.follow_step_link(page)

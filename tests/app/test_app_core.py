@@ -31,6 +31,21 @@ def test_home_shows_the_pipeline_and_a_next_button():
     assert any("Image to input" in t.value for t in at.title)
 
 
+def test_next_and_previous_open_the_step_without_drawing_the_page_clicked_on_again(monkeypatch):
+    drawn = []
+    nav = ui.nav
+    monkeypatch.setattr(ui, "nav", lambda script: (drawn.append(script), nav(script)))  # every page ends with it
+    at = open_page("app_pages/2_patches.py")
+    drawn.clear()
+    at.button(key="nav_next").click().run()
+    assert errors(at) == [] and any("Patch vectors" in t.value for t in at.title)
+    assert drawn == ["app_pages/3_vectors.py"]  # the patches page's figures were not made again first
+    drawn.clear()
+    at.button(key="nav_prev").click().run()
+    assert errors(at) == [] and any("Patches" in t.value for t in at.title)
+    assert drawn == ["app_pages/2_patches.py"]
+
+
 def test_input_page_shows_original_resized_and_channels():
     at = open_page("app_pages/1_input.py", sample="coffee.jpg")
     assert errors(at) == []

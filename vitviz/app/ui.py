@@ -884,21 +884,37 @@ def header(page_key: str, intro_key: str, shape: tuple[int, ...] | str | None = 
 
 
 def nav(script: str) -> None:
-    """Previous / Next buttons that walk the tour in order."""
+    """Previous / Next buttons that walk the tour in order (``ask_step``)."""
     files = [f for f, _, _ in TOUR]
     if script not in files:
         return
     index = files.index(script)
     st.divider()
     left, middle, right = st.columns([1, 2, 1])
-    if index > 0 and left.button(f"← {tr('nav.previous')}", key="nav_prev", width="stretch"):
-        go_to(index - 1)
+    if index > 0:
+        left.button(f"← {tr('nav.previous')}", key="nav_prev", width="stretch", on_click=ask_step, args=(index - 1,))
     middle.markdown(
         f"<div style='text-align:center;padding-top:0.4rem'>{tr('nav.step', index=index, total=len(files) - 1)}</div>",
         unsafe_allow_html=True,
     )
-    if index < len(files) - 1 and right.button(f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary"):
-        go_to(index + 1)
+    if index < len(files) - 1:
+        right.button(
+            f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary", on_click=ask_step, args=(index + 1,)
+        )
+
+
+def ask_step(step: int) -> None:
+    """Previous / Next's callback, run before the run their click starts: that run opens the step
+    (``follow_asked_step``) instead of drawing the page the click came from once more."""
+    remember(step=step)
+    st.session_state["_asked_step"] = step
+
+
+def follow_asked_step() -> None:
+    """app.py, right after st.navigation: open the step a Previous / Next click asked for."""
+    step = st.session_state.pop("_asked_step", None)
+    if step is not None:
+        go_to(step)
 
 
 def go_to(step: int) -> None:
