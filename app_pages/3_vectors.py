@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from vitviz import analysis, plots
+from vitviz import plots
 from vitviz.app import ui
 from vitviz.data import denormalize
-from vitviz.patches import ROUTE_TOLERANCE, compare_routes
+from vitviz.patches import ROUTE_TOLERANCE
 
 cur = ui.current()
 config = cur.model.config
@@ -103,8 +103,7 @@ ui.download_npz(
 
 st.subheader(ui.tr("vectors.check"))
 st.markdown(ui.tr("vectors.check_intro"))
-proj = cur.model.patch_embed.proj
-differences = compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
+differences = ui.cached_routes(cur.name, cur.image_bytes)
 st.dataframe(
     [
         {
@@ -126,7 +125,7 @@ else:
 if config.is_hybrid:
     st.caption(ui.tr("vectors.filters_hybrid", chans=chans))
 else:
-    components, ratios = (t.cpu().numpy() for t in analysis.patch_embed_components(proj.weight, k=28))
+    components, ratios = ui.cached_filter_components(cur.name, k=28)
     st.subheader(ui.tr("vectors.filters", k=len(components)))
     st.markdown(ui.tr("vectors.filters_intro", dim=dim))
     if not cur.spec.trained:

@@ -2,8 +2,10 @@
 
 import copy
 import dataclasses
+import io
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -420,3 +422,13 @@ def test_the_card_page_starts_on_the_sidebars_model_and_names_its_teacher():
         facts["Taught by"]
         == f"cifar10-cnn, {teacher['test_accuracy']:.2%} test (weights {teacher['weights_sha256'][:12]})"
     )
+
+
+def test_an_npz_download_is_made_when_clicked_and_holds_the_arrays(monkeypatch):
+    offered = {}
+    monkeypatch.setattr(ui.st, "download_button", lambda label, data, **kw: offered.update(data=data, **kw))
+    vector = torch.arange(6, dtype=torch.float32).numpy()
+    ui.download_npz("vectors.download_vector", "v.npz", "v_npz", vector=vector, patch=3)
+    assert callable(offered["data"]) and offered["file_name"] == "v.npz"  # nothing compressed until asked
+    with np.load(io.BytesIO(offered["data"]())) as npz:
+        assert npz["vector"].tolist() == vector.tolist() and int(npz["patch"]) == 3

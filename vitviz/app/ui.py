@@ -30,6 +30,7 @@ from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, class_label, t
 from vitviz.model import VisionTransformer, on_weights
+from vitviz.patches import compare_routes
 from vitviz.prediction import Verdict, verdict
 from vitviz.tour import ROOT, TOUR
 from vitviz.trace import Trace
@@ -154,6 +155,25 @@ def cached_comparison(
         arrays["ig_vit"] = compare.integrated_gradients(vit, vit_pixels, class_index).numpy()
         arrays["ig_cnn"] = compare.integrated_gradients(cnn, cnn_pixels, class_index).numpy()
     return arrays
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_filter_components(model_name: str, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``analysis.patch_embed_components`` of a model's patch embedding, once per model: an SVD
+    of ViT-B/16's 768 x 768 filters takes seconds here, and the weights never change (read-only)."""
+    model, _ = cached_model(model_name)
+    components, ratios = analysis.patch_embed_components(model.patch_embed.proj.weight, k=k)
+    return components.cpu().numpy(), ratios.cpu().numpy()
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def cached_routes(model_name: str, image_bytes: bytes) -> dict[str, float]:
+    """``patches.compare_routes`` on one image's (pixels or hybrid features) and the model's
+    patch embedding, keyed by (model name, image bytes)."""
+    model, _ = cached_model(model_name)
+    trace = cached_trace(model_name, image_bytes)
+    proj = model.patch_embed.proj
+    return compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -935,11 +955,20 @@ def png_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def download_npz(label_key: str, file_name: str, key: str, **arrays: np.ndarray) -> None:
-    """A download button for the arrays behind a figure."""
+def npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    """Arrays as the bytes of a compressed .npz file."""
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **{k: np.asarray(v) for k, v in arrays.items()})
-    st.download_button(tr(label_key), buffer.getvalue(), file_name=file_name, mime="application/octet-stream", key=key)
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def download_npz(label_key: str, file_name: str, key: str, **arrays: np.ndarray) -> None:
+    """A download button for the arrays behind a figure; the file is made when it is clicked
+    (compressing ViT-B/16's arrays on every run cost a tenth of a second or more)."""
+    kept = {name: np.asarray(value) for name, value in arrays.items()}
+    st.download_button(
+        tr(label_key), lambda: npz_bytes(kept), file_name=file_name, mime="application/octet-stream", key=key
+    )
 
 
 def download_csv(label_key: str, file_name: str, key: str, text: str) -> None:
