@@ -1005,7 +1005,9 @@ def classroom(report: Report, plan: Plan) -> None:
                 await browser.close()
 
     with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+        cpu_before, started = cpu_seconds(server.process.pid), time.perf_counter()
         walked = asyncio.run(lesson(server.url))
+        wall, cpu = time.perf_counter() - started, cpu_seconds(server.process.pid) - cpu_before
         peak = peak_rss_mb(server.process.pid)
     steps = [seconds for walk, _, _ in walked for seconds in walk]
     key = f"class_{size}"
@@ -1017,8 +1019,22 @@ def classroom(report: Report, plan: Plan) -> None:
             f"{key}_wrong_image": sum(wrong for _, _, wrong in walked),
             f"{key}_server_peak_rss_mb": peak,
             f"{key}_steps_timed": len(steps),
+            f"{key}_wall_s": wall,
+            # the server's share of the machine's CPU time over the lesson: the rest went to the
+            # students' browsers, which run on the same cores here and not in a real classroom
+            f"{key}_server_cpu_share": cpu / (wall * (os.cpu_count() or 1)),
+            f"{key}_server_cpu_s_per_step": cpu / max(len(steps), 1),
         }
     )
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far (/proc; nan off Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def peak_rss_mb(pid: int) -> float | None:

@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,17 @@ def test_quick_bench_reports_every_figure() -> None:
     assert report["timm_attention_max_abs_diff"] <= 1e-4 and report["hf_attention_max_abs_diff"] <= 1e-4
     assert report["eval_data"]
     assert all(_finite_positive(v) for v in report["medians_ms"].values())
+    assert not [note for note in report["notes"] if " failed after " in note]
+    if not missing_chromium:
+        assert 0 < report["class_3_server_cpu_share"] <= 1 and report["class_3_server_cpu_s_per_step"] > 0
+
+
+def test_cpu_seconds_counts_this_process_working():
+    before = bench.cpu_seconds(os.getpid())
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        pass
+    assert bench.cpu_seconds(os.getpid()) - before >= 0.2
 
 
 def test_percentile_is_nearest_rank():
