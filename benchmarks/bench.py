@@ -845,11 +845,8 @@ def upload_seconds(page: Any, url: str, photos: list[Path], server_pid: int | No
 
 def resident_mb(pid: int) -> float:
     """VmRSS of a live process in MB (nan off Linux)."""
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
+    value = proc_status_mb(pid, "VmRSS")
+    return float("nan") if value is None else value
 
 
 def distinct_photos(count: int, into: Path) -> list[Path]:
@@ -1037,16 +1034,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
-def peak_rss_mb(pid: int) -> float | None:
-    """VmHWM (peak resident set size) of a live process from /proc, in MB; None off Linux."""
+def proc_status_mb(pid: int, field: str) -> float | None:
+    """One memory field of /proc/<pid>/status ("VmRSS", "VmHWM", ...) in MB; None off Linux or
+    for a process that is gone."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return None
     for line in status.splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024  # kB
     return None
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM (peak resident set size) of a live process from /proc, in MB; None off Linux."""
+    return proc_status_mb(pid, "VmHWM")
 
 
 def children_peak_rss_mb() -> float:
