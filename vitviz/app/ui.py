@@ -926,7 +926,6 @@ def nav(script: str) -> None:
 def ask_step(step: int) -> None:
     """Previous / Next's callback, run before the run their click starts: that run opens the step
     (``follow_asked_step``) instead of drawing the page the click came from once more."""
-    remember(step=step)
     st.session_state["_asked_step"] = step
 
 
