@@ -90,6 +90,8 @@ for column, which, model, logits in zip(
 # ---- where each looked ------------------------------------------------------------------------
 st.subheader(ui.tr("compare.maps_title"))
 st.markdown(ui.tr("compare.maps_intro"))
+if cnn.config.test_flip:
+    st.caption(ui.tr("compare.gradcam_mirror"))
 k1, k2 = st.columns([2, 3])
 k1.selectbox(
     ui.tr("compare.class"), list(range(len(names))), key="compare_class", format_func=lambda i: ui.label(names[i])

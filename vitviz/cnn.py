@@ -78,8 +78,17 @@ class ConvNet(nn.Module):
         """(B, C_last, H', W') -> logits (B, num_classes)."""
         return self.head(self.pool(features).flatten(1)) * self.config.logit_scale  # (B, C_last) -> (B, classes)
 
-    def forward(self, pixels: Tensor) -> Tensor:
+    def forward_one_view(self, pixels: Tensor) -> Tensor:
+        """(B, C, H, W) -> logits (B, num_classes) of the image as it is."""
         return self.forward_head(self.forward_features(pixels))
+
+    def forward(self, pixels: Tensor) -> Tensor:
+        logits = self.forward_one_view(pixels)
+        if self.config.test_flip and not self.training:
+            # test-time augmentation (airbench's): a mirrored photo shows the same class, so the
+            # two views' logits are averaged; training always sees one (randomly flipped) view
+            logits = (logits + self.forward_one_view(pixels.flip(-1))) / 2
+        return logits
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

@@ -41,6 +41,8 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
 
     Each channel k of the last feature map A gets the weight alpha_k, the mean over positions
     of d logit / d A_k; the map is relu(sum_k alpha_k A_k), upsampled (bilinear) to the input.
+    A CNN that averages the logits of the image and its mirror image (``config.test_flip``)
+    looks at two views: the map is the mean of both views' maps, the mirror's flipped back.
 
     Args:
         model: a ``ConvNet`` in eval mode.
@@ -55,13 +57,18 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
     pixels = on_weights(_one_image(pixels).detach(), model)
     # Captum hooks the layer it explains, and the app shares one cached model among all its
     # sessions: a hook on it would also catch another session's forward at the same moment. So the
-    # hooks go on a private copy (8 MB and about a millisecond for the shipped CNN).
+    # hooks go on a private copy (18 MB and a few milliseconds for the shipped CNN).
     model = copy.deepcopy(model)
-    cam = LayerGradCam(model, model.last_conv).attribute(
-        pixels, target=class_index, relu_attributions=True
-    )  # (1, 1, h, w)
-    upsampled = LayerAttribution.interpolate(cam, tuple(pixels.shape[-2:]), interpolate_mode="bilinear")  # (1, 1, H, W)
-    return upsampled[0, 0].detach().float().cpu()
+    explainer = LayerGradCam(model.forward_one_view, model.last_conv)  # one view: the hook fires once
+
+    def one_view(view: Tensor) -> Tensor:  # (1, C, H, W) -> (H, W)
+        cam = explainer.attribute(view, target=class_index, relu_attributions=True)  # (1, 1, h, w)
+        return LayerAttribution.interpolate(cam, tuple(view.shape[-2:]), interpolate_mode="bilinear")[0, 0]
+
+    cam = one_view(pixels)
+    if model.config.test_flip:
+        cam = (cam + one_view(pixels.flip(-1)).flip(-1)) / 2
+    return cam.detach().float().cpu()
 
 
 def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, steps: int = 32) -> Tensor:

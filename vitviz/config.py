@@ -365,6 +365,8 @@ class CNNConfig:
         batchnorm_momentum: BatchNorm's running-average momentum.
         logit_scale: a fixed factor on the head's output (airbench's 1/9; 1 for the first
             shipped CNN), which keeps the logits small while the head learns at a high rate.
+        test_flip: in eval mode, average the logits of the image and of its mirror image
+            (airbench's test-time augmentation); training always sees one view.
         preprocess: how photos are turned into inputs; it must end at image_size.
         class_names: one name per output class (may be empty when unknown).
         arch: always "cnn".
@@ -377,6 +379,7 @@ class CNNConfig:
     widths: tuple[int, ...] = (64, 256, 256)
     batchnorm_momentum: float = 0.1
     logit_scale: float = 1.0
+    test_flip: bool = False
     preprocess: Preprocess | None = None
     class_names: tuple[str, ...] = ()
     arch: str = "cnn"

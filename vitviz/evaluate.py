@@ -5,7 +5,7 @@
 Results, with every test image's class probabilities, are cached on disk keyed by
 (weights hash, dataset fingerprint), so the app's second look at the same model and data is
 instant. A shipped model also carries its test-split predictions beside its weights
-(``<name>.predictions.safetensors``, float16, written by ``vitviz.ship``), so the app's first
+(``<name>.predictions.safetensors``, float32, written by ``vitviz.ship``), so the app's first
 look is instant too wherever the weights and the dataset are the very ones they were made on.
 """
 
@@ -130,24 +130,33 @@ def weights_hash(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
+def inference(model: torch.nn.Module) -> str:
+    """What the model looks at to predict, beyond its weights: "image and mirror" for a CNN that
+    averages the logits of both (``test_flip``), else "image". Stored predictions are keyed by it."""
+    return "image and mirror" if getattr(model.config, "test_flip", False) else "image"
+
+
 def predictions_path(weights: Path) -> Path:
     """Where the shipped test-split predictions of the weights file ``weights`` sit: beside it."""
     weights = Path(weights)
     return weights.with_name(weights.name.removesuffix(".safetensors") + PREDICTIONS_SUFFIX)
 
 
-def save_predictions(result: EvalResult, path: Path, weights_sha256: str, fingerprint: str) -> None:
-    """Write ``result``'s class probabilities (float16) and labels, keyed by the weights hash
-    and the dataset fingerprint they were computed from (safetensors metadata)."""
+def save_predictions(result: EvalResult, path: Path, model: torch.nn.Module, fingerprint: str) -> None:
+    """Write ``result``'s class probabilities and labels, keyed by the hash of the weights of
+    ``model`` that made them, what it looked at (``inference``) and the dataset fingerprint
+    (safetensors metadata). float32: float16 can turn a near tie the other way, and the lab
+    would then count one mistake more or less than the card."""
     metadata = {
-        "weights_sha256": weights_sha256,
+        "weights_sha256": weights_hash(model),
+        "inference": inference(model),
         "fingerprint": fingerprint,
         "classes": json.dumps(result.classes),
         "images_per_s": f"{result.images_per_s:.1f}",
         "seconds": f"{result.seconds:.3f}",
     }
     tensors = {
-        "probs": result.probs.to(torch.float16).contiguous(),
+        "probs": result.probs.to(torch.float32).contiguous(),
         "labels": result.labels.to(torch.int16).contiguous(),
     }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +169,7 @@ def read_predictions(
     """The predictions stored at ``path`` when they are those of these weights on this dataset.
 
     Returns:
-        An EvalResult (cached=True) when the file exists, its weights hash and dataset
+        An EvalResult (cached=True) when the file exists, its weights hash, inference and dataset
         fingerprint match ``model`` and ``data``, and its labels and classes are the dataset's;
         otherwise None, and the caller evaluates.
     """
@@ -169,7 +178,11 @@ def read_predictions(
     try:
         with safe_open(str(path), framework="pt") as file:
             metadata = file.metadata() or {}
-            if metadata.get("fingerprint") != data.fingerprint or metadata.get("weights_sha256") != weights_hash(model):
+            if (
+                metadata.get("fingerprint") != data.fingerprint
+                or metadata.get("inference", "image") != inference(model)  # files from before it was kept: one view
+                or metadata.get("weights_sha256") != weights_hash(model)
+            ):
                 return None
             probs, labels = file.get_tensor("probs").float(), file.get_tensor("labels").long()
     except (SafetensorError, OSError, KeyError) as err:
@@ -193,7 +206,8 @@ def read_predictions(
 
 
 def _cache_path(model: VisionTransformer, data: ImageSet) -> Path:
-    key = f"{weights_hash(model)[:20]}-{data.fingerprint[:20]}"
+    seen = "" if inference(model) == "image" else "-mirror"
+    key = f"{weights_hash(model)[:20]}{seen}-{data.fingerprint[:20]}"
     return cache_dir() / "eval" / f"{key}.pt"
 
 

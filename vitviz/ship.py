@@ -3,15 +3,18 @@
     python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
     python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-cnn --name cifar10-cnn --data ...
     python -m vitviz.ship --predictions-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m vitviz.ship assets/models/cifar10-cnn.safetensors --name cifar10-cnn --test-flip --data ...
 
-The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint)
-are evaluated on the whole test split with vitviz.evaluate, so the accuracy in the json card is
+The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint;
+or a .safetensors file with its json card beside it) are evaluated on the whole test split with vitviz.evaluate, so the accuracy in the json card is
 exactly what ``python -m vitviz.evaluate`` prints. They replace the shipped model only when they
-reach the accuracy floor of their name (the ViT 80% on the test split, issue 3; the CNN 85%;
-the Fashion-MNIST ViT 88%, issue 19), beat the shipped model and stay under the size limit; otherwise nothing is written.
+reach the accuracy floor of their name (the ViT 80% on the test split, issue 3; the CNN 91%,
+issue 17; the Fashion-MNIST ViT 88%, issue 19), beat the shipped model and stay under the size limit;
+otherwise nothing is written. ``--test-flip`` ships a CNN that answers with the mean of its logits
+for the image and for its mirror image (airbench's test-time augmentation); its card says so.
 
 Beside the weights goes ``<name>.predictions.safetensors``: every test image's class
-probabilities (float16, keyed by the weights hash and the test split's fingerprint), so the
+probabilities (float32, keyed by the weights hash and the test split's fingerprint), so the
 app's misclassification lab opens at once. ``--predictions-only`` writes it again for the model
 already shipped.
 """
@@ -29,6 +32,7 @@ import torch
 
 from vitviz import zoo
 from vitviz.card import ModelCard
+from vitviz.cnn import ConvNet
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import cache_dir, describe, load_split
 from vitviz.evaluate import evaluate, predictions_path, save_predictions, weights_hash
@@ -39,9 +43,10 @@ log = logging.getLogger(__name__)
 
 MAX_BYTES = 20_000_000
 FLOOR = 0.80  # the offline default never lands below 80% top-1 on the test split
-# The CNN ships as the ViT's counterpart (page 8, the lab) and teacher from 90% (airbench94's
-# recipe 90.34%, airbench95's 90.74% on the JPEG copy); issue 17 wants 91% (target 93%): not yet.
-FLOORS = {zoo.SHIPPED: FLOOR, zoo.SHIPPED_CNN: 0.90, zoo.SHIPPED_FASHION: 0.88}
+# The CNN (the ViT's counterpart on page 8 and in the lab, and its teacher) ships from issue 17's
+# 91% (target 93%): airbench95's net reaches 90.74% from the image alone, 91.47% averaged with
+# its mirror image on the JPEG copy.
+FLOORS = {zoo.SHIPPED: FLOOR, zoo.SHIPPED_CNN: 0.91, zoo.SHIPPED_FASHION: 0.88}
 
 
 class ShipError(RuntimeError):
@@ -58,9 +63,10 @@ class Shipping:
 
 
 def load_run(run: Path, checkpoint: bool = False) -> tuple[torch.nn.Module, ModelCard]:
-    """The model and card of a training run folder (final weights, or the latest checkpoint)."""
+    """The model and card of a training run folder (final weights, or the latest checkpoint), or
+    of a .safetensors file with its json card beside it."""
     run = Path(run)
-    if not checkpoint and not (run / f"{run.name}.json").exists():
+    if run.suffix != ".safetensors" and not checkpoint and not (run / f"{run.name}.json").exists():
         raise ShipError(
             f"{run} has no finished weights ({run.name}.safetensors); pass --checkpoint for the latest epoch."
         )
@@ -110,18 +116,27 @@ def ship(
     checkpoint: bool = False,
     hardware: str | None = None,
     floor: float | None = None,
+    test_flip: bool = False,
 ) -> Shipping:
     """Evaluate a run and write it to ``out_dir`` if it reaches ``floor`` and beats what is there.
+
+    With ``test_flip`` a CNN is evaluated and shipped averaging its logits for the image and
+    for its mirror image.
 
     Returns:
         The evaluated card, and whether it was written (or why the current model stays).
     """
     floor = FLOORS.get(name, FLOOR) if floor is None else floor
     model, card = load_run(run, checkpoint)
+    if test_flip:
+        if not isinstance(model, ConvNet):
+            raise ShipError(f"--test-flip averages a CNN's views; {Path(run).name} is a ViT.")
+        model.config = model.config.replace(test_flip=True)  # zoo.save writes it into the card
     test = load_split(data, "test")
     result = evaluate(model, test, name=name)
     card = card.replace(
         name=name,
+        config=model.config.to_dict(),
         test_accuracy=result.accuracy,
         evaluated={  # what the test split (tested_on below) gave
             "misclassified": result.misclassified,
@@ -151,7 +166,7 @@ def ship(
         raise ShipError(f"The weights take {size:,} bytes, above the {MAX_BYTES:,}-byte limit for shipped models.")
     card = ModelCard.from_dict(portable(card.to_dict()))
     zoo.save(model, weights, card=card)
-    save_predictions(result, predictions_path(weights), card.evaluated["weights_sha256"], test.fingerprint)
+    save_predictions(result, predictions_path(weights), model, test.fingerprint)
     return Shipping(card, True)
 
 
@@ -168,7 +183,7 @@ def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DI
     test = load_split(data, "test")
     result = evaluate(model, test, name=name)
     path = predictions_path(weights)
-    save_predictions(result, path, weights_hash(model), test.fingerprint)
+    save_predictions(result, path, model, test.fingerprint)
     return path
 
 
@@ -177,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m vitviz.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "run", type=Path, nargs="?", help="a training run folder, e.g. ~/.cache/vitviz/runs/cifar10-vit"
+        "run",
+        type=Path,
+        nargs="?",
+        help="a training run folder (e.g. ~/.cache/vitviz/runs/cifar10-vit) or a .safetensors with its json card",
     )
     parser.add_argument("--data", default=None, help="the dataset root with a test split (default: VITVIZ_DATA)")
     parser.add_argument(
@@ -193,6 +211,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hardware", default=None, help="override the card's hardware field")
     parser.add_argument(
         "--floor", type=float, default=None, help=f"the least test accuracy that ships (default {FLOORS})"
+    )
+    parser.add_argument(
+        "--test-flip",
+        action="store_true",
+        help="a CNN answers with the mean of its logits for the image and its mirror image",
     )
     parser.add_argument(
         "--predictions-only", action="store_true", help="only write the shipped model's test-split predictions again"
@@ -218,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint=args.checkpoint,
             hardware=args.hardware,
             floor=args.floor,
+            test_flip=args.test_flip,
         )
     except (ShipError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

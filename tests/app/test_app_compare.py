@@ -67,6 +67,7 @@ def test_both_models_answer_and_the_maps_are_theirs(models) -> None:
     expected = compare.gradcam(cnn, pixels, chosen).numpy()
     shown = figure_array(figure(at, "compare_map_gradcam")["data"][1]["z"])
     np.testing.assert_allclose(shown, expected / expected.max(), rtol=1e-4, atol=1e-5)
+    assert not any("mirror image" in c.value for c in at.caption)  # this CNN answers from one view
     reach = figure(at, "compare_reach")
     assert [t["name"] for t in reach["data"][1:]] == ["head 1", "head 2", "head 3", "head 4"]
     assert figure_array(reach["data"][0]["y"]).tolist() == [f.size for f in compare_fields(cnn)]
@@ -75,6 +76,24 @@ def test_both_models_answer_and_the_maps_are_theirs(models) -> None:
         for a in reach["layout"]["annotations"]
         if a["text"] not in ("CNN: receptive field", "ViT: mean attention distance")
     ] == ["image side"]
+
+
+def test_a_cnn_that_averages_the_mirror_image_answers_and_maps_so(models, tmp_path) -> None:
+    flipping = tmp_path / "flipping.safetensors"
+    cnn, _ = zoo.load(str(models[1]), device="cpu")
+    cnn.config = cnn.config.replace(test_flip=True)
+    zoo.save(cnn, flipping)
+    at = open_page(PAGE, custom_model=str(models[0]), compare_cnn_path=str(flipping))
+    assert errors(at) == [] and [e.value for e in at.exception] == []
+    pixels = to_tensor(load_image(SAMPLE.read_bytes()), cnn.config.preprocess)
+    with torch.no_grad():
+        probs = cnn(pixels)[0].softmax(-1)  # the mean of both views' logits
+    assert _table(at)["CNN"][0] == f"{CLASSES[int(probs.argmax())]} ({float(probs.max()):.0%})"
+    chosen = at.selectbox(key="compare_class").value
+    expected = compare.gradcam(cnn, pixels, chosen).numpy()
+    shown = figure_array(figure(at, "compare_map_gradcam")["data"][1]["z"])
+    np.testing.assert_allclose(shown, expected / expected.max(), rtol=1e-4, atol=1e-5)
+    assert any("mean of the two views' maps" in c.value for c in at.caption)
 
 
 def compare_fields(cnn: ConvNet):
@@ -120,7 +139,7 @@ def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monke
     monkeypatch.setattr(ui, "cnn_models", lambda: [])  # nothing shipped yet
     at = open_page(PAGE, custom_model=str(models[0]))
     assert errors(at) == []
-    assert any("No CNN is available yet" in info.value for info in at.info)
+    assert any("No CNN is in the model list" in info.value for info in at.info)
     assert at.button(key="nav_next") is not None  # the tour goes on
     at = open_page(PAGE, custom_model=str(models[0]), compare_cnn_path=str(models[0]))
     assert any("is not a CNN" in info.value for info in at.info)

@@ -27,7 +27,7 @@ from vitviz import data as vdata
 from vitviz import i18n, lab, plots, zoo
 from vitviz.app import ui
 from vitviz.config import ViTConfig
-from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions, save_predictions, weights_hash
+from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions, save_predictions
 from vitviz.model import VisionTransformer
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
@@ -231,7 +231,7 @@ def test_predictions_beside_the_weights_open_the_lab_without_running_the_model(
     model, _ = zoo.load(str(model_path), device="cpu")
     data = vdata.load_image_folder(folder)
     measured = evaluate(model, data, use_cache=False)
-    save_predictions(measured, predictions_path(model_path), weights_hash(model), data.fingerprint)
+    save_predictions(measured, predictions_path(model_path), model, data.fingerprint)
     shutil.rmtree(vdata.cache_dir() / "eval", ignore_errors=True)  # no disk cache can answer
     calls = _counting_forward(monkeypatch)
     at = _open(folder, model_path)

@@ -117,3 +117,18 @@ def test_logit_scale_multiplies_the_head():
     pixels = torch.randn(2, 3, 16, 16)
     model.eval(), scaled.eval()
     assert torch.allclose(scaled(pixels), model(pixels) / 9, atol=1e-6)
+
+
+def test_test_flip_averages_the_mirror_image_in_eval_mode_only():
+    torch.manual_seed(0)
+    model = ConvNet(TINY_CNN.replace(test_flip=True))
+    pixels = torch.randn(2, 3, 16, 16)
+    model.eval()
+    one, mirrored = model.forward_one_view(pixels), model.forward_one_view(pixels.flip(-1))
+    assert not torch.allclose(one, mirrored, atol=1e-3)  # the net itself does not see a mirror as the same
+    torch.testing.assert_close(model(pixels), (one + mirrored) / 2)
+    torch.testing.assert_close(model(pixels.flip(-1)), model(pixels))  # the averaged answer does
+    model.train()
+    torch.testing.assert_close(model(pixels), model.forward_one_view(pixels))  # training sees one view
+    assert config_from_dict(TINY_CNN.replace(test_flip=True).to_dict()).test_flip
+    assert not config_from_dict({k: v for k, v in TINY_CNN.to_dict().items() if k != "test_flip"}).test_flip

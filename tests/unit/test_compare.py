@@ -45,6 +45,19 @@ def test_gradcam_is_the_hand_computed_one(cnn):
     assert not any(p.grad is not None for p in cnn.parameters())  # the model is left as it was
 
 
+def test_gradcam_of_a_mirror_averaging_cnn_is_the_mean_of_both_views(cnn):
+    flipping = ConvNet(TINY_CNN.replace(test_flip=True)).eval()
+    flipping.load_state_dict(cnn.state_dict())
+    pixels = torch.randn(1, 3, 16, 16)
+    for target in range(3):
+        found = compare.gradcam(flipping, pixels, target)
+        expected = (compare.gradcam(cnn, pixels, target) + compare.gradcam(cnn, pixels.flip(-1), target).flip(-1)) / 2
+        torch.testing.assert_close(found, expected)
+        # the averaged model answers the same for the mirror image, and its map is the mirror of this one
+        torch.testing.assert_close(compare.gradcam(flipping, pixels.flip(-1), target), found.flip(-1))
+    assert not torch.allclose(compare.gradcam(cnn, pixels, 0), compare.gradcam(flipping, pixels, 0))
+
+
 @pytest.mark.parametrize("family", ["cnn", "vit"])
 def test_integrated_gradients_add_up_to_the_logit_change(family, cnn):
     torch.manual_seed(1)

@@ -6,10 +6,13 @@ from PIL import Image
 
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import zoo
+from vitviz.cnn import ConvNet
+from vitviz.config import CNNConfig
 from vitviz.data import load_split, spread_subset, to_tensor
 from vitviz.evaluate import (
     EvalResult,
     evaluate,
+    inference,
     main,
     predictions_path,
     read_predictions,
@@ -72,13 +75,13 @@ def test_stored_predictions_are_used_only_for_their_weights_and_data(folder, mod
     measured = evaluate(model, data, use_cache=False)
     path = predictions_path(tmp_path / "tiny.safetensors")
     assert path.name == "tiny.predictions.safetensors"
-    save_predictions(measured, path, weights_hash(model), data.fingerprint)
-    assert path.stat().st_size < 2 * 36 * 3 + 2 * 36 + 1024  # float16 probabilities, int16 labels, a header
+    save_predictions(measured, path, model, data.fingerprint)
+    assert path.stat().st_size < 4 * 36 * 3 + 2 * 36 + 1024  # float32 probabilities, int16 labels, a header
 
     monkeypatch.setattr(model, "forward", lambda *_: pytest.fail("the model ran despite its stored predictions"))
     stored = evaluate(model, data, use_cache=False, shipped=path)
     assert stored.cached and stored.files == measured.files and torch.equal(stored.labels, data.labels)
-    assert torch.allclose(stored.probs, measured.probs, atol=1e-3)  # float16 rounding
+    assert torch.equal(stored.probs, measured.probs)
     assert torch.equal(stored.predictions, measured.predictions) and stored.accuracy == measured.accuracy
     monkeypatch.undo()
 
@@ -89,6 +92,24 @@ def test_stored_predictions_are_used_only_for_their_weights_and_data(folder, mod
     assert read_predictions(tmp_path / "missing.predictions.safetensors", model, data) is None
     path.write_bytes(b"not a safetensors file")
     assert read_predictions(path, model, data) is None  # a damaged file is ignored, not raised
+
+
+def test_one_view_predictions_are_not_those_of_the_same_weights_averaged_with_the_mirror(folder, tmp_path):
+    data = load_split(folder, "test")
+    torch.manual_seed(0)
+    config = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=tuple(CLASSES))
+    one_view = ConvNet(config).eval()
+    mirrored = ConvNet(config.replace(test_flip=True)).eval()
+    mirrored.load_state_dict(one_view.state_dict())
+    assert weights_hash(mirrored) == weights_hash(one_view) and inference(mirrored) != inference(one_view)
+    path = predictions_path(tmp_path / "cnn.safetensors")
+    save_predictions(evaluate(one_view, data), path, one_view, data.fingerprint)  # also fills the disk cache
+    assert read_predictions(path, one_view, data) is not None
+    assert read_predictions(path, mirrored, data) is None  # the stored file: another model's answers
+    averaged = evaluate(mirrored, data, shipped=path)
+    assert not averaged.cached  # and not the disk cache of the one-view model either
+    assert not torch.allclose(averaged.probs, evaluate(one_view, data).probs, atol=1e-4)
+    assert evaluate(mirrored, data).cached  # its own answers are cached under their own key
 
 
 def test_cache_key_changes_with_the_weights(model):

@@ -2,9 +2,13 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.helpers import CLASSES, make_image_folder, tiny_recipe
 from vitviz import zoo
+from vitviz.card import ModelCard
+from vitviz.cnn import ConvNet
+from vitviz.config import CNNConfig
 from vitviz.data import load_split
 from vitviz.evaluate import evaluate, predictions_path, read_predictions
 from vitviz.ship import ShipError, main, portable, ship
@@ -124,3 +128,25 @@ def test_the_cards_in_assets_hold_no_machine_local_path():
     for card in sorted(zoo.MODELS_DIR.glob("*.json")):
         text = json.loads(card.read_text())
         assert [s for s in _strings(text) if s.startswith(("/", "~")) or "/root/" in s or "/home/" in s] == [], card
+
+
+def test_a_cnn_ships_averaged_with_its_mirror_image_and_says_so(run, tmp_path, capsys):
+    _, data = run
+    torch.manual_seed(0)
+    config = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=tuple(CLASSES))
+    source = tmp_path / "made" / "tinycnn.safetensors"
+    zoo.save(ConvNet(config).eval(), source, card=ModelCard(name="tinycnn", config=config.to_dict(), epochs=1))
+    one_view = ship(source, str(data), out_dir=tmp_path / "one", name="tinycnn", floor=0.0)
+    shipped = ship(source, str(data), out_dir=tmp_path, name="tinycnn", floor=0.0, test_flip=True)
+    assert shipped.shipped and shipped.card.config["test_flip"] and not one_view.card.config["test_flip"]
+    written = json.loads((tmp_path / "tinycnn.json").read_text())
+    assert written["config"]["test_flip"] and written["test_accuracy"] == shipped.card.test_accuracy
+    model, _ = zoo.load(str(tmp_path / "tinycnn.safetensors"))
+    assert model.config.test_flip  # the app's model averages, as the card's accuracy did
+    test = load_split(data, "test")
+    measured = evaluate(model, test, use_cache=False)
+    assert measured.accuracy == shipped.card.test_accuracy
+    stored = read_predictions(predictions_path(tmp_path / "tinycnn.safetensors"), model, test)
+    assert stored is not None and torch.equal(stored.predictions, measured.predictions)
+    assert main([str(run[0]), "--data", str(data), "--out", str(tmp_path), "--test-flip"]) == 2  # a ViT has no views
+    assert "averages a CNN's views" in capsys.readouterr().err
