@@ -1,10 +1,19 @@
 """vitviz: streamlit run app.py. The navigation and the shared sidebar; pages live in app_pages/
 (not pages/: that folder name beside app.py switches Streamlit to its legacy pages-folder mode)."""
 
-import streamlit as st
+import os
 
-from vitviz import tour
-from vitviz.app import load_ui
+# Before torch loads OpenMP, which reads this once: a thread that waits for the rest of its team
+# sleeps instead of spinning. Every session computes in a thread of its own, with a team of its
+# own; spinning, they burn the cores that the others (and, in a classroom on one machine, the
+# browsers) wait for. Measured on 2 cores beside a busy process: ViT-B/16's explained pass 1.96 s
+# spinning, 0.39 s sleeping; the same 0.21 s on an idle machine (docs/benchmarks.md).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import streamlit as st  # noqa: E402
+
+from vitviz import tour  # noqa: E402
+from vitviz.app import load_ui  # noqa: E402
 
 ui = load_ui()  # before any page: the first sessions of a cold server import one at a time
 
