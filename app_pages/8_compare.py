@@ -177,8 +177,14 @@ seed = e2.number_input(ui.tr("compare.seed"), 0, 999, 0, key="compare_seed", dis
 num_patches = trace.grid_size[0] * trace.grid_size[1]
 hidden = [i for i in st.session_state.get("compare_hidden", []) if 0 <= i < num_patches]  # patches on the ViT's grid
 st.session_state["compare_hidden"] = hidden
-outcome = compare.run_experiment(
-    kind, vit, trace.pixels, cnn, cnn_pixels, shift=int(shift), seed=int(seed), hidden=hidden
+outcome = ui.cached_experiment(  # only the setting of the chosen experiment is part of its key
+    cur.name,
+    cnn_name,
+    cur.image_bytes,
+    kind,
+    shift=int(shift) if kind == "shift" else 0,
+    seed=int(seed) if kind == "shuffle" else 0,
+    hidden=tuple(hidden) if kind == "hide" else (),
 )
 
 

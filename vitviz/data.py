@@ -6,6 +6,7 @@ upright, 8-bit RGB PIL image, or an ImageError whose message says what to do.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -614,8 +615,16 @@ def folder_classes(folder: Path) -> list[str]:
     return sorted(p.name for p in Path(folder).iterdir() if p.is_dir())
 
 
-def _class_files(folder: Path) -> list[Path]:
-    return sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+def _class_files(folder: Path) -> tuple[Path, ...]:
+    """A class folder's images in sorted order, listed again only when the folder changes (a file
+    added, removed or renamed changes its mtime): the sidebar asks on every rerun."""
+    folder = Path(folder)
+    return _listing(folder, folder.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _listing(folder: Path, changed_ns: int) -> tuple[Path, ...]:
+    return tuple(sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES))
 
 
 def count_images(class_folder: Path) -> int:

@@ -180,3 +180,20 @@ def test_hidden_patches_are_hidden_from_both_models(models) -> None:
     assert any("3 hidden" in c.value for c in at.caption)
     at.button(key="compare_show_all").click().run()
     assert at.session_state["compare_hidden"] == [] and errors(at) == []
+
+
+def test_an_experiment_runs_the_models_once_per_image_and_setting(models, monkeypatch) -> None:
+    ran = []
+    real = compare.run_experiment
+    monkeypatch.setattr(compare, "run_experiment", lambda kind, *a, **k: ran.append(kind) or real(kind, *a, **k))
+    ui.cached_experiment.clear()
+    at = _open(models)  # the first experiment, the patch shuffle with seed 0
+    assert errors(at) == [] and ran == ["shuffle"]
+    shown = _table(at)
+    at.toggle(key="compare_ig").set_value(True).run()  # another map: the same experiment, not run again
+    at.session_state["compare_shift"] = 3  # the shift's setting (its slider disabled) is no part of the shuffle's key
+    at.run()
+    again = _open(models)  # another student on the same picture
+    assert ran == ["shuffle"] and _table(again) == shown
+    at.number_input(key="compare_seed").set_value(1).run()
+    assert ran == ["shuffle", "shuffle"] and errors(at) == []

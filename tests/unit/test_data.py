@@ -146,6 +146,22 @@ def test_random_folder_image_reaches_every_image_of_an_uneven_folder(tmp_path):
         vdata.random_folder_image(tmp_path / "c")
 
 
+def test_a_class_folder_is_listed_again_once_it_changes(tmp_path):
+    import time
+
+    (tmp_path / "a").mkdir()
+    for name in ("1.png", "3.png"):
+        Image.new("RGB", (4, 4), "red").save(tmp_path / "a" / name)
+    assert vdata.count_images(tmp_path / "a") == 2
+    time.sleep(0.05)  # past the file system's clock tick, as a teacher's next copy would be
+    Image.new("RGB", (4, 4), "blue").save(tmp_path / "a" / "2.png")
+    assert vdata.count_images(tmp_path / "a") == 3
+    assert vdata.folder_image_bytes(tmp_path, "a", 1) == (tmp_path / "a" / "2.png").read_bytes()  # sorted order
+    time.sleep(0.05)
+    (tmp_path / "a" / "1.png").unlink()
+    assert vdata.count_images(tmp_path / "a") == 2 and vdata.folder_image_bytes(tmp_path, "a", 2) is None
+
+
 def test_cache_writers_that_race_each_leave_a_whole_file(tmp_path):
     # the two ranks of a torchrun decode the same dataset and write the same cache file at once
     from concurrent.futures import ThreadPoolExecutor

@@ -157,6 +157,19 @@ def cached_comparison(
     return arrays
 
 
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
+def cached_experiment(
+    vit_name: str, cnn_name: str, image_bytes: bytes, kind: str, shift: int, seed: int, hidden: tuple[int, ...]
+) -> compare.Experiment:
+    """``compare.run_experiment`` on one image, keyed by (models, image, experiment, its setting):
+    the page's reruns (another map, the next student on the same sample) run neither model."""
+    vit, _ = cached_model(vit_name)
+    cnn, _ = cached_model(cnn_name)
+    cnn_pixels = to_tensor(decoded_image(image_bytes), cnn.config.preprocess, cnn.config.in_chans)
+    pixels = cached_trace(vit_name, image_bytes).pixels
+    return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_filter_components(model_name: str, k: int) -> tuple[np.ndarray, np.ndarray]:
     """``analysis.patch_embed_components`` of a model's patch embedding, once per model: an SVD
