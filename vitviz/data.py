@@ -259,11 +259,15 @@ def cache_dir() -> Path:
 
 
 def _is_image_folder(path: Path) -> bool:
+    """Whether a class folder inside ``path`` holds an image; reads each class folder only up to
+    its first image (scandir reads a folder in chunks; iterdir lists a class of 1,000 whole)."""
     if not path.is_dir():
         return False
     for sub in path.iterdir():
-        if sub.is_dir() and any(f.suffix.lower() in IMAGE_SUFFIXES for f in sub.iterdir()):
-            return True
+        if sub.is_dir():
+            with os.scandir(sub) as entries:
+                if any(os.path.splitext(entry.name)[1].lower() in IMAGE_SUFFIXES for entry in entries):
+                    return True
     return False
 
 

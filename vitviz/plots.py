@@ -935,64 +935,42 @@ def block_diagram(
     fig = go.Figure()
     half_w, half_h = 2.2, 0.32
     ys = [-float(i) for i in range(len(boxes))]
+    # plain layout entries, set in one update: add_shape / add_annotation validate all of them again
+    # on every call, which made this small chart the block page's slowest part on every rerun
+    shapes, notes = [], []
+    arrow = dict(xref="x", yref="y", axref="x", ayref="y", text="", showarrow=True, arrowhead=2, arrowsize=1.2)
     for y, (label, shape, kind) in zip(ys, boxes, strict=True):
-        fig.add_shape(
-            type="rect",
-            x0=-half_w,
-            x1=half_w,
-            y0=y - half_h,
-            y1=y + half_h,
-            line=dict(color="#555", width=1.5),
-            fillcolor=BLOCK_COLOURS.get(kind, "#ffffff"),
-            layer="below",
+        shapes.append(
+            dict(
+                type="rect",
+                x0=-half_w,
+                x1=half_w,
+                y0=y - half_h,
+                y1=y + half_h,
+                line=dict(color="#555", width=1.5),
+                fillcolor=BLOCK_COLOURS.get(kind, "#ffffff"),
+                layer="below",
+            )
         )
-        fig.add_annotation(x=0, y=y, text=label, showarrow=False, font=dict(size=15, color="#111"))
-        fig.add_annotation(
-            x=half_w + 0.15,
-            y=y,
-            text=f"<b>{shape}</b>",
-            showarrow=False,
-            xanchor="left",
-            font=dict(size=14, family="monospace", color="#1f4e8c"),
+        notes.append(dict(x=0, y=y, text=label, showarrow=False, font=dict(size=15, color="#111")))
+        notes.append(
+            dict(
+                x=half_w + 0.15,
+                y=y,
+                text=f"<b>{shape}</b>",
+                showarrow=False,
+                xanchor="left",
+                font=dict(size=14, family="monospace", color="#1f4e8c"),
+            )
         )
     for upper, lower in zip(ys[:-1], ys[1:], strict=True):
-        fig.add_annotation(
-            x=0,
-            y=lower + half_h,
-            ax=0,
-            ay=upper - half_h,
-            xref="x",
-            yref="y",
-            axref="x",
-            ayref="y",
-            text="",
-            showarrow=True,
-            arrowhead=2,
-            arrowsize=1.2,
-            arrowwidth=2,
-            arrowcolor="#333",
-        )
+        notes.append(dict(x=0, y=lower + half_h, ax=0, ay=upper - half_h, **arrow, arrowwidth=2, arrowcolor="#333"))
     for start, end in residuals:
         y0, y1, left = ys[start], ys[end], -half_w - 0.55
-        fig.add_shape(
-            type="path", path=f"M {-half_w},{y0} L {left},{y0} L {left},{y1}", line=dict(color="#d62728", width=2.5)
-        )
-        fig.add_annotation(
-            x=-half_w,
-            y=y1,
-            ax=left,
-            ay=y1,
-            xref="x",
-            yref="y",
-            axref="x",
-            ayref="y",
-            text="",
-            showarrow=True,
-            arrowhead=2,
-            arrowsize=1.2,
-            arrowwidth=2.5,
-            arrowcolor="#d62728",
-        )
+        path = f"M {-half_w},{y0} L {left},{y0} L {left},{y1}"
+        shapes.append(dict(type="path", path=path, line=dict(color="#d62728", width=2.5)))
+        notes.append(dict(x=-half_w, y=y1, ax=left, ay=y1, **arrow, arrowwidth=2.5, arrowcolor="#d62728"))
+    fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_xaxes(visible=False, range=[-half_w - 0.8, half_w + 3.0], fixedrange=True)
     fig.update_yaxes(visible=False, range=[min(ys, default=0) - 0.6, 0.6], fixedrange=True)
     fig.update_layout(
@@ -1198,20 +1176,28 @@ def training_curves(
     fig.update_yaxes(
         tickformat=".0%", range=[0, headroom], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], row=1, col=2
     )  # the whole scale: how far from 100%
+    # the stages' lines and labels as plain layout entries in one update: add_vline validates every
+    # shape again on each call (180 ms for the shipped ViT's seven stage starts, on every rerun)
+    shapes, stage_labels = [], []
     for n, start in enumerate(stage_starts, start=2):
-        for col in (1, 3):
-            fig.add_vline(x=start - 0.5, line_dash="dash", line_color="gray", row=1, col=col)
-        fig.add_vline(
-            x=start - 0.5,
-            line_dash="dash",
-            line_color="gray",
-            row=1,
-            col=2,
-            annotation_text=text["stage"].format(n=n),
-            annotation_position="top right",
-            annotation_yshift=-STAGE_LABEL_STEP * ((n - 2) % 3),
-            annotation_font_size=11,
+        for axis in ("", "3", "2"):  # loss, learning rate, accuracy (the labelled one)
+            x, y = dict(x0=start - 0.5, x1=start - 0.5, xref=f"x{axis}"), dict(y0=0, y1=1, yref=f"y{axis} domain")
+            shapes.append(dict(type="line", **x, **y, line=dict(color="gray", dash="dash")))
+        stage_labels.append(
+            dict(
+                text=text["stage"].format(n=n),
+                x=start - 0.5,
+                xref="x2",
+                xanchor="left",
+                y=1,
+                yref="y2 domain",
+                yanchor="top",
+                yshift=-STAGE_LABEL_STEP * ((n - 2) % 3),
+                showarrow=False,
+                font=dict(size=11),
+            )
         )
+    fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *stage_labels])
     fig.update_layout(height=340, margin=dict(l=4, r=4, t=40, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
     return fig
 

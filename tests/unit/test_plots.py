@@ -27,7 +27,11 @@ def test_stage_labels_a_few_epochs_apart_sit_at_different_heights():
     for (a, shift_a), (b, shift_b) in itertools.pairwise(zip(labels, shifts, strict=True)):
         if abs(a.x - b.x) < 10:  # neighbours closer than a label is wide: never at one height
             assert shift_a != shift_b
-    assert len([s for s in fig.layout.shapes if s.type == "line"]) == 5 * 3  # a dashed line in every panel
+    lines = [s for s in fig.layout.shapes if s.type == "line"]
+    assert sorted((s.xref, s.x0) for s in lines) == sorted(  # a dashed line in every panel, between two epochs
+        (axis, start - 0.5) for start in (11, 24, 60, 66, 68) for axis in ("x", "x2", "x3")
+    )
+    assert all(s.yref == f"y{s.xref[1:]} domain" and (s.y0, s.y1) == (0, 1) for s in lines)  # the panel's height
 
 
 def test_a_patch_map_hover_counts_patches_rows_and_columns_from_one():
