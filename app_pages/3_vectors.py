@@ -130,7 +130,7 @@ else:
     st.markdown(ui.tr("vectors.filters_intro", dim=dim))
     if not cur.spec.trained:
         st.info(ui.tr("vectors.filters_untrained"))
-    st.plotly_chart(plots.component_tiles(components, ratios), width="stretch", key="vectors_components")
+    st.plotly_chart(ui.cached_component_tiles(cur.name, k=28), width="stretch", key="vectors_components")
     ui.download_npz(
         "vectors.download_components",
         "patch_embed_components.npz",

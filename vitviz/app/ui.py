@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 import torch
 from PIL import Image
@@ -177,6 +178,15 @@ def cached_filter_components(model_name: str, k: int) -> tuple[np.ndarray, np.nd
     model, _ = cached_model(model_name)
     components, ratios = analysis.patch_embed_components(model.patch_embed.proj.weight, k=k)
     return components.cpu().numpy(), ratios.cpu().numpy()
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_component_tiles(model_name: str, k: int) -> go.Figure:
+    """``plots.component_tiles`` of ``cached_filter_components``: it depends on the model alone,
+    and its 28 small subplots took a tenth of a second to lay out on every rerun of page 3.
+    Shared by every session: ``st.plotly_chart`` only reads it (``to_dict``, then JSON)."""
+    components, ratios = cached_filter_components(model_name, k)
+    return plots.component_tiles(components, ratios)
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
