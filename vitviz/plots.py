@@ -6,11 +6,14 @@ keeps plotly's own PNG export, and tests can read the data back from ``fig.data`
 
 from __future__ import annotations
 
+import base64
+import io
 import itertools
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from PIL import Image
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
@@ -51,10 +54,32 @@ def _image_layout_dict(height: int | None = None, title: str | None = None) -> d
     return layout
 
 
+# Pictures above this many pixels travel to the browser as a PNG (go.Image's ``source``) instead
+# of a JSON array of numbers: a 451 x 300 photo was 554 kB of JSON that the browser parsed and then
+# painted pixel by pixel in JavaScript, which made page 1 and 2 the tour's slowest steps to draw.
+# Smaller pictures (a CIFAR model's 32 x 32 input) stay numbers: cheap, and exact in the page.
+PNG_ABOVE_PIXELS = 64 * 64
+
+
+def png_data_uri(picture: np.ndarray) -> str:
+    """uint8 (H, W, 3) -> "data:image/png;base64,..." (lossless; fast compression)."""
+    buffer = io.BytesIO()
+    Image.fromarray(picture).save(buffer, format="PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
 def _image_figure(z: np.ndarray, height: int | None, title: str | None, **trace: object) -> go.Figure:
     """One go.Image trace and the picture layout, built in a single constructor call (plotly's
-    update_* methods each cost milliseconds, which add up in an app rerun)."""
-    return go.Figure(data=[dict(type="image", z=z, **trace)], layout=_image_layout_dict(height, title))
+    update_* methods each cost milliseconds, which add up in an app rerun). A picture above
+    ``PNG_ABOVE_PIXELS`` goes as a PNG; its hover reads the pixel's colour from the picture."""
+    if z.shape[0] * z.shape[1] > PNG_ABOVE_PIXELS:
+        pixels = dict(source=png_data_uri(z))
+        if isinstance(trace.get("hovertemplate"), str):  # a PNG's pixel is [r, g, b, alpha]: show r, g, b
+            rgb = "[%{color[0]}, %{color[1]}, %{color[2]}]"
+            trace["hovertemplate"] = trace["hovertemplate"].replace("%{z}", rgb)
+    else:
+        pixels = dict(z=z)
+    return go.Figure(data=[dict(type="image", **pixels, **trace)], layout=_image_layout_dict(height, title))
 
 
 def image(array: np.ndarray, title: str | None = None, height: int | None = 380) -> go.Figure:

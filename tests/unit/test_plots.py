@@ -44,3 +44,23 @@ def test_a_patch_map_hover_counts_patches_rows_and_columns_from_one():
     assert pixels.customdata is None and pixels.hovertemplate.startswith("x=")
     heads = plots.small_multiples(np.zeros((2, 3, 5)), ["a", "b"])
     assert heads.data[1].customdata[2][4].tolist() == [3, 5, 15]
+
+
+def test_a_large_picture_goes_as_a_lossless_png_and_a_small_one_as_numbers():
+    import base64
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    photo = rng.integers(0, 256, size=(70, 90, 3), dtype=np.uint8)  # above 64 x 64 pixels
+    trace = plots.image(photo, "a photo").data[0]
+    assert trace.z is None and trace.source.startswith("data:image/png;base64,")
+    decoded = np.asarray(Image.open(io.BytesIO(base64.b64decode(trace.source.split(",", 1)[1]))).convert("RGB"))
+    np.testing.assert_array_equal(decoded, photo)  # every pixel as it was
+    assert "RGB [%{color[0]}, %{color[1]}, %{color[2]}]" in trace.hovertemplate  # the PNG's pixel, without alpha
+    small = plots.image(photo[:32, :32]).data[0]
+    assert small.source is None and np.asarray(small.z).tolist() == photo[:32, :32].tolist()
+    assert "RGB %{z}" in small.hovertemplate
+    overlay = plots.heatmap_overlay(photo, np.zeros((7, 9))).data
+    assert overlay[0].source is not None and overlay[0].hoverinfo == "skip"  # the map's hover speaks, not the photo's
