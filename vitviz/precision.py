@@ -4,7 +4,8 @@ CPUs with AVX-512 BF16 or AMX (and CUDA GPUs with bf16) multiply bf16 matrices n
 twice as fast as float32 for ViT-B/16; on other CPUs bf16 is emulated and slower. A small model
 (the CIFAR ViT's 65 tokens) can be slower in bf16 even where it is native, because casting costs
 more than its matrix products save. So the app measures both on the model it serves
-(``choose``) and keeps float32 unless bf16 is faster there. A Trace made in bf16 is handed on in
+(``choose``) and keeps float32 unless bf16 is clearly faster there and leaves the attention
+maps within 0.01. A Trace made in bf16 is handed on in
 float32 (``explain``): every page computes and draws from float32 tensors either way.
 """
 
@@ -43,6 +44,10 @@ def native_bf16(device: torch.device) -> bool:
     return False
 
 
+BF16_WORTH = 0.8  # bf16 at most this fraction of float32's time
+ATTENTION_TOLERANCE = 1e-2  # the most bf16 may move an attention weight (issue 20)
+
+
 @dataclass(frozen=True)
 class Precision:
     """The precision a model's explained forward pass runs in, and what was measured to choose it.
@@ -51,11 +56,14 @@ class Precision:
         dtype: torch.bfloat16 (autocast) or torch.float32.
         float32_ms: median time of one explained image in float32 (None when bf16 was not tried).
         bf16_ms: the same in bf16 autocast (None when the device has no native bf16).
+        attention_diff: the largest change bf16 made to an attention weight of the probe image
+            (None when bf16 was not tried).
     """
 
     dtype: torch.dtype = torch.float32
     float32_ms: float | None = None
     bf16_ms: float | None = None
+    attention_diff: float | None = None
 
     @property
     def name(self) -> str:
@@ -94,7 +102,10 @@ def choose(
     clock: Callable[[], float] = time.perf_counter,
 ) -> Precision:
     """Time the explained pass in float32 and in bf16 (after one warm-up each, alternating) and
-    keep bf16 only where the device has it natively and it was faster.
+    keep bf16 only where the device has it natively, it was clearly faster (``BF16_WORTH``) and
+    it moved no attention weight of the probe by more than ``ATTENTION_TOLERANCE``: rounding the
+    numbers a class reads must buy real speed (ViT-B/16: 3x; the shipped CIFAR ViT: 1.1x, while
+    bf16 moved a weight of its attention on the cat sample by 0.013).
 
     Args:
         model: the model the app serves.
@@ -114,15 +125,19 @@ def choose(
     if setting == "bfloat16":
         return Precision(torch.bfloat16)
     runs: dict[torch.dtype, list[float]] = {torch.float32: [], torch.bfloat16: []}
+    traces: dict[torch.dtype, Trace] = {}
     for round_ in range(repeats + 1):
         for dtype, times in runs.items():
             start = clock()
-            explain(model, pixels, dtype)
+            traces[dtype] = explain(model, pixels, dtype)
             if pixels.device.type == "cuda":
                 torch.cuda.synchronize(pixels.device)
             elapsed = clock() - start
             if round_:  # the first round warms up
                 times.append(elapsed)
     float32_ms, bf16_ms = (1e3 * sorted(times)[len(times) // 2] for times in runs.values())
-    dtype = torch.bfloat16 if bf16_ms < float32_ms else torch.float32
-    return Precision(dtype, float32_ms, bf16_ms)
+    exact, reduced = traces[torch.float32], traces[torch.bfloat16]
+    moved = max((a - b).abs().max().item() for a, b in zip(exact.attentions, reduced.attentions, strict=True))
+    worth = bf16_ms <= BF16_WORTH * float32_ms and moved <= ATTENTION_TOLERANCE
+    dtype = torch.bfloat16 if worth else torch.float32
+    return Precision(dtype, float32_ms, bf16_ms, moved)

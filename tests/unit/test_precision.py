@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 import torch
 
@@ -71,3 +73,23 @@ def test_native_bf16_reads_the_cpu_flags(monkeypatch):
     monkeypatch.setattr(precision, "_cpu_flags", lambda: frozenset({"amx_bf16"}))
     assert precision.native_bf16(cpu)
     assert not precision.native_bf16(torch.device("meta"))
+
+
+def test_bf16_must_be_clearly_faster_and_leave_the_attention_maps_within_a_hundredth(model, monkeypatch):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    pixels = torch.randn(1, 3, 32, 32)
+    slightly = precision.choose(model, pixels, clock=clock_of([9, 9, 0.040, 0.036, 0.040, 0.036]))
+    assert slightly.dtype == torch.float32 and slightly.speedup == pytest.approx(40 / 36)  # 1.1x: not worth it
+    assert slightly.attention_diff is not None and slightly.attention_diff <= precision.ATTENTION_TOLERANCE
+    real = precision.explain
+
+    def rounding_too_much(model, pixels, dtype=torch.float32):
+        trace = real(model, pixels, dtype)
+        if dtype != torch.bfloat16:
+            return trace
+        return dataclasses.replace(trace, attentions=[a + 0.02 for a in trace.attentions])
+
+    monkeypatch.setattr(precision, "explain", rounding_too_much)
+    moving = precision.choose(model, pixels, clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
+    assert moving.dtype == torch.float32 and moving.speedup == pytest.approx(32 / 11)  # 2.9x, but the maps moved
+    assert moving.attention_diff == pytest.approx(0.02, abs=2e-3)

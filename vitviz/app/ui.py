@@ -706,6 +706,10 @@ def precision_text(name: str) -> str:
         if chosen.speedup is None:
             return tr("sidebar.precision_bf16_set")
         return tr("sidebar.precision_bf16", speedup=f"{chosen.speedup:.1f}")
+    if chosen.attention_diff is not None and chosen.attention_diff > precision.ATTENTION_TOLERANCE:
+        return tr("sidebar.precision_fp32_moved", diff=f"{chosen.attention_diff:.3f}")
+    if chosen.speedup is not None and chosen.speedup > 1:
+        return tr("sidebar.precision_fp32_little", speedup=f"{chosen.speedup:.1f}")
     if chosen.speedup is not None:
         return tr("sidebar.precision_fp32_faster", speedup=f"{1 / chosen.speedup:.1f}")
     return "float32"
