@@ -17,6 +17,7 @@ from PIL import Image
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+Figure = go.Figure  # what the figure functions return: callers name it without importing plotly
 FONT = dict(size=15)
 HEAT = "Viridis"
 DIVERGING = "RdBu_r"

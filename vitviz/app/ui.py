@@ -19,7 +19,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 from PIL import Image
@@ -181,7 +180,7 @@ def cached_filter_components(model_name: str, k: int) -> tuple[np.ndarray, np.nd
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_component_tiles(model_name: str, k: int) -> go.Figure:
+def cached_component_tiles(model_name: str, k: int) -> plots.Figure:
     """``plots.component_tiles`` of ``cached_filter_components``: it depends on the model alone,
     and its 28 small subplots took a tenth of a second to lay out on every rerun of page 3.
     Shared by every session: ``st.plotly_chart`` only reads it (``to_dict``, then JSON)."""
