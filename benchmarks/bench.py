@@ -451,7 +451,7 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
             exact, reduced = precision.explain(served, inputs), precision.explain(served, inputs, torch.bfloat16)
             same += int(exact.logits.argmax() == reduced.logits.argmax())
             pairs += 1
-            moved = max((a - b).abs().max().item() for a, b in zip(exact.attentions, reduced.attentions, strict=True))
+            moved = precision.attention_moved(exact, reduced)
             worst = max(worst, moved)
             if chosen.dtype == torch.bfloat16:
                 worst_served = max(worst_served, moved)

@@ -77,6 +77,11 @@ class Precision:
         return self.float32_ms / self.bf16_ms
 
 
+def attention_moved(exact: Trace, reduced: Trace) -> float:
+    """The largest difference between two traces' attention weights (every layer, head, query, key)."""
+    return max((a - b).abs().max().item() for a, b in zip(exact.attentions, reduced.attentions, strict=True))
+
+
 def explain(model: nn.Module, pixels: Tensor, dtype: torch.dtype = torch.float32) -> Trace:
     """``model.explain(pixels)`` without gradients, under bf16 autocast when asked, on the CPU in float32.
 
@@ -137,7 +142,7 @@ def choose(
                 times.append(elapsed)
     float32_ms, bf16_ms = (1e3 * sorted(times)[len(times) // 2] for times in runs.values())
     exact, reduced = traces[torch.float32], traces[torch.bfloat16]
-    moved = max((a - b).abs().max().item() for a, b in zip(exact.attentions, reduced.attentions, strict=True))
+    moved = attention_moved(exact, reduced)
     worth = bf16_ms <= BF16_WORTH * float32_ms and moved <= ATTENTION_TOLERANCE
     dtype = torch.bfloat16 if worth else torch.float32
     return Precision(dtype, float32_ms, bf16_ms, moved)
