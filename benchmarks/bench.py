@@ -442,12 +442,12 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
     same, pairs, worst, worst_served, served_in_bf16 = 0, 0, 0.0, 0.0, []
     for name, served in (("contender", model), (zoo.default_name(), zoo.load(zoo.default_name(), device=DEVICE).model)):
         config = served.config
-        chosen = precision.choose(served, random_pixels(config, 1))  # what the app would serve it in
+        samples = sorted((ROOT / "assets" / "samples").glob("*.jpg"))
+        probes = [to_tensor(load_image(path.read_bytes()), config.preprocess, config.in_chans) for path in samples]
+        chosen = precision.choose(served, torch.cat(probes))  # what the app would serve it in
         if chosen.dtype == torch.bfloat16:
             served_in_bf16.append(name)
-        for sample in sorted((ROOT / "assets" / "samples").glob("*.jpg")):
-            image = load_image(sample.read_bytes())
-            inputs = to_tensor(image, config.preprocess, config.in_chans)
+        for inputs in probes:
             exact, reduced = precision.explain(served, inputs), precision.explain(served, inputs, torch.bfloat16)
             same += int(exact.logits.argmax() == reduced.logits.argmax())
             pairs += 1

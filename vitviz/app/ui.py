@@ -98,7 +98,8 @@ def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
 def cached_precision(model_name: str) -> precision.Precision:
     """bf16 or float32 for a model's explained pass, measured once per model for the server
-    (``precision.choose``; the server's VITVIZ_PRECISION, "auto" by default, can decide instead)."""
+    (``precision.choose`` on the sample photos; the server's VITVIZ_PRECISION, "auto" by default,
+    can decide instead)."""
     model, _ = cached_model(model_name)
     if not isinstance(model, VisionTransformer):  # the tour's pages say what they need
         return precision.Precision()
@@ -107,8 +108,9 @@ def cached_precision(model_name: str) -> precision.Precision:
         log.warning("VITVIZ_PRECISION=%s is not one of %s: measuring (auto)", setting, precision.SETTINGS)
         setting = "auto"
     config = model.config
-    pixels = on_weights(torch.randn(1, config.in_chans, *config.image_size), model)
-    return precision.choose(model, pixels, setting)
+    photos = sorted(p for p in SAMPLES.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    probes = torch.cat([to_tensor(load_image(p.read_bytes()), config.preprocess, config.in_chans) for p in photos])
+    return precision.choose(model, on_weights(probes, model), setting)
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
