@@ -108,8 +108,8 @@ def cached_precision(model_name: str) -> precision.Precision:
         log.warning("VITVIZ_PRECISION=%s is not one of %s: measuring (auto)", setting, precision.SETTINGS)
         setting = "auto"
     config = model.config
-    photos = sorted(p for p in SAMPLES.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
-    probes = torch.cat([to_tensor(load_image(p.read_bytes()), config.preprocess, config.in_chans) for p in photos])
+    photos = [(SAMPLES / name).read_bytes() for name in sample_names()]
+    probes = torch.cat([to_tensor(load_image(photo), config.preprocess, config.in_chans) for photo in photos])
     return precision.choose(model, on_weights(probes, model), setting)
 
 
