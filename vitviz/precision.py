@@ -56,7 +56,7 @@ class Precision:
         dtype: torch.bfloat16 (autocast) or torch.float32.
         float32_ms: median time of one explained image in float32 (None when bf16 was not tried).
         bf16_ms: the same in bf16 autocast (None when the device has no native bf16).
-        attention_diff: the largest change bf16 made to an attention weight of the probe image
+        attention_diff: the largest change bf16 made to an attention weight of the probe images
             (None when bf16 was not tried).
     """
 
