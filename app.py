@@ -1,5 +1,10 @@
 """vitviz: streamlit run app.py. The navigation and the shared sidebar; pages live in app_pages/
-(not pages/: that folder name beside app.py switches Streamlit to its legacy pages-folder mode)."""
+(not pages/: that folder name beside app.py switches Streamlit to its legacy pages-folder mode).
+
+The file plays two parts. ``streamlit run app.py`` imports it once as the module ``app`` and serves
+the ``st.App`` below, whose startup loads the libraries and the default model before the server
+answers anyone (``vitviz.app.warm_up``); then every session runs it as ``__main__`` (``main``).
+Streamlit versions without ``st.App`` only ever run it as ``__main__``."""
 
 import os
 
@@ -13,24 +18,32 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st  # noqa: E402
 
 from vitviz import tour  # noqa: E402
-from vitviz.app import load_ui  # noqa: E402
+from vitviz.app import load_ui, warm_up  # noqa: E402
 
-ui = load_ui()  # before any page: the first sessions of a cold server import one at a time
 
-st.set_page_config(
-    page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide"
-)
-ui.init_state()
+def main() -> None:
+    ui = load_ui()  # before any page: the first sessions of a cold server import one at a time
 
-steps = [
-    st.Page(f, title=ui.tr(k), icon=i, default=(n == 0))
-    for n, (f, k, i) in enumerate(tour.TOUR)
-    if (tour.ROOT / f).exists()
-]
-lab = [st.Page(f, title=ui.tr(k), icon=i) for f, k, i in tour.LAB if (tour.ROOT / f).exists()]
-page = st.navigation({ui.tr("nav.tour"): steps, ui.tr("nav.lab"): lab} if lab else steps)
-ui.follow_asked_step()  # Previous / Next: straight to the step, without drawing the page clicked on again
+    st.set_page_config(
+        page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide"
+    )
+    ui.init_state()
 
-ui.sidebar()
-ui.follow_step_link(page)
-page.run()
+    steps = [
+        st.Page(f, title=ui.tr(k), icon=i, default=(n == 0))
+        for n, (f, k, i) in enumerate(tour.TOUR)
+        if (tour.ROOT / f).exists()
+    ]
+    lab = [st.Page(f, title=ui.tr(k), icon=i) for f, k, i in tour.LAB if (tour.ROOT / f).exists()]
+    page = st.navigation({ui.tr("nav.tour"): steps, ui.tr("nav.lab"): lab} if lab else steps)
+    ui.follow_asked_step()  # Previous / Next: straight to the step, without drawing the page clicked on again
+
+    ui.sidebar()
+    ui.follow_step_link(page)
+    page.run()
+
+
+if __name__ == "__main__":  # every session's run
+    main()
+else:  # `streamlit run app.py` imports this file once, as the module "app", and serves the st.App it finds here
+    app = st.App(__file__, lifespan=warm_up)

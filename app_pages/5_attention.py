@@ -239,10 +239,12 @@ st.caption(ui.tr("attention.worked_output_note", heads=heads))
 d1, d2 = st.columns(2)
 with d1:
     readout_name = "cls" if prefix else "mean_patch_queries"
-    shown = tables.maps_csv({readout_name: readout_map, f"query_{query}": query_map, f"rollout_{fusion}": rollout})
     head_name = "mean" if head_index is None else head + 1
     ui.download_csv(
-        "attention.download_maps", f"attention_layer{layer + 1}_head{head_name}.csv", "attention_csv", shown
+        "attention.download_maps",
+        f"attention_layer{layer + 1}_head{head_name}.csv",
+        "attention_csv",
+        lambda: tables.maps_csv({readout_name: readout_map, f"query_{query}": query_map, f"rollout_{fusion}": rollout}),
     )
 with d2:
     ui.download_npz(

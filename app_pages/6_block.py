@@ -211,7 +211,7 @@ if cls is not None:
     depth_columns.update({f"cls_{k}": v.numpy() for k, v in cls.items()})
 e1, e2 = st.columns(2)
 with e1:
-    ui.download_csv("download.csv", "block_by_layer.csv", "block_depth_csv", tables.columns_csv(depth_columns))
+    ui.download_csv("download.csv", "block_by_layer.csv", "block_depth_csv", lambda: tables.columns_csv(depth_columns))
 with e2:
     ui.download_npz(
         "download.npz",

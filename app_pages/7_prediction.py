@@ -171,14 +171,14 @@ occlusion_columns = {
 d1, d2, d3 = st.columns(3)
 with d1:
     ui.download_csv(
-        "prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", tables.columns_csv(lens_columns)
+        "prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", lambda: tables.columns_csv(lens_columns)
     )
 with d2:
     ui.download_csv(
         "prediction.download_occlusion",
         "occlusion.csv",
         "prediction_occlusion_csv",
-        tables.columns_csv(occlusion_columns),
+        lambda: tables.columns_csv(occlusion_columns),
     )
 with d3:
     ui.download_npz(

@@ -145,7 +145,7 @@ if history:
         width="stretch",
         height=ui.table_height(len(rows)),
     )
-    ui.download_csv("download.csv", "training_history.csv", "card_csv", tables.history_csv(history))
+    ui.download_csv("download.csv", "training_history.csv", "card_csv", lambda: tables.history_csv(history))
 else:
     st.info(ui.tr("card.no_history"))
 ui.nav("app_pages/9_card.py")

@@ -195,7 +195,7 @@ if st.session_state.get("_mistakes_filters") != filters:  # new filters: back to
 if diagonal:
     st.caption(ui.tr("mistakes.correct_cell", name=ui.label(classes[true_filter])))
 st.markdown(ui.tr("mistakes.count", m=f"{count:,}"))
-ui.download_csv("mistakes.download_csv", "mistakes.csv", "mistakes_csv", lab.mistakes_csv(result, indices))
+ui.download_csv("mistakes.download_csv", "mistakes.csv", "mistakes_csv", lambda: lab.mistakes_csv(result, indices))
 if count == 0:
     st.info(ui.tr("mistakes.none"))
     st.stop()

@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -66,8 +67,8 @@ def csv_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     texts: dict[str, str] = {}
     original = ui.download_csv
 
-    def recording(label_key: str, file_name: str, key: str, text: str) -> None:
-        texts[key] = text
+    def recording(label_key: str, file_name: str, key: str, text: Callable[[], str]) -> None:
+        texts[key] = text()  # what a click on the button would download
         original(label_key, file_name, key, text)
 
     monkeypatch.setattr(ui, "download_csv", recording)

@@ -33,3 +33,118 @@ def test_the_server_s_openmp_threads_sleep_while_they_wait_unless_told_otherwise
     )
     assert "exceptions 0" in done.stdout, done.stderr[-2000:]
     assert f"GOMP_SPINCOUNT = '{spin}'" in done.stderr  # OpenMP's own report of its settings
+
+
+def test_streamlit_run_app_py_serves_the_app_with_its_startup():
+    # `streamlit run app.py` looks for an ASGI app in the file (its source, not run) and serves it.
+    from streamlit.web.server.app_discovery import discover_asgi_app
+
+    found = discover_asgi_app(APP)
+    assert found.is_asgi_app and found.import_string == "app:app"
+
+
+def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, monkeypatch):
+    import asyncio
+    import threading
+
+    from tests.helpers import make_image_folder
+    from vitviz import precision, zoo
+
+    ui = load_ui()
+    monkeypatch.setenv("VITVIZ_DATA", str(make_image_folder(tmp_path / "data", per_class=2)))
+    for cache in (ui.cached_model, ui.cached_precision, ui.cached_test_set, ui.cached_evaluation):
+        cache.clear()
+    loads, choices, reads, evaluations = [], [], [], []
+    real_load, real_choose, real_read = zoo.load, precision.choose, ui.vdata.load_split
+    monkeypatch.setattr(zoo, "load", lambda name, *a, **k: loads.append(name) or real_load(name, *a, **k))
+    monkeypatch.setattr(precision, "choose", lambda *a, **k: choices.append(1) or real_choose(*a, **k))
+    monkeypatch.setattr(ui.vdata, "load_split", lambda root, *a, **k: reads.append(root) or real_read(root, *a, **k))
+    monkeypatch.setattr(ui, "evaluate", lambda *a, **k: evaluations.append(1))
+
+    async def start_and_stop() -> None:
+        from vitviz.app import warm_up
+
+        async with warm_up(None):
+            pass
+
+    asyncio.run(start_and_stop())
+    for thread in threading.enumerate():
+        if thread.name == "vitviz-warm-up":
+            thread.join(timeout=120)
+    name = zoo.default_name()
+    split = ui.test_split(name)
+    assert loads == [name] and choices == [1] and split is not None and reads == [split.location]
+    ui.cached_precision(name)  # a visitor's first run: everything is there already
+    ui.cached_test_set(split.location)
+    assert loads == [name] and choices == [1] and reads == [split.location]
+    # random images are not the ones the shipped predictions were made on: no evaluation at startup
+    assert evaluations == []
+
+
+@pytest.mark.cifar10
+def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
+    import asyncio
+    import threading
+
+    from tests.conftest import CIFAR10
+    from vitviz import zoo
+    from vitviz.app import warm_up
+
+    ui = load_ui()
+    monkeypatch.setenv("VITVIZ_DATA", str(CIFAR10))
+    for cache in (ui.cached_test_set, ui.cached_evaluation):
+        cache.clear()
+    evaluations, real_evaluate = [], ui.evaluate
+    monkeypatch.setattr(ui, "evaluate", lambda *a, **k: evaluations.append(1) or real_evaluate(*a, **k))
+
+    async def start_and_stop() -> None:
+        async with warm_up(None):
+            pass
+
+    asyncio.run(start_and_stop())
+    for thread in threading.enumerate():
+        if thread.name == "vitviz-warm-up":
+            thread.join(timeout=300)
+    name = zoo.default_name()
+    result = ui.cached_evaluation(name, ui.test_split(name).location)  # the lab's first open
+    assert evaluations == [1] and result.cached and len(result.labels) == 10_000
+    assert abs(result.accuracy - zoo.load(name).spec.card.test_accuracy) < 1e-9
+
+
+def test_a_fresh_server_has_loaded_the_default_model_before_it_answers(tmp_path):
+    import socket
+    import time
+    import urllib.request
+
+    from tests.helpers import make_image_folder
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    env = dict(
+        os.environ,
+        STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
+        VITVIZ_DATA=str(make_image_folder(tmp_path / "data", per_class=2)),
+    )
+    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1"]
+    with open(tmp_path / "server.log", "wb") as output:
+        server = subprocess.Popen(
+            [*command, "--server.port", str(port)], cwd=APP.parent, env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                try:
+                    if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok":
+                        break
+                except OSError:
+                    assert server.poll() is None, (tmp_path / "server.log").read_text()[-2000:]
+                    time.sleep(0.2)
+            else:
+                pytest.fail("no answer from /_stcore/health within 120 s")
+            log = (tmp_path / "server.log").read_text()
+            # uvicorn answers only once the startup has finished: the first visitor waits for none of it
+            assert "ready for visitors" in log and "failed" not in log, log[-2000:]
+        finally:
+            server.terminate()
+            server.wait(timeout=30)

@@ -28,7 +28,7 @@ LAYERS = {
     # 5: the app (Streamlit)
     "app": 5, "app.ui": 5,
 }  # fmt: skip
-STREAMLIT_ALLOWED = {"app.ui"}
+STREAMLIT_ALLOWED = {"app", "app.ui"}  # vitviz.app: the glue (its startup logs through Streamlit)
 
 
 def _modules() -> dict[str, Path]:

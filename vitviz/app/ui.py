@@ -27,7 +27,7 @@ from vitviz import analysis, clicks, compare, lab, plots, precision, zoo
 from vitviz import data as vdata
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
-from vitviz.evaluate import EvalResult, evaluate, predictions_path
+from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, class_label, t
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.patches import compare_routes
@@ -257,6 +257,26 @@ def cached_evaluation(model_name: str, root: str) -> EvalResult:
         )
     finally:
         holder.empty()
+
+
+def warm_model() -> None:
+    """The default model and its precision in the caches (at the server's startup, before anyone
+    asks: ``vitviz.app.warm_up``)."""
+    cached_precision(zoo.default_name())
+
+
+def warm_test_split() -> None:
+    """The default model's test split in the cache and, when its shipped predictions are those of
+    these weights on these images, its evaluation (read from them, never run here: an evaluation
+    takes minutes and shows its progress to whoever opens the lab)."""
+    name = zoo.default_name()
+    split = test_split(name)
+    if split is None:
+        return
+    model, spec = cached_model(name)
+    data = cached_test_set(split.location)
+    if spec.path and read_predictions(predictions_path(spec.path), model, data, name) is not None:
+        cached_evaluation(name, split.location)
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -998,5 +1018,7 @@ def download_npz(label_key: str, file_name: str, key: str, **arrays: np.ndarray)
     )
 
 
-def download_csv(label_key: str, file_name: str, key: str, text: str) -> None:
-    st.download_button(tr(label_key), text.encode(), file_name=file_name, mime="text/csv", key=key)
+def download_csv(label_key: str, file_name: str, key: str, text: Callable[[], str]) -> None:
+    """A download button for a table as CSV; ``text`` makes it when the button is clicked (the
+    lab's list of 1,818 mistakes took a tenth of a second on every run)."""
+    st.download_button(tr(label_key), lambda: text().encode(), file_name=file_name, mime="text/csv", key=key)
