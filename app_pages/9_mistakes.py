@@ -9,7 +9,7 @@ one image up close is ``lab.inspect_mistake`` (cached per image by ``ui.cached_m
 import numpy as np
 import streamlit as st
 
-from vitviz import clicks, lab, plots, zoo
+from vitviz import clicks, lab, plots, tables, zoo
 from vitviz import data as vdata
 from vitviz.app import ui
 from vitviz.prediction import verdict
@@ -139,8 +139,8 @@ threshold = g2.slider(
 
 # A second model on the same images (issue 18): which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
-if chosen.name == zoo.SHIPPED and zoo.SHIPPED_CNN in others:  # the shipped pair, side by side from the start
-    st.session_state.setdefault("mistakes_other", zoo.SHIPPED_CNN)
+if ui.lab_pair(chosen.name) in others:  # the shipped pair, side by side from the start
+    st.session_state.setdefault("mistakes_other", ui.lab_pair(chosen.name))
 o1, o2 = st.columns(2)
 picked_other = o1.selectbox(
     ui.tr("mistakes.other"),
@@ -159,17 +159,14 @@ if other_name:
 if other is not None:
     counts = lab.agreement(result, other).tolist()  # rows: this model right / wrong; columns: the second model
     a1, a2 = st.columns([3, 2])
-    a1.dataframe(
-        [
-            {
-                "": ui.tr(f"mistakes.agree.first_{row}"),
-                ui.tr("mistakes.agree.second_right"): f"{counts[i][0]:,}",
-                ui.tr("mistakes.agree.second_wrong"): f"{counts[i][1]:,}",
-            }
-            for i, row in enumerate(("right", "wrong"))
-        ],
-        hide_index=True,
-        width="stretch",
+    a1.markdown(
+        tables.markdown_table(
+            ["", ui.tr("mistakes.agree.second_right"), ui.tr("mistakes.agree.second_wrong")],
+            [
+                [ui.tr(f"mistakes.agree.first_{row}"), f"{counts[i][0]:,}", f"{counts[i][1]:,}"]
+                for i, row in enumerate(("right", "wrong"))
+            ],
+        )
     )
     which = a2.radio(
         ui.tr("mistakes.pair"), lab.PAIRS, key="mistakes_pair", format_func=lambda k: ui.tr(f"mistakes.pair.{k}")

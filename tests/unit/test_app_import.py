@@ -73,10 +73,11 @@ def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, m
             thread.join(timeout=120)
     name = zoo.default_name()
     split = ui.test_split(name)
-    assert loads == [name] and choices == [1] and split is not None and reads == [split.location]
+    models = [name, ui.lab_pair(name)]  # and the model the lab sets beside it
+    assert loads == models and choices == [1] and split is not None and reads == [split.location]
     ui.cached_precision(name)  # a visitor's first run: everything is there already
     ui.cached_test_set(split.location)
-    assert loads == [name] and choices == [1] and reads == [split.location]
+    assert loads == models and choices == [1] and reads == [split.location]
     # random images are not the ones the shipped predictions were made on: no evaluation at startup
     assert evaluations == []
 
@@ -95,7 +96,7 @@ def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
     for cache in (ui.cached_test_set, ui.cached_evaluation):
         cache.clear()
     evaluations, real_evaluate = [], ui.evaluate
-    monkeypatch.setattr(ui, "evaluate", lambda *a, **k: evaluations.append(1) or real_evaluate(*a, **k))
+    monkeypatch.setattr(ui, "evaluate", lambda *a, **k: evaluations.append(k["name"]) or real_evaluate(*a, **k))
 
     async def start_and_stop() -> None:
         async with warm_up(None):
@@ -106,9 +107,12 @@ def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
         if thread.name == "vitviz-warm-up":
             thread.join(timeout=300)
     name = zoo.default_name()
-    result = ui.cached_evaluation(name, ui.test_split(name).location)  # the lab's first open
-    assert evaluations == [1] and result.cached and len(result.labels) == 10_000
-    assert abs(result.accuracy - zoo.load(name).spec.card.test_accuracy) < 1e-9
+    assert evaluations == [name, ui.lab_pair(name)] == [zoo.SHIPPED, zoo.SHIPPED_CNN]
+    for model_name in evaluations:  # the lab's first open: the model and the one beside it
+        result = ui.cached_evaluation(model_name, ui.test_split(name).location)
+        assert result.cached and len(result.labels) == 10_000
+        assert abs(result.accuracy - zoo.load(model_name).spec.card.test_accuracy) < 1e-9
+    assert len(evaluations) == 2
 
 
 def test_a_fresh_server_has_loaded_the_default_model_before_it_answers(tmp_path):

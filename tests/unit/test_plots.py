@@ -64,3 +64,13 @@ def test_a_large_picture_goes_as_a_lossless_png_and_a_small_one_as_numbers():
     assert "RGB %{z}" in small.hovertemplate
     overlay = plots.heatmap_overlay(photo, np.zeros((7, 9))).data
     assert overlay[0].source is not None and overlay[0].hoverinfo == "skip"  # the map's hover speaks, not the photo's
+
+
+def test_markdown_table_aligns_numbers_right_and_escapes_pipes() -> None:
+    text = tables.markdown_table(["", "right", "wrong"], [["this | that", "1,234", 5], ["other", "0", "7\n8"]])
+    assert text.splitlines() == [
+        "|  | right | wrong |",
+        "|:---|---:|---:|",
+        "| this \\| that | 1,234 | 5 |",
+        "| other | 0 | 7 8 |",
+    ]

@@ -265,18 +265,26 @@ def warm_model() -> None:
     cached_precision(zoo.default_name())
 
 
+def lab_pair(model_name: str) -> str | None:
+    """The second model the lab sets beside a model from its first view: the shipped CNN beside
+    the shipped ViT (the page offers it only when it predicts the same classes)."""
+    return zoo.SHIPPED_CNN if model_name == zoo.SHIPPED else None
+
+
 def warm_test_split() -> None:
-    """The default model's test split in the cache and, when its shipped predictions are those of
-    these weights on these images, its evaluation (read from them, never run here: an evaluation
-    takes minutes and shows its progress to whoever opens the lab)."""
+    """The default model's test split in the cache and, for it and the model the lab sets beside
+    it, the evaluation when their shipped predictions are those of these weights on these images
+    (read from them, never run here: an evaluation takes minutes and shows its progress to whoever
+    opens the lab)."""
     name = zoo.default_name()
     split = test_split(name)
     if split is None:
         return
-    model, spec = cached_model(name)
     data = cached_test_set(split.location)
-    if spec.path and read_predictions(predictions_path(spec.path), model, data, name) is not None:
-        cached_evaluation(name, split.location)
+    for model_name in filter(None, (name, lab_pair(name))):
+        model, spec = cached_model(model_name)
+        if spec.path and read_predictions(predictions_path(spec.path), model, data, model_name) is not None:
+            cached_evaluation(model_name, split.location)
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
