@@ -1,10 +1,11 @@
 """vitviz: streamlit run app.py. The navigation and the shared sidebar; pages live in app_pages/
 (not pages/: that folder name beside app.py switches Streamlit to its legacy pages-folder mode).
 
-The file plays two parts. ``streamlit run app.py`` imports it once as the module ``app`` and serves
-the ``st.App`` below, whose startup loads the libraries and the default model before the server
-answers anyone (``vitviz.app.warm_up``); then every session runs it as ``__main__`` (``main``).
-Streamlit versions without ``st.App`` only ever run it as ``__main__``."""
+The file plays two parts. ``streamlit run app.py`` imports it once as the module ``app`` (nothing
+here loads torch) and serves the ``st.App`` below, whose startup loads the libraries and the
+default model in a thread while the server already answers browsers (``vitviz.app.warm_up``);
+then every session runs it as ``__main__`` (``main``). Streamlit versions without ``st.App`` only
+ever run it as ``__main__``."""
 
 import os
 

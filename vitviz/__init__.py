@@ -1,7 +1,29 @@
-"""vitviz: see inside a Vision Transformer, one step of the forward pass at a time."""
+"""vitviz: see inside a Vision Transformer, one step of the forward pass at a time.
 
-from vitviz.config import Preprocess, ViTConfig
-from vitviz.model import VisionTransformer
-from vitviz.trace import BlockTrace, Trace
+The names below load on first use (PEP 562), so ``import vitviz.app`` or ``vitviz.tour`` does not
+load torch: a server imports them to start answering browsers while torch loads beside it."""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vitviz.config import Preprocess, ViTConfig
+    from vitviz.model import VisionTransformer
+    from vitviz.trace import BlockTrace, Trace
+
+_HOMES = {
+    "BlockTrace": "vitviz.trace",
+    "Preprocess": "vitviz.config",
+    "Trace": "vitviz.trace",
+    "ViTConfig": "vitviz.config",
+    "VisionTransformer": "vitviz.model",
+}
 __all__ = ["BlockTrace", "Preprocess", "Trace", "ViTConfig", "VisionTransformer"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'vitviz' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

@@ -1,7 +1,6 @@
 """The Streamlit glue: the only part of vitviz that imports Streamlit (caches, the session's
 choices and the URL, navigation, the sidebar, widgets). ``import vitviz`` never loads it."""
 
-import asyncio
 import contextlib
 import gc
 import importlib
@@ -45,35 +44,34 @@ def load_ui() -> ModuleType:
 
 @contextlib.asynccontextmanager
 async def warm_up(app: object) -> AsyncIterator[None]:
-    """The server's startup, before it answers anyone (app.py's ``st.App`` lifespan): the
-    libraries, the default model and its precision, so that no visitor waits for them; then, while
-    the first browsers load, the default model's test split and its shipped predictions (the lab).
+    """The server's startup (app.py's ``st.App`` lifespan): it answers browsers at once, while a
+    thread loads the libraries, the default model and its precision, then the default model's test
+    split and the shipped predictions the lab opens with.
 
-    ``streamlit run app.py`` runs sessions only when a browser connects, so without this the first
-    visitor of a fresh server waited for torch to load (a fresh server's first lab visit: 4.6 s
-    before, docs/benchmarks.md). Whatever fails here is logged and left for the page that needs it
-    to explain in the user's language."""
-    await asyncio.to_thread(_warm_model)
-    threading.Thread(target=_warm_test_split, name="vitviz-warm-up", daemon=True).start()
+    ``streamlit run app.py`` runs a session only when a browser connects, so without this the first
+    visitor of a fresh server waited for torch to load after their browser had loaded the page
+    (a fresh server's first lab visit: 4.6 s, docs/benchmarks.md); now the two overlap, and a
+    visitor who comes later waits for neither. A session that starts before the thread is done
+    waits for what it needs (the imports' lock, Streamlit's per-value cache locks), never loads it
+    twice. Whatever fails here is logged and left for the page that needs it to explain in the
+    user's language."""
+    threading.Thread(target=_warm, name="vitviz-warm-up", daemon=True).start()
     yield
 
 
-def _warm_model() -> None:
+STARTUP_DONE = "startup done"  # the last line the startup logs (the benchmark waits for it)
+
+
+def _warm() -> None:
     started = time.perf_counter()
     try:
-        load_ui().warm_model()
+        ui = load_ui()
+        ui.warm_model()
+        log.info(
+            "ready for visitors: the libraries, the default model and its precision in %.1f s",
+            time.perf_counter() - started,
+        )
+        ui.warm_test_split()
     except Exception:  # the pages say what went wrong, in the user's language
-        log.exception("loading the default model at startup failed")
-    log.info(
-        "ready for visitors: the app's libraries, the default model and its precision in %.1f s",
-        time.perf_counter() - started,
-    )
-
-
-def _warm_test_split() -> None:
-    started = time.perf_counter()
-    try:
-        load_ui().warm_test_split()
-    except Exception:
-        log.exception("loading the default test split at startup failed")
-    log.info("the default model's test split loaded in %.1f s", time.perf_counter() - started)
+        log.exception("loading the default model or its test split at startup failed")
+    log.info("%s in %.1f s", STARTUP_DONE, time.perf_counter() - started)
