@@ -231,32 +231,36 @@ def cached_test_set(root: str) -> vdata.ImageSet:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def cached_evaluation(model_name: str, root: str) -> EvalResult:
+def cached_evaluation(model_name: str, root: str, _on_page: bool = True) -> EvalResult:
     """Every test image's class probabilities, keyed by (model name, data folder) (read-only).
 
     A model that ships its test-split predictions beside its weights opens at once when they
     match these weights and this folder; otherwise the first call shows a progress bar while the
     model runs (or reads evaluate's disk cache). The bar is made and emptied inside this
-    function, so a cache hit replays nothing visible.
+    function, so a cache hit replays nothing visible; ``_on_page=False`` (the server's startup,
+    outside any page) shows none (not part of the cache's key).
 
     Raises:
         ValueError: the model does not predict the dataset's classes (a sentence to show).
     """
     model, spec = cached_model(model_name)
     data = cached_test_set(root)
-    holder = st.empty()
+    holder = st.empty() if _on_page else None
     try:
         return evaluate(
             model,
             data,
             name=model_name,
             shipped=predictions_path(spec.path) if spec.path else None,
-            progress=lambda done, total: holder.progress(
+            progress=None
+            if holder is None
+            else lambda done, total: holder.progress(
                 done / max(total, 1), text=tr("mistakes.evaluating", done=done, total=total)
             ),
         )
     finally:
-        holder.empty()
+        if holder is not None:
+            holder.empty()
 
 
 def warm_model() -> None:
@@ -284,7 +288,7 @@ def warm_test_split() -> None:
     for model_name in filter(None, (name, lab_pair(name))):
         model, spec = cached_model(model_name)
         if spec.path and read_predictions(predictions_path(spec.path), model, data, model_name) is not None:
-            cached_evaluation(model_name, split.location)
+            cached_evaluation(model_name, split.location, _on_page=False)
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
