@@ -5,6 +5,8 @@ The shape is Keller Jordan's cifar10-airbench net: a 2x2 stem convolution, then 
     conv 3x3 -> max-pool 2x2 -> BatchNorm -> GELU -> conv 3x3 -> BatchNorm -> GELU
 
 that double the channels while halving the resolution, a global max-pool and a linear head.
+airbench96's groups have a third convolution: x = GELU(BN(pool(conv1(x)))), then
+GELU(x + BN(conv3(GELU(BN(conv2(x)))))), a shortcut around the last two.
 Every layer is a named attribute, so the receptive field of each one can be read off the
 modules (``receptive_fields``) and Grad-CAM can hook the last convolution
 (``ConvNet.last_conv``).
@@ -21,20 +23,32 @@ from vitviz.config import CNNConfig
 
 
 class ConvGroup(nn.Module):
-    """Two 3x3 convolutions with a 2x2 max-pool after the first: (B, C_in, H, W) -> (B, C_out, H/2, W/2)."""
+    """Two 3x3 convolutions with a 2x2 max-pool after the first, or three with a shortcut around
+    the last two (``convs=3``): (B, C_in, H, W) -> (B, C_out, H/2, W/2)."""
 
-    def __init__(self, in_channels: int, out_channels: int, momentum: float) -> None:
+    def __init__(self, in_channels: int, out_channels: int, momentum: float, convs: int = 2) -> None:
         super().__init__()
         self.conv1 = nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False)
         self.pool = nn.MaxPool2d(2)
         self.norm1 = nn.BatchNorm2d(out_channels, momentum=momentum)
         self.conv2 = nn.Conv2d(out_channels, out_channels, kernel_size=3, padding=1, bias=False)
         self.norm2 = nn.BatchNorm2d(out_channels, momentum=momentum)
+        if convs == 3:
+            self.conv3 = nn.Conv2d(out_channels, out_channels, kernel_size=3, padding=1, bias=False)
+            self.norm3 = nn.BatchNorm2d(out_channels, momentum=momentum)
         self.act = nn.GELU()
+
+    @property
+    def convs(self) -> list[nn.Conv2d]:
+        """The group's convolutions in the order they run."""
+        return [self.conv1, self.conv2, *([self.conv3] if hasattr(self, "conv3") else [])]
 
     def forward(self, x: Tensor) -> Tensor:
         x = self.act(self.norm1(self.pool(self.conv1(x))))  # (B, C_out, H/2, W/2)
-        return self.act(self.norm2(self.conv2(x)))
+        if not hasattr(self, "conv3"):
+            return self.act(self.norm2(self.conv2(x)))
+        inner = self.act(self.norm2(self.conv2(x)))
+        return self.act(x + self.norm3(self.conv3(inner)))  # the shortcut around conv2 and conv3
 
 
 class ConvNet(nn.Module):
@@ -47,7 +61,7 @@ class ConvNet(nn.Module):
         self.stem_act = nn.GELU()
         widths = (config.stem_width, *config.widths)
         self.groups = nn.ModuleList(
-            ConvGroup(c_in, c_out, config.batchnorm_momentum)
+            ConvGroup(c_in, c_out, config.batchnorm_momentum, config.group_convs)
             for c_in, c_out in zip(widths[:-1], widths[1:], strict=True)
         )
         self.pool = nn.AdaptiveMaxPool2d(1)
@@ -56,7 +70,7 @@ class ConvNet(nn.Module):
     @property
     def last_conv(self) -> nn.Conv2d:
         """The last convolution, whose feature map Grad-CAM reads."""
-        return self.groups[-1].conv2
+        return self.groups[-1].convs[-1]
 
     def _check_input(self, pixels: Tensor) -> None:
         expected = (self.config.in_chans, *self.config.image_size)
@@ -154,7 +168,7 @@ def init_airbench(model: ConvNet, pixels: Tensor) -> None:
     model.stem.weight.copy_(filters)
     model.stem.bias.zero_()
     for group in model.groups:
-        for conv in (group.conv1, group.conv2):
+        for conv in group.convs:
             nn.init.dirac_(conv.weight[: conv.in_channels])
 
 
@@ -210,6 +224,6 @@ def flops_per_image(config: CNNConfig) -> int:
     for c_out in config.widths:
         flops += 2 * height * width * c_in * c_out * 9
         height, width = height // 2, width // 2
-        flops += 2 * height * width * c_out * c_out * 9
+        flops += (config.group_convs - 1) * 2 * height * width * c_out * c_out * 9  # conv2 (and conv3)
         c_in = c_out
     return flops + 2 * c_in * config.num_classes

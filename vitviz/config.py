@@ -350,8 +350,9 @@ def cifar10_vit_config(**changes: Any) -> ViTConfig:
 @dataclass(frozen=True)
 class CNNConfig:
     """A small convolutional network: a 2x2 stem, then groups of two 3x3 convolutions with a
-    max-pool between them, global max pooling and a linear head (the shape of Keller
-    Jordan's cifar10-airbench net).
+    max-pool between them (or three, the last two with a shortcut around them: airbench96's
+    group), global max pooling and a linear head (the shape of Keller Jordan's cifar10-airbench
+    net).
 
     It carries the same preprocessing and class names as a ViTConfig, so every image goes
     into either family the same way, and ``arch`` tells the two apart in a json card.
@@ -362,6 +363,8 @@ class CNNConfig:
         num_classes: size of the classification head.
         stem_width: channels of the 2x2 stem convolution.
         widths: channels of each group; every group halves the resolution.
+        group_convs: 3x3 convolutions per group, 2 (airbench94/95) or 3 (airbench96: the third
+            adds its output to the group's after the first, a residual shortcut).
         batchnorm_momentum: BatchNorm's running-average momentum.
         logit_scale: a fixed factor on the head's output (airbench's 1/9; 1 for the first
             shipped CNN), which keeps the logits small while the head learns at a high rate.
@@ -377,6 +380,7 @@ class CNNConfig:
     num_classes: int = 10
     stem_width: int = 24
     widths: tuple[int, ...] = (64, 256, 256)
+    group_convs: int = 2
     batchnorm_momentum: float = 0.1
     logit_scale: float = 1.0
     test_flip: bool = False
@@ -400,6 +404,8 @@ class CNNConfig:
             raise ValueError(f"in_chans must be 1 or 3, not {self.in_chans}.")
         if not self.widths or min(self.widths) <= 0 or self.stem_width <= 0:
             raise ValueError("stem_width and every group width must be positive.")
+        if self.group_convs not in (2, 3):
+            raise ValueError(f"group_convs must be 2 or 3 (airbench96's residual group), not {self.group_convs}.")
         smallest = min(self.image_size) - 1  # the 2x2 stem has no padding
         if smallest >> len(self.widths) < 1:
             raise ValueError(f"{len(self.widths)} groups halve a {self.image_size} image to nothing: use fewer groups.")

@@ -89,6 +89,7 @@ class TrainConfig:
     cutmix_alpha: float = 1.0
     mix_prob: float = 1.0
     random_erasing: float = 0.25
+    cutout: int = 0  # a square of this side, at a random place inside every training image, set to the mean colour
     grad_clip: float = 1.0
     amp: str = "auto"  # "auto", "bf16" or "off"
     seed: int = 0
@@ -139,6 +140,27 @@ PRESETS: dict[str, dict[str, Any]] = {
         epochs=18,
         eval_every=2,
         model={"batchnorm_momentum": 0.4, "logit_scale": 1 / 9},
+    ),
+    # airbench96 (legacy/airbench96.py): groups of 128/384/512 with a third, residual convolution,
+    # lr 9 and weight decay 0.012 per 1024 examples (SGD's 1.174 and 0.00133 on a mean loss),
+    # translations of up to 4 pixels and a 12-pixel cutout, 37 epochs: about 4.9 PFLOPs, some two
+    # hours on 2 CPU cores. Not trained yet (docs/training.md).
+    "cifar10-cnn-96": dict(
+        AIRBENCH_RECIPE,
+        name="cifar10-cnn-96",
+        lr=1.174,
+        weight_decay=0.00133,
+        crop_padding=4,
+        cutout=12,
+        epochs=37,
+        eval_every=3,
+        model={
+            "batchnorm_momentum": 0.4,
+            "logit_scale": 1 / 9,
+            "widths": [128, 384, 512],
+            "group_convs": 3,
+            "test_flip": True,
+        },
     ),
     # airbench95: groups of 128/384/384 (about 2.5x the compute), lr 10 and the same decay per
     # step (0.0153 per 1024 examples), 15 epochs: on the JPEG copy airbench94 is 4 points under its
@@ -326,6 +348,19 @@ def random_erase(pixels: Tensor, prob: float, generator: torch.Generator) -> Ten
     for i in torch.nonzero(chosen).flatten().tolist():
         pixels[i] = eraser(pixels[i])
     return pixels
+
+
+def cutout(pixels: Tensor, size: int, generator: torch.Generator) -> Tensor:
+    """Set a size x size square of every normalised image to 0 (the mean colour), its corner drawn
+    uniformly so the square lies inside the image (airbench96's cutout, DeVries & Taylor 2017)."""
+    if size <= 0:
+        return pixels
+    batch, _, height, width = pixels.shape
+    top = torch.randint(0, height - size + 1, (batch, 1, 1), generator=generator)
+    left = torch.randint(0, width - size + 1, (batch, 1, 1), generator=generator)
+    rows, cols = torch.arange(height).view(1, -1, 1), torch.arange(width).view(1, 1, -1)
+    square = (rows >= top) & (rows < top + size) & (cols >= left) & (cols < left + size)  # (B, H, W)
+    return pixels.masked_fill(square[:, None], 0.0)
 
 
 def mix_batch(
@@ -662,6 +697,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
             batch = order[step * cfg.batch_size : (step + 1) * cfg.batch_size]
             images = torch.stack([augment(img) for img in train_set.images[batch]])
             pixels = random_erase(normalise(images, pre), cfg.random_erasing, generator)
+            pixels = cutout(pixels, cfg.cutout, generator)
             labels = train_set.labels[batch]
             pixels, targets = mix_batch(pixels, labels, vit_config.num_classes, cfg, generator)
             pixels, targets, labels = pixels.to(device), targets.to(device), labels.to(device)

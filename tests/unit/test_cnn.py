@@ -132,3 +132,37 @@ def test_test_flip_averages_the_mirror_image_in_eval_mode_only():
     torch.testing.assert_close(model(pixels), model.forward_one_view(pixels))  # training sees one view
     assert config_from_dict(TINY_CNN.replace(test_flip=True).to_dict()).test_flip
     assert not config_from_dict({k: v for k, v in TINY_CNN.to_dict().items() if k != "test_flip"}).test_flip
+
+
+AIRBENCH96_TINY = TINY_CNN.replace(group_convs=3)
+
+
+def test_a_three_convolution_group_adds_a_shortcut_around_its_last_two():
+    model = ConvNet(AIRBENCH96_TINY).eval()
+    group = model.groups[0]
+    assert group.convs == [group.conv1, group.conv2, group.conv3]
+    assert model.last_conv is model.groups[-1].conv3
+    assert {"groups.0.conv3.weight", "groups.0.norm3.bias"} <= set(model.state_dict())
+    assert "groups.0.conv3.weight" not in ConvNet(TINY_CNN).state_dict()  # the shipped CNNs' keys are unchanged
+    x = torch.randn(2, 4, 15, 15)
+    first = group.act(group.norm1(group.pool(group.conv1(x))))
+    with torch.no_grad():
+        group.conv3.weight.zero_()  # the inner path gives 0 (BatchNorm in eval mode, bias 0): only the shortcut is left
+    assert torch.allclose(group(x), group.act(first), atol=1e-6)
+    with torch.no_grad():
+        group.conv3.weight.normal_()
+    assert not torch.allclose(group(x), group.act(first), atol=1e-3)
+    assert model(torch.randn(2, 3, 16, 16)).shape == (2, 3)
+    with pytest.raises(ValueError, match="group_convs must be 2 or 3"):
+        TINY_CNN.replace(group_convs=4)
+
+
+def test_a_three_convolution_group_counts_its_flops_fields_and_identity_start():
+    two, three = flops_per_image(TINY_CNN), flops_per_image(AIRBENCH96_TINY)
+    assert three - two == 2 * (7 * 7 * 8 * 8 * 9 + 3 * 3 * 8 * 8 * 9)  # one more 3x3 conv after each pool
+    fields = {f.name: f.size for f in receptive_fields(ConvNet(AIRBENCH96_TINY))}
+    assert fields["groups.0.conv3"] == fields["groups.0.conv2"] + 2 * 2  # 3x3 at a jump of 2
+    model = ConvNet(CNNConfig(image_size=16, num_classes=3, stem_width=24, widths=(32, 32), group_convs=3))
+    init_airbench(model, torch.randn(8, 3, 16, 16))
+    probe = torch.randn(1, 32, 4, 4)
+    assert torch.allclose(model.groups[1].conv3(probe), probe)  # started as the identity, like conv1 and conv2

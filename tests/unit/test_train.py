@@ -15,6 +15,8 @@ from vitviz import data as vdata
 from vitviz import train as train_module
 from vitviz import zoo
 from vitviz.card import ModelCard
+from vitviz.config import CIFAR10_CLASSES
+from vitviz.model import build_model
 from vitviz.train import TrainConfig, learning_rate, parse_args, read_run, same_recipe, train
 
 
@@ -388,3 +390,38 @@ def test_the_airbench_recipe_trains_a_cnn_with_its_stem_and_scales_fixed_and_res
     assert torch.allclose(weights["stem.weight"], expected)  # computed once, then fixed
     assert not torch.equal(weights["stem.bias"], torch.zeros(24))  # it learned in epoch 1 ...
     assert torch.equal(weights["stem.bias"], stem_bias[0])  # ... and not after (whiten_bias_epochs=1)
+
+
+def test_cutout_blanks_one_square_inside_every_image():
+    pixels = torch.randn(64, 3, 10, 12) + 5.0  # nothing is 0 before
+    out = train_module.cutout(pixels.clone(), 4, torch.Generator().manual_seed(0))
+    blank = (out == 0).all(dim=1)  # (B, H, W): all channels set to the mean colour
+    for square in blank:
+        rows, cols = torch.nonzero(square.any(1)).flatten(), torch.nonzero(square.any(0)).flatten()
+        assert square.sum() == 16 and len(rows) == len(cols) == 4  # one 4 x 4 square, whole, in the image
+        assert rows.max() - rows.min() == 3 and cols.max() - cols.min() == 3
+    assert torch.equal(out[~blank[:, None].expand_as(out)], pixels[~blank[:, None].expand_as(out)])
+    corners = {tuple(torch.nonzero(square)[0].tolist()) for square in blank}
+    assert len(corners) > 10  # drawn anew for every image
+    assert torch.equal(train_module.cutout(pixels.clone(), 0, torch.Generator()), pixels)
+
+
+def test_a_residual_cnn_learns_with_cutout(dataset, tmp_path, monkeypatch):
+    blanked = []
+    real_cutout = train_module.cutout
+    monkeypatch.setattr(train_module, "cutout", lambda p, size, g: blanked.append(size) or real_cutout(p, size, g))
+    model = {**AIRBENCH_CNN, "group_convs": 3}
+    recipe = tiny_recipe(dataset, arch="cnn", optimizer="sgd", lr=0.05, momentum=0.9, cutout=8, model=model)
+    card = train(recipe, out=tmp_path)
+    assert blanked and set(blanked) == {8}  # every training batch
+    assert card.test_accuracy > 0.6  # three colour classes, chance is 1/3
+    assert "groups.1.conv3.weight" in load_file(str(tmp_path / "tiny.safetensors"))
+
+
+def test_the_airbench96_preset_builds_its_residual_net():
+    cfg = parse_args(["--preset", "cifar10-cnn-96", "--data", "somewhere"])
+    assert (cfg.cutout, cfg.crop_padding, cfg.epochs, cfg.arch) == (12, 4, 37, "cnn")
+    config = cfg.model_config(list(CIFAR10_CLASSES))
+    assert config.widths == (128, 384, 512) and config.group_convs == 3 and config.test_flip
+    model = build_model(config)
+    assert model.last_conv is model.groups[-1].conv3
