@@ -3,7 +3,8 @@
 
 The file plays two parts. ``streamlit run app.py`` imports it once as the module ``app`` (nothing
 here loads torch) and serves the ``st.App`` below, whose startup loads the libraries and the
-default model in a thread while the server already answers browsers (``vitviz.app.warm_up``);
+default model in a thread while the server already answers browsers (``vitviz.app.warm_up``),
+and which sends Streamlit's frontend gzipped, compressed once per file (``vitviz.app.assets``);
 then every session runs it as ``__main__`` (``main``). Streamlit versions without ``st.App`` only
 ever run it as ``__main__``."""
 
@@ -47,4 +48,8 @@ def main() -> None:
 if __name__ == "__main__":  # every session's run
     main()
 else:  # `streamlit run app.py` imports this file once, as the module "app", and serves the st.App it finds here
-    app = st.App(__file__, lifespan=warm_up)
+    from starlette.middleware import Middleware
+
+    from vitviz.app.assets import CompressedAssets
+
+    app = st.App(__file__, lifespan=warm_up, middleware=[Middleware(CompressedAssets)])

@@ -800,6 +800,10 @@ LOOK = """(content) => {
 }"""
 
 
+TRANSFERRED = """() => performance.getEntriesByType('navigation').concat(
+  performance.getEntriesByType('resource')).reduce((sum, entry) => sum + entry.transferSize, 0)"""
+
+
 def is_quiet(look: Mapping[str, Any], old_title: str | None) -> bool:
     """One look at a page (``LOOK``): a (new) title, something shown, every chart drawn, and no
     script running."""
@@ -935,6 +939,8 @@ def browser_speed(report: Report, plan: Plan) -> None:
                     started = time.perf_counter()
                     page.goto(f"{server.url}/?model={model}", wait_until="domcontentloaded")
                     report.figures[f"first_view_s{suffix}"] = server.startup_s + wait_ready(page) - started
+                    if not suffix:  # what a new browser downloads for it (a classroom shares one Wi-Fi)
+                        report.figures["first_view_transfer_mb"] = page.evaluate(TRANSFERRED) / 1e6
                     steps = tour_step_seconds(page, f"{server.url}/?model={model}", plan.tour_laps)
                     with tempfile.TemporaryDirectory(prefix="vitviz-bench-") as tmp:
                         photos = distinct_photos(plan.uploads if suffix else 3, Path(tmp))

@@ -26,9 +26,9 @@ LAYERS = {
     # figures: numpy and Plotly only
     "plots": 0,
     # 5: the app (Streamlit)
-    "app": 5, "app.ui": 5,
+    "app": 5, "app.ui": 5, "app.assets": 5,
 }  # fmt: skip
-STREAMLIT_ALLOWED = {"app", "app.ui"}  # vitviz.app: the glue (its startup logs through Streamlit)
+STREAMLIT_ALLOWED = {"app", "app.ui", "app.assets"}  # vitviz.app: the glue (its startup and its server)
 
 
 def _modules() -> dict[str, Path]:

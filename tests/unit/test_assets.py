@@ -1,0 +1,111 @@
+"""vitviz.app.assets: Streamlit's frontend gzipped once per file, everything else untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from pathlib import Path
+
+import pytest
+
+from vitviz.app import assets
+from vitviz.app.assets import CompressedAssets, streamlit_static_dir
+
+SCRIPT = "console.log('vitviz');\n" * 2000
+
+
+@pytest.fixture
+def build(tmp_path: Path) -> Path:
+    """A frontend build shaped like Streamlit's: index.html, static/js, static/css, a font."""
+    (tmp_path / "static" / "js").mkdir(parents=True)
+    (tmp_path / "static" / "css").mkdir()
+    (tmp_path / "index.html").write_text("<html></html>")
+    (tmp_path / "static" / "js" / "index.abc123.js").write_text(SCRIPT)
+    (tmp_path / "static" / "css" / "index.def456.css").write_text("body { margin: 0 }\n" * 500)
+    (tmp_path / "static" / "media" / "font.woff2").parent.mkdir()
+    (tmp_path / "static" / "media" / "font.woff2").write_bytes(b"\x00" * 1000)
+    (tmp_path.parent / "outside.js").write_text("secret")
+    return tmp_path
+
+
+def request(middleware: CompressedAssets, path: str, method: str = "GET", **headers: str) -> tuple[int, dict, bytes]:
+    """One request through the middleware: (status, headers, body); Streamlit's part answers 418."""
+    sent: list[dict] = []
+
+    async def run() -> None:
+        scope = {
+            "type": "http",
+            "method": method,
+            "path": path,
+            "root_path": "",
+            "headers": [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()],
+        }
+
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b""}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await middleware(scope, receive, send)
+
+    asyncio.run(run())
+    start = sent[0]
+    return (
+        start["status"],
+        {k.decode(): v.decode() for k, v in start["headers"]},
+        b"".join(m.get("body", b"") for m in sent[1:]),
+    )
+
+
+async def streamlit(scope, receive, send) -> None:
+    await send({"type": "http.response.start", "status": 418, "headers": [(b"x-from", b"streamlit")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def test_a_script_is_sent_gzipped_and_compressed_once(build, monkeypatch):
+    middleware = CompressedAssets(streamlit, static_dir=build, base_url="")
+    calls = []
+    real = assets.gzip.compress
+    monkeypatch.setattr(assets.gzip, "compress", lambda data, **kw: calls.append(1) or real(data, **kw))
+    for _ in range(3):
+        status, headers, body = request(middleware, "/static/js/index.abc123.js", accept_encoding="gzip, deflate, br")
+        assert status == 200 and headers["content-encoding"] == "gzip" and headers["vary"] == "Accept-Encoding"
+        assert gzip.decompress(body).decode() == SCRIPT
+        assert int(headers["content-length"]) == len(body) < len(SCRIPT) / 10
+        assert "javascript" in headers["content-type"] and "immutable" in headers["cache-control"]
+    assert calls == [1]  # once per file for the server's life
+    status, headers, body = request(middleware, "/static/css/index.def456.css", accept_encoding="gzip")
+    assert headers["content-type"].startswith("text/css") and gzip.decompress(body).startswith(b"body")
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "headers"),
+    [
+        ("/static/js/index.abc123.js", "GET", {}),  # the browser does not take gzip
+        ("/static/js/index.abc123.js", "GET", {"accept_encoding": "br"}),
+        ("/static/js/index.abc123.js", "HEAD", {"accept_encoding": "gzip"}),
+        ("/static/js/index.abc123.js", "GET", {"accept_encoding": "gzip", "range": "bytes=0-10"}),
+        ("/static/js/index.abc123.js", "GET", {"accept_encoding": "gzip", "if_none_match": '"x"'}),
+        ("/static/media/font.woff2", "GET", {"accept_encoding": "gzip"}),  # compressed already
+        ("/static/js/missing.js", "GET", {"accept_encoding": "gzip"}),
+        ("/static/../../outside.js", "GET", {"accept_encoding": "gzip"}),  # outside the build
+        ("/index.html", "GET", {"accept_encoding": "gzip"}),
+        ("/_stcore/health", "GET", {"accept_encoding": "gzip"}),
+    ],
+)
+def test_everything_else_goes_to_streamlit(build, path, method, headers):
+    status, answer, _ = request(CompressedAssets(streamlit, static_dir=build, base_url=""), path, method, **headers)
+    assert status == 418 and answer["x-from"] == "streamlit"
+
+
+def test_under_a_base_url_path_only_its_static_folder_is_served(build):
+    middleware = CompressedAssets(streamlit, static_dir=build, base_url="/class/")
+    status, headers, body = request(middleware, "/class/static/js/index.abc123.js", accept_encoding="gzip")
+    assert status == 200 and gzip.decompress(body).decode() == SCRIPT
+    assert request(middleware, "/static/js/index.abc123.js", accept_encoding="gzip")[0] == 418
+
+
+def test_the_installed_streamlit_has_the_build_it_serves():
+    scripts = list((streamlit_static_dir() / "static" / "js").glob("*.js"))
+    assert (streamlit_static_dir() / "index.html").is_file() and len(scripts) > 10

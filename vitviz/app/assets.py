@@ -1,0 +1,110 @@
+"""Streamlit's frontend, compressed once: what each new browser in a classroom downloads.
+
+Streamlit 1.67 serves its frontend's scripts and styles uncompressed on purpose: compressing them
+on every request would cost the server CPU for each visitor. A first view of vitviz fetches about
+9.5 MB of them (Plotly's chunk alone is 4.7 MB), and in a classroom every student's browser
+fetches them over the same Wi-Fi. ``CompressedAssets`` gzips each file the first time a browser
+asks for it, keeps the result (the files are content-hashed and never change while the server
+runs) and answers every later request from memory: about a quarter of the bytes, for one
+compression per file per server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import mimetypes
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+COMPRESSED_SUFFIXES = (".js", ".css")  # fonts (woff2) and pictures are compressed already
+# Streamlit's own header for its content-hashed bundles (web/server/starlette/starlette_static_routes.py)
+CACHE_CONTROL = b"public, immutable, max-age=31536000"
+
+
+def streamlit_static_dir() -> Path:
+    """Where the installed Streamlit keeps its frontend build."""
+    import streamlit
+
+    return Path(streamlit.__file__).parent / "static"
+
+
+class CompressedAssets:
+    """ASGI middleware: a plain GET of a script or style sheet under ``<base>/static/``, from a
+    browser that accepts gzip, is answered with the file gzipped once and kept in memory.
+
+    Everything else goes to Streamlit untouched: other paths and methods, range and conditional
+    requests, other file types, paths that leave the static folder, files that are not there.
+
+    Args:
+        app: the ASGI app behind (Streamlit's).
+        static_dir: the frontend build (default: the installed Streamlit's).
+        base_url: ``server.baseUrlPath`` (default: read from Streamlit's config per request).
+        level: gzip's compression level.
+    """
+
+    def __init__(self, app: App, static_dir: Path | None = None, base_url: str | None = None, level: int = 6) -> None:
+        self.app = app
+        self.static_dir = (static_dir or streamlit_static_dir()).resolve()
+        self.base_url = base_url
+        self.level = level
+        self.compressed: dict[Path, tuple[bytes, str]] = {}  # file -> (gzip bytes, etag)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        file = self._asset(scope)
+        if file is None:
+            await self.app(scope, receive, send)
+            return
+        if file not in self.compressed:  # a few hundred ms for the largest, off the event loop
+            self.compressed[file] = await asyncio.to_thread(self._compress, file)
+        body, etag = self.compressed[file]
+        kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+        headers = [
+            (b"content-type", kind.encode() + (b"; charset=utf-8" if kind.startswith("text/") else b"")),
+            (b"content-encoding", b"gzip"),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", CACHE_CONTROL),
+            (b"etag", etag.encode()),
+            (b"vary", b"Accept-Encoding"),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    def _asset(self, scope: Scope) -> Path | None:
+        """The static file a request asks for, when this middleware answers it; else None."""
+        if scope.get("type") != "http" or scope.get("method") != "GET":
+            return None
+        headers = {name.lower(): value for name, value in scope.get("headers", ())}
+        if b"gzip" not in headers.get(b"accept-encoding", b"") or any(
+            name in headers for name in (b"range", b"if-none-match", b"if-modified-since")
+        ):
+            return None
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        prefix = "/" + "/".join(p for p in (self._base_url().strip("/"), "static") if p) + "/"
+        if not path.startswith(prefix) or not path.endswith(COMPRESSED_SUFFIXES):
+            return None
+        file = (self.static_dir / "static" / path[len(prefix) :]).resolve()
+        if not file.is_relative_to(self.static_dir) or not file.is_file():
+            return None
+        return file
+
+    def _base_url(self) -> str:
+        if self.base_url is not None:
+            return self.base_url
+        from streamlit import config
+
+        return config.get_option("server.baseUrlPath") or ""
+
+    def _compress(self, file: Path) -> tuple[bytes, str]:
+        data = file.read_bytes()
+        return gzip.compress(data, compresslevel=self.level, mtime=0), f'"{hashlib.md5(data).hexdigest()}-gzip"'
