@@ -79,6 +79,31 @@ def test_a_script_is_sent_gzipped_and_compressed_once(build, monkeypatch):
     assert headers["content-type"].startswith("text/css") and gzip.decompress(body).startswith(b"body")
 
 
+def test_browsers_asking_at_once_wait_for_one_compression(build, monkeypatch):
+    middleware = CompressedAssets(streamlit, static_dir=build, base_url="")
+    calls = []
+    real = assets.gzip.compress
+    monkeypatch.setattr(assets.gzip, "compress", lambda data, **kw: calls.append(1) or real(data, **kw))
+    bodies = []
+
+    async def one() -> None:
+        sent = []
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": "/static/js/index.abc123.js", "root_path": "",
+                 "headers": [(b"accept-encoding", b"gzip")]}  # fmt: skip
+        await middleware(scope, None, send)
+        bodies.append(sent[1]["body"])
+
+    async def class_of(n: int) -> None:
+        await asyncio.gather(*(one() for _ in range(n)))
+
+    asyncio.run(class_of(8))
+    assert calls == [1] and len(bodies) == 8 and all(gzip.decompress(b).decode() == SCRIPT for b in bodies)
+
+
 @pytest.mark.parametrize(
     ("path", "method", "headers"),
     [

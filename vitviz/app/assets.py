@@ -56,14 +56,17 @@ class CompressedAssets:
         self.base_url = base_url
         self.level = level
         self.compressed: dict[Path, tuple[bytes, str]] = {}  # file -> (gzip bytes, etag)
+        self._locks: dict[Path, asyncio.Lock] = {}  # 30 students asking at once: one compression
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         file = self._asset(scope)
         if file is None:
             await self.app(scope, receive, send)
             return
-        if file not in self.compressed:  # a few hundred ms for the largest, off the event loop
-            self.compressed[file] = await asyncio.to_thread(self._compress, file)
+        if file not in self.compressed:
+            async with self._locks.setdefault(file, asyncio.Lock()):
+                if file not in self.compressed:  # 0.1-0.2 s for the largest, off the event loop
+                    self.compressed[file] = await asyncio.to_thread(self._compress, file)
         body, etag = self.compressed[file]
         kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
         headers = [
