@@ -43,10 +43,25 @@ def test_streamlit_run_app_py_serves_the_app_with_its_startup():
     assert found.is_asgi_app and found.import_string == "app:app"
 
 
-def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, monkeypatch):
+def start_the_server_s_startup() -> None:
+    """What app.py's st.App does as the server starts and stops (its lifespan), and the wait for
+    the startup's thread to finish."""
     import asyncio
     import threading
 
+    from vitviz.app import warm_up
+
+    async def start_and_stop() -> None:
+        async with warm_up(None):
+            pass
+
+    asyncio.run(start_and_stop())
+    for thread in threading.enumerate():
+        if thread.name == "vitviz-warm-up":
+            thread.join(timeout=300)
+
+
+def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, monkeypatch):
     from tests.helpers import make_image_folder
     from vitviz import precision, zoo
 
@@ -60,17 +75,7 @@ def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, m
     monkeypatch.setattr(precision, "choose", lambda *a, **k: choices.append(1) or real_choose(*a, **k))
     monkeypatch.setattr(ui.vdata, "load_split", lambda root, *a, **k: reads.append(root) or real_read(root, *a, **k))
     monkeypatch.setattr(ui, "evaluate", lambda *a, **k: evaluations.append(1))
-
-    async def start_and_stop() -> None:
-        from vitviz.app import warm_up
-
-        async with warm_up(None):
-            pass
-
-    asyncio.run(start_and_stop())
-    for thread in threading.enumerate():
-        if thread.name == "vitviz-warm-up":
-            thread.join(timeout=120)
+    start_the_server_s_startup()
     name = zoo.default_name()
     split = ui.test_split(name)
     models = [name, ui.lab_pair(name)]  # and the model the lab sets beside it
@@ -84,12 +89,8 @@ def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, m
 
 @pytest.mark.cifar10
 def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
-    import asyncio
-    import threading
-
     from tests.conftest import CIFAR10
     from vitviz import zoo
-    from vitviz.app import warm_up
 
     ui = load_ui()
     monkeypatch.setenv("VITVIZ_DATA", str(CIFAR10))
@@ -97,15 +98,7 @@ def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
         cache.clear()
     evaluations, real_evaluate = [], ui.evaluate
     monkeypatch.setattr(ui, "evaluate", lambda *a, **k: evaluations.append(k["name"]) or real_evaluate(*a, **k))
-
-    async def start_and_stop() -> None:
-        async with warm_up(None):
-            pass
-
-    asyncio.run(start_and_stop())
-    for thread in threading.enumerate():
-        if thread.name == "vitviz-warm-up":
-            thread.join(timeout=300)
+    start_the_server_s_startup()
     name = zoo.default_name()
     assert evaluations == [name, ui.lab_pair(name)] == [zoo.SHIPPED, zoo.SHIPPED_CNN]
     for model_name in evaluations:  # the lab's first open: the model and the one beside it
@@ -116,38 +109,19 @@ def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
 
 
 @pytest.mark.cifar10
-def test_a_fresh_server_loads_the_default_model_before_anyone_visits(tmp_path):
-    import socket
-    import time
+def test_a_fresh_server_loads_the_default_model_before_anyone_visits():
     import urllib.request
 
+    from benchmarks.bench import app_server
     from tests.conftest import CIFAR10
     from vitviz.app import STARTUP_DONE
 
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    env = dict(
-        os.environ,
-        STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
-        VITVIZ_DATA=str(CIFAR10),  # the shipped predictions match: the lab's evaluations are read too
-    )
-    command = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.address", "127.0.0.1"]
-    log = tmp_path / "server.log"
-    with open(log, "wb") as output:
-        server = subprocess.Popen(
-            [*command, "--server.port", str(port)], cwd=APP.parent, env=env, stdout=output, stderr=subprocess.STDOUT
-        )
-        try:
-            deadline = time.time() + 120
-            while time.time() < deadline and STARTUP_DONE not in log.read_text():
-                assert server.poll() is None, log.read_text()[-2000:]
-                time.sleep(0.2)
-            text = log.read_text()
-            # no browser has connected, so no session ran: the server loaded the model by itself
-            assert "ready for visitors" in text and STARTUP_DONE in text and "failed" not in text, text[-2000:]
-            assert "ScriptRunContext" not in text  # nothing drawn outside a page: a clean console for the teacher
-            assert urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2).read() == b"ok"
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+    # the shipped predictions match these images: the lab's evaluations are read at startup too
+    with app_server(env={"VITVIZ_DATA": str(CIFAR10)}) as server:
+        server.wait_for_output(STARTUP_DONE, timeout=120)
+        server.output.seek(0)
+        text = server.output.read().decode(errors="replace")
+        # no browser has connected, so no session ran: the server loaded the model by itself
+        assert "ready for visitors" in text and "failed" not in text, text[-2000:]
+        assert "ScriptRunContext" not in text  # nothing drawn outside a page: a clean console for the teacher
+        assert urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2).read() == b"ok"

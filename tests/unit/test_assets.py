@@ -28,34 +28,34 @@ def build(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def request(middleware: CompressedAssets, path: str, method: str = "GET", **headers: str) -> tuple[int, dict, bytes]:
+async def ask(middleware: CompressedAssets, path: str, method: str = "GET", **headers: str) -> tuple[int, dict, bytes]:
     """One request through the middleware: (status, headers, body); Streamlit's part answers 418."""
     sent: list[dict] = []
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "root_path": "",
+        "headers": [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()],
+    }
 
-    async def run() -> None:
-        scope = {
-            "type": "http",
-            "method": method,
-            "path": path,
-            "root_path": "",
-            "headers": [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()],
-        }
+    async def receive() -> dict:
+        return {"type": "http.request", "body": b""}
 
-        async def receive() -> dict:
-            return {"type": "http.request", "body": b""}
+    async def send(message: dict) -> None:
+        sent.append(message)
 
-        async def send(message: dict) -> None:
-            sent.append(message)
-
-        await middleware(scope, receive, send)
-
-    asyncio.run(run())
+    await middleware(scope, receive, send)
     start = sent[0]
     return (
         start["status"],
         {k.decode(): v.decode() for k, v in start["headers"]},
         b"".join(m.get("body", b"") for m in sent[1:]),
     )
+
+
+def request(middleware: CompressedAssets, path: str, method: str = "GET", **headers: str) -> tuple[int, dict, bytes]:
+    return asyncio.run(ask(middleware, path, method, **headers))
 
 
 async def streamlit(scope, receive, send) -> None:
@@ -84,23 +84,13 @@ def test_browsers_asking_at_once_wait_for_one_compression(build, monkeypatch):
     calls = []
     real = assets.gzip.compress
     monkeypatch.setattr(assets.gzip, "compress", lambda data, **kw: calls.append(1) or real(data, **kw))
-    bodies = []
 
-    async def one() -> None:
-        sent = []
+    async def class_of(n: int) -> list[tuple[int, dict, bytes]]:
+        return await asyncio.gather(
+            *(ask(middleware, "/static/js/index.abc123.js", accept_encoding="gzip") for _ in range(n))
+        )
 
-        async def send(message: dict) -> None:
-            sent.append(message)
-
-        scope = {"type": "http", "method": "GET", "path": "/static/js/index.abc123.js", "root_path": "",
-                 "headers": [(b"accept-encoding", b"gzip")]}  # fmt: skip
-        await middleware(scope, None, send)
-        bodies.append(sent[1]["body"])
-
-    async def class_of(n: int) -> None:
-        await asyncio.gather(*(one() for _ in range(n)))
-
-    asyncio.run(class_of(8))
+    bodies = [body for _, _, body in asyncio.run(class_of(8))]
     assert calls == [1] and len(bodies) == 8 and all(gzip.decompress(b).decode() == SCRIPT for b in bodies)
 
 
