@@ -23,6 +23,7 @@ if len(owners) > 1:
     )
 else:
     owner = cur.name
+ui.set_param("card_model", owner if owner != cur.name else None)  # a shared link opens the same card
 model, spec = (cur.model, cur.spec) if owner == cur.name else ui.cached_model(owner)
 config = model.config
 

@@ -414,6 +414,20 @@ def test_the_card_page_shows_the_shipped_cnns_card_too(lang):
         assert at.selectbox(key="card_model").value == zoo.SHIPPED_CNN
 
 
+def test_a_link_opens_the_card_it_was_copied_from():
+    at = open_page("app_pages/9_card.py")
+    assert "card_model" not in at.query_params  # the sidebar's model: nothing to say
+    at.selectbox(key="card_model").set_value(zoo.SHIPPED_CNN).run()
+    assert errors(at) == [] and at.query_params["card_model"] == zoo.SHIPPED_CNN
+    shared = open_page("app_pages/9_card.py", query={"card_model": zoo.SHIPPED_CNN})  # someone opens the link
+    assert errors(shared) == [] and shared.selectbox(key="card_model").value == zoo.SHIPPED_CNN
+    assert shared.subheader[0].value == zoo.load(zoo.SHIPPED_CNN).spec.title_in("en")
+    at.selectbox(key="card_model").set_value(zoo.default_name()).run()
+    assert "card_model" not in at.query_params
+    odd = open_page("app_pages/9_card.py", query={"card_model": "../etc/passwd"})  # not a card here: the sidebar's
+    assert errors(odd) == [] and odd.selectbox(key="card_model").value == zoo.default_name()
+
+
 def test_the_card_page_starts_on_the_sidebars_model_and_names_its_teacher():
     at = open_page("app_pages/9_card.py")
     assert errors(at) == []

@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 SAMPLES = ROOT / "assets" / "samples"
 
 DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
-URL_KEYS = ("model", "sample", "test", "step", "layer", "head", "query", "lang", "present")
+URL_KEYS = ("model", "sample", "test", "step", "layer", "head", "query", "lang", "present", "card_model")
 
 
 # ---------------------------------------------------------------------------------------------
