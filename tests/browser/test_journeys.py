@@ -198,6 +198,17 @@ def test_d_a_shared_link_opens_exactly_that_view(server, page):  # noqa: F811
     assert page.locator("[data-testid='stSliderThumbValue']").first.inner_text() == "3층"
     assert page.get_by_role("combobox", name="헤드").first.input_value() == "헤드 2"
     assert page.get_by_role("combobox", name="사진").input_value() == "coffee.jpg"
+    # a link to the CNN's model card opens that card, and it stays through Previous / Next
+    page.goto(f"{server}/?lang=en&step=9&card_model=cifar10-cnn", wait_until="domcontentloaded")
+    settle(page)
+    assert title(page).startswith("9. Model card") and problems(page) == []
+    assert page.locator("[data-testid='stMain'] h3").first.inner_text().startswith("CIFAR-10 CNN")
+    click_button(page, "^← Previous$")
+    click_button(page, "^Next →$")
+    assert (
+        page.locator("[data-testid='stMain'] h3").first.inner_text().startswith("CIFAR-10 CNN")
+        and query(page)["card_model"] == "cifar10-cnn"
+    )
 
 
 def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server, page):  # noqa: F811
