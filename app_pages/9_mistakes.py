@@ -139,8 +139,9 @@ threshold = g2.slider(
 
 # A second model on the same images (issue 18): which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
-if ui.lab_pair(chosen.name) in others:  # the shipped pair, side by side from the start
-    st.session_state.setdefault("mistakes_other", ui.lab_pair(chosen.name))
+pair = ui.lab_pair(chosen.name)
+if pair in others:  # the shipped pair, side by side from the start
+    st.session_state.setdefault("mistakes_other", pair)
 o1, o2 = st.columns(2)
 picked_other = o1.selectbox(
     ui.tr("mistakes.other"),
