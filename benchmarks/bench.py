@@ -804,13 +804,12 @@ TRANSFERRED = """() => performance.getEntriesByType('navigation').concat(
   performance.getEntriesByType('resource')).reduce((sum, entry) => sum + entry.transferSize, 0)"""
 
 
-def is_quiet(look: Mapping[str, Any], old_title: str | None) -> bool:
-    """One look at a page (``LOOK``): a (new) title, something shown, every chart drawn, and no
-    script running."""
+def is_quiet(look: Mapping[str, Any], old_title: str | None, titled: bool = True) -> bool:
+    """One look at a page (``LOOK``): a (new) title unless not ``titled`` (a page that only asks
+    for an image has none), something shown, every chart drawn, and no script running."""
     title = look["title"]
     return (
-        title is not None
-        and title != old_title
+        (title != old_title if title is not None else not titled)
         and look["content"] > 0
         and look["undrawn"] == 0
         and look["running"] == 0
@@ -823,20 +822,24 @@ def wait_ready(
     timeout_ms: int = 300_000,
     poll_ms: int = 50,
     changed: Callable[[], bool] | None = None,
+    quiet_polls: int = 2,
+    titled: bool = True,
 ) -> float:
     """Wait until the page has a title (another than ``old_title``), a figure, metric or table,
-    what ``changed`` looks for, and no running Streamlit script, in two polls in a row.
+    what ``changed`` looks for, and no running Streamlit script, in ``quiet_polls`` polls in a row.
 
     Returns:
         time.perf_counter() at the first of those two quiet polls: when the page was ready.
     """
     deadline = time.perf_counter() + timeout_ms / 1000
-    ready_since = None
+    ready_since, in_a_row = None, 0
     while time.perf_counter() < deadline:
-        quiet = is_quiet(page.evaluate(LOOK, PAGE_CONTENT), old_title) and (changed is None or changed())
-        if quiet and ready_since is not None:
+        quiet = is_quiet(page.evaluate(LOOK, PAGE_CONTENT), old_title, titled) and (changed is None or changed())
+        in_a_row = in_a_row + 1 if quiet else 0
+        if in_a_row == 1:
+            ready_since = time.perf_counter()
+        if in_a_row >= quiet_polls:
             return ready_since
-        ready_since = time.perf_counter() if quiet else None
         page.wait_for_timeout(poll_ms)
     raise TimeoutError(f"the page was not ready within {timeout_ms / 1000:.0f} s")
 

@@ -233,6 +233,17 @@ def test_a_page_that_only_says_something_is_ready_and_one_still_drawing_is_not()
     assert not bench.is_quiet({"title": "8. ViT vs CNN", "content": 0, "undrawn": 0, "running": 0}, "7. Prediction")
 
 
+def test_a_page_without_a_title_is_ready_only_when_titles_are_not_asked_for():
+    # a tour page in upload mode before the upload: one sentence asking for an image, no title
+    asking = {"title": None, "content": 1, "undrawn": 0, "running": 0}
+    assert not bench.is_quiet(asking, None)
+    assert bench.is_quiet(asking, None, titled=False)
+    assert not bench.is_quiet({**asking, "running": 1}, None, titled=False)
+    assert not bench.is_quiet(
+        {"title": "2. Patches", "content": 1, "undrawn": 0, "running": 0}, "2. Patches", titled=False
+    )
+
+
 def test_a_failing_measurement_is_noted_and_the_others_still_run(monkeypatch):
     ran = []
 

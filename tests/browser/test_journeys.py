@@ -19,6 +19,7 @@ import pytest
 import torch
 from PIL import Image
 
+from benchmarks.bench import wait_ready
 from tests.app.test_app_grayscale import FASHION
 from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
 from vitviz import zoo
@@ -45,16 +46,10 @@ def page():
 
 
 def settle(page) -> None:
-    """Wait until the page shows its title (or, with no image chosen yet, the sentence asking for
-    one) and Streamlit has finished the rerun."""
-    page.wait_for_selector("h1, [data-testid='stAlert']", timeout=90_000)
-    page.wait_for_timeout(800)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]') "
-        "|| !document.querySelector('[data-testid=\"stStatusWidget\"]').innerText.match(/Running|실행/)",
-        timeout=90_000,
-    )
-    page.wait_for_timeout(700)
+    """Wait until the page is ready (something shown, everything drawn, no script running: the
+    benchmark's definition, with or without a title) and has stayed so for half a second, well
+    past the moment a click's rerun starts."""
+    wait_ready(page, timeout_ms=90_000, quiet_polls=10, titled=False)
 
 
 def query(page) -> dict[str, str]:
