@@ -816,6 +816,34 @@ def is_quiet(look: Mapping[str, Any], old_title: str | None, titled: bool = True
     )
 
 
+class Readiness:
+    """Looks at a page one poll after another (``LOOK``) until it has been quiet (``is_quiet``)
+    ``quiet_polls`` polls in a row: ``wait_ready`` and its async twin share it."""
+
+    def __init__(self, old_title: str | None, timeout_ms: int, quiet_polls: int = 2, titled: bool = True) -> None:
+        self.old_title, self.quiet_polls, self.titled = old_title, quiet_polls, titled
+        self.timeout_ms = timeout_ms
+        self.deadline = time.perf_counter() + timeout_ms / 1000
+        self.in_a_row, self.since = 0, 0.0
+
+    def ready_at(self, look: Mapping[str, Any], changed: Callable[[], bool] | None = None) -> float | None:
+        """time.perf_counter() at the first of the quiet polls once there are enough in a row, else
+        None (poll again).
+
+        Raises:
+            TimeoutError: past the deadline.
+        """
+        quiet = is_quiet(look, self.old_title, self.titled) and (changed is None or changed())
+        self.in_a_row = self.in_a_row + 1 if quiet else 0
+        if self.in_a_row == 1:
+            self.since = time.perf_counter()
+        if self.in_a_row >= self.quiet_polls:
+            return self.since
+        if time.perf_counter() > self.deadline:
+            raise TimeoutError(f"the page was not ready within {self.timeout_ms / 1000:.0f} s")
+        return None
+
+
 def wait_ready(
     page: Any,
     old_title: str | None = None,
@@ -829,19 +857,12 @@ def wait_ready(
     what ``changed`` looks for, and no running Streamlit script, in ``quiet_polls`` polls in a row.
 
     Returns:
-        time.perf_counter() at the first of those two quiet polls: when the page was ready.
+        time.perf_counter() at the first of those quiet polls: when the page was ready.
     """
-    deadline = time.perf_counter() + timeout_ms / 1000
-    ready_since, in_a_row = None, 0
-    while time.perf_counter() < deadline:
-        quiet = is_quiet(page.evaluate(LOOK, PAGE_CONTENT), old_title, titled) and (changed is None or changed())
-        in_a_row = in_a_row + 1 if quiet else 0
-        if in_a_row == 1:
-            ready_since = time.perf_counter()
-        if in_a_row >= quiet_polls:
-            return ready_since
+    readiness = Readiness(old_title, timeout_ms, quiet_polls, titled)
+    while (ready := readiness.ready_at(page.evaluate(LOOK, PAGE_CONTENT), changed)) is None:
         page.wait_for_timeout(poll_ms)
-    raise TimeoutError(f"the page was not ready within {timeout_ms / 1000:.0f} s")
+    return ready
 
 
 FIGURES_SIGNATURE = """() => {
@@ -979,15 +1000,10 @@ def browser_speed(report: Report, plan: Plan) -> None:
 
 async def wait_ready_async(page: Any, old_title: str | None = None, timeout_ms: int = 300_000) -> float:
     """``wait_ready`` for Playwright's async API (many sessions at once in one event loop)."""
-    deadline = time.perf_counter() + timeout_ms / 1000
-    ready_since = None
-    while time.perf_counter() < deadline:
-        quiet = is_quiet(await page.evaluate(LOOK, PAGE_CONTENT), old_title)
-        if quiet and ready_since is not None:
-            return ready_since
-        ready_since = time.perf_counter() if quiet else None
+    readiness = Readiness(old_title, timeout_ms)
+    while (ready := readiness.ready_at(await page.evaluate(LOOK, PAGE_CONTENT))) is None:
         await page.wait_for_timeout(50)
-    raise TimeoutError(f"the page was not ready within {timeout_ms / 1000:.0f} s")
+    return ready
 
 
 async def student(browser: Any, url: str, image: str, laps: int) -> tuple[list[float], int, int]:

@@ -218,6 +218,35 @@ def test_a_page_is_ready_at_the_first_of_two_quiet_polls_with_its_new_title(monk
         bench.wait_ready(stuck, old_title="1. Image", timeout_ms=20_000)
 
 
+class AsyncFakePage(FakePage):
+    async def evaluate(self, script, arg):
+        return FakePage.evaluate(self, script, arg)
+
+    async def wait_for_timeout(self, ms):
+        FakePage.wait_for_timeout(self, ms)
+
+
+def test_more_quiet_polls_wait_longer_and_the_async_twin_agrees(monkeypatch):
+    import asyncio
+
+    polls = [
+        ("1. Image", 3, 0, 0),
+        ("2. Patches", 2, 0, 0),  # quiet from here ...
+        ("2. Patches", 2, 1, 0),  # ... but a chart redraws: count again
+        ("2. Patches", 2, 0, 0),
+        ("2. Patches", 2, 0, 0),
+        ("2. Patches", 2, 0, 0),
+    ]
+    page = FakePage(polls)
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: float(page.index))
+    assert bench.wait_ready(page, old_title="1. Image", quiet_polls=3) == 3 and page.index == 5
+    page = AsyncFakePage(polls)
+    assert asyncio.run(bench.wait_ready_async(page, old_title="1. Image")) == 3 and page.index == 4
+    page = AsyncFakePage([("1. Image", 3, 0, 0)])
+    with pytest.raises(TimeoutError):
+        asyncio.run(bench.wait_ready_async(page, old_title="1. Image", timeout_ms=20_000))
+
+
 def test_the_command_outside_a_clone_says_where_the_harness_is(monkeypatch, capsys):
     from vitviz import bench as command
 
