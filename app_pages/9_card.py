@@ -78,6 +78,13 @@ def split_text(facts: dict) -> str:
     return str(facts.get("source") or "-")
 
 
+def stage_list(numbers: list[int]) -> str:
+    """Stage numbers as a reader writes them: "7", "8-9", "2, 5"."""
+    if len(numbers) > 1 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"{numbers[0]}-{numbers[-1]}"
+    return ", ".join(map(str, numbers))
+
+
 card = spec.card
 history = card.history
 if history:
@@ -102,15 +109,20 @@ if history:
         ui.tr("card.wall_time"): f"{card.wall_time_s / 3600:.1f} h",
         ui.tr("card.hardware"): ui.hardware_text(card.hardware or "-"),
     }
-    if card.teacher:  # a distilled model: who taught its last stage
-        taught = card.teacher.get("test_accuracy")
-        facts[ui.tr("card.teacher")] = ui.tr(
-            "card.teacher_value",
-            name=card.teacher.get("name", "-"),
-            accuracy=f"{taught:.2%}" if taught is not None else "-",
-            sha=str(card.teacher.get("weights_sha256", ""))[:12],
+    for teacher, taught in card.teachers():  # a distilled model: who taught which stages
+        accuracy = teacher.get("test_accuracy")
+        sha = teacher.get("weights_sha256")
+        fact = (
+            ui.tr("card.teacher")
+            if len(stages) < 2
+            else ui.tr("card.teacher_stage" if len(taught) == 1 else "card.teacher_stages", stages=stage_list(taught))
         )
-    left, right = st.columns([2, 3])
+        facts[fact] = (
+            ui.tr("card.teacher_value", name=teacher["name"], accuracy=f"{accuracy:.2%}", sha=sha[:12])
+            if accuracy is not None and sha
+            else teacher["name"]  # a stage written before stages kept their teacher's record
+        )
+    left, right = st.columns([1, 1])
     left.dataframe(
         [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()],
         hide_index=True,

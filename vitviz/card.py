@@ -29,12 +29,14 @@ class ModelCard:
         planned_epochs: epochs the last stage was to reach (more than ``epochs`` for a checkpoint).
         wall_time_s: seconds of training, all stages.
         history: one row per epoch ("epoch", "train_loss", "test_accuracy", ...), all stages.
-        stages: one entry per stage ("name", "epochs", "recipe"); empty for a single run.
+        stages: one entry per stage ("name", "epochs", "recipe", and "teacher" for a distilled
+            stage, as ``teacher`` below); empty for a single run.
         test_accuracy: top-1 on ``tested_on``.
         evaluated: what shipping measured ("misclassified", "weights_sha256", "per_class_accuracy").
         trained_on, tested_on: the splits as ``vitviz.data.describe`` writes them.
         hardware: where it trained ("CPU (..., 2 threads)", a GPU's name).
-        teacher: the distillation teacher ("name", "weights_sha256", "test_accuracy"), if any.
+        teacher: the last stage's distillation teacher ("name", "weights_sha256",
+            "test_accuracy"), if any.
         interim: set when the card is a checkpoint's ("checkpoint after epoch 4 of 30").
         extra: every other field, kept as written (precision, processes, torch version, ...).
     """
@@ -86,10 +88,31 @@ class ModelCard:
 
     @property
     def runs(self) -> list[dict[str, Any]]:
-        """The stages, or the one run of a card without any: each with "name", "epochs" and "recipe"."""
+        """The stages, or the one run of a card without any: each with "name", "epochs" and "recipe"
+        (and "teacher" where the card records one)."""
         if self.stages:
             return list(self.stages)
-        return [{"name": self.name, "epochs": self.epochs, "recipe": self.recipe}] if self.epochs else []
+        if not self.epochs:
+            return []
+        taught = {"teacher": self.teacher} if self.teacher else {}
+        return [{"name": self.name, "epochs": self.epochs, "recipe": self.recipe, **taught}]
+
+    def teachers(self) -> list[tuple[dict[str, Any], list[int]]]:
+        """Each distinct teacher, in the order they taught, with the stages (counted from 1) it taught.
+
+        A stage's teacher is its own record; a last stage without one was taught by ``teacher``;
+        an earlier stage written before stages kept theirs is known by the name in its recipe.
+        """
+        runs = self.runs
+        found: dict[tuple[Any, Any], tuple[dict[str, Any], list[int]]] = {}
+        for number, run in enumerate(runs, start=1):
+            named = run["recipe"].get("teacher")
+            last = number == len(runs)
+            teacher = run.get("teacher") or (self.teacher if last else None) or ({"name": named} if named else None)
+            if teacher:
+                key = (teacher.get("name"), teacher.get("weights_sha256"))
+                found.setdefault(key, (teacher, []))[1].append(number)
+        return list(found.values())
 
     def stage_starts(self) -> list[int]:
         """Each stage's first epoch, counted from 1 ([1, 41, 61] for stages of 40, 20 and ...)."""

@@ -215,7 +215,12 @@ def same_recipe(saved: dict[str, Any], cfg: TrainConfig) -> bool:
 
 
 def lineage_fields(
-    name: str, recipe: dict[str, Any], history: list[dict], wall: float, lineage: dict[str, Any] | None
+    name: str,
+    recipe: dict[str, Any],
+    history: list[dict],
+    wall: float,
+    lineage: dict[str, Any] | None,
+    teacher: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The card fields that count from the first stage: history, epochs, wall time, stages.
 
@@ -224,6 +229,7 @@ def lineage_fields(
         history: this stage's epochs (numbered from the first stage already).
         wall: this stage's seconds.
         lineage: what came before (``read_run``'s "lineage" of the parent), or None.
+        teacher: what ``load_teacher`` recorded of this stage's teacher, if it had one.
     """
     lineage = lineage or {}
     before = lineage.get("epochs", 0)
@@ -234,7 +240,9 @@ def lineage_fields(
         "wall_time_s": round(lineage.get("wall_s", 0.0) + wall, 1),
     }
     if lineage:
-        fields["stages"] = list(lineage.get("stages", [])) + [{"name": name, "epochs": len(history), "recipe": recipe}]
+        taught = {"teacher": teacher} if teacher else {}
+        stage = {"name": name, "epochs": len(history), "recipe": recipe, **taught}
+        fields["stages"] = list(lineage.get("stages", [])) + [stage]
     return fields
 
 
@@ -244,7 +252,7 @@ def _as_parent(card: ModelCard, source: str) -> dict[str, Any]:
         "epochs": card.epochs,
         "wall_s": card.wall_time_s,
         "history": card.history,
-        "stages": card.stages or [{"name": card.name, "epochs": card.epochs, "recipe": card.recipe}],
+        "stages": card.runs,
         "source": source,
     }
 
@@ -766,8 +774,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         if dist.is_initialized():
             dist.barrier()
 
-    card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype)
-    card.teacher = teacher_card
+    card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype, teacher_card)
     if rank == 0:
         weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(weights, str(out / f"{cfg.name}.safetensors"), metadata={"format": "pt", "vitviz": "1"})
@@ -807,6 +814,7 @@ def _card(
     test_set: ImageSet,
     world: int,
     dtype: torch.dtype | None,
+    teacher: dict[str, Any] | None,
 ) -> ModelCard:
     final = history[-1] if history else {}
     recipe = _jsonable(dataclasses.asdict(cfg))
@@ -818,12 +826,13 @@ def _card(
         tested_on=describe(test_set),
         test_accuracy=final.get("test_accuracy"),
         hardware=hardware_label(),
+        teacher=teacher,
         extra={
             "precision": str(dtype).replace("torch.", "") if dtype else "float32",
             "processes": world,
             "torch": torch.__version__,
         },
-        **lineage_fields(cfg.name, recipe, history, wall, lineage),
+        **lineage_fields(cfg.name, recipe, history, wall, lineage, teacher),
     )
 
 

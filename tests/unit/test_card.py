@@ -36,6 +36,27 @@ def test_a_card_of_one_run_is_its_own_stage():
     assert ModelCard().runs == []
 
 
+def test_each_teacher_is_named_with_the_stages_it_taught():
+    cnn_a = {"name": "cnn", "weights_sha256": "aaa", "test_accuracy": 0.90}
+    cnn_b = {"name": "cnn", "weights_sha256": "bbb", "test_accuracy": 0.91}
+    card = ModelCard(
+        epochs=10,
+        stages=[
+            {"name": "s1", "epochs": 4, "recipe": {}},  # no teacher
+            {"name": "kd", "epochs": 2, "recipe": {"teacher": "cnn"}, "teacher": cnn_a},
+            {"name": "kd2", "epochs": 2, "recipe": {"teacher": "cnn"}},  # written before stages kept teachers
+            {"name": "kd3", "epochs": 2, "recipe": {"teacher": "cnn"}},  # the last: the card's own teacher
+        ],
+        teacher=cnn_b,
+    )
+    assert card.teachers() == [(cnn_a, [2]), ({"name": "cnn"}, [3]), (cnn_b, [4])]
+    card.stages[2]["teacher"] = cnn_b  # the same weights taught stages 3 and 4
+    assert card.teachers() == [(cnn_a, [2]), (cnn_b, [3, 4])]
+    one = ModelCard(name="one", epochs=3, recipe={"teacher": "cnn"}, teacher=cnn_a)
+    assert one.runs[0]["teacher"] == cnn_a and one.teachers() == [(cnn_a, [1])]
+    assert ModelCard(name="alone", epochs=3, recipe={}).teachers() == []
+
+
 def test_every_shipped_card_reads_as_a_model_card():
     for path in sorted(zoo.MODELS_DIR.glob("*.json")):
         card = ModelCard.read(path)

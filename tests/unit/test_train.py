@@ -262,6 +262,17 @@ def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_pa
     assert card.teacher["test_accuracy"] > 0.6
 
 
+def test_each_stage_keeps_its_own_teacher(dataset, teacher_file, tmp_path):
+    taught = train(tiny_recipe(dataset, name="taught", epochs=1, teacher=str(teacher_file)), out=tmp_path / "taught")
+    after = train(
+        tiny_recipe(dataset, name="after", epochs=1, init_from=str(tmp_path / "taught")), out=tmp_path / "after"
+    )
+    assert taught.teacher and after.teacher is None  # the card's own teacher is its last stage's
+    assert [stage.get("teacher") for stage in after.stages] == [taught.teacher, None]
+    assert after.teachers() == [(taught.teacher, [1])]
+    assert ModelCard.read(tmp_path / "after" / "after.json").teachers() == after.teachers()
+
+
 def test_distillation_losses():
     from vitviz.train import distillation_loss
 
