@@ -804,6 +804,24 @@ def attention_picker(
     return fig
 
 
+def head_dots(distances: np.ndarray, head_word: str, x_title: str) -> list[go.Scatter]:
+    """One trace of dots per head of a (depth, heads) array of pixels: x = layer (1-based, as
+    users count), a colour per head named in the legend (so it says which colour is which head)."""
+    depth, heads = distances.shape
+    colours = sample_colorscale("Turbo", [h / max(heads - 1, 1) for h in range(heads)])
+    return [
+        go.Scatter(
+            x=np.arange(1, depth + 1),
+            y=distances[:, head],
+            mode="markers",
+            name=f"{head_word} {head + 1}",
+            marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
+            hovertemplate=f"{x_title} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
+        )
+        for head in range(heads)
+    ]
+
+
 def attention_distance(
     distances: np.ndarray,
     title: str | None = None,
@@ -820,20 +838,8 @@ def attention_distance(
     per head named in the legend (1-based). ``uniform`` draws the distance of attention spread evenly.
     """
     distances = np.asarray(distances, dtype=np.float64)
-    depth, heads = distances.shape
-    colours = sample_colorscale("Turbo", [h / max(heads - 1, 1) for h in range(heads)])
-    fig = go.Figure()
-    for head in range(heads):  # one trace per head: the legend says which colour is which head
-        fig.add_trace(
-            go.Scatter(
-                x=np.arange(1, depth + 1),
-                y=distances[:, head],
-                mode="markers",
-                name=f"{head_word} {head + 1}",
-                marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
-                hovertemplate=f"{x_title or 'layer'} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
-            )
-        )
+    depth, _ = distances.shape
+    fig = go.Figure(head_dots(distances, head_word, x_title or "layer"))
     if uniform is not None:
         fig.add_hline(
             y=uniform,
@@ -876,7 +882,7 @@ def reach(
         image_px: the side of the input in pixels.
     """
     distances = np.asarray(distances, dtype=np.float64)
-    depth, heads = distances.shape
+    depth, _ = distances.shape
     fig = make_subplots(
         rows=1, cols=2, shared_yaxes=True, subplot_titles=[cnn_title, vit_title], horizontal_spacing=0.05
     )
@@ -894,20 +900,8 @@ def reach(
         row=1,
         col=1,
     )
-    colours = sample_colorscale("Turbo", [h / max(heads - 1, 1) for h in range(heads)])
-    for head in range(heads):
-        fig.add_trace(
-            go.Scatter(
-                x=np.arange(1, depth + 1),
-                y=distances[:, head],
-                mode="markers",
-                name=f"{head_word} {head + 1}",
-                marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
-                hovertemplate=f"{vit_x_title} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
-            ),
-            row=1,
-            col=2,
-        )
+    for dots in head_dots(distances, head_word, vit_x_title):
+        fig.add_trace(dots, row=1, col=2)
     fig.add_hline(
         y=image_px,
         line=dict(color="grey", dash="dash"),
