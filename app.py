@@ -42,6 +42,7 @@ def main() -> None:
 
     ui.sidebar()
     ui.follow_step_link(page)
+    ui.open_at_the_top(page)
     page.run()
 
 

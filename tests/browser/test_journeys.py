@@ -22,7 +22,7 @@ from PIL import Image
 from benchmarks.bench import wait_ready
 from tests.app.test_app_grayscale import FASHION
 from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
-from vitviz import zoo
+from vitviz import tour, zoo
 from vitviz.model import VisionTransformer
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
@@ -30,6 +30,7 @@ pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "samples"
 NO_IMAGE = "Choose an image"
 HANGUL = re.compile("[\uac00-\ud7a3]")
+SCROLL_TOP = "() => document.querySelector(\"[data-testid='stMain']\").scrollTop"
 
 
 @pytest.fixture
@@ -218,6 +219,9 @@ def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server,
         before = title(page)
         # the clicker's keys are heard once the presenter's script has run (after the style, on a busy machine)
         page.wait_for_function("() => window.__vitvizKeys === true && document.getElementById('vitviz-present')")
+        page.evaluate(
+            "() => document.querySelector(\"[data-testid='stMain']\").scrollTo({top: 10000})"
+        )  # read to the foot
         page.keyboard.press(key)
         page.wait_for_function(
             "(b) => { const h = document.querySelector('h1'); return h && h.innerText !== b; }",
@@ -226,6 +230,7 @@ def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server,
         )
         settle(page)
         walked.append((key, title(page), query(page).get("present"), query(page).get("sample")))
+        assert page.evaluate(SCROLL_TOP) == 0, walked  # the next page opens at its title, the sidebar hidden too
     page.screenshot(path=str(SHOTS / "journey_presenter.png"), full_page=False)
     assert [t[:2] for _, t, _, _ in walked] == ["1.", "2.", "1.", "Ov"], walked
     assert all(present == "1" and sample == "rocket.jpg" for _, _, present, sample in walked), walked
@@ -234,6 +239,39 @@ def test_e_presenter_mode_hides_the_sidebar_and_a_clicker_walks_the_tour(server,
     settle(page)
     assert page.locator("[data-testid='stSidebar']").is_visible()
     assert "present" not in query(page) and problems(page) == []
+
+
+def test_h_next_at_the_foot_of_a_page_opens_the_next_at_its_title_and_a_slider_keeps_the_view(server, page):  # noqa: F811
+    page.goto(f"{server}/?lang=ko&test=cat/3", wait_until="domcontentloaded")
+    settle(page)
+    seen = []
+    for _ in range(len(tour.TOUR) - 1):
+        before = title(page)
+        page.locator(".st-key-nav_next button").click()  # Playwright scrolls down to it first, as a reader does
+        page.wait_for_function(
+            "(b) => { const h = document.querySelector('h1'); return h && h.innerText !== b; }", arg=before
+        )
+        settle(page)
+        seen.append((title(page), page.evaluate(SCROLL_TOP)))
+    assert len({t for t, _ in seen}) == len(tour.TOUR) - 1 and all(top == 0 for _, top in seen), seen
+    # a rerun on the same page (a slider moved halfway down) leaves the view where the reader is
+    sidebar_link(page, 2)
+    assert title(page) == "2. 패치"
+    slider = page.get_by_role("slider").nth(1)  # the patch size P of the "try it" section, halfway down
+    page.evaluate("() => document.querySelector(\"[data-testid='stMain']\").scrollTo({top: 400})")  # read on
+    shown = slider.input_value()
+    slider.focus()  # which scrolls it into view
+    down = page.evaluate(SCROLL_TOP)
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_function(
+        "(v) => { const s = document.querySelectorAll('input[type=range]')[1]; return s && s.value !== v; }",
+        arg=shown,
+    )
+    settle(page)
+    box = page.get_by_role("slider").nth(1).bounding_box()
+    assert down > 0 and page.evaluate(SCROLL_TOP) > 0, "the rerun sent the reader back to the title"
+    assert box and 0 <= box["y"] <= 1000, box  # the slider is still in view
+    assert problems(page) == []
 
 
 def _files_changed_since(start: float, roots: list[Path], skip: Path) -> list[Path]:

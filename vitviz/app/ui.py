@@ -996,6 +996,38 @@ def follow_asked_step() -> None:
         go_to(step)
 
 
+# The page's scroll box goes back to its top (a constant script: nothing a user typed is in it).
+TO_THE_TOP = """<script>
+(() => {
+  // once the run has drawn the new page: the old page's elements, replaced one by one, would
+  // otherwise pull the view back down (the browser's scroll anchoring)
+  const app = document.querySelector("[data-testid='stApp']");
+  const started = Date.now();
+  const top = () => {
+    if (app && app.getAttribute("data-test-script-state") === "running" && Date.now() - started < 10000) {
+      setTimeout(top, 50);
+      return;
+    }
+    document.querySelector("[data-testid='stMain']")?.scrollTo({top: 0});
+  };
+  top();
+})();
+</script>"""
+
+
+def open_at_the_top(page) -> None:
+    """app.py, before a page runs: a page the session arrives at (Next at the foot of the last one,
+    Previous, a sidebar link, the lab's "Open in the tour") opens at its title. Streamlit keeps
+    the scroll box where the last page left it when the new one is as tall, so a class would see
+    the middle of the next page. Reruns on the same page (a slider, a language switch) stay put."""
+    if st.session_state.get("_page_shown") != page.url_path:
+        st.session_state["_page_shown"] = page.url_path
+        # a body of its own each time: Streamlit runs an st.html's script when its body is new
+        st.session_state["_arrivals"] = arrivals = st.session_state.get("_arrivals", 0) + 1
+        # in the sidebar, after its last widget: in the page it would push the title down by a gap
+        st.sidebar.html(TO_THE_TOP.replace("<script>", f"<script>// arrival {arrivals}"), unsafe_allow_javascript=True)
+
+
 def go_to(step: int) -> None:
     """Open a tour page, keeping the session's choices (and the URL's copy of them)."""
     remember(step=step)
