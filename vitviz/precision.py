@@ -109,15 +109,16 @@ def choose(
     """Time the explained pass in float32 and in bf16 (after one warm-up each, alternating) and
     keep bf16 only where the device has it natively, it was clearly faster (``BF16_WORTH``) and
     it moved no attention weight of the probe by more than ``ATTENTION_TOLERANCE``: rounding the
-    numbers a class reads must buy real speed (ViT-B/16: 3x; the shipped CIFAR ViT: 1.1x, while
-    bf16 moved a weight of its attention on the cat sample by 0.013).
+    numbers a class reads must buy real speed (ViT-B/16: 3x; the shipped CIFAR ViT: about 1.1x,
+    so float32) and change no map visibly (bf16 moved a weight of an earlier CIFAR ViT's
+    attention on the cat sample by 0.013).
 
     Args:
         model: the model the app serves.
         probes: preprocessed images (N, C, H, W) on the model's device, explained one at a time:
             the rounds go through them (at least one round each), and bf16 must leave every
             one's attention maps within ``ATTENTION_TOLERANCE``. Real photos, not noise: a
-            sharper map moves more (the shipped CIFAR ViT: 0.005 on noise, 0.013 on a cat).
+            sharper map moves more (that CIFAR ViT: 0.005 on noise, 0.013 on a cat).
         setting: "auto" (measure), or "float32" / "bfloat16" to decide without measuring (a
             server's VITVIZ_PRECISION; bfloat16 still needs native bf16).
         repeats: timed runs of each, after the warm-up.
