@@ -235,6 +235,7 @@ def evaluate(
     progress: Progress | None = None,
     use_cache: bool = True,
     shipped: Path | None = None,
+    run: bool = True,
 ) -> EvalResult:
     """Run the model over a dataset (or read the stored result of having done so).
 
@@ -247,6 +248,10 @@ def evaluate(
         use_cache: read and write the disk cache.
         shipped: a predictions file (``predictions_path``), read first and used when it was made
             by these weights on this dataset.
+        run: False to only read what is stored (the shipped predictions, the disk cache).
+
+    Raises:
+        LookupError: with ``run=False``, where nothing is stored.
     """
     check_classes(model, data)
     stored = read_predictions(shipped, model, data, name)
@@ -270,6 +275,8 @@ def evaluate(
             seconds=float(stored["seconds"]),
             cached=True,
         )
+    if not run:
+        raise LookupError(f"no stored predictions of {name} on {data.source}")
     model.eval()
     device = next(model.parameters()).device
     probs = torch.empty((len(data), model.config.num_classes))

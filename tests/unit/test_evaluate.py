@@ -70,6 +70,20 @@ def test_second_evaluation_reads_the_cache(folder, model, monkeypatch):
     assert torch.equal(first.probs, second.probs)
 
 
+def test_without_run_only_what_is_stored_is_read(folder, model, tiny_config, tmp_path, monkeypatch):
+    data = load_split(folder, "test")
+    monkeypatch.setattr(model, "forward", lambda *_: pytest.fail("the model ran"))
+    with pytest.raises(LookupError):
+        evaluate(model, data, use_cache=False, run=False)  # nothing stored
+    monkeypatch.undo()
+    measured = evaluate(model, data)  # now in the disk cache
+    monkeypatch.setattr(model, "forward", lambda *_: pytest.fail("the model ran"))
+    assert torch.equal(evaluate(model, data, run=False).probs, measured.probs)
+    path = predictions_path(tmp_path / "tiny.safetensors")
+    save_predictions(measured, path, model, data.fingerprint)
+    assert evaluate(model, data, use_cache=False, shipped=path, run=False).cached
+
+
 def test_stored_predictions_are_used_only_for_their_weights_and_data(folder, model, tiny_config, tmp_path, monkeypatch):
     data = load_split(folder, "test")
     measured = evaluate(model, data, use_cache=False)

@@ -27,7 +27,7 @@ from vitviz import analysis, clicks, compare, lab, plots, precision, zoo
 from vitviz import data as vdata
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
-from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions
+from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, class_label, t
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.patches import compare_routes
@@ -231,17 +231,19 @@ def cached_test_set(root: str) -> vdata.ImageSet:
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def cached_evaluation(model_name: str, root: str, _on_page: bool = True) -> EvalResult:
+def cached_evaluation(model_name: str, root: str, _on_page: bool = True, _stored_only: bool = False) -> EvalResult:
     """Every test image's class probabilities, keyed by (model name, data folder) (read-only).
 
     A model that ships its test-split predictions beside its weights opens at once when they
     match these weights and this folder; otherwise the first call shows a progress bar while the
     model runs (or reads evaluate's disk cache). The bar is made and emptied inside this
-    function, so a cache hit replays nothing visible; ``_on_page=False`` (the server's startup,
-    outside any page) shows none (not part of the cache's key).
+    function, so a cache hit replays nothing visible. The server's startup, outside any page,
+    asks with ``_on_page=False`` (no bar) and ``_stored_only=True`` (read what is stored, never
+    run the model); neither is part of the cache's key.
 
     Raises:
         ValueError: the model does not predict the dataset's classes (a sentence to show).
+        LookupError: with ``_stored_only``, where nothing is stored (nothing is cached then).
     """
     model, spec = cached_model(model_name)
     data = cached_test_set(root)
@@ -252,6 +254,7 @@ def cached_evaluation(model_name: str, root: str, _on_page: bool = True) -> Eval
             data,
             name=model_name,
             shipped=predictions_path(spec.path) if spec.path else None,
+            run=not _stored_only,
             progress=None
             if holder is None
             else lambda done, total: holder.progress(
@@ -277,18 +280,21 @@ def lab_pair(model_name: str) -> str | None:
 
 def warm_test_split() -> None:
     """The default model's test split in the cache and, for it and the model the lab sets beside
-    it, the evaluation when their shipped predictions are those of these weights on these images
-    (read from them, never run here: an evaluation takes minutes and shows its progress to whoever
-    opens the lab)."""
+    it, the evaluation where it is stored (the shipped predictions of these weights on these
+    images, or an earlier evaluation's disk cache): read, never run here, since an evaluation takes
+    minutes and shows its progress to whoever opens the lab."""
     name = zoo.default_name()
     split = test_split(name)
     if split is None:
         return
-    data = cached_test_set(split.location)
+    cached_test_set(split.location)
     for model_name in filter(None, (name, lab_pair(name))):
-        model, spec = cached_model(model_name)
-        if spec.path and read_predictions(predictions_path(spec.path), model, data, model_name) is not None:
-            cached_evaluation(model_name, split.location, _on_page=False)
+        try:
+            cached_evaluation(model_name, split.location, _on_page=False, _stored_only=True)
+        except LookupError:  # nothing stored: the lab evaluates on its first visit
+            continue
+        except ValueError:  # other classes than the data's: the lab says so in the user's language
+            continue
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
