@@ -291,10 +291,8 @@ def warm_test_split() -> None:
     for model_name in filter(None, (name, lab_pair(name))):
         try:
             cached_evaluation(model_name, split.location, _on_page=False, _stored_only=True)
-        except LookupError:  # nothing stored: the lab evaluates on its first visit
-            continue
-        except ValueError:  # other classes than the data's: the lab says so in the user's language
-            continue
+        except (LookupError, ValueError):  # nothing stored, or other classes than the data's: the
+            continue  # lab evaluates, or says why it cannot in the user's language, on its first visit
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
