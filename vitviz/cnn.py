@@ -8,8 +8,8 @@ that double the channels while halving the resolution, a global max-pool and a l
 airbench96's groups have a third convolution: x = GELU(BN(pool(conv1(x)))), then
 GELU(x + BN(conv3(GELU(BN(conv2(x)))))), a shortcut around the last two.
 Every layer is a named attribute, so the receptive field of each one can be read off the
-modules (``receptive_fields``) and Grad-CAM can hook the last convolution
-(``ConvNet.last_conv``).
+modules (``receptive_fields``) and Grad-CAM can hook the last group, whose output is the feature
+map the head pools (``ConvNet.last_group``).
 """
 
 from __future__ import annotations
@@ -68,9 +68,12 @@ class ConvNet(nn.Module):
         self.head = nn.Linear(widths[-1], config.num_classes)
 
     @property
-    def last_conv(self) -> nn.Conv2d:
-        """The last convolution, whose feature map Grad-CAM reads."""
-        return self.groups[-1].convs[-1]
+    def last_group(self) -> ConvGroup:
+        """The last group, whose output (B, C_last, H', W') the head pools and Grad-CAM reads.
+
+        Its last convolution alone would miss half the map of a group with a shortcut: there the
+        output is x + BN(conv3(...)), and conv3 sees only the second term."""
+        return self.groups[-1]
 
     def _check_input(self, pixels: Tensor) -> None:
         expected = (self.config.in_chans, *self.config.image_size)

@@ -1,7 +1,7 @@
 """ViT against CNN on the same image: where each looked, and what each needs (issue 18).
 
 Attribution comes from Captum (PyTorch's attribution library) rather than hooks of our own:
-``gradcam`` is Captum's LayerGradCam on a CNN's last convolution, and ``integrated_gradients``
+``gradcam`` is Captum's LayerGradCam on a CNN's last feature map, and ``integrated_gradients``
 is Captum's IntegratedGradients, which needs nothing of a model but its gradient, so it reads a
 ViT and a CNN alike. The ViT's own maps (attention rollout, gradient-weighted rollout) live in
 ``vitviz.analysis``.
@@ -37,9 +37,10 @@ def _one_image(pixels: Tensor) -> Tensor:
 
 
 def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
-    """Grad-CAM (Selvaraju et al. 2017) of one class on the CNN's last convolution.
+    """Grad-CAM (Selvaraju et al. 2017) of one class on the CNN's last feature map.
 
-    Each channel k of the last feature map A gets the weight alpha_k, the mean over positions
+    A is the last group's output, the map the head pools (what jacobgil's pytorch-grad-cam reads
+    from a ResNet's last block). Each channel k of A gets the weight alpha_k, the mean over positions
     of d logit / d A_k; the map is relu(sum_k alpha_k A_k), upsampled (bilinear) to the input.
     A CNN that averages the logits of the image and its mirror image (``config.test_flip``)
     looks at two views: the map is the mean of both views' maps, the mirror's flipped back.
@@ -59,7 +60,7 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
     # sessions: a hook on it would also catch another session's forward at the same moment. So the
     # hooks go on a private copy (18 MB and a few milliseconds for the shipped CNN).
     model = copy.deepcopy(model)
-    explainer = LayerGradCam(model.forward_one_view, model.last_conv)  # one view: the hook fires once
+    explainer = LayerGradCam(model.forward_one_view, model.last_group)  # one view: the hook fires once
 
     def one_view(view: Tensor) -> Tensor:  # (1, C, H, W) -> (H, W)
         cam = explainer.attribute(view, target=class_index, relu_attributions=True)  # (1, 1, h, w)

@@ -23,7 +23,7 @@ def test_cifar10_cnn_has_the_airbench_shape():
     assert logits.shape == (2, 10)
     assert 1.9e6 < model.num_params() < 2.1e6  # about 2M parameters, like cifar10-airbench's net
     assert model.forward_features(torch.randn(1, 3, 32, 32)).shape == (1, 256, 3, 3)  # 31 -> 15 -> 7 -> 3
-    assert model.last_conv is model.groups[-1].conv2
+    assert model.last_group is model.groups[-1]
 
 
 def test_wrong_input_shape_says_what_it_expects():
@@ -141,7 +141,6 @@ def test_a_three_convolution_group_adds_a_shortcut_around_its_last_two():
     model = ConvNet(AIRBENCH96_TINY).eval()
     group = model.groups[0]
     assert group.convs == [group.conv1, group.conv2, group.conv3]
-    assert model.last_conv is model.groups[-1].conv3
     assert {"groups.0.conv3.weight", "groups.0.norm3.bias"} <= set(model.state_dict())
     assert "groups.0.conv3.weight" not in ConvNet(TINY_CNN).state_dict()  # the shipped CNNs' keys are unchanged
     x = torch.randn(2, 4, 15, 15)

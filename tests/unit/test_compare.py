@@ -27,14 +27,19 @@ def cnn() -> ConvNet:
     return model.eval()
 
 
-def test_gradcam_is_the_hand_computed_one(cnn):
+@pytest.mark.parametrize("convs", [2, 3])
+def test_gradcam_is_the_hand_computed_one_on_the_map_the_head_pools(cnn, convs):
+    if convs == 3:  # airbench96's groups: the map is x + BN(conv3(...)), more than conv3's output
+        torch.manual_seed(0)
+        cnn = ConvNet(TINY_CNN.replace(group_convs=3)).eval()
     pixels = torch.randn(1, 3, 16, 16)
     for target in range(3):
         features: dict[str, torch.Tensor] = {}
-        handle = cnn.last_conv.register_forward_hook(lambda _m, _i, out, seen=features: seen.setdefault("a", out))
+        handle = cnn.groups[-1].register_forward_hook(lambda _m, _i, out, seen=features: seen.setdefault("a", out))
         logits = cnn(pixels)
         handle.remove()
         activation = features["a"]  # (1, K, h, w)
+        torch.testing.assert_close(cnn.forward_features(pixels), activation)
         (grad,) = torch.autograd.grad(logits[0, target], activation)
         alpha = grad.mean(dim=(2, 3), keepdim=True)  # (1, K, 1, 1)
         cam = F.relu((alpha * activation).sum(dim=1, keepdim=True))  # (1, 1, h, w)

@@ -435,4 +435,4 @@ def test_the_airbench96_preset_builds_its_residual_net():
     config = cfg.model_config(list(CIFAR10_CLASSES))
     assert config.widths == (128, 384, 512) and config.group_convs == 3 and config.test_flip
     model = build_model(config)
-    assert model.last_conv is model.groups[-1].conv3
+    assert model.groups[-1].convs[-1] is model.groups[-1].conv3
