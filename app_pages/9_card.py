@@ -108,6 +108,9 @@ if history:
         ui.tr("card.epochs"): card.epochs or "-",
         ui.tr("card.wall_time"): f"{card.wall_time_s / 3600:.1f} h",
         ui.tr("card.hardware"): ui.hardware_text(card.hardware or "-"),
+        ui.tr("card.weights_dtype"): ui.tr("card.weights_dtype_value", dtype=card.weights_dtype)
+        if card.weights_dtype != "float32"
+        else card.weights_dtype,
     }
     for teacher, taught in card.teachers():  # a distilled model: who taught which stages
         accuracy = teacher.get("test_accuracy")

@@ -32,7 +32,8 @@ class ModelCard:
         stages: one entry per stage ("name", "epochs", "recipe", and "teacher" for a distilled
             stage, as ``teacher`` below); empty for a single run.
         test_accuracy: top-1 on ``tested_on``.
-        evaluated: what shipping measured ("misclassified", "weights_sha256", "per_class_accuracy").
+        evaluated: what shipping measured ("misclassified", "weights_sha256", "per_class_accuracy",
+            and "weights_dtype" where the file stores float16 rather than float32).
         trained_on, tested_on: the splits as ``vitviz.data.describe`` writes them.
         hardware: where it trained ("CPU (..., 2 threads)", a GPU's name).
         teacher: the last stage's distillation teacher ("name", "weights_sha256",
@@ -122,3 +123,9 @@ class ModelCard:
     @property
     def per_class_accuracy(self) -> dict[str, float]:
         return dict(self.evaluated.get("per_class_accuracy") or {})
+
+    @property
+    def weights_dtype(self) -> str:
+        """How the weights file stores them: "float32", or "float16" for a model too big for the
+        repository in float32 (measured as stored: shipping rounds before it evaluates)."""
+        return self.evaluated.get("weights_dtype", "float32")

@@ -455,11 +455,18 @@ def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
     return model, spec
 
 
-def save(model: VisionTransformer, path: Path, card: ModelCard | None = None) -> None:
-    """Write weights as safetensors and the config (with the card, if any) as json beside them."""
+def save(model: VisionTransformer, path: Path, card: ModelCard | None = None, dtype: torch.dtype | None = None) -> None:
+    """Write weights as safetensors and the config (with the card, if any) as json beside them.
+
+    With ``dtype`` (torch.float16) the floating-point tensors are stored in it; loading copies
+    them into the model's float32 parameters.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    tensors = {
+        k: (v.to(dtype) if dtype is not None and v.is_floating_point() else v).detach().contiguous().cpu()
+        for k, v in model.state_dict().items()
+    }
     save_file(tensors, str(path), metadata={"format": "pt"})
     meta = card.to_dict() if card else {}
     meta["config"] = model.config.to_dict()  # the weights' own config, whatever the card said

@@ -189,10 +189,14 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
     ]
     torch.manual_seed(0)
     path = tmp_path / "mine.safetensors"
-    zoo.save(VisionTransformer(tiny_config), path, card=ModelCard(history=history, test_accuracy=0.75, epochs=3))
+    card = ModelCard(history=history, test_accuracy=0.75, epochs=3, evaluated={"weights_dtype": "float16"})
+    zoo.save(VisionTransformer(tiny_config), path, card=card, dtype=torch.float16)
     at = open_page("app_pages/9_card.py", custom_model=str(path))
     assert errors(at) == []
     assert "75.00%" in metric_values(at)
+    facts = next(frame.value for frame in at.dataframe if frame.value.columns[0] == "Fact")
+    stored = dict(zip(facts.iloc[:, 0], facts.iloc[:, 1], strict=True))["Weights on disk"]
+    assert stored.startswith("float16 (loaded as float32")
     curves = plotly_figures(at)[0]
     test_acc = [trace for trace in curves["data"] if trace["name"] == "test accuracy"][0]
     assert test_acc["y"] == [0.25, 0.5, 0.75]
@@ -449,6 +453,7 @@ def test_the_card_page_starts_on_the_sidebars_model_and_names_its_teacher():
     assert "65 x 192" in metric_values(at)
     card = zoo.load(zoo.default_name()).spec.card
     facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1], strict=True))
+    assert facts["Weights on disk"] == "float32"
     taught = {fact: value for fact, value in facts.items() if fact.startswith("Taught by")}
     # stage 7 learnt from the first shipped CNN (90.34%), the later stages from the wider one (issue 17)
     assert taught["Taught by (stage 7)"] == "cifar10-cnn, 90.34% test (weights 9088ca1c2c2c)"

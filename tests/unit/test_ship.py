@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from tests.helpers import CLASSES, make_image_folder, tiny_recipe
 from vitviz import zoo
@@ -10,7 +11,7 @@ from vitviz.card import ModelCard
 from vitviz.cnn import ConvNet
 from vitviz.config import CNNConfig
 from vitviz.data import load_split
-from vitviz.evaluate import evaluate, predictions_path, read_predictions
+from vitviz.evaluate import evaluate, predictions_path, read_predictions, weights_hash
 from vitviz.ship import ShipError, main, portable, ship
 from vitviz.train import train
 
@@ -150,3 +151,30 @@ def test_a_cnn_ships_averaged_with_its_mirror_image_and_says_so(run, tmp_path, c
     assert stored is not None and torch.equal(stored.predictions, measured.predictions)
     assert main([str(run[0]), "--data", str(data), "--out", str(tmp_path), "--test-flip"]) == 2  # a ViT has no views
     assert "averages a CNN's views" in capsys.readouterr().err
+
+
+def test_weights_too_big_in_float32_ship_in_float16_measured_as_stored(run, tmp_path, monkeypatch):
+    _, data = run
+    torch.manual_seed(0)
+    config = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=tuple(CLASSES))
+    trained = ConvNet(config).eval()
+    source = tmp_path / "made" / "tinycnn.safetensors"
+    zoo.save(trained, source, card=ModelCard(name="tinycnn", config=config.to_dict(), epochs=1))
+    full = sum(t.numel() * t.element_size() for t in trained.state_dict().values())
+    monkeypatch.setattr("vitviz.ship.MAX_BYTES", full - 1)  # float32 is one byte too many
+    shipped = ship(source, str(data), out_dir=tmp_path, name="tinycnn", floor=0.0)
+    assert shipped.shipped and shipped.card.weights_dtype == "float16"
+    stored = load_file(str(tmp_path / "tinycnn.safetensors"))
+    assert {t.dtype for t in stored.values() if t.is_floating_point()} == {torch.float16}
+    assert stored["stem.weight"].float().ne(trained.state_dict()["stem.weight"]).any()  # rounded, not the same
+    model, spec = zoo.load(str(tmp_path / "tinycnn.safetensors"))
+    assert next(model.parameters()).dtype == torch.float32 and spec.card.weights_dtype == "float16"
+    assert weights_hash(model) == shipped.card.evaluated["weights_sha256"]  # the card measured these weights
+    test = load_split(data, "test")
+    assert evaluate(model, test, use_cache=False).accuracy == shipped.card.test_accuracy
+    assert read_predictions(predictions_path(tmp_path / "tinycnn.safetensors"), model, test) is not None
+    monkeypatch.setattr("vitviz.ship.MAX_BYTES", full // 3)  # too big even in float16: nothing is evaluated
+    with pytest.raises(ShipError, match="even in float16"):
+        ship(source, str(data), out_dir=tmp_path / "big", name="tinycnn", floor=0.0)
+    assert not (tmp_path / "big").exists()
+    assert ModelCard(name="x").weights_dtype == "float32"
