@@ -442,7 +442,8 @@ def config_from_dict(data: dict[str, Any]) -> ModelConfig:
 
 def cifar10_cnn_config(**changes: Any) -> CNNConfig:
     """airbench94's CNN for CIFAR-10: 32x32 input, widths 64/256/256 (about 2M parameters), CIFAR-10's
-    statistics; the presets change what they need (the shipped cifar10-cnn is 128/384/384)."""
+    statistics; the presets change what they need (the shipped cifar10-cnn is airbench96's 128/384/512,
+    three convolutions a group)."""
     base = CNNConfig(
         image_size=32,
         num_classes=10,
