@@ -1218,7 +1218,8 @@ def training_curves(
             )
         )
     fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *stage_labels])
-    fig.update_layout(height=340, margin=dict(l=4, r=4, t=40, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
+    # t=64: the panel titles sit below Plotly's modebar, which would cover "learning rate" on hover
+    fig.update_layout(height=364, margin=dict(l=4, r=4, t=64, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
     return fig
 
 

@@ -196,7 +196,7 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
     assert "75.00%" in metric_values(at)
     facts = next(frame.value for frame in at.dataframe if frame.value.columns[0] == "Fact")
     stored = dict(zip(facts.iloc[:, 0], facts.iloc[:, 1], strict=True))["Weights on disk"]
-    assert stored.startswith("float16 (loaded as float32")
+    assert stored == "float16 (loaded as float32)"
     curves = plotly_figures(at)[0]
     test_acc = [trace for trace in curves["data"] if trace["name"] == "test accuracy"][0]
     assert test_acc["y"] == [0.25, 0.5, 0.75]
