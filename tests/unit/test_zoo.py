@@ -14,7 +14,7 @@ from vitviz.model import VisionTransformer, build_model
 # Parameter counts per registry entry (google-research style): a new entry without a row fails.
 EXPECTED_PARAMS = {
     "cifar10-vit": 2_693_578,
-    "cifar10-cnn": 4_606_530,
+    "cifar10-cnn": 9_918_786,  # airbench96's net (was airbench95's, 4,606,530)
     "fashion-mnist-vit": 605_066,
     "untrained-cifar10-vit": 2_693_578,
     "untrained-vit-b16": 86_567_656,
