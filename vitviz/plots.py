@@ -25,6 +25,23 @@ CHANNEL_COLOURS = ("#d62728", "#2ca02c", "#1f77b4")  # R, G, B
 GREY = "#6b6b6b"  # the one channel of a grey model
 TRUE_COLOUR = "#2ca02c"  # the known true class of a labelled image
 PREDICTED_COLOUR = "#ff2d55"  # the model's answer
+# Plotly's modebar shows at a figure's top right while the pointer is on the figure. Trimmed to
+# download and reset (a drag still zooms and a double click resets; Streamlit adds full screen),
+# on a nearly opaque strip, and with every title below that strip, it covers no words.
+MODEBAR = dict(
+    remove=["zoom2d", "pan2d", "select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"],
+    bgcolor="rgba(255,255,255,0.9)",
+)
+LOOK = dict(font=FONT, modebar=MODEBAR)  # every figure's layout carries both
+MODEBAR_STRIP = 28  # pixels at a figure's top that the modebar covers while the pointer is on the figure
+PANEL_TITLES_TOP = 54  # top margin over a row of panel titles: they sit below the modebar's strip
+TITLE_TOP = 60  # top margin of a figure with a title: the title's line sits below the modebar's strip
+
+
+def _title(text: str | None) -> dict | None:
+    """A figure's title on its own line below the modebar's strip: Plotly would centre it in the
+    top margin, where the modebar's buttons cover the end of a long title in a narrow column."""
+    return dict(text=text, yref="container", y=1, yanchor="top", pad=dict(t=MODEBAR_STRIP + 6)) if text else None
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:
@@ -44,14 +61,14 @@ def _image_layout_dict(height: int | None = None, title: str | None = None) -> d
     layout = dict(
         xaxis=dict(visible=False, constrain="domain"),
         yaxis=dict(visible=False, scaleanchor="x", autorange="reversed"),
-        margin=dict(l=4, r=4, t=40 if title else 4, b=4),
-        font=FONT,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 4, b=4),
+        **LOOK,
         height=height,
         plot_bgcolor="white",
         dragmode=False,
     )
     if title:
-        layout["title"] = dict(text=title)
+        layout["title"] = _title(title)
     return layout
 
 
@@ -328,7 +345,7 @@ def small_multiples(
                 font=dict(size=13),
             )
         )
-    layout.update(height=rows * height_per_row + 40, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
+    layout.update(height=rows * height_per_row + 60, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
     return go.Figure(data=data, layout=layout)
 
 
@@ -356,7 +373,7 @@ def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -
     for index in range(len(pixels)):
         axis = "" if index == 0 else str(index + 1)
         fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
     return fig
 
 
@@ -376,12 +393,12 @@ def histogram(
     fig.update_layout(
         barmode="overlay",
         height=height,
-        margin=dict(l=4, r=4, t=40 if title else 10, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP + 22 if title else 32, b=4),
+        **LOOK,
+        title=_title(title),
         xaxis_title=x_title,
         yaxis_title=y_title,
-        legend=dict(orientation="h", y=1.12),
+        legend=dict(orientation="h", y=1, yanchor="bottom"),  # a row between the title and the bars
     )
     return fig
 
@@ -411,9 +428,9 @@ def bars(
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(
         height=height,
-        margin=dict(l=4, r=4, t=40 if title else 10, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        title=_title(title),
         xaxis=dict(tickformat=(".0%" if max(values, default=0) >= 0.2 else ".1%") if percent else None, title=x_title),
     )
     return fig
@@ -472,7 +489,12 @@ def patch_planes(
     for c in range(in_chans):
         axis = "" if c == 0 else str(c + 1)
         fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=70 if title else 40, b=4), font=FONT, title=title)
+    fig.update_layout(
+        height=height,
+        margin=dict(l=4, r=4, t=TITLE_TOP + 24 if title else PANEL_TITLES_TOP, b=4),
+        **LOOK,
+        title=_title(title),
+    )
     fig.update_annotations(font_size=15)
     return fig
 
@@ -522,11 +544,11 @@ def vector_bars(
     fig.update_layout(
         height=height,
         bargap=0,
-        font=FONT,
-        title=title,
+        **LOOK,
+        title=_title(title),
         xaxis_title=x_title,
         showlegend=bool(segment),
-        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
     )
     return fig
@@ -563,7 +585,7 @@ def component_tiles(
         fig.add_trace(go.Image(z=to_uint8(tile), hoverinfo="skip"), row=row + 1, col=col + 1)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    fig.update_layout(height=rows * height_per_row + 30, margin=dict(l=4, r=4, t=30, b=4), font=FONT)
+    fig.update_layout(height=rows * height_per_row + 50, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
     fig.update_annotations(font_size=13)
     return fig
 
@@ -613,7 +635,9 @@ def token_matrix(
         )
     fig.update_yaxes(autorange="reversed", title_text=y_title)
     fig.update_xaxes(title_text=x_title, range=[-0.5, dim - 0.5])
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=50 if title else 10, b=4), font=FONT, title=title)
+    fig.update_layout(
+        height=height, margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4), **LOOK, title=_title(title)
+    )
     return fig
 
 
@@ -684,9 +708,9 @@ def similarity_grid(
     fig.update_yaxes(visible=False, range=[height_px - 0.5, -0.5], scaleanchor="x", constrain="domain")
     fig.update_layout(
         height=height,
-        margin=dict(l=4, r=4, t=50 if title else 4, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 4, b=4),
+        **LOOK,
+        title=_title(title),
         plot_bgcolor="#444",
         dragmode=False,
     )
@@ -752,7 +776,7 @@ def similarity_maps(
     for index in range(count):
         axis = "" if index == 0 else str(index + 1)
         fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=60 if own_range else 40, b=4), font=FONT)
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=60 if own_range else PANEL_TITLES_TOP, b=4), **LOOK)
     fig.update_annotations(font_size=15)
     return fig
 
@@ -849,9 +873,9 @@ def attention_distance(
         )
     fig.update_layout(
         height=height,
-        margin=dict(l=4, r=4, t=40 if title else 10, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        title=_title(title),
         xaxis=dict(title=x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2),
         yaxis=dict(title=y_title, rangemode="tozero"),
     )
@@ -916,7 +940,7 @@ def reach(
     )
     fig.update_xaxes(title_text=vit_x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2, row=1, col=2)
     fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=1)
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=40, b=4), font=FONT)
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
     return fig
 
 
@@ -995,9 +1019,9 @@ def block_diagram(
     fig.update_yaxes(visible=False, range=[min(ys, default=0) - 0.6, 0.6], fixedrange=True)
     fig.update_layout(
         height=height or 58 * len(boxes) + 70,
-        margin=dict(l=4, r=4, t=50 if title else 8, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 8, b=4),
+        **LOOK,
+        title=_title(title),
         plot_bgcolor="white",
         showlegend=False,
         dragmode=False,
@@ -1050,9 +1074,9 @@ def multi_line(
         )
     fig.update_layout(
         height=height,
-        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        title=_title(title),
         xaxis_title=x_title,
         yaxis_title=y_title,
         legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
@@ -1102,9 +1126,9 @@ def gelu_histogram(
     fig.update_yaxes(title_text=count_title, secondary_y=True, showgrid=False, tickmode="auto", rangemode="tozero")
     fig.update_layout(
         height=height,
-        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        title=_title(title),
         xaxis_title=x_title,
         legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
         bargap=0.02,
@@ -1125,7 +1149,7 @@ def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int =
         fig.add_trace(go.Image(z=to_uint8(array), hoverinfo="skip"), row=1, col=index + 1)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=40, b=4), font=FONT, dragmode=False)
+    fig.update_layout(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, dragmode=False)
     fig.update_annotations(font_size=14)
     return fig
 
@@ -1158,7 +1182,8 @@ def training_curves(
         stage_starts: the first epoch of every stage after the first (a run that went on from
             another run's weights with a schedule of its own): a dashed line marks each in every
             panel, labelled in the accuracy panel above its 100% line at three staggered heights,
-            so stages a few epochs apart keep their labels apart and off the curves.
+            so stages a few epochs apart keep their labels apart and off the curves. The first
+            label names the stage ("stage 2"), the others only its number.
     """
     text = labels
     epochs = [row["epoch"] for row in history]
@@ -1205,7 +1230,7 @@ def training_curves(
             shapes.append(dict(type="line", **x, **y, line=dict(color="gray", dash="dash")))
         stage_labels.append(
             dict(
-                text=text["stage"].format(n=n),
+                text=text["stage"].format(n=n) if n == 2 else str(n),  # "stage 2", then "3", "4", ...: ten fit
                 x=start - 0.5,
                 xref="x2",
                 xanchor="left",
@@ -1215,11 +1240,13 @@ def training_curves(
                 yshift=-STAGE_LABEL_STEP * ((n - 2) % 3),
                 showarrow=False,
                 font=dict(size=11),
+                bgcolor="rgba(255,255,255,0.85)",  # over a later stage's dashed line, the label stays legible
             )
         )
     fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *stage_labels])
-    # t=64: the panel titles sit below Plotly's modebar, which would cover "learning rate" on hover
-    fig.update_layout(height=364, margin=dict(l=4, r=4, t=64, b=4), font=FONT, legend=dict(orientation="h", y=-0.25))
+    fig.update_layout(
+        height=350, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, legend=dict(orientation="h", y=-0.25)
+    )
     return fig
 
 
@@ -1287,9 +1314,9 @@ def confusion_matrix(
     fig.update_yaxes(title=y_title, autorange="reversed", showgrid=False)
     fig.update_layout(
         height=height or 160 + 42 * min(k, 20),
-        margin=dict(l=4, r=4, t=50 if title else 10, b=4),
-        font=FONT,
-        title=title,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        title=_title(title),
         plot_bgcolor="white",
         dragmode=False,
         clickmode="event+select",

@@ -126,6 +126,22 @@ def _visit(page, url: str, shot: Path, content: str = CONTENT) -> list[str]:
     return problems
 
 
+# Words that Plotly's modebar would cover while the pointer rests on their figure: the modebar sits
+# in the page (transparent) even when hidden, so its box and the titles' boxes can be compared.
+COVERED_BY_MODEBAR = """() => {
+  const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const covered = [];
+  for (const plot of document.querySelectorAll('.js-plotly-plot')) {
+    const bar = plot.querySelector('.modebar');
+    if (!bar || bar.getBoundingClientRect().width === 0) continue;
+    for (const text of plot.querySelectorAll('.gtitle, .annotation-text, .legendtext')) {
+      if (meet(bar.getBoundingClientRect(), text.getBoundingClientRect())) covered.push(text.textContent);
+    }
+  }
+  return covered;
+}"""
+
+
 def test_every_page_in_a_real_browser(server):
     from playwright.sync_api import sync_playwright
 
@@ -146,9 +162,11 @@ def test_every_page_in_a_real_browser(server):
         assert page.locator("h1").first.inner_text().startswith("2. 패치")
         assert page.locator("[data-testid='stSidebar'] [data-testid='stRadio']").count() >= 1
         assert "sample=rocket.jpg" in page.url
+        assert page.evaluate(COVERED_BY_MODEBAR) == []
         for script in pages:
             path = _url_path(script)
             problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png", CONTENT)
+            problems += [f"{path}: the modebar covers '{text}'" for text in page.evaluate(COVERED_BY_MODEBAR)]
         browser.close()
     assert problems == []
     assert console == []
