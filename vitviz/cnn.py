@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from vitviz.config import CNNConfig
+from vitviz.config import CNNConfig, check_pixels
 
 
 class ConvGroup(nn.Module):
@@ -75,17 +75,9 @@ class ConvNet(nn.Module):
         output is x + BN(conv3(...)), and conv3 sees only the second term."""
         return self.groups[-1]
 
-    def _check_input(self, pixels: Tensor) -> None:
-        expected = (self.config.in_chans, *self.config.image_size)
-        if pixels.dim() != 4 or tuple(pixels.shape[1:]) != expected:
-            raise ValueError(
-                f"The model expects images of shape (B, {', '.join(map(str, expected))}), "
-                f"got {tuple(pixels.shape)}: preprocess the image with the model's spec first."
-            )
-
     def forward_features(self, pixels: Tensor) -> Tensor:
         """(B, C, H, W) -> the last group's feature map (B, C_last, H', W')."""
-        self._check_input(pixels)
+        check_pixels(self.config, pixels)
         x = self.stem_act(self.stem(pixels))  # (B, stem_width, H-1, W-1)
         for group in self.groups:
             x = group(x)

@@ -24,6 +24,7 @@ from torch import Tensor, nn
 
 from vitviz.analysis import occlude
 from vitviz.cnn import ConvNet
+from vitviz.config import check_pixels
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.patches import grid_size, patchify, unpatchify
 
@@ -131,7 +132,7 @@ def logits_without_position(model: VisionTransformer, pixels: Tensor, mode: Lite
     """
     if mode not in ("zero", "mean"):
         raise ValueError(f'mode must be "zero" or "mean", not {mode!r}.')
-    model._check_input(pixels)
+    check_pixels(model.config, pixels)
     x = model.patch_embed(pixels)  # (B, N, D)
     if model.cls_token is not None:
         x = torch.cat([model.cls_token.expand(x.shape[0], -1, -1), x], dim=1)  # (B, T, D)

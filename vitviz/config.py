@@ -440,6 +440,16 @@ def config_from_dict(data: dict[str, Any]) -> ModelConfig:
     return CNNConfig.from_dict(data) if data.get("arch") == "cnn" else ViTConfig.from_dict(data)
 
 
+def check_pixels(config: ModelConfig, pixels: Any) -> None:
+    """Refuse, with what to do, a tensor that is not a batch (B, C, H, W) of the model's input size."""
+    expected = (config.in_chans, *config.image_size)
+    if pixels.dim() != 4 or tuple(pixels.shape[1:]) != expected:
+        raise ValueError(
+            f"The model expects images of shape (B, {', '.join(map(str, expected))}), "
+            f"got {tuple(pixels.shape)}: preprocess the image with the model's spec first."
+        )
+
+
 def cifar10_cnn_config(**changes: Any) -> CNNConfig:
     """airbench94's CNN for CIFAR-10: 32x32 input, widths 64/256/256 (about 2M parameters), CIFAR-10's
     statistics; the presets change what they need (the shipped cifar10-cnn is airbench96's 128/384/512,

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from vitviz import cnn, resnet
 from vitviz.cnn import ConvNet, params_by_module
-from vitviz.config import ModelConfig, ViTConfig
+from vitviz.config import ModelConfig, ViTConfig, check_pixels
 from vitviz.patches import patchify
 from vitviz.trace import BlockTrace, Trace
 
@@ -239,14 +239,6 @@ class VisionTransformer(nn.Module):
     def num_prefix_tokens(self) -> int:
         return self.config.num_prefix_tokens
 
-    def _check_input(self, pixels: Tensor) -> None:
-        expected = (self.config.in_chans, *self.config.image_size)
-        if pixels.dim() != 4 or tuple(pixels.shape[1:]) != expected:
-            raise ValueError(
-                f"The model expects images of shape (B, {', '.join(map(str, expected))}), "
-                f"got {tuple(pixels.shape)}: preprocess the image with the model's spec first."
-            )
-
     def add_tokens(self, patch_tokens: Tensor) -> Tensor:
         """Prepend [CLS] and add position embeddings: (B, N, D) -> (B, T, D)."""
         x = patch_tokens
@@ -257,7 +249,7 @@ class VisionTransformer(nn.Module):
 
     def forward_features(self, pixels: Tensor) -> Tensor:
         """(B, C, H, W) -> tokens after the last block and the final norm, (B, T, D)."""
-        self._check_input(pixels)
+        check_pixels(self.config, pixels)
         x = self.add_tokens(self.patch_embed(pixels))
         for block in self.blocks:
             x = block(x)
@@ -282,7 +274,7 @@ class VisionTransformer(nn.Module):
 
     def explain(self, pixels: Tensor) -> Trace:
         """The same computation as forward, keeping every intermediate (explicit attention)."""
-        self._check_input(pixels)
+        check_pixels(self.config, pixels)
         features = self.patch_embed.features(pixels)  # the pixels, or a hybrid's feature map
         patch_tokens = rearrange(self.patch_embed.proj(features), "b d gh gw -> b (gh gw) d")  # (B, N, D)
         tokens = self.add_tokens(patch_tokens)  # (B, T, D)

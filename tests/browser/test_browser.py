@@ -5,19 +5,14 @@ Screenshots go to screenshots/ (ignored by git) so a person can look at what use
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS
+from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS, app_server, url_path
 from tests.conftest import SHARED_DATA
 from vitviz import tour
 
@@ -38,12 +33,6 @@ def _is_app_error(message) -> bool:
     return message.type == "error" and not where.endswith(BENIGN)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     # The lab evaluates the whole test folder on its first visit: give the server a small copy of
@@ -55,54 +44,9 @@ def server(tmp_path_factory):
         target.mkdir(parents=True)
         for file in sorted(class_folder.iterdir())[:20]:
             shutil.copy(file, target / file.name)
-    port = _free_port()
-    env = dict(
-        os.environ,
-        STREAMLIT_BROWSER_GATHER_USAGE_STATS="false",
-        VITVIZ_DATA=str(data),
-        VITVIZ_CACHE=str(tmp_path_factory.mktemp("cache")),
-    )
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            str(ROOT / "app.py"),
-            "--server.headless",
-            "true",
-            "--server.address",
-            "127.0.0.1",
-            "--server.port",
-            str(port),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        process.kill()
-        pytest.fail("streamlit did not answer /_stcore/health within 60 s")
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
-def _url_path(script: str) -> str:
-    stem = Path(script).stem
-    return "" if stem.startswith("0_") else stem.split("_", 1)[1]
+    env = {"VITVIZ_DATA": str(data), "VITVIZ_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    with app_server(timeout=60, env=env) as running:  # the benchmark's launcher: same flags, same checks
+        yield running.url
 
 
 CONTENT = ".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame']"
@@ -164,7 +108,7 @@ def test_every_page_in_a_real_browser(server):
         assert "sample=rocket.jpg" in page.url
         assert page.evaluate(COVERED_BY_MODEBAR) == []
         for script in pages:
-            path = _url_path(script)
+            path = url_path(script)
             problems += _visit(page, f"{server}/{path}?lang=en", SHOTS / f"{Path(script).stem}.png", CONTENT)
             problems += [f"{path}: the modebar covers '{text}'" for text in page.evaluate(COVERED_BY_MODEBAR)]
         browser.close()
