@@ -8,6 +8,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from vitviz import zoo
+from vitviz.config import ViTConfig
+from vitviz.model import VisionTransformer
 from vitviz.train import TrainConfig
 
 CLASSES = ("blue", "green", "red")
@@ -56,3 +59,14 @@ def tiny_recipe(data: Path, **changes: object) -> TrainConfig:
         model=TINY,
     )
     return TrainConfig(**{**base, **changes})
+
+
+def no_cls_vit(path: Path, **changes: object) -> Path:
+    """A small ViT without a [CLS] token (32x32 input, 4 x 4 patches of 8 pixels, the patches'
+    mean pooled), saved at ``path`` for a page to open; ``changes`` alter its config."""
+    config = ViTConfig(
+        image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=2,
+        class_token=False, global_pool="avg",
+    ).replace(**changes)  # fmt: skip
+    zoo.save(VisionTransformer(config), path)
+    return path

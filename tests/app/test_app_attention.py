@@ -9,9 +9,8 @@ import torch
 from tests.apptest import errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
-from vitviz import zoo
+from tests.helpers import no_cls_vit
 from vitviz.app import ui
-from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 
 PAGE = "app_pages/5_attention.py"
@@ -140,18 +139,7 @@ def test_vit_b16() -> None:
 
 def test_model_without_cls_token_in_korean(tmp_path) -> None:
     torch.manual_seed(0)
-    config = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        num_classes=3,
-        embed_dim=32,
-        depth=2,
-        num_heads=2,
-        class_token=False,
-        global_pool="avg",
-    )
-    path = tmp_path / "no_cls.safetensors"
-    zoo.save(VisionTransformer(config), path)
+    path = no_cls_vit(tmp_path / "no_cls.safetensors")
     # AppTest calls a widget's format_func outside the script, hence in English, and then fails to
     # find the Korean option on a second run (the sidebar's radios too): so this test makes one
     # run only, a shared link whose step parameter opens this page.
@@ -167,18 +155,7 @@ def test_model_without_cls_token_in_korean(tmp_path) -> None:
 
 
 def test_model_without_cls_token_default_query(tmp_path) -> None:
-    config = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        num_classes=3,
-        embed_dim=32,
-        depth=2,
-        num_heads=2,
-        class_token=False,
-        global_pool="avg",
-    )
-    path = tmp_path / "no_cls.safetensors"
-    zoo.save(VisionTransformer(config), path)
+    path = no_cls_vit(tmp_path / "no_cls.safetensors")
     at = open_page(PAGE, custom_model=str(path))
     assert errors(at) == []
     assert at.number_input(key="query").value == 2 * 4 + 2  # no prefix: the centre patch is token 10

@@ -9,9 +9,9 @@ import torch
 from tests.apptest import errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
-from vitviz import analysis, patches, plots, zoo
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer, sincos_2d
+from tests.helpers import no_cls_vit
+from vitviz import analysis, patches, plots
+from vitviz.model import sincos_2d
 
 VECTORS = "app_pages/3_vectors.py"
 TOKENS = "app_pages/4_tokens.py"
@@ -85,19 +85,7 @@ def test_choosing_another_position_changes_the_large_map() -> None:
 
 
 def test_both_pages_without_cls_and_with_fixed_positions(tmp_path) -> None:
-    config = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        num_classes=3,
-        embed_dim=32,
-        depth=2,
-        num_heads=2,
-        class_token=False,
-        global_pool="avg",
-        pos_embed="sincos2d",
-    )
-    path = tmp_path / "no_cls_sincos.safetensors"
-    zoo.save(VisionTransformer(config), path)
+    path = no_cls_vit(tmp_path / "no_cls_sincos.safetensors", pos_embed="sincos2d")
     at = open_page(VECTORS, custom_model=str(path))
     assert errors(at) == []
     assert len(at.success) == 1
