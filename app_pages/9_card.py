@@ -94,6 +94,7 @@ if history:
     if card.interim:
         st.info(ui.tr("card.interim", epochs=card.epochs, total=planned or "?"))
     starts = card.stage_starts()  # each stage's first epoch
+    parts = []  # "stage 2, cifar10-vit-s2 (epochs 11-23)": the caption, and each stage label's hover text
     if len(stages) > 1:
         parts = [
             ui.tr("card.stage", n=n, name=stage["name"], first=first, last=first + stage["epochs"] - 1)
@@ -101,7 +102,8 @@ if history:
         ]
         st.caption(ui.tr("card.stages", count=len(stages), stages=" → ".join(parts)))
     labels = {key: ui.tr(f"card.curve.{key}") for key in plots.CURVE_KEYS}
-    st.plotly_chart(plots.training_curves(history, labels, planned, starts[1:]), width="stretch", key="card_curves")
+    curves = plots.training_curves(history, labels, planned, starts[1:], stage_names=parts[1:])
+    st.plotly_chart(curves, width="stretch", key="card_curves")
     facts = {
         ui.tr("card.trained_on"): split_text(card.trained_on),
         ui.tr("card.tested_on"): split_text(card.tested_on),

@@ -1170,6 +1170,7 @@ def training_curves(
     labels: dict[str, str],
     total_epochs: int | None = None,
     stage_starts: Sequence[int] = (),
+    stage_names: Sequence[str] = (),
 ) -> go.Figure:
     """Loss, accuracy and learning rate per epoch from a training history.
 
@@ -1184,6 +1185,8 @@ def training_curves(
             panel, labelled in the accuracy panel above its 100% line at three staggered heights,
             so stages a few epochs apart keep their labels apart and off the curves. The first
             label names the stage ("stage 2"), the others only its number.
+        stage_names: what the pointer on a stage's label shows, one per stage start (its run's
+            name and epochs, say); none: no hover text.
     """
     text = labels
     epochs = [row["epoch"] for row in history]
@@ -1241,6 +1244,7 @@ def training_curves(
                 showarrow=False,
                 font=dict(size=11),
                 bgcolor="rgba(255,255,255,0.85)",  # over a later stage's dashed line, the label stays legible
+                hovertext=stage_names[n - 2] if n - 2 < len(stage_names) else None,
             )
         )
     fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *stage_labels])

@@ -265,7 +265,9 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     assert lr["x"] == [1, 2, 3, 4, 5]
     assert lr["y"][0] > lr["y"][1] < lr["y"][2] <= 5e-4  # decays, then the second stage starts its own schedule
     assert sorted(shape["x0"] for shape in curves["layout"]["shapes"]) == [2.5, 2.5, 2.5]  # a line in each panel
-    assert [a["text"] for a in curves["layout"]["annotations"] if "stage" in a["text"]] == ["stage 2"]  # labelled once
+    labels = [a for a in curves["layout"]["annotations"] if "stage" in a["text"]]
+    assert [a["text"] for a in labels] == ["stage 2"]  # labelled once
+    assert labels[0]["hovertext"] == "stage 2, second (epochs 3-5)"  # the pointer on it: which run, which epochs
     table = at.dataframe[3].value
     assert list(table.columns) == ["Setting", "stage 1", "stage 2"]  # every stage fits across the page
     rows = dict(zip(table["Setting"], zip(table["stage 1"], table["stage 2"], strict=True), strict=True))
