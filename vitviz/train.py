@@ -96,6 +96,7 @@ class TrainConfig:
     limit_train: int | None = None
     limit_test: int | None = None
     threads: int | None = None
+    workers: int = 0  # DataLoader processes that build the batches (augment, erase, cut out); 0: this process
     eval_every: int = 1
     init_from: str | None = None  # a run folder, checkpoint.pt or shipped .safetensors to start from
     teacher: str | None = None  # a zoo name (or path) whose predictions the student also learns from
@@ -369,6 +370,63 @@ def cutout(pixels: Tensor, size: int, generator: torch.Generator) -> Tensor:
     rows, cols = torch.arange(height).view(1, -1, 1), torch.arange(width).view(1, 1, -1)
     square = (rows >= top) & (rows < top + size) & (cols >= left) & (cols < left + size)  # (B, H, W)
     return pixels.masked_fill(square[:, None], 0.0)
+
+
+class TrainingBatches(torch.utils.data.Dataset):
+    """Batch k of a run (epoch k // steps_per_epoch): the epoch's shuffled images, augmented one
+    by one (crop, flip, policy), normalised, erased and cut out.
+
+    Every batch draws from its own seeds, so it comes out the same whichever process builds it:
+    with ``--workers`` DataLoader processes build the next batches while the model trains (on a
+    GPU the augmentation, not the model, is what takes the time).
+    """
+
+    def __init__(
+        self, data: ImageSet, cfg: TrainConfig, augment: v2.Transform, pre: Preprocess, steps_per_epoch: int,
+        rank: int = 0, world: int = 1,
+    ) -> None:  # fmt: skip
+        self.data, self.cfg, self.augment, self.pre = data, cfg, augment, pre
+        self.steps_per_epoch, self.rank, self.world = steps_per_epoch, rank, world
+        self._order: tuple[int, Tensor] | None = None
+
+    def order(self, epoch: int) -> Tensor:
+        """The epoch's shuffled indices of this rank's share."""
+        if self._order is None or self._order[0] != epoch:
+            generator = torch.Generator().manual_seed(self.cfg.seed * 100_003 + epoch)
+            self._order = (epoch, torch.randperm(len(self.data), generator=generator)[self.rank :: self.world])
+        return self._order[1]
+
+    def __len__(self) -> int:
+        return self.cfg.epochs * self.steps_per_epoch
+
+    def __getitem__(self, k: int) -> tuple[Tensor, Tensor]:
+        epoch, step = divmod(k, self.steps_per_epoch)
+        size = self.cfg.batch_size
+        batch = self.order(epoch)[step * size : (step + 1) * size]
+        seed = (self.cfg.seed * 100_003 + epoch) * 1_000_003 + step * 131 + self.rank
+        with torch.random.fork_rng(devices=[]):  # the policies draw from the global generator
+            torch.manual_seed(seed)
+            generator = torch.Generator().manual_seed(seed + 1)
+            images = torch.stack([self.augment(img) for img in self.data.images[batch]])
+            pixels = random_erase(normalise(images, self.pre), self.cfg.random_erasing, generator)
+            pixels = cutout(pixels, self.cfg.cutout, generator)
+        return pixels, self.data.labels[batch]
+
+
+def training_batches(
+    data: ImageSet, cfg: TrainConfig, augment: v2.Transform, pre: Preprocess, steps_per_epoch: int,
+    start_epoch: int = 0, rank: int = 0, world: int = 1,
+) -> torch.utils.data.DataLoader:  # fmt: skip
+    """The run's batches from ``start_epoch`` on, built in ``cfg.workers`` processes (or this one)."""
+    dataset = TrainingBatches(data, cfg, augment, pre, steps_per_epoch, rank, world)
+    return torch.utils.data.DataLoader(
+        dataset,
+        batch_size=None,  # an item is already a batch
+        sampler=range(start_epoch * steps_per_epoch, len(dataset)),
+        num_workers=cfg.workers,
+        prefetch_factor=8 if cfg.workers else None,
+        pin_memory=torch.cuda.is_available(),
+    )
 
 
 def mix_batch(
@@ -684,16 +742,17 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         )
 
     offset = lineage["epochs"] if lineage else 0  # epochs are counted from the first stage
-    augment = build_augment(cfg, size)
+    batches = iter(
+        training_batches(train_set, cfg, build_augment(cfg, size), pre, steps_per_epoch, start_epoch, rank, world)
+    )
     criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
     for epoch in range(start_epoch, cfg.epochs):
         freeze_for_recipe(model, cfg, epoch)
         generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
-        torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # the augmentation policies' draws
-        order = torch.randperm(len(train_set), generator=generator)[rank::world]
+        torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # stochastic depth's and mixing's draws
         ddp_model.train()
         started = time.perf_counter()
-        loss_sum = correct = seen = 0.0
+        totals, seen = torch.zeros(2, device=device), 0  # summed loss, correct answers
         bar = tqdm(
             range(steps_per_epoch),
             desc=f"epoch {epoch + 1}/{cfg.epochs}",
@@ -702,13 +761,10 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
             leave=sys.stderr.isatty(),
         )
         for step in bar:
-            batch = order[step * cfg.batch_size : (step + 1) * cfg.batch_size]
-            images = torch.stack([augment(img) for img in train_set.images[batch]])
-            pixels = random_erase(normalise(images, pre), cfg.random_erasing, generator)
-            pixels = cutout(pixels, cfg.cutout, generator)
-            labels = train_set.labels[batch]
+            pixels, labels = next(batches)
             pixels, targets = mix_batch(pixels, labels, vit_config.num_classes, cfg, generator)
-            pixels, targets, labels = pixels.to(device), targets.to(device), labels.to(device)
+            pixels, targets = pixels.to(device, non_blocking=True), targets.to(device, non_blocking=True)
+            labels = labels.to(device, non_blocking=True)
             pixels = pixels.contiguous(memory_format=memory_format)
             lr = learning_rate(epoch * steps_per_epoch + step, steps_per_epoch, cfg)
             for group in optimizer.param_groups:
@@ -732,11 +788,12 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
             optimizer.step()
             if lookahead is not None:
                 lookahead.step(model, epoch * steps_per_epoch + step + 1)
-            loss_sum += loss.item() * len(batch)
-            correct += (logits.argmax(-1) == labels).sum().item()
-            seen += len(batch)
-            bar.set_postfix(loss=f"{loss_sum / seen:.3f}", lr=f"{lr:.2e}", refresh=False)
-        loss_sum, correct, seen = _all_sum([loss_sum, correct, seen], device)
+            # summed where they are: reading them every step would make a GPU wait for each batch
+            totals += torch.stack([loss.detach() * len(labels), (logits.argmax(-1) == labels).sum()])
+            seen += len(labels)
+            if step % 50 == 0 or step + 1 == steps_per_epoch:
+                bar.set_postfix(loss=f"{totals[0].item() / seen:.3f}", lr=f"{lr:.2e}", refresh=False)
+        loss_sum, correct, seen = _all_sum([*totals.tolist(), seen], device)
         seconds = time.perf_counter() - started
         wall += seconds
         row: dict[str, Any] = {

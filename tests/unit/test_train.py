@@ -436,3 +436,30 @@ def test_the_airbench96_preset_builds_its_residual_net():
     assert config.widths == (128, 384, 512) and config.group_convs == 3 and config.test_flip
     model = build_model(config)
     assert model.groups[-1].convs[-1] is model.groups[-1].conv3
+
+
+def test_worker_processes_build_the_very_batches_this_process_would(dataset, tmp_path):
+    recipe = tiny_recipe(dataset, epochs=2, augment="autoaugment", random_erasing=0.5, cutout=4, mixup_alpha=0.8)
+    here = train(recipe, out=tmp_path / "here")
+    workers = train(dataclasses.replace(recipe, workers=2), out=tmp_path / "workers")
+
+    assert [r["train_loss"] for r in workers.history] == [r["train_loss"] for r in here.history]
+    a = load_file(str(tmp_path / "here" / "tiny.safetensors"))
+    b = load_file(str(tmp_path / "workers" / "tiny.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_every_batch_of_a_run_is_its_own_and_augmented(dataset):
+    from vitviz.data import load_split
+
+    data = load_split(dataset, "train", (32, 32))
+    recipe = tiny_recipe(dataset, augment="autoaugment", random_erasing=0.5)
+    steps, pre = len(data) // recipe.batch_size, recipe.model_config(data.classes).preprocess
+    batches = train_module.TrainingBatches(data, recipe, train_module.build_augment(recipe, (32, 32)), pre, steps)
+    first, again, second = batches[0], batches[0], batches[1]
+    assert torch.equal(first[0], again[0]) and torch.equal(first[1], again[1])  # its own seeds
+    assert not torch.equal(first[0], second[0])
+    next_epoch = batches[steps]
+    assert not torch.equal(batches.order(0), batches.order(1)) and len(next_epoch[1]) == recipe.batch_size
+    plain = vdata.normalise(data.images[batches.order(0)[: recipe.batch_size]], pre)
+    assert first[0].shape == plain.shape and not torch.equal(first[0], plain)  # augmented, not the raw images
