@@ -109,7 +109,15 @@ if history:
         ui.tr("card.tested_on"): split_text(card.tested_on),
         ui.tr("card.epochs"): card.epochs or "-",
         ui.tr("card.wall_time"): f"{card.wall_time_s / 3600:.1f} h",
-        ui.tr("card.hardware"): ui.hardware_text(card.hardware or "-"),
+    }
+    machines = card.hardware_by_stage()
+    if len(machines) > 1:  # stages trained on different machines: which ran where
+        for where, ran in machines:
+            key = "card.hardware_stage" if len(ran) == 1 else "card.hardware_stages"
+            facts[ui.tr(key, stages=stage_list(ran))] = ui.hardware_text(where)
+    else:
+        facts[ui.tr("card.hardware")] = ui.hardware_text(card.hardware or "-")
+    facts |= {
         ui.tr("card.weights_dtype"): ui.tr("card.weights_dtype_value", dtype=card.weights_dtype)
         if card.weights_dtype != "float32"
         else card.weights_dtype,

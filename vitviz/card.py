@@ -29,13 +29,13 @@ class ModelCard:
         planned_epochs: epochs the last stage was to reach (more than ``epochs`` for a checkpoint).
         wall_time_s: seconds of training, all stages.
         history: one row per epoch ("epoch", "train_loss", "test_accuracy", ...), all stages.
-        stages: one entry per stage ("name", "epochs", "recipe", and "teacher" for a distilled
-            stage, as ``teacher`` below); empty for a single run.
+        stages: one entry per stage ("name", "epochs", "recipe", "hardware", and "teacher" for a
+            distilled stage, as ``teacher`` below); empty for a single run.
         test_accuracy: top-1 on ``tested_on``.
         evaluated: what shipping measured ("misclassified", "weights_sha256", "per_class_accuracy",
             and "weights_dtype" where the file stores float16 rather than float32).
         trained_on, tested_on: the splits as ``vitviz.data.describe`` writes them.
-        hardware: where it trained ("CPU (..., 2 threads)", a GPU's name).
+        hardware: where the last stage trained ("CPU (..., 2 threads)", a GPU's name).
         teacher: the last stage's distillation teacher ("name", "weights_sha256",
             "test_accuracy"), if any.
         interim: set when the card is a checkpoint's ("checkpoint after epoch 4 of 30").
@@ -96,7 +96,20 @@ class ModelCard:
         if not self.epochs:
             return []
         taught = {"teacher": self.teacher} if self.teacher else {}
-        return [{"name": self.name, "epochs": self.epochs, "recipe": self.recipe, **taught}]
+        where = {"hardware": self.hardware} if self.hardware else {}
+        return [{"name": self.name, "epochs": self.epochs, "recipe": self.recipe, **where, **taught}]
+
+    def hardware_by_stage(self) -> list[tuple[str, list[int]]]:
+        """Each machine the stages trained on, in order of first use, with its stages (counted
+        from 1): a stage's own record, the card's ``hardware`` for a last stage without one; an
+        earlier stage written before stages kept theirs is left out."""
+        runs = self.runs
+        found: dict[str, list[int]] = {}
+        for number, run in enumerate(runs, start=1):
+            where = run.get("hardware") or (self.hardware if number == len(runs) else None)
+            if where:
+                found.setdefault(where, []).append(number)
+        return list(found.items())
 
     def teachers(self) -> list[tuple[dict[str, Any], list[int]]]:
         """Each distinct teacher, in the order they taught, with the stages (counted from 1) it taught.

@@ -43,6 +43,7 @@ RECIPE_HIDDEN = (
     "data",
     "model",
     "threads",
+    "workers",
     "eval_every",
     "init_from",
 )  # where and how it ran, not what it learned from

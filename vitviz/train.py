@@ -222,6 +222,7 @@ def lineage_fields(
     wall: float,
     lineage: dict[str, Any] | None,
     teacher: dict[str, Any] | None = None,
+    hardware: str | None = None,
 ) -> dict[str, Any]:
     """The card fields that count from the first stage: history, epochs, wall time, stages.
 
@@ -231,6 +232,7 @@ def lineage_fields(
         wall: this stage's seconds.
         lineage: what came before (``read_run``'s "lineage" of the parent), or None.
         teacher: what ``load_teacher`` recorded of this stage's teacher, if it had one.
+        hardware: where this stage trained (``hardware_label``).
     """
     lineage = lineage or {}
     before = lineage.get("epochs", 0)
@@ -242,7 +244,8 @@ def lineage_fields(
     }
     if lineage:
         taught = {"teacher": teacher} if teacher else {}
-        stage = {"name": name, "epochs": len(history), "recipe": recipe, **taught}
+        where = {"hardware": hardware} if hardware else {}
+        stage = {"name": name, "epochs": len(history), "recipe": recipe, **where, **taught}
         fields["stages"] = list(lineage.get("stages", [])) + [stage]
     return fields
 
@@ -295,11 +298,13 @@ def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Te
     state = torch.load(source, map_location="cpu", weights_only=True)
     recipe = state["train_config"]
     lineage = state.get("lineage")
+    name, hardware = recipe.get("name", source.parent.name), state.get("hardware")
     card = ModelCard(
         name=source.parent.name,
         config=state["vit_config"],
         recipe=recipe,
-        **lineage_fields(recipe.get("name", source.parent.name), recipe, state["history"], state["wall_s"], lineage),
+        hardware=hardware,
+        **lineage_fields(name, recipe, state["history"], state["wall_s"], lineage, hardware=hardware),
     )
     card.interim = f"checkpoint after epoch {card.epochs} of {card.planned_epochs}"
     return state["model"], config_from_dict(state["vit_config"]), card
@@ -823,6 +828,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                     "train_config": _jsonable(dataclasses.asdict(cfg)),
                     "vit_config": vit_config.to_dict(),
                     "lineage": lineage,
+                    "hardware": hardware_label(),
                     **({"lookahead": lookahead.average} if lookahead is not None else {}),
                 },
                 checkpoint_path,
@@ -875,6 +881,7 @@ def _card(
 ) -> ModelCard:
     final = history[-1] if history else {}
     recipe = _jsonable(dataclasses.asdict(cfg))
+    hardware = hardware_label()
     return ModelCard(
         name=cfg.name,
         config=vit_config.to_dict(),
@@ -882,14 +889,14 @@ def _card(
         trained_on=describe(train_set),
         tested_on=describe(test_set),
         test_accuracy=final.get("test_accuracy"),
-        hardware=hardware_label(),
+        hardware=hardware,
         teacher=teacher,
         extra={
             "precision": str(dtype).replace("torch.", "") if dtype else "float32",
             "processes": world,
             "torch": torch.__version__,
         },
-        **lineage_fields(cfg.name, recipe, history, wall, lineage, teacher),
+        **lineage_fields(cfg.name, recipe, history, wall, lineage, teacher, hardware),
     )
 
 

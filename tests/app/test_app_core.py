@@ -4,6 +4,7 @@ import copy
 import dataclasses
 import io
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -275,6 +276,18 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     assert "init_from" not in rows and "data" not in rows
     facts = dict(zip(at.dataframe[2].value["Fact"], at.dataframe[2].value["Value"], strict=True))
     assert facts["Epochs"] == "5"
+    here = ModelCard.read(tmp_path / "second" / "second.json").hardware
+    assert facts["Hardware"] == ui.hardware_text(here) and "Hardware (stage 1)" not in facts  # one machine
+
+    # the first stage trained on a GPU elsewhere: each machine is named with its stages
+    card = ModelCard.read(tmp_path / "second" / "second.json")
+    card.stages[0]["hardware"] = "NVIDIA H200"
+    card.write(tmp_path / "second" / "moved.json")
+    shutil.copy(tmp_path / "second" / "second.safetensors", tmp_path / "second" / "moved.safetensors")
+    at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "moved.safetensors"))
+    facts = dict(zip(at.dataframe[2].value["Fact"], at.dataframe[2].value["Value"], strict=True))
+    assert facts["Hardware (stage 1)"] == "NVIDIA H200" and facts["Hardware (stage 2)"] == ui.hardware_text(here)
+    assert "Hardware" not in facts
 
 
 def test_unknown_custom_model_says_so():

@@ -57,6 +57,23 @@ def test_each_teacher_is_named_with_the_stages_it_taught():
     assert ModelCard(name="alone", epochs=3, recipe={}).teachers() == []
 
 
+def test_each_machine_is_named_with_the_stages_it_trained():
+    cpu, gpu = "CPU (AMD EPYC, 2 threads)", "NVIDIA H200"
+    card = ModelCard(
+        epochs=10,
+        stages=[
+            {"name": "s1", "epochs": 4, "recipe": {}},  # written before stages kept their machine
+            {"name": "s2", "epochs": 2, "recipe": {}, "hardware": cpu},
+            {"name": "s3", "epochs": 2, "recipe": {}, "hardware": gpu},
+            {"name": "s4", "epochs": 2, "recipe": {}},  # the last: the card's own machine
+        ],
+        hardware=cpu,
+    )
+    assert card.hardware_by_stage() == [(cpu, [2, 4]), (gpu, [3])]
+    assert ModelCard(name="one", epochs=3, recipe={}, hardware=gpu).hardware_by_stage() == [(gpu, [1])]
+    assert ModelCard(name="one", epochs=3, recipe={}).hardware_by_stage() == []
+
+
 def test_every_shipped_card_reads_as_a_model_card():
     for path in sorted(zoo.MODELS_DIR.glob("*.json")):
         card = ModelCard.read(path)

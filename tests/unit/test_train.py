@@ -110,6 +110,7 @@ def test_a_second_stage_starts_from_the_first_ones_weights_and_counts_on(dataset
         out=tmp_path / "tiny3",
     )
     assert [s["name"] for s in third.stages] == ["tiny", "tiny2", "tiny3"]
+    assert [s["hardware"] for s in third.stages] == [train_module.hardware_label()] * 3  # where each one ran
     assert [row["epoch"] for row in third.history] == [1, 2, 3, 4]
 
 
