@@ -86,9 +86,9 @@ def test_the_model_card_names_its_data_and_hardware_in_korean():
     at = open_page_in_one_run("app_pages/9_card.py", lang="ko")
     facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1], strict=True))
     assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
-    assert facts["하드웨어"].startswith("CPU (") and facts["하드웨어"].endswith(
-        "스레드 2개)"
-    )  # the card says 2 threads
+    cpu = facts["하드웨어 (1-9단계)"]  # the shipped ViT's stages 1-9 ran on the CPU, stage 10 on a GPU
+    assert cpu.startswith("CPU (") and cpu.endswith("스레드 2개)")  # the card says 2 threads
+    assert facts["하드웨어 (10단계)"] == "NVIDIA H200"
     assert ui.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written
 
 
