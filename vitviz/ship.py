@@ -109,6 +109,29 @@ def _training_split(root: str | None) -> dict[str, Any]:
         return {"source": root}
 
 
+def trained_here(card: ModelCard, data: str | None) -> ModelCard:
+    """The card of a run trained elsewhere (a lent GPU reads a copy of the JPEGs from its /tmp),
+    naming ``data`` as its training data where the bytes are the same: where the training split
+    of ``data`` has the fingerprint the card recorded. Otherwise the card as it is."""
+    recorded = card.trained_on.get("fingerprint")
+    if not data or not recorded or card.recipe.get("data") == data:
+        return card
+    try:
+        here = load_split(data, "train", download=False)
+    except (FileNotFoundError, RuntimeError, ValueError):  # no training split here
+        return card
+    if here.fingerprint != recorded:
+        return card
+    elsewhere = card.recipe.get("data")
+    stages = [
+        {**stage, "recipe": {**stage["recipe"], "data": data}} if stage["recipe"].get("data") == elsewhere else stage
+        for stage in card.stages[-1:]
+    ]
+    return card.replace(
+        recipe={**card.recipe, "data": data}, trained_on=describe(here), stages=card.stages[:-1] + stages
+    )
+
+
 def stored_dtype(model: torch.nn.Module) -> torch.dtype | None:
     """None (the weights ship as they are, float32), or torch.float16 where float32 would pass
     MAX_BYTES: airbench96's CNN has 9.9 M parameters, 39.7 MB in float32 and 19.8 MB in float16.
@@ -188,6 +211,7 @@ def ship(
         card.hardware = hardware or hardware_label()
     if "dataset" not in card.trained_on:  # a checkpoint's card: describe its training split
         card.trained_on = _training_split(card.recipe.get("data"))
+    card = trained_here(card, data)
     if result.accuracy < floor:
         return Shipping(card, False, f"{result.accuracy:.4f} is below the {floor:.2f} floor")
     out_dir = Path(out_dir)

@@ -1,4 +1,5 @@
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,21 @@ def test_a_shipped_card_holds_no_machine_local_path(run, tmp_path):
     written = json.loads((tmp_path / "tiny.json").read_text())
     assert [s for s in _strings(written) if s.startswith(("/", "~")) or str(Path.home()) in s] == []
     assert written["recipe"]["data"] == Path(data).name  # outside the cache and the repository: its name alone
+
+
+def test_a_run_trained_on_a_copy_of_the_data_names_the_data_here(run, tmp_path):
+    folder, data = run  # as if trained on a lent GPU that read a copy of the JPEGs from its /tmp
+    here = tmp_path / "here"
+    shutil.copytree(data, here)
+    ship(folder, str(here), out_dir=tmp_path / "same", name="tiny", floor=0.0)
+    written = json.loads((tmp_path / "same" / "tiny.json").read_text())
+    assert written["recipe"]["data"] == "here" and written["trained_on"]["images"] == 120
+    assert written["trained_on"]["fingerprint"] == load_split(here, "train").fingerprint
+
+    other = make_image_folder(tmp_path / "other", per_class=40, seed=1)  # other bytes: not the same data
+    ship(folder, str(other), out_dir=tmp_path / "differs", name="tiny", floor=0.0)
+    written = json.loads((tmp_path / "differs" / "tiny.json").read_text())
+    assert written["recipe"]["data"] == Path(data).name
 
 
 def test_the_cards_in_assets_hold_no_machine_local_path():
