@@ -713,7 +713,9 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     if cfg.optimizer == "sgd":
         optimizer: torch.optim.Optimizer = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
     elif cfg.optimizer == "adamw":
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999))
+        # fused on a GPU: one kernel for every tensor's update (measured on an H200: a 29 ms step
+        # of batch 256 instead of 34, docs/training.md)
+        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999), fused=device.type == "cuda")
     else:
         raise ValueError(f'--optimizer must be "adamw" or "sgd", not {cfg.optimizer!r}.')
     dtype = autocast_dtype(cfg.amp, device)
