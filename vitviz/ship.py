@@ -122,14 +122,10 @@ def trained_here(card: ModelCard, data: str | None) -> ModelCard:
         return card
     if here.fingerprint != recorded:
         return card
-    elsewhere = card.recipe.get("data")
-    stages = [
-        {**stage, "recipe": {**stage["recipe"], "data": data}} if stage["recipe"].get("data") == elsewhere else stage
-        for stage in card.stages[-1:]
-    ]
-    return card.replace(
-        recipe={**card.recipe, "data": data}, trained_on=describe(here), stages=card.stages[:-1] + stages
-    )
+    stages = list(card.stages)
+    if stages and stages[-1]["recipe"].get("data") == card.recipe.get("data"):  # the last stage is this run
+        stages[-1] = {**stages[-1], "recipe": {**stages[-1]["recipe"], "data": data}}
+    return card.replace(recipe={**card.recipe, "data": data}, trained_on=describe(here), stages=stages)
 
 
 def stored_dtype(model: torch.nn.Module) -> torch.dtype | None:
