@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+MACHINES_JOIN = " + "  # a stage that moved between machines (a lent GPU, then this CPU) names them in order
+
 
 @dataclass
 class ModelCard:
@@ -35,7 +37,8 @@ class ModelCard:
         evaluated: what shipping measured ("misclassified", "weights_sha256", "per_class_accuracy",
             and "weights_dtype" where the file stores float16 rather than float32).
         trained_on, tested_on: the splits as ``vitviz.data.describe`` writes them.
-        hardware: where the last stage trained ("CPU (..., 2 threads)", a GPU's name).
+        hardware: where the last stage trained ("CPU (..., 2 threads)", a GPU's name, or the
+            machines it moved between joined by ``MACHINES_JOIN``).
         teacher: the last stage's distillation teacher ("name", "weights_sha256",
             "test_accuracy"), if any.
         interim: set when the card is a checkpoint's ("checkpoint after epoch 4 of 30").

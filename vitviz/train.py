@@ -49,7 +49,7 @@ from torchvision.transforms import v2
 from tqdm import tqdm
 
 from vitviz import zoo
-from vitviz.card import ModelCard
+from vitviz.card import MACHINES_JOIN, ModelCard
 from vitviz.cnn import ConvNet, init_airbench
 from vitviz.config import ModelConfig, Preprocess, cifar10_cnn_config, cifar10_vit_config, config_from_dict
 from vitviz.convert import load_state_dict_strict
@@ -202,12 +202,31 @@ def run_dir(name: str) -> Path:
     return cache_dir() / "runs" / name
 
 
-def same_recipe(saved: dict[str, Any], cfg: TrainConfig) -> bool:
+# where a machine keeps the data and how many threads and processes it gives the run: a run may
+# move between machines on these (workers build the very batches one process would)
+MACHINE_FIELDS = ("threads", "workers")
+
+
+def same_recipe(saved: dict[str, Any], cfg: TrainConfig, same_data: bool = False) -> bool:
     """Whether a checkpoint's recipe is ``cfg``'s; a field added to TrainConfig after the
-    checkpoint was written matches when ``cfg`` leaves it at its default."""
+    checkpoint was written matches when ``cfg`` leaves it at its default.
+
+    Args:
+        saved: the checkpoint's train_config.
+        cfg: the recipe asked for now.
+        same_data: the training split here has the fingerprint the checkpoint recorded, so the
+            data may sit in another folder (a lent GPU's copy of the JPEGs, then this machine's).
+    """
     now = _jsonable(dataclasses.asdict(cfg))
     defaults = _jsonable(dataclasses.asdict(TrainConfig()))
-    return all(saved.get(key, defaults[key]) == value for key, value in now.items()) and set(saved) <= set(now)
+    free = set(MACHINE_FIELDS) | ({"data"} if same_data else set())
+    same = all(saved.get(key, defaults[key]) == value for key, value in now.items() if key not in free)
+    return same and set(saved) <= set(now)
+
+
+def machines_text(machines: list[str]) -> str:
+    """Where a stage trained: one machine's label, or those it moved between in order ("A + B")."""
+    return MACHINES_JOIN.join(machines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -725,10 +744,12 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
 
     lookahead = Lookahead(model, cfg.epochs * steps_per_epoch) if cfg.lookahead else None
     start_epoch, history, wall = 0, [], 0.0
+    machines = [hardware_label()]  # where this run trained, in order: a resumed run may have moved
     checkpoint_path = out / "checkpoint.pt"
     if checkpoint_path.exists():
         state = torch.load(checkpoint_path, weights_only=True, map_location=device)
-        if not same_recipe(state["train_config"], cfg):
+        same_data = state.get("train_fingerprint") == train_set.fingerprint
+        if not same_recipe(state["train_config"], cfg, same_data):
             raise ValueError(
                 f"A run named {cfg.name!r} with a different recipe exists at {out}: "
                 "resume it with the same flags, or choose another --name."
@@ -736,6 +757,8 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, wall = state["epoch"], state["history"], state["wall_s"]
+        before = state.get("machines") or ([state["hardware"]] if "hardware" in state else [])
+        machines = before if before[-1:] == machines else before + machines
         if lookahead is not None:
             lookahead.average = state["lookahead"]
         lineage = state.get("lineage")
@@ -830,7 +853,9 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                     "train_config": _jsonable(dataclasses.asdict(cfg)),
                     "vit_config": vit_config.to_dict(),
                     "lineage": lineage,
-                    "hardware": hardware_label(),
+                    "hardware": machines_text(machines),
+                    "machines": machines,
+                    "train_fingerprint": train_set.fingerprint,
                     **({"lookahead": lookahead.average} if lookahead is not None else {}),
                 },
                 checkpoint_path,
@@ -839,7 +864,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         if dist.is_initialized():
             dist.barrier()
 
-    card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype, teacher_card)
+    card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype, teacher_card, machines)
     if rank == 0:
         weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(weights, str(out / f"{cfg.name}.safetensors"), metadata={"format": "pt", "vitviz": "1"})
@@ -880,10 +905,11 @@ def _card(
     world: int,
     dtype: torch.dtype | None,
     teacher: dict[str, Any] | None,
+    machines: list[str],
 ) -> ModelCard:
     final = history[-1] if history else {}
     recipe = _jsonable(dataclasses.asdict(cfg))
-    hardware = hardware_label()
+    hardware = machines_text(machines)
     return ModelCard(
         name=cfg.name,
         config=vit_config.to_dict(),

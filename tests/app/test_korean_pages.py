@@ -92,6 +92,12 @@ def test_the_model_card_names_its_data_and_hardware_in_korean():
     assert ui.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written
 
 
+def test_a_stage_that_moved_between_machines_names_both_in_korean(monkeypatch):
+    monkeypatch.setattr(ui, "lang", lambda: "ko")
+    moved = "NVIDIA H200 + CPU (AMD EPYC, 2 threads)"  # begun on a lent GPU, finished on the CPU
+    assert ui.hardware_text(moved) == "NVIDIA H200 + CPU (AMD EPYC, 스레드 2개)"
+
+
 def test_patch_maps_hover_in_korean_counting_from_one():
     at = open_page_in_one_run("app_pages/5_attention.py", lang="ko")
     assert [e.value for e in at.exception] == []

@@ -2,6 +2,7 @@ import dataclasses
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -64,6 +65,36 @@ def test_resume_continues_where_it_stopped(dataset, tmp_path, monkeypatch):
     assert resumed.history[1]["train_loss"] == pytest.approx(straight.history[1]["train_loss"], rel=1e-5)
 
 
+def test_a_run_moves_between_machines_with_its_data(dataset, tmp_path, monkeypatch):
+    """Begun on a lent GPU that read a copy of the data, finished here: the same bytes in another
+    folder, other threads and workers resume it, and its card names both machines in order."""
+    recipe = tiny_recipe(dataset, epochs=2, augment="autoaugment", threads=1)
+    straight = train(recipe, out=tmp_path / "straight")
+
+    real_save = train_module.save_atomic
+
+    def save_then_stop(obj, path):
+        real_save(obj, path)
+        raise KeyboardInterrupt  # the lease ended after epoch 1
+
+    monkeypatch.setattr(train_module, "save_atomic", save_then_stop)
+    monkeypatch.setattr(train_module, "hardware_label", lambda: "NVIDIA H200")
+    with pytest.raises(KeyboardInterrupt):
+        train(recipe, out=tmp_path / "moved")
+    monkeypatch.setattr(train_module, "save_atomic", real_save)
+    monkeypatch.setattr(train_module, "hardware_label", lambda: "CPU (AMD EPYC, 2 threads)")
+    here = shutil.copytree(dataset, tmp_path / "here")
+    moved = train(dataclasses.replace(recipe, data=str(here), threads=2, workers=2), out=tmp_path / "moved")
+
+    assert [r["epoch"] for r in moved.history] == [1, 2] and moved.recipe["data"] == str(here)
+    assert moved.hardware == "NVIDIA H200 + CPU (AMD EPYC, 2 threads)"
+    assert moved.history[1]["train_loss"] == pytest.approx(straight.history[1]["train_loss"], rel=1e-4)
+
+    other = make_image_folder(tmp_path / "other", per_class=100, seed=1)  # other bytes: another run
+    with pytest.raises(ValueError, match="different recipe"):
+        train(dataclasses.replace(recipe, data=str(other)), out=tmp_path / "moved")
+
+
 def test_changed_recipe_is_not_resumed(dataset, tmp_path):
     train(tiny_recipe(dataset, epochs=1), out=tmp_path)
     with pytest.raises(ValueError, match="different recipe"):
@@ -78,6 +109,9 @@ def test_a_checkpoint_from_before_a_new_recipe_field_still_resumes():
     assert not same_recipe(older, TrainConfig(epochs=10, init_from="/elsewhere"))
     assert not same_recipe({**older, "lr": 5e-4}, recipe)
     assert not same_recipe({**saved, "unknown": 1}, recipe)
+    assert same_recipe({**saved, "threads": 8, "workers": 3}, recipe)  # where it runs, not what it learns
+    assert not same_recipe({**saved, "data": "/elsewhere"}, recipe)
+    assert same_recipe({**saved, "data": "/elsewhere"}, recipe, same_data=True)  # the same bytes elsewhere
 
 
 def test_a_second_stage_starts_from_the_first_ones_weights_and_counts_on(dataset, tmp_path):

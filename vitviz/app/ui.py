@@ -25,6 +25,7 @@ from PIL import Image
 
 from vitviz import analysis, clicks, compare, lab, plots, precision, zoo
 from vitviz import data as vdata
+from vitviz.card import MACHINES_JOIN
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate, predictions_path
@@ -760,9 +761,13 @@ def dataset_text(label: str) -> str:
 
 def hardware_text(label: str) -> str:
     """A card's hardware ("CPU (Intel(R) Xeon(R) Processor, 2 threads)", as ``train.hardware_label``
-    writes it) in the user's language; other labels as written."""
-    found = re.fullmatch(r"CPU \((.+), (\d+) threads\)", label)
-    return tr("card.hardware_cpu", name=found[1], threads=found[2]) if found else label
+    writes it, or the machines a run moved between, joined by ``MACHINES_JOIN``) in the user's
+    language; other labels as written."""
+    texts = []
+    for machine in label.split(MACHINES_JOIN):
+        found = re.fullmatch(r"CPU \((.+), (\d+) threads\)", machine)
+        texts.append(tr("card.hardware_cpu", name=found[1], threads=found[2]) if found else machine)
+    return MACHINES_JOIN.join(texts)
 
 
 def presenter_mode() -> None:
