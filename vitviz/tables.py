@@ -44,6 +44,7 @@ RECIPE_HIDDEN = (
     "model",
     "threads",
     "workers",
+    "compile",
     "eval_every",
     "init_from",
 )  # where and how it ran, not what it learned from

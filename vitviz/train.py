@@ -97,6 +97,7 @@ class TrainConfig:
     limit_test: int | None = None
     threads: int | None = None
     workers: int = 0  # DataLoader processes that build the batches (augment, erase, cut out); 0: this process
+    compile: str = "off"  # torch.compile the training step's student and teacher: "off" or a mode ("default", "reduce-overhead", ...)
     eval_every: int = 1
     init_from: str | None = None  # a run folder, checkpoint.pt or shipped .safetensors to start from
     teacher: str | None = None  # a zoo name (or path) whose predictions the student also learns from
@@ -202,9 +203,9 @@ def run_dir(name: str) -> Path:
     return cache_dir() / "runs" / name
 
 
-# where a machine keeps the data and how many threads and processes it gives the run: a run may
-# move between machines on these (workers build the very batches one process would)
-MACHINE_FIELDS = ("threads", "workers")
+# how many threads and processes a machine gives the run, and whether it compiles the step: a run
+# may move between machines on these (workers build the very batches one process would)
+MACHINE_FIELDS = ("threads", "workers", "compile")
 
 
 def same_recipe(saved: dict[str, Any], cfg: TrainConfig, same_data: bool = False) -> bool:
@@ -461,7 +462,7 @@ def mix_batch(
     use = cfg.mixup_alpha > 0 or cfg.cutmix_alpha > 0
     if not use or torch.rand(1, generator=generator).item() >= cfg.mix_prob:
         return pixels, targets
-    perm = torch.randperm(pixels.shape[0], generator=generator)
+    perm = torch.randperm(pixels.shape[0], generator=generator).to(pixels.device)  # drawn on the CPU, as before
     use_cutmix = cfg.cutmix_alpha > 0 and (cfg.mixup_alpha <= 0 or torch.rand(1, generator=generator).item() < 0.5)
     alpha = cfg.cutmix_alpha if use_cutmix else cfg.mixup_alpha
     lam = torch.distributions.Beta(alpha, alpha).sample().item()
@@ -770,6 +771,8 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         ddp_model = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
+    ddp_model = compiled(ddp_model, cfg.compile)  # the step's modules; evaluation runs the model as it is
+    teach = compiled(teacher, cfg.compile) if teacher is not None else None
 
     offset = lineage["epochs"] if lineage else 0  # epochs are counted from the first stage
     batches = iter(
@@ -792,9 +795,10 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         )
         for step in bar:
             pixels, labels = next(batches)
+            # to the device while the batch is still in pinned memory, then mixed there: mixed on the
+            # CPU, a GPU's batch would wait for the mixing and then be copied from pageable memory
+            pixels, labels = pixels.to(device, non_blocking=True), labels.to(device, non_blocking=True)
             pixels, targets = mix_batch(pixels, labels, vit_config.num_classes, cfg, generator)
-            pixels, targets = pixels.to(device, non_blocking=True), targets.to(device, non_blocking=True)
-            labels = labels.to(device, non_blocking=True)
             pixels = pixels.contiguous(memory_format=memory_format)
             lr = learning_rate(epoch * steps_per_epoch + step, steps_per_epoch, cfg)
             for group in optimizer.param_groups:
@@ -806,7 +810,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                         teacher_input = renormalise(pixels, pre, teacher.config.preprocess, teacher.config.image_size)
                         if isinstance(teacher, ConvNet):
                             teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
-                        teacher_logits = teacher(teacher_input).float()
+                        teacher_logits = teach(teacher_input).float()
             loss = criterion(logits.float(), targets)
             if teacher is not None:
                 taught = distillation_loss(logits.float(), teacher_logits, cfg.distill, cfg.distill_tau)
@@ -874,6 +878,20 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         dist.barrier()
         dist.destroy_process_group()
     return card
+
+
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compiled(module: nn.Module, mode: str) -> nn.Module:
+    """``module`` for the training step: as it is ("off"), or torch.compile'd in ``mode``.
+
+    Measured on the 2-core CPU it does not pay (docs/training.md); on a lent GPU, where a small
+    model's step waits on kernel launches, fused kernels and CUDA graphs ("reduce-overhead") may.
+    """
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"--compile must be one of {', '.join(COMPILE_MODES)}, not {mode!r}.")
+    return module if mode == "off" else torch.compile(module, mode=mode)
 
 
 def _jsonable(value: Any) -> Any:

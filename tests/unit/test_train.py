@@ -18,6 +18,7 @@ from vitviz import zoo
 from vitviz.card import ModelCard
 from vitviz.config import CIFAR10_CLASSES
 from vitviz.model import build_model
+from vitviz.tables import recipe_rows
 from vitviz.train import TrainConfig, learning_rate, parse_args, read_run, same_recipe, train
 
 
@@ -295,6 +296,28 @@ def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_pa
 
     assert card.teacher["weights_sha256"] == weights_hash(zoo.load(str(teacher_file), "cpu").model)
     assert card.teacher["test_accuracy"] > 0.6
+
+
+def test_a_compiled_step_learns_what_the_eager_one_does(dataset, teacher_file, tmp_path, monkeypatch):
+    recipe = tiny_recipe(dataset, epochs=2, teacher=str(teacher_file), augment="autoaugment", mixup_alpha=0.8)
+    eager = train(recipe, out=tmp_path / "eager")
+
+    compiled, real_compile = [], torch.compile
+
+    def compile_traced(module, mode):  # AOT autograd's traced graphs, run without inductor's C++ build
+        compiled.append((type(module).__name__, mode))
+        return real_compile(module, backend="aot_eager")
+
+    monkeypatch.setattr(torch, "compile", compile_traced)
+    card = train(dataclasses.replace(recipe, compile="reduce-overhead"), out=tmp_path / "compiled")
+
+    assert compiled == [("VisionTransformer", "reduce-overhead"), ("ConvNet", "reduce-overhead")]
+    for a, b in zip(card.history, eager.history, strict=True):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4)
+    assert card.test_accuracy == pytest.approx(eager.test_accuracy, abs=0.02)
+    assert "compile" not in dict(recipe_rows([card.recipe]))  # how it ran, not what it learned from
+    with pytest.raises(ValueError, match="--compile must be one of"):
+        train(dataclasses.replace(recipe, compile="fast"), out=tmp_path / "typo")
 
 
 def test_each_stage_keeps_its_own_teacher(dataset, teacher_file, tmp_path):
