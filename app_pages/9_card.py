@@ -1,4 +1,4 @@
-"""Step 8: the model card: architecture, parameter counts, training and where it came from."""
+"""Step 9: the model card: architecture, parameter counts, training and where it came from."""
 
 import streamlit as st
 
