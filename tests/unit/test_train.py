@@ -39,22 +39,27 @@ def test_loss_falls_and_card_is_written(dataset, tmp_path):
     assert "blocks.0.attn.qkv.weight" in weights
 
 
+def stop_after_first_epoch(recipe: TrainConfig, out, monkeypatch) -> None:
+    """Train ``recipe`` into ``out`` until its first checkpoint is saved, then stop, as a machine going away would."""
+    real_save = train_module.save_atomic
+
+    def save_then_stop(obj, path):
+        real_save(obj, path)
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(train_module, "save_atomic", save_then_stop)
+        with pytest.raises(KeyboardInterrupt):
+            train(recipe, out=out)
+
+
 def test_resume_continues_where_it_stopped(dataset, tmp_path, monkeypatch):
     recipe = tiny_recipe(
         dataset, epochs=2, augment="trivialaugment", mixup_alpha=0.8, cutmix_alpha=1.0, random_erasing=0.25
     )
     straight = train(recipe, out=tmp_path / "straight")
 
-    real_save = train_module.save_atomic
-
-    def save_then_stop(obj, path):
-        real_save(obj, path)
-        raise KeyboardInterrupt  # the machine went away after epoch 1
-
-    monkeypatch.setattr(train_module, "save_atomic", save_then_stop)
-    with pytest.raises(KeyboardInterrupt):
-        train(recipe, out=tmp_path / "resumed")
-    monkeypatch.setattr(train_module, "save_atomic", real_save)
+    stop_after_first_epoch(recipe, tmp_path / "resumed", monkeypatch)
     assert torch.load(tmp_path / "resumed" / "checkpoint.pt", weights_only=True)["epoch"] == 1
     resumed = train(recipe, out=tmp_path / "resumed")
 
@@ -72,17 +77,8 @@ def test_a_run_moves_between_machines_with_its_data(dataset, tmp_path, monkeypat
     recipe = tiny_recipe(dataset, epochs=2, augment="autoaugment", threads=1)
     straight = train(recipe, out=tmp_path / "straight")
 
-    real_save = train_module.save_atomic
-
-    def save_then_stop(obj, path):
-        real_save(obj, path)
-        raise KeyboardInterrupt  # the lease ended after epoch 1
-
-    monkeypatch.setattr(train_module, "save_atomic", save_then_stop)
     monkeypatch.setattr(train_module, "hardware_label", lambda: "NVIDIA H200")
-    with pytest.raises(KeyboardInterrupt):
-        train(recipe, out=tmp_path / "moved")
-    monkeypatch.setattr(train_module, "save_atomic", real_save)
+    stop_after_first_epoch(recipe, tmp_path / "moved", monkeypatch)  # the lease ended
     monkeypatch.setattr(train_module, "hardware_label", lambda: "CPU (AMD EPYC, 2 threads)")
     here = shutil.copytree(dataset, tmp_path / "here")
     moved = train(dataclasses.replace(recipe, data=str(here), threads=2, workers=2), out=tmp_path / "moved")
