@@ -230,6 +230,12 @@ def machines_text(machines: list[str]) -> str:
     return MACHINES_JOIN.join(machines)
 
 
+def checkpoint_machines(state: dict[str, Any]) -> list[str]:
+    """Where a checkpoint's run trained, in order; a checkpoint written before runs could move
+    names one machine as "hardware", and an older one none."""
+    return state.get("machines") or ([state["hardware"]] if "hardware" in state else [])
+
+
 # ---------------------------------------------------------------------------------------------
 # Lineage: a run that starts from another run's weights
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +324,7 @@ def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Te
     state = torch.load(source, map_location="cpu", weights_only=True)
     recipe = state["train_config"]
     lineage = state.get("lineage")
-    name, hardware = recipe.get("name", source.parent.name), state.get("hardware")
+    name, hardware = recipe.get("name", source.parent.name), machines_text(checkpoint_machines(state)) or None
     card = ModelCard(
         name=source.parent.name,
         config=state["vit_config"],
@@ -758,7 +764,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, wall = state["epoch"], state["history"], state["wall_s"]
-        before = state.get("machines") or ([state["hardware"]] if "hardware" in state else [])
+        before = checkpoint_machines(state)
         machines = before if before[-1:] == machines else before + machines
         if lookahead is not None:
             lookahead.average = state["lookahead"]
@@ -857,7 +863,6 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                     "train_config": _jsonable(dataclasses.asdict(cfg)),
                     "vit_config": vit_config.to_dict(),
                     "lineage": lineage,
-                    "hardware": machines_text(machines),
                     "machines": machines,
                     "train_fingerprint": train_set.fingerprint,
                     **({"lookahead": lookahead.average} if lookahead is not None else {}),
