@@ -959,6 +959,19 @@ def _yes_no(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, not {text!r}")
 
 
+# The flags with a fixed set of values: the command line refuses a typo before any data is read.
+# (train() checks them again, for callers that build a TrainConfig themselves.)
+CHOICES = {
+    "arch": ("vit", "cnn"),
+    "optimizer": ("adamw", "sgd"),
+    "schedule": ("cosine", "triangle"),
+    "cnn_init": ("default", "airbench"),
+    "augment": ("autoaugment", "trivialaugment", "randaugment", "none"),
+    "distill": ("hard", "soft"),
+    "compile": COMPILE_MODES,
+}
+
+
 def parse_args(argv: list[str] | None = None) -> TrainConfig:
     parser = argparse.ArgumentParser(
         prog="python -m vitviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -978,7 +991,13 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
             kind = _yes_no
         else:
             kind = type(default) if default is not None else (int if f.name.startswith(("limit", "threads")) else str)
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=kind, default=default, help=f"default: {default}")
+        parser.add_argument(
+            f"--{f.name.replace('_', '-')}",
+            type=kind,
+            default=default,
+            choices=CHOICES.get(f.name),
+            help=f"default: {default}",
+        )
     parser.add_argument(
         "--model", default="{}", help='ViTConfig overrides as JSON, e.g. \'{"depth": 2, "embed_dim": 32}\''
     )

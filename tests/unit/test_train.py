@@ -19,7 +19,17 @@ from vitviz.card import ModelCard
 from vitviz.config import CIFAR10_CLASSES
 from vitviz.model import build_model
 from vitviz.tables import recipe_rows
-from vitviz.train import TrainConfig, learning_rate, parse_args, read_run, same_recipe, train
+from vitviz.train import (
+    CHOICES,
+    PRESETS,
+    TrainConfig,
+    build_augment,
+    learning_rate,
+    parse_args,
+    read_run,
+    same_recipe,
+    train,
+)
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +184,22 @@ def test_command_line_reads_flags_and_environment(monkeypatch):
     assert recipe.epochs == 7 and recipe.model == {"depth": 2} and recipe.limit_train == 100
     assert recipe.init_from == "runs/a"
     assert recipe.data == "/somewhere"
+
+
+@pytest.mark.parametrize(("flag", "typo"), [("--compile", "fast"), ("--distill", "kl"), ("--augment", "autoaug")])
+def test_the_command_line_refuses_a_typo_before_reading_data(flag, typo, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--data", "nowhere", flag, typo])
+    said = capsys.readouterr().err
+    assert f"invalid choice: '{typo}'" in said and flag in said
+
+
+def test_every_preset_uses_values_the_command_line_accepts():
+    for name, preset in PRESETS.items():
+        for key, choices in CHOICES.items():
+            assert preset.get(key, getattr(TrainConfig(), key)) in choices, (name, key)
+    for augment in CHOICES["augment"]:  # every policy the command line offers builds
+        build_augment(TrainConfig(augment=augment), (32, 32))
 
 
 def test_help_lists_every_flag(capsys):
