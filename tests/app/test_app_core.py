@@ -398,7 +398,7 @@ def test_the_sidebar_says_which_precision_the_model_runs_in(measured_precision, 
     assert any(c.startswith(f"{label}: ") and shown in c for c in captions), captions
     # a warm-up and three timed runs of each, one sample photo a round, once per server: 3x as fast,
     # and bf16 moves no attention weight of the shipped CIFAR ViT by more than 0.01 on the samples
-    # (0.0062 at most, 155 epochs; the 125-epoch model moved the cat's by 0.013)
+    # (0.0062 at most, 155 epochs; the 125-epoch model moved the cat's by 0.013; about 0.007, 230 epochs)
     timed = [torch.float32, torch.bfloat16] * 4
     assert measured_precision == [*timed, torch.bfloat16]  # so the page's trace is bf16
     assert plotly_figures(at)
@@ -411,8 +411,7 @@ def test_the_sidebar_says_which_precision_the_model_runs_in(measured_precision, 
 def test_the_sidebar_says_when_bf16_moved_the_maps_too_far(measured_precision, monkeypatch, lang, shown):
     from vitviz import precision
 
-    real = precision.attention_moved
-    monkeypatch.setattr(precision, "attention_moved", lambda a, b: real(a, b) + 0.01)  # a model with sharper maps
+    monkeypatch.setattr(precision, "attention_moved", lambda a, b: 0.016)  # a model with sharper maps
     at = open_page_in_one_run("app_pages/5_attention.py", lang=lang)
     assert errors(at) == []
     captions = [c.value for c in at.sidebar.caption]
