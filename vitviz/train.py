@@ -325,12 +325,14 @@ def read_run(source: Path | str, checkpoint: bool = False) -> tuple[dict[str, Te
     recipe = state["train_config"]
     lineage = state.get("lineage")
     name, hardware = recipe.get("name", source.parent.name), machines_text(checkpoint_machines(state)) or None
+    teacher = state.get("teacher")  # None for a run without one, or a checkpoint older than the record
     card = ModelCard(
         name=source.parent.name,
         config=state["vit_config"],
         recipe=recipe,
         hardware=hardware,
-        **lineage_fields(name, recipe, state["history"], state["wall_s"], lineage, hardware=hardware),
+        teacher=teacher,
+        **lineage_fields(name, recipe, state["history"], state["wall_s"], lineage, teacher, hardware),
     )
     card.interim = f"checkpoint after epoch {card.epochs} of {card.planned_epochs}"
     return state["model"], config_from_dict(state["vit_config"]), card
@@ -761,6 +763,13 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                 f"A run named {cfg.name!r} with a different recipe exists at {out}: "
                 "resume it with the same flags, or choose another --name."
             )
+        taught_by = (state.get("teacher") or {}).get("weights_sha256")
+        if teacher_card and taught_by and taught_by != teacher_card["weights_sha256"]:
+            raise ValueError(
+                f"The run {cfg.name!r} at {out} was taught by {cfg.teacher} with weights {taught_by[:12]}; "
+                f"{cfg.teacher} now has weights {teacher_card['weights_sha256'][:12]}. Resume it with the same "
+                "teacher, or start another --name."
+            )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start_epoch, history, wall = state["epoch"], state["history"], state["wall_s"]
@@ -865,6 +874,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                     "lineage": lineage,
                     "machines": machines,
                     "train_fingerprint": train_set.fingerprint,
+                    **({"teacher": teacher_card} if teacher_card else {}),
                     **({"lookahead": lookahead.average} if lookahead is not None else {}),
                 },
                 checkpoint_path,

@@ -17,6 +17,7 @@ from vitviz import train as train_module
 from vitviz import zoo
 from vitviz.card import ModelCard
 from vitviz.config import CIFAR10_CLASSES
+from vitviz.evaluate import weights_hash
 from vitviz.model import build_model
 from vitviz.tables import recipe_rows
 from vitviz.train import (
@@ -278,8 +279,6 @@ def teacher_file(dataset, tmp_path_factory):
 
 
 def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_path, monkeypatch):
-    from vitviz.evaluate import weights_hash
-
     seen = {"student": [], "teacher": []}
 
     def recording(kind, builder):
@@ -340,6 +339,25 @@ def test_a_compiled_step_learns_what_the_eager_one_does(dataset, teacher_file, t
     assert "compile" not in dict(recipe_rows([card.recipe]))  # how it ran, not what it learned from
     with pytest.raises(ValueError, match="--compile must be one of"):
         train(dataclasses.replace(recipe, compile="fast"), out=tmp_path / "typo")
+
+
+def test_a_checkpoint_keeps_its_teacher_and_resumes_only_with_it(dataset, teacher_file, tmp_path, monkeypatch):
+    """A mid-schedule checkpoint shipped (``read_run``) names its teacher as a finished run does,
+    and a run whose teacher was replaced in the zoo since is not resumed with the new one."""
+    recipe = tiny_recipe(dataset, name="taught", epochs=2, teacher=str(teacher_file))
+    stop_after_first_epoch(recipe, tmp_path / "taught", monkeypatch)
+    _, _, interim = read_run(tmp_path / "taught", checkpoint=True)
+    assert interim.interim and interim.teacher["name"] == str(teacher_file)
+    assert interim.teacher["weights_sha256"] == weights_hash(zoo.load(str(teacher_file), "cpu").model)
+
+    real = train_module.load_teacher
+    with monkeypatch.context() as patched:
+        patched.setattr(
+            train_module, "load_teacher", lambda *a: (real(*a)[0], {**real(*a)[1], "weights_sha256": "0" * 64})
+        )
+        with pytest.raises(ValueError, match="now has weights 000000000000"):
+            train(recipe, out=tmp_path / "taught")
+    assert train(recipe, out=tmp_path / "taught").teacher == interim.teacher
 
 
 def test_each_stage_keeps_its_own_teacher(dataset, teacher_file, tmp_path):
