@@ -90,6 +90,11 @@ def pick(page, label: str, option: str) -> None:
     settle(page)
 
 
+def shown_choice(page, key: str) -> str:
+    """What the select box of session key ``key`` shows as its choice."""
+    return page.locator(f".st-key-{key} input").first.input_value()
+
+
 def sidebar_link(page, index: int) -> None:
     page.locator("[data-testid='stSidebarNav'] a").nth(index).click()
     settle(page)
@@ -147,6 +152,8 @@ def test_c_korean_from_page_3_through_next_links_the_lab_and_back(server, page):
     page.get_by_text("한국어", exact=True).click()
     settle(page)
     walked = [("switch", title(page), problems(page))]
+    # a select box says its choice in the new language too, not the words it was picked in
+    assert HANGUL.search(shown_choice(page, "model")) and HANGUL.search(shown_choice(page, "patch"))
     click_button(page, "^다음 →$")
     walked.append(("next", title(page), problems(page)))
     sidebar_link(page, 1)
@@ -165,6 +172,7 @@ def test_c_korean_from_page_3_through_next_links_the_lab_and_back(server, page):
     settle(page)
     assert not HANGUL.search(title(page)) and problems(page) == []
     assert query(page)["model"] == "cifar10-vit"
+    assert shown_choice(page, "model").startswith("CIFAR-10 ViT (shipped")
 
 
 def test_d_a_shared_link_opens_exactly_that_view(server, page):  # noqa: F811

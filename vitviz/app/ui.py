@@ -499,6 +499,22 @@ def init_state() -> None:
     if not st.session_state.get("_url_loaded"):
         _load_url()
     sync_choices()
+    relabel_after_language_switch()
+
+
+def relabel_after_language_switch() -> None:
+    """A select box shows the words its option had when it was picked, and Streamlit sends it
+    its value only when that value changes: after a switch to Korean the sidebar's model would
+    still read "CIFAR-10 ViT (shipped, ...)" among Korean options. On the run a switch starts,
+    every choice is set again, which makes Streamlit send each widget its value anew, in the
+    new language's words."""
+    shown = st.session_state.get("_lang_shown")
+    st.session_state["_lang_shown"] = lang()
+    if shown is None or shown == lang():
+        return
+    for field in fields(Choices):
+        if field.name != "lang" and field.name in st.session_state:
+            st.session_state[field.name] = st.session_state[field.name]
 
 
 def _load_url() -> None:
