@@ -7,6 +7,7 @@ survive every click.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import tempfile
@@ -19,7 +20,7 @@ import pytest
 import torch
 from PIL import Image
 
-from benchmarks.bench import wait_ready
+from benchmarks.bench import url_path, wait_ready
 from tests.app.test_app_grayscale import FASHION
 from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
 from vitviz import tour, zoo
@@ -358,3 +359,32 @@ def test_g_a_grey_model_walks_fashion_mnist_from_the_picker_through_korean_and_t
     class_name, _, index = opened.rpartition("/")
     assert class_name and index.isdigit() and problems(page) == []
     assert class_name in page.get_by_role("combobox", name="클래스").input_value()  # "바지 (Trouser)"
+
+
+def page_words(page) -> list[str]:
+    """What a reader sees: the page's and the sidebar's lines and every select box's choice
+    (icon names, which show only while the pointer rests on a button, left out)."""
+    lines = page.locator("[data-testid='stMain']").inner_text().splitlines()
+    lines += page.locator("[data-testid='stSidebar']").inner_text().splitlines()
+    lines += [box.input_value() for box in page.locator("[data-testid='stSelectbox'] input").all()]
+    return [line for line in lines if line.strip() and not re.fullmatch(r"[a-z_]+", line)]
+
+
+def test_i_korean_chosen_on_any_page_reads_as_a_korean_link_does(server, page):  # noqa: F811
+    """A teacher switches to Korean on whatever page is on the screen: every page then reads
+    exactly as the same page opened in Korean from the start, select boxes included."""
+    fresh = page.context.browser.new_page(viewport={"width": 1400, "height": 1000})
+    differences = {}
+    for script, _, _ in tour.TOUR + tour.LAB:
+        path = url_path(script)
+        fresh.goto(f"{server}/{path}?lang=ko", wait_until="domcontentloaded")
+        settle(fresh)
+        page.goto(f"{server}/{path}?lang=en", wait_until="domcontentloaded")
+        settle(page)
+        page.get_by_text("한국어", exact=True).click()
+        settle(page)
+        expected, seen = page_words(fresh), page_words(page)
+        assert HANGUL.search(title(page)) and problems(page) == [], script
+        if seen != expected:
+            differences[script] = [d for d in difflib.ndiff(expected, seen) if d[:1] in "+-"][:8]
+    assert differences == {}, differences
