@@ -195,6 +195,13 @@ def test_the_command_line_refuses_a_typo_before_reading_data(flag, typo, capsys)
     assert f"invalid choice: '{typo}'" in said and flag in said
 
 
+@pytest.mark.parametrize("field", sorted(CHOICES))
+def test_a_recipe_refuses_a_value_no_flag_offers(field):
+    flag = "--" + field.replace("_", "-")
+    with pytest.raises(ValueError, match=f"{flag} must be one of {', '.join(CHOICES[field])}, not 'typo'"):
+        TrainConfig(**{field: "typo"})
+
+
 def test_every_preset_uses_values_the_command_line_accepts():
     for name, preset in PRESETS.items():
         for key, choices in CHOICES.items():
