@@ -111,7 +111,8 @@ if history:
         ui.tr("card.wall_time"): f"{card.wall_time_s / 3600:.1f} h",
     }
     machines = card.hardware_by_stage()
-    if len(machines) > 1:  # stages trained on different machines: which ran where
+    known = sum(len(ran) for _, ran in machines)
+    if len(machines) > 1 or 0 < known < len(stages):  # which stages ran where, and no more than is known
         for where, ran in machines:
             key = "card.hardware_stage" if len(ran) == 1 else "card.hardware_stages"
             facts[ui.tr(key, stages=stage_list(ran))] = ui.hardware_text(where)

@@ -289,6 +289,14 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     assert facts["Hardware (stage 1)"] == "NVIDIA H200" and facts["Hardware (stage 2)"] == ui.hardware_text(here)
     assert "Hardware" not in facts
 
+    # the first stage was written before stages kept their machine: the card claims only what it knows
+    del card.stages[0]["hardware"]
+    card.write(tmp_path / "second" / "older.json")
+    shutil.copy(tmp_path / "second" / "second.safetensors", tmp_path / "second" / "older.safetensors")
+    at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "older.safetensors"))
+    facts = dict(zip(at.dataframe[2].value["Fact"], at.dataframe[2].value["Value"], strict=True))
+    assert [fact for fact in facts if fact.startswith("Hardware")] == ["Hardware (stage 2)"]
+
 
 def test_unknown_custom_model_says_so():
     at = open_page(custom_model="timm:no_such_model_at_all")
