@@ -110,14 +110,12 @@ if history:
         ui.tr("card.epochs"): card.epochs or "-",
         ui.tr("card.wall_time"): f"{card.wall_time_s / 3600:.1f} h",
     }
-    machines = card.hardware_by_stage()
-    known = sum(len(ran) for _, ran in machines)
-    if len(machines) > 1 or 0 < known < len(stages):  # which stages ran where, and no more than is known
-        for where, ran in machines:
-            key = "card.hardware_stage" if len(ran) == 1 else "card.hardware_stages"
-            facts[ui.tr(key, stages=stage_list(ran))] = ui.hardware_text(where)
-    else:
-        facts[ui.tr("card.hardware")] = ui.hardware_text(card.hardware or "-")
+    for ran, where in card.hardware_rows():  # which stages ran where, and no more than is known
+        if ran is None:
+            label = ui.tr("card.hardware")
+        else:
+            label = ui.tr("card.hardware_stage" if len(ran) == 1 else "card.hardware_stages", stages=stage_list(ran))
+        facts[label] = ui.hardware_text(where)
     facts |= {
         ui.tr("card.weights_dtype"): ui.tr("card.weights_dtype_value", dtype=card.weights_dtype)
         if card.weights_dtype != "float32"

@@ -114,6 +114,17 @@ class ModelCard:
                 found.setdefault(where, []).append(number)
         return list(found.items())
 
+    def hardware_rows(self) -> list[tuple[list[int] | None, str]]:
+        """The card's hardware as the model card lists it: one row per machine with its stages
+        where stages trained on different machines or some stage has no record of its machine
+        (so no more is claimed than is known); otherwise one row for the whole model (stages
+        None), "-" when the card names no machine."""
+        machines = self.hardware_by_stage()
+        known = sum(len(ran) for _, ran in machines)
+        if len(machines) > 1 or 0 < known < len(self.runs):
+            return [(ran, where) for where, ran in machines]
+        return [(None, self.hardware or "-")]
+
     def teachers(self) -> list[tuple[dict[str, Any], list[int]]]:
         """Each distinct teacher, in the order they taught, with the stages (counted from 1) it taught.
 

@@ -72,6 +72,16 @@ def test_each_machine_is_named_with_the_stages_it_trained():
     assert card.hardware_by_stage() == [(cpu, [2, 4]), (gpu, [3])]
     assert ModelCard(name="one", epochs=3, recipe={}, hardware=gpu).hardware_by_stage() == [(gpu, [1])]
     assert ModelCard(name="one", epochs=3, recipe={}).hardware_by_stage() == []
+    # the rows the model card shows: per machine where they differ, the whole model where one ran all
+    assert card.hardware_rows() == [([2, 4], cpu), ([3], gpu)]
+    assert ModelCard(name="one", epochs=3, recipe={}, hardware=gpu).hardware_rows() == [(None, gpu)]
+    assert ModelCard(name="one", epochs=3, recipe={}).hardware_rows() == [(None, "-")]
+    older = ModelCard(  # the first stage written before stages kept their machine: only stage 2 is known
+        epochs=6,
+        stages=[{"name": "s1", "epochs": 4, "recipe": {}}, {"name": "s2", "epochs": 2, "recipe": {}}],
+        hardware=cpu,
+    )
+    assert older.hardware_rows() == [([2], cpu)]
 
 
 def test_every_shipped_card_reads_as_a_model_card():
