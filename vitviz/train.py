@@ -4,7 +4,8 @@
     torchrun --nproc_per_node 2 -m vitviz.train --data ... --name ...   # DistributedDataParallel
 
 Runs resume by themselves: every epoch writes a checkpoint to ~/.cache/vitviz/runs/<name>/,
-and starting the same command again continues from it. When the last epoch ends, the weights
+and starting the same command again continues from it. ``pkill -TSTP -f vitviz.train`` pauses a
+run (``-CONT`` lets it go on); its epoch times leave the pause out. When the last epoch ends, the weights
 (safetensors) and a json card with the config, the recipe and the per-epoch history are written
 beside the checkpoint.
 
@@ -34,7 +35,9 @@ import logging
 import math
 import os
 import platform
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -667,6 +670,38 @@ def parameter_groups(model: nn.Module, cfg: TrainConfig) -> list[dict[str, Any]]
     return groups
 
 
+class WorkClock:
+    """Seconds of work: ``time.perf_counter`` less the time the process spent stopped by SIGTSTP,
+    so a run paused for an hour (``pkill -TSTP -f vitviz.train``, then ``-CONT``) does not record an
+    hour-long epoch or a slow speed. A SIGSTOP cannot be caught: pause runs with TSTP.
+
+    Use it as a context manager: it takes SIGTSTP (in the main thread, where the platform has it)
+    and gives the previous handler back on exit.
+    """
+
+    def __init__(self) -> None:
+        self.stopped = 0.0  # seconds spent stopped so far
+        self._previous: Any = None
+
+    def __enter__(self) -> WorkClock:
+        if hasattr(signal, "SIGTSTP") and threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTSTP, self._stop)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTSTP, self._previous)
+            self._previous = None
+
+    def _stop(self, signum: int, frame: object) -> None:
+        began = time.perf_counter()
+        os.kill(os.getpid(), signal.SIGSTOP)  # the process stops here until a SIGCONT
+        self.stopped += time.perf_counter() - began
+
+    def now(self) -> float:
+        return time.perf_counter() - self.stopped
+
+
 class Lookahead:
     """airbench's lookahead: every 5 steps an average of the weights (and BatchNorm statistics)
     takes a step towards them, and the weights jump back to it; the average's memory
@@ -806,94 +841,97 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
         training_batches(train_set, cfg, build_augment(cfg, size), pre, steps_per_epoch, start_epoch, rank, world)
     )
     criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
-    for epoch in range(start_epoch, cfg.epochs):
-        freeze_for_recipe(model, cfg, epoch)
-        generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
-        torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # stochastic depth's and mixing's draws
-        ddp_model.train()
-        started = time.perf_counter()
-        totals, seen = torch.zeros(2, device=device), 0  # summed loss, correct answers
-        bar = tqdm(
-            range(steps_per_epoch),
-            desc=f"epoch {epoch + 1}/{cfg.epochs}",
-            disable=rank != 0,
-            mininterval=1.0 if sys.stderr.isatty() else 60.0,
-            leave=sys.stderr.isatty(),
-        )
-        for step in bar:
-            pixels, labels = next(batches)
-            # to the device while the batch is still in pinned memory, then mixed there: mixed on the
-            # CPU, a GPU's batch would wait for the mixing and then be copied from pageable memory
-            pixels, labels = pixels.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-            pixels, targets = mix_batch(pixels, labels, vit_config.num_classes, cfg, generator)
-            pixels = pixels.contiguous(memory_format=memory_format)
-            lr = learning_rate(epoch * steps_per_epoch + step, steps_per_epoch, cfg)
-            for group in optimizer.param_groups:
-                group["lr"] = lr * group.get("lr_scale", 1.0)
-            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                logits = ddp_model(pixels)
+    with WorkClock() as clock:  # an epoch's seconds leave out the time the run was paused
+        for epoch in range(start_epoch, cfg.epochs):
+            freeze_for_recipe(model, cfg, epoch)
+            generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
+            torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # stochastic depth's and mixing's draws
+            ddp_model.train()
+            started = clock.now()
+            totals, seen = torch.zeros(2, device=device), 0  # summed loss, correct answers
+            bar = tqdm(
+                range(steps_per_epoch),
+                desc=f"epoch {epoch + 1}/{cfg.epochs}",
+                disable=rank != 0,
+                mininterval=1.0 if sys.stderr.isatty() else 60.0,
+                leave=sys.stderr.isatty(),
+            )
+            for step in bar:
+                pixels, labels = next(batches)
+                # to the device while the batch is still in pinned memory, then mixed there: mixed on the
+                # CPU, a GPU's batch would wait for the mixing and then be copied from pageable memory
+                pixels, labels = pixels.to(device, non_blocking=True), labels.to(device, non_blocking=True)
+                pixels, targets = mix_batch(pixels, labels, vit_config.num_classes, cfg, generator)
+                pixels = pixels.contiguous(memory_format=memory_format)
+                lr = learning_rate(epoch * steps_per_epoch + step, steps_per_epoch, cfg)
+                for group in optimizer.param_groups:
+                    group["lr"] = lr * group.get("lr_scale", 1.0)
+                with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                    logits = ddp_model(pixels)
+                    if teacher is not None:
+                        with torch.no_grad():
+                            teacher_input = renormalise(
+                                pixels, pre, teacher.config.preprocess, teacher.config.image_size
+                            )
+                            if isinstance(teacher, ConvNet):
+                                teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
+                            teacher_logits = teach(teacher_input).float()
+                loss = criterion(logits.float(), targets)
                 if teacher is not None:
-                    with torch.no_grad():
-                        teacher_input = renormalise(pixels, pre, teacher.config.preprocess, teacher.config.image_size)
-                        if isinstance(teacher, ConvNet):
-                            teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
-                        teacher_logits = teach(teacher_input).float()
-            loss = criterion(logits.float(), targets)
-            if teacher is not None:
-                taught = distillation_loss(logits.float(), teacher_logits, cfg.distill, cfg.distill_tau)
-                loss = (1 - cfg.distill_alpha) * loss + cfg.distill_alpha * taught
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.grad_clip:
-                nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            optimizer.step()
-            if lookahead is not None:
-                lookahead.step(model, epoch * steps_per_epoch + step + 1)
-            # summed where they are: reading them every step would make a GPU wait for each batch
-            totals += torch.stack([loss.detach() * len(labels), (logits.argmax(-1) == labels).sum()])
-            seen += len(labels)
-            if step % 50 == 0 or step + 1 == steps_per_epoch:
-                bar.set_postfix(loss=f"{totals[0].item() / seen:.3f}", lr=f"{lr:.2e}", refresh=False)
-        loss_sum, correct, seen = _all_sum([*totals.tolist(), seen], device)
-        seconds = time.perf_counter() - started
-        wall += seconds
-        row: dict[str, Any] = {
-            "epoch": offset + epoch + 1,
-            "train_loss": loss_sum / seen,
-            "train_accuracy": correct / seen,
-            "lr": lr,
-            "seconds": round(seconds, 1),
-            "images_per_s": round(seen / seconds, 1),
-        }
-        if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
-            acc, test_loss = evaluate_accuracy(
-                model, test_set, pre, device, dtype, rank=rank, world=world, memory_format=memory_format
-            )
-            row.update(test_accuracy=acc, test_loss=test_loss)
-        history.append(row)
-        if rank == 0:
-            log.info("epoch %s", json.dumps(row))
-            save_atomic(
-                {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "epoch": epoch + 1,
-                    "history": history,
-                    "wall_s": wall,
-                    "rng": torch.get_rng_state(),
-                    "train_config": _jsonable(dataclasses.asdict(cfg)),
-                    "vit_config": vit_config.to_dict(),
-                    "lineage": lineage,
-                    "machines": machines,
-                    "train_fingerprint": train_set.fingerprint,
-                    **({"teacher": teacher_card} if teacher_card else {}),
-                    **({"lookahead": lookahead.average} if lookahead is not None else {}),
-                },
-                checkpoint_path,
-            )
-            (out / "history.json").write_text(json.dumps(history, indent=1))
-        if dist.is_initialized():
-            dist.barrier()
+                    taught = distillation_loss(logits.float(), teacher_logits, cfg.distill, cfg.distill_tau)
+                    loss = (1 - cfg.distill_alpha) * loss + cfg.distill_alpha * taught
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_clip:
+                    nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                optimizer.step()
+                if lookahead is not None:
+                    lookahead.step(model, epoch * steps_per_epoch + step + 1)
+                # summed where they are: reading them every step would make a GPU wait for each batch
+                totals += torch.stack([loss.detach() * len(labels), (logits.argmax(-1) == labels).sum()])
+                seen += len(labels)
+                if step % 50 == 0 or step + 1 == steps_per_epoch:
+                    bar.set_postfix(loss=f"{totals[0].item() / seen:.3f}", lr=f"{lr:.2e}", refresh=False)
+            loss_sum, correct, seen = _all_sum([*totals.tolist(), seen], device)
+            seconds = clock.now() - started
+            wall += seconds
+            row: dict[str, Any] = {
+                "epoch": offset + epoch + 1,
+                "train_loss": loss_sum / seen,
+                "train_accuracy": correct / seen,
+                "lr": lr,
+                "seconds": round(seconds, 1),
+                "images_per_s": round(seen / seconds, 1),
+            }
+            if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
+                acc, test_loss = evaluate_accuracy(
+                    model, test_set, pre, device, dtype, rank=rank, world=world, memory_format=memory_format
+                )
+                row.update(test_accuracy=acc, test_loss=test_loss)
+            history.append(row)
+            if rank == 0:
+                log.info("epoch %s", json.dumps(row))
+                save_atomic(
+                    {
+                        "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict(),
+                        "epoch": epoch + 1,
+                        "history": history,
+                        "wall_s": wall,
+                        "rng": torch.get_rng_state(),
+                        "train_config": _jsonable(dataclasses.asdict(cfg)),
+                        "vit_config": vit_config.to_dict(),
+                        "lineage": lineage,
+                        "machines": machines,
+                        "train_fingerprint": train_set.fingerprint,
+                        **({"teacher": teacher_card} if teacher_card else {}),
+                        **({"lookahead": lookahead.average} if lookahead is not None else {}),
+                    },
+                    checkpoint_path,
+                )
+                (out / "history.json").write_text(json.dumps(history, indent=1))
+            if dist.is_initialized():
+                dist.barrier()
 
     card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype, teacher_card, machines)
     if rank == 0:

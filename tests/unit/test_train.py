@@ -3,14 +3,19 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.conftest import REPO
 from tests.helpers import TINY, make_image_folder, tiny_recipe, write_idx
 from vitviz import data as vdata
 from vitviz import train as train_module
@@ -568,3 +573,35 @@ def test_every_batch_of_a_run_is_its_own_and_augmented(dataset):
     assert not torch.equal(batches.order(0), batches.order(1)) and len(next_epoch[1]) == recipe.batch_size
     plain = vdata.normalise(data.images[batches.order(0)[: recipe.batch_size]], pre)
     assert first[0].shape == plain.shape and not torch.equal(first[0], plain)  # augmented, not the raw images
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGTSTP"), reason="SIGTSTP is a POSIX signal")
+def test_the_work_clock_leaves_out_the_time_a_run_was_paused():
+    child = textwrap.dedent("""
+        import sys, time
+        from vitviz.train import WorkClock
+        with WorkClock() as clock:
+            work, wall = clock.now(), time.perf_counter()
+            print("ready", flush=True)
+            sys.stdin.readline()  # the parent stops and continues this process meanwhile
+            print(clock.now() - work, time.perf_counter() - wall, flush=True)
+    """)
+    process = subprocess.Popen(
+        [sys.executable, "-c", child], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        assert process.stdout.readline().strip() == "ready"
+        process.send_signal(signal.SIGTSTP)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{process.pid}/stat").read_text().split(") ")[1][0] != "T":  # stopped
+            assert time.monotonic() < deadline, "the process did not stop on SIGTSTP"
+            time.sleep(0.05)
+        time.sleep(1.5)
+        process.send_signal(signal.SIGCONT)
+        process.stdin.write("go\n")
+        process.stdin.flush()
+        work, wall = map(float, process.stdout.readline().split())
+    finally:
+        process.kill()
+        process.wait()
+    assert wall >= 1.5 and work < 0.5
