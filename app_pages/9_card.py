@@ -91,7 +91,19 @@ if history:
     st.subheader(ui.tr("card.training"))
     planned = card.planned_epochs or card.recipe.get("epochs")
     stages = card.stages
-    if card.interim:
+    if card.interim and card.schedule_end:  # the schedule ended below this checkpoint, which stayed
+        end = card.schedule_end
+        st.info(
+            ui.tr(
+                "card.interim_ended",
+                epochs=card.epochs,
+                total=planned or "?",
+                end=end["epoch"],
+                end_accuracy=f"{end['test_accuracy']:.2%}",
+                accuracy=f"{card.test_accuracy:.2%}",
+            )
+        )
+    elif card.interim:
         st.info(ui.tr("card.interim", epochs=card.epochs, total=planned or "?"))
     starts = card.stage_starts()  # each stage's first epoch
     parts = []  # "stage 2, cifar10-vit-s2 (epochs 11-23)": the caption, and each stage label's hover text

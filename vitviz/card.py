@@ -42,6 +42,8 @@ class ModelCard:
         teacher: the last stage's distillation teacher ("name", "weights_sha256",
             "test_accuracy"), if any.
         interim: set when the card is a checkpoint's ("checkpoint after epoch 4 of 30").
+        schedule_end: where an interim checkpoint's schedule ended when its end did not beat the
+            checkpoint, so the checkpoint stayed: {"epoch": 255, "test_accuracy": 0.8479}.
         extra: every other field, kept as written (precision, processes, torch version, ...).
     """
 
@@ -60,6 +62,7 @@ class ModelCard:
     hardware: str | None = None
     teacher: dict[str, Any] | None = None
     interim: str | None = None
+    schedule_end: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -160,6 +160,16 @@ def round_weights(model: torch.nn.Module, dtype: torch.dtype) -> None:
             tensor.copy_(rounded)
 
 
+def ends_schedule_of(finished: ModelCard, shipped: ModelCard) -> bool:
+    """Whether ``finished`` is the end of the very schedule whose checkpoint ``shipped`` is: the
+    same run (its recipe's name; shipping renames the card), finished at the epoch the
+    checkpoint's card planned."""
+    if not shipped.interim or finished.interim:
+        return False
+    same_run = shipped.recipe.get("name") == finished.recipe.get("name")
+    return same_run and finished.epochs == shipped.planned_epochs
+
+
 def ship(
     run: Path,
     data: str | None,
@@ -174,6 +184,10 @@ def ship(
 
     With ``test_flip`` a CNN is evaluated and shipped averaging its logits for the image and
     for its mirror image.
+
+    A finished run that does not beat its own checkpoint, shipped mid-schedule, leaves that
+    checkpoint shipped and writes where the schedule ended onto its card (``schedule_end``), so the
+    card no longer says training goes on.
 
     Returns:
         The evaluated card, and whether it was written (or why the current model stays).
@@ -213,9 +227,15 @@ def ship(
     out_dir = Path(out_dir)
     current = out_dir / f"{name}.json"
     if current.exists():
-        previous = ModelCard.read(current).test_accuracy or 0.0
+        shipped = ModelCard.read(current)
+        previous = shipped.test_accuracy or 0.0
         if result.accuracy <= previous:
-            return Shipping(card, False, f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}")
+            reason = f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}"
+            if not checkpoint and ends_schedule_of(card, shipped):
+                shipped.schedule_end = {"epoch": card.epochs, "test_accuracy": result.accuracy}
+                shipped.write(current)
+                reason += f"; the shipped checkpoint's card now says its schedule ended there (epoch {card.epochs})"
+            return Shipping(card, False, reason)
     out_dir.mkdir(parents=True, exist_ok=True)
     weights = out_dir / f"{name}.safetensors"
     card = ModelCard.from_dict(portable(card.to_dict()))

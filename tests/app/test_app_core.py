@@ -247,6 +247,31 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
     assert recipe == ["epochs", "lr"]  # where it ran (data, threads) is not part of the recipe shown
 
 
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_model_card_of_a_checkpoint_whose_schedule_ended_below_it(tmp_path, tiny_config, lang):
+    history = [{"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "lr": 1e-3, "test_accuracy": 0.6} for e in (1, 2)]
+    card = {
+        "history": history,
+        "test_accuracy": 0.6,
+        "epochs": 2,
+        "planned_epochs": 40,
+        "interim": "checkpoint after epoch 2 of 40",
+        "schedule_end": {"epoch": 40, "test_accuracy": 0.5875},
+        "recipe": {"epochs": 40, "lr": 0.001},
+    }
+    path = tmp_path / "mine.safetensors"
+    zoo.save(VisionTransformer(tiny_config), path, card=ModelCard.from_dict(card))
+    at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(path), lang=lang)
+    assert errors(at) == []
+    boxes = [i.value for i in at.info]
+    said = {
+        "en": ("epoch 2 of 40", "ended at epoch 40 with 58.75%", "checkpoint's 60.00%"),
+        "ko": ("40에폭 중 2에폭", "40에폭에서 테스트 정확도 58.75%로", "체크포인트의 60.00%"),
+    }[lang]
+    assert any(all(words in box for words in said) for box in boxes), boxes
+    assert not any("Training goes on" in box or "학습은 계속되며" in box for box in boxes)  # it does not
+
+
 def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     from tests.helpers import make_image_folder, tiny_recipe
     from vitviz.train import train

@@ -99,6 +99,37 @@ def test_an_unfinished_run_ships_from_its_checkpoint(run, tmp_path):
     }
 
 
+def test_a_finished_schedule_that_does_not_beat_its_shipped_checkpoint_is_written_on_its_card(run, tmp_path):
+    folder, data = run
+    assert ship(folder, str(data), out_dir=tmp_path, name="tiny", checkpoint=True, floor=0.0).shipped
+    card_path = tmp_path / "tiny.json"
+    shipped = json.loads(card_path.read_text())
+    shipped["test_accuracy"] = 1.01  # the checkpoint beats whatever the schedule's end measures
+    card_path.write_text(json.dumps(shipped))
+    weights = (tmp_path / "tiny.safetensors").read_bytes()
+
+    again = ship(folder, str(data), out_dir=tmp_path, name="tiny", checkpoint=True, floor=0.0)
+    assert not again.shipped and "schedule_end" not in json.loads(card_path.read_text())  # still a checkpoint
+
+    other = tmp_path / "other" / "tiny-other"  # another run's end says nothing about this checkpoint
+    shutil.copytree(folder, other.parent / "tiny")
+    (other.parent / "tiny").rename(other)
+    for suffix in (".safetensors", ".json"):
+        (other / f"tiny{suffix}").rename(other / f"tiny-other{suffix}")
+    card = json.loads((other / "tiny-other.json").read_text())
+    card["name"], card["recipe"]["name"] = "tiny-other", "tiny-other"
+    (other / "tiny-other.json").write_text(json.dumps(card))
+    assert not ship(other, str(data), out_dir=tmp_path, name="tiny", floor=0.0).shipped
+    assert "schedule_end" not in json.loads(card_path.read_text())
+
+    ended = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
+    assert not ended.shipped and "schedule ended" in ended.reason
+    written = ModelCard.read(card_path)
+    assert written.schedule_end == {"epoch": 2, "test_accuracy": ended.card.test_accuracy}
+    assert written.interim and written.test_accuracy == 1.01  # still the checkpoint's card
+    assert (tmp_path / "tiny.safetensors").read_bytes() == weights  # and its weights
+
+
 def test_missing_run_says_so(tmp_path, capsys):
     with pytest.raises(ShipError, match="no finished weights"):
         ship(tmp_path / "nothing", None, out_dir=tmp_path)
