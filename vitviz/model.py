@@ -50,10 +50,17 @@ class PatchEmbed(nn.Module):
 
 
 class Attention(nn.Module):
-    """Multi-head self-attention with one fused qkv projection."""
+    """Multi-head self-attention with one fused qkv projection.
+
+    ``fused_attn`` (timm's name) picks how ``forward`` computes it: True, one
+    ``scaled_dot_product_attention`` call (the fast path on a GPU); False, the explicit
+    softmax(Q K^T / sqrt(d)) V of ``explain``. Training on a CPU sets it False: for these short
+    sequences PyTorch's CPU kernel is slow to differentiate (``vitviz.train``).
+    """
 
     def __init__(self, config: ViTConfig) -> None:
         super().__init__()
+        self.fused_attn = True
         self.num_heads = config.num_heads
         self.head_dim = config.head_dim
         self.scale = self.head_dim**-0.5
@@ -73,6 +80,8 @@ class Attention(nn.Module):
         return self.proj_drop(self.proj(x))
 
     def forward(self, x: Tensor) -> Tensor:
+        if not self.fused_attn:
+            return self.explain(x)[0]
         q, k, v = self.qkv_heads(x)
         drop = self.attn_drop if self.training else 0.0
         out = F.scaled_dot_product_attention(q, k, v, dropout_p=drop)  # (B, heads, T, head_dim)

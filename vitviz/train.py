@@ -58,7 +58,7 @@ from vitviz.config import ModelConfig, Preprocess, cifar10_cnn_config, cifar10_v
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import ImageSet, cache_dir, describe, load_split, normalise, save_atomic, spread_subset
 from vitviz.evaluate import weights_hash
-from vitviz.model import build_model
+from vitviz.model import Attention, build_model
 from vitviz.precision import native_bf16
 
 log = logging.getLogger(__name__)
@@ -589,6 +589,18 @@ def learning_rate(step: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
     return cfg.min_lr + 0.5 * (cfg.lr - cfg.min_lr) * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
+def choose_attention_path(model: nn.Module, device: torch.device) -> None:
+    """On a CPU, every Attention in ``model`` computes softmax(Q K^T / sqrt(d)) V explicitly
+    (``fused_attn = False``); on a GPU, with ``scaled_dot_product_attention``. PyTorch's CPU
+    kernel for the fused call is slow to differentiate at these lengths (65 tokens): a training
+    step at batch 256 in bf16 on 2 threads (AVX-512 BF16, 2026-11-26) took 1.02 s fused and 0.60 s
+    explicit for the shipped shape, 2.43 s and 0.85 s for the depth-9, 12-head shape
+    (``python -m vitviz.bench`` measures it again: train_step_explicit_over_fused)."""
+    for module in model.modules():
+        if isinstance(module, Attention):
+            module.fused_attn = device.type != "cpu"
+
+
 def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:
     """bf16 where the hardware multiplies it natively (``precision.native_bf16``: CUDA with bf16,
     CPUs with AVX-512 BF16 or AMX), else full precision; "bf16" or "off" decide by themselves."""
@@ -777,6 +789,7 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
 
     torch.manual_seed(cfg.seed)
     model = build_model(vit_config).to(device)
+    choose_attention_path(model, device)
     if start_weights is not None:
         load_state_dict_strict(model, start_weights)
     elif cfg.cnn_init == "airbench" and isinstance(model, ConvNet):

@@ -124,3 +124,21 @@ def test_flops_of_vit_b16():
     config = ViTConfig()
     # 35.1 GFLOP per ViT-B/16 image (NOTES.md), counted as 2 x multiply-adds
     assert abs(flops_per_image(config) / 1e9 - 35.1) < 0.3
+
+
+def test_the_explicit_attention_path_trains_like_the_fused_one():
+    torch.manual_seed(0)
+    config = CONFIGS["cls"]
+    fused = VisionTransformer(config).train()
+    explicit = VisionTransformer(config).train()
+    explicit.load_state_dict(fused.state_dict())
+    for block in explicit.blocks:
+        block.attn.fused_attn = False
+    pixels = torch.randn(3, config.in_chans, *config.image_size)
+    for model in (fused, explicit):
+        model(pixels).square().sum().backward()
+    assert not any(block.attn.fused_attn for block in explicit.blocks)
+    torch.testing.assert_close(explicit(pixels), fused(pixels), atol=1e-5, rtol=1e-5)
+    for (name, a), b in zip(fused.named_parameters(), explicit.parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, atol=1e-5, rtol=1e-4, msg=name)
+    assert fused.blocks[0].attn.qkv.weight.grad.abs().sum() > 0

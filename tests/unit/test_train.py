@@ -21,7 +21,7 @@ from vitviz import data as vdata
 from vitviz import train as train_module
 from vitviz import zoo
 from vitviz.card import ModelCard
-from vitviz.config import CIFAR10_CLASSES
+from vitviz.config import CIFAR10_CLASSES, ViTConfig
 from vitviz.evaluate import weights_hash
 from vitviz.model import build_model
 from vitviz.tables import recipe_rows
@@ -605,3 +605,11 @@ def test_the_work_clock_leaves_out_the_time_a_run_was_paused():
         process.kill()
         process.wait()
     assert wall >= 1.5 and work < 0.5
+
+
+def test_training_on_a_cpu_takes_the_explicit_attention_path():
+    model = build_model(ViTConfig(image_size=32, patch_size=8, num_classes=3, **{**TINY, "depth": 2}))
+    train_module.choose_attention_path(model, torch.device("cpu"))
+    assert [block.attn.fused_attn for block in model.blocks] == [False, False]
+    train_module.choose_attention_path(model, torch.device("cuda"))
+    assert [block.attn.fused_attn for block in model.blocks] == [True, True]
