@@ -52,7 +52,7 @@ from torch import Tensor, nn
 
 from vitviz import precision, tour, zoo
 from vitviz.app import STARTUP_DONE
-from vitviz.config import ViTConfig
+from vitviz.config import ViTConfig, cifar10_vit_config
 from vitviz.data import ImageSet, load_image, to_tensor
 from vitviz.model import VisionTransformer, flops_per_image
 
@@ -88,6 +88,8 @@ TARGETS: list[tuple[str, str, float]] = [
     ("ours_over_timm", "<=", 1.05),
     ("ours_over_hf", "<=", 1.05),
     ("explain_bf16_over_fp32", "<=", 0.6),
+    ("train_step_explicit_over_fused", "<=", 1.0),
+    ("train_step_explicit_over_fused_d9", "<=", 1.0),
     ("bf16_top1_unchanged", ">=", 1.0),
     ("bf16_max_attention_diff", "<=", 1e-2),
     ("eval_fraction_of_matmul_peak", ">=", 0.7),
@@ -462,6 +464,44 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
     report.figures["bf16_max_attention_diff"] = worst_served
     report.figures["bf16_max_attention_diff_any_model"] = worst
     report.figures["bf16_served_models"] = served_in_bf16
+
+
+def training_step(report: Report, plan: Plan) -> None:
+    """A training step (forward, backward, AdamW) at the CIFAR batch, of the shipped ViT's shape
+    and of issue 17's depth-9, 12-head shape, with the fused attention kernel and with the
+    explicit path that ``vitviz.train`` takes on a CPU (``choose_attention_path``): the ratio says
+    whether that choice still holds here."""
+    dtype = torch.bfloat16 if precision.native_bf16(DEVICE) else None
+    shapes = {"": {}, "_d9": {"depth": 9, "num_heads": 12, "mlp_ratio": 2.0}}
+    for suffix, overrides in shapes.items():
+        config = cifar10_vit_config(num_classes=10, **overrides)
+        pixels = random_pixels(config, plan.cifar_batch)
+        labels = torch.arange(plan.cifar_batch) % config.num_classes
+        contenders = {}
+        for name, fused in (("fused", True), ("explicit", False)):
+            model = random_model(config).train()
+            for block in model.blocks:
+                block.attn.fused_attn = fused
+            contenders[name] = _training_step(model, pixels, labels, dtype)
+        seconds = medians(alternate(contenders, plan.runs, plan.warmup))
+        for name, value in seconds.items():
+            report.medians_ms[f"train_step{suffix}.{name}"] = round(value * 1e3, 3)
+        report.figures[f"train_step_explicit_over_fused{suffix}"] = seconds["explicit"] / seconds["fused"]
+
+
+def _training_step(
+    model: VisionTransformer, pixels: Tensor, labels: Tensor, dtype: torch.dtype | None
+) -> Callable[[], None]:
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def step() -> None:
+        with torch.autocast("cpu", dtype=dtype or torch.float32, enabled=dtype is not None):
+            loss = nn.functional.cross_entropy(model(pixels).float(), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
 
 
 def against_timm(report: Report, plan: Plan) -> None:
@@ -1225,6 +1265,7 @@ def _describe(config: ViTConfig) -> str:
 STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("explain vs forward", explain_vs_forward),
     ("bf16 vs float32", bf16_vs_fp32),
+    ("a training step", training_step),
     ("ours vs timm", against_timm),
     ("ours vs Hugging Face", against_hf),
     ("forward vs matmul", against_hardware),

@@ -26,6 +26,8 @@ RATIOS = (
     "fraction_of_matmul_peak",
     "eval_fraction_of_matmul_peak",
     "lab_eval_fraction_of_forward",
+    "train_step_explicit_over_fused",
+    "train_step_explicit_over_fused_d9",
 )
 
 
