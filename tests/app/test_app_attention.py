@@ -10,6 +10,7 @@ from tests.apptest import errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
+from vitviz import zoo
 from vitviz.app import ui
 from vitviz.model import VisionTransformer
 
@@ -119,11 +120,12 @@ def test_url_opens_the_page_at_layer_head_and_query() -> None:
 
 
 def test_url_values_out_of_range_are_clipped() -> None:
-    at = open_page(PAGE, query={"layer": "99", "head": "8", "query": "5000"})
+    config = zoo.REGISTRY[zoo.default_name()].config  # the shipped ViT, whatever its shape
+    at = open_page(PAGE, query={"layer": "99", "head": "99", "query": "5000"})
     assert errors(at) == []
-    assert at.select_slider(key="layer").value == 5
-    assert at.selectbox(key="head").value == 2
-    assert at.number_input(key="query").value == 64
+    assert at.select_slider(key="layer").value == config.depth - 1  # the last block
+    assert at.selectbox(key="head").value == config.num_heads - 1  # the last head
+    assert at.number_input(key="query").value == config.num_patches  # the last patch
 
 
 def test_vit_b16() -> None:
