@@ -54,7 +54,7 @@ from vitviz import precision, tour, zoo
 from vitviz.app import STARTUP_DONE
 from vitviz.config import ViTConfig, cifar10_vit_config
 from vitviz.data import ImageSet, load_image, to_tensor
-from vitviz.model import VisionTransformer, flops_per_image
+from vitviz.model import VisionTransformer, flops_per_image, set_fused_attention
 
 log = logging.getLogger(__name__)
 
@@ -480,8 +480,7 @@ def training_step(report: Report, plan: Plan) -> None:
         contenders = {}
         for name, fused in (("fused", True), ("explicit", False)):
             model = random_model(config).train()
-            for block in model.blocks:
-                block.attn.fused_attn = fused
+            set_fused_attention(model, fused)
             contenders[name] = _training_step(model, pixels, labels, dtype)
         seconds = medians(alternate(contenders, plan.runs, plan.warmup))
         for name, value in seconds.items():

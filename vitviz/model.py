@@ -337,6 +337,13 @@ def flops_per_image(config: ModelConfig) -> int:
     return stem + embed + config.depth * (attn + mlp) + head
 
 
+def set_fused_attention(model: nn.Module, fused: bool) -> None:
+    """Set ``fused_attn`` on every Attention in ``model``: one fused call, or the explicit path."""
+    for module in model.modules():
+        if isinstance(module, Attention):
+            module.fused_attn = fused
+
+
 def build_model(config: ModelConfig) -> nn.Module:
     """A VisionTransformer for a ViTConfig, a ConvNet for a CNNConfig (random weights)."""
     return ConvNet(config) if getattr(config, "arch", "vit") == "cnn" else VisionTransformer(config)

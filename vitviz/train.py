@@ -58,7 +58,7 @@ from vitviz.config import ModelConfig, Preprocess, cifar10_cnn_config, cifar10_v
 from vitviz.convert import load_state_dict_strict
 from vitviz.data import ImageSet, cache_dir, describe, load_split, normalise, save_atomic, spread_subset
 from vitviz.evaluate import weights_hash
-from vitviz.model import Attention, build_model
+from vitviz.model import build_model, set_fused_attention
 from vitviz.precision import native_bf16
 
 log = logging.getLogger(__name__)
@@ -596,9 +596,7 @@ def choose_attention_path(model: nn.Module, device: torch.device) -> None:
     step at batch 256 in bf16 on 2 threads (AVX-512 BF16, 2026-11-26) took 1.02 s fused and 0.60 s
     explicit for the shipped shape, 2.43 s and 0.85 s for the depth-9, 12-head shape
     (``python -m vitviz.bench`` measures it again: train_step_explicit_over_fused)."""
-    for module in model.modules():
-        if isinstance(module, Attention):
-            module.fused_attn = device.type != "cpu"
+    set_fused_attention(model, fused=device.type != "cpu")
 
 
 def autocast_dtype(amp: str, device: torch.device) -> torch.dtype | None:

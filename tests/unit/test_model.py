@@ -2,7 +2,14 @@ import pytest
 import torch
 
 from vitviz.config import ViTConfig, cifar10_vit_config
-from vitviz.model import VisionTransformer, flops_per_image, resample_pos_embed, sincos_1d, sincos_2d
+from vitviz.model import (
+    VisionTransformer,
+    flops_per_image,
+    resample_pos_embed,
+    set_fused_attention,
+    sincos_1d,
+    sincos_2d,
+)
 
 CONFIGS = {
     "cls": ViTConfig(image_size=32, patch_size=4, num_classes=10, embed_dim=32, depth=2, num_heads=4),
@@ -132,8 +139,7 @@ def test_the_explicit_attention_path_trains_like_the_fused_one():
     fused = VisionTransformer(config).train()
     explicit = VisionTransformer(config).train()
     explicit.load_state_dict(fused.state_dict())
-    for block in explicit.blocks:
-        block.attn.fused_attn = False
+    set_fused_attention(explicit, False)
     pixels = torch.randn(3, config.in_chans, *config.image_size)
     for model in (fused, explicit):
         model(pixels).square().sum().backward()
