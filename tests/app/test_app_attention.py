@@ -94,7 +94,8 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
     at.radio(key="attention_fusion").set_value("max").run()
     assert not np.allclose(_heatmap(at, "attention_rollout"), rollout)
     # beside the rollout: the last layer's [CLS] map with the heads averaged, whatever layer is chosen above
-    at.select_slider(key="layer").set_value(5).run()
+    last = zoo.REGISTRY[zoo.default_name()].config.depth - 1  # the shipped ViT's last block, whatever its depth
+    at.select_slider(key="layer").set_value(last).run()
     at.selectbox(key="head").set_value(-1).run()
     assert np.allclose(_heatmap(at, "attention_readout"), last_layer)
     assert np.allclose(_heatmap(at, "attention_last_layer"), last_layer)

@@ -14,6 +14,7 @@ from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figure
 from vitviz import tour, zoo
 from vitviz.app import ui
 from vitviz.card import ModelCard
+from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 
 
@@ -493,24 +494,61 @@ def test_a_link_opens_the_card_it_was_copied_from():
     assert errors(odd) == [] and odd.selectbox(key="card_model").value == zoo.default_name()
 
 
-def test_the_card_page_starts_on_the_sidebars_model_and_names_its_teacher():
+def _card_facts(at) -> dict[str, str]:
+    """The card page's table of facts (trained on, tested on, hardware, weights, teachers)."""
+    (table,) = [frame.value for frame in at.dataframe if "Weights on disk" in list(frame.value.iloc[:, 0])]
+    return dict(zip(table.iloc[:, 0], table.iloc[:, 1], strict=True))
+
+
+def test_the_card_page_starts_on_the_sidebars_model_and_names_its_teachers():
     at = open_page("app_pages/9_card.py")
     assert errors(at) == []
     assert at.selectbox(key="card_model").value == zoo.default_name()
-    assert "65 x 192" in metric_values(at)
+    config = zoo.REGISTRY[zoo.default_name()].config  # the shipped ViT, whatever its shape
+    assert f"{config.num_tokens} x {config.embed_dim}" in metric_values(at)
     card = zoo.load(zoo.default_name()).spec.card
-    facts = dict(zip(at.dataframe[2].value.iloc[:, 0], at.dataframe[2].value.iloc[:, 1], strict=True))
+    facts = _card_facts(at)
     assert facts["Weights on disk"] == "float32"
-    taught = {fact: value for fact, value in facts.items() if fact.startswith("Taught by")}
-    # stage 7 learnt from the first shipped CNN (90.34%), the later stages from the wider one (issue 17)
-    assert taught["Taught by (stage 7)"] == "cifar10-cnn, 90.34% test (weights 9088ca1c2c2c)"
-    last = [fact for fact in taught if fact.endswith(f"{len(card.stages)})")]  # "(stage 10)" or "(stages 8-9)"
-    assert len(last) == 1 and last[0] != "Taught by (stage 7)"
-    teacher = card.teacher  # the last stage's
-    assert (
-        taught[last[0]]
-        == f"cifar10-cnn, {teacher['test_accuracy']:.2%} test (weights {teacher['weights_sha256'][:12]})"
+    taught = [value for fact, value in facts.items() if fact.startswith("Taught by")]
+    assert len(taught) == len(card.teachers())  # a row a teacher; none for a model that learnt alone
+    for teacher, _ in card.teachers():
+        if teacher.get("weights_sha256"):
+            expected = (
+                f"{teacher['name']}, {teacher['test_accuracy']:.2%} test (weights {teacher['weights_sha256'][:12]})"
+            )
+            assert expected in taught
+
+
+def test_the_card_page_names_the_teacher_of_each_stage(tmp_path):
+    first = {"name": "cifar10-cnn", "weights_sha256": "a" * 64, "test_accuracy": 0.9034}
+    second = {"name": "cifar10-cnn", "weights_sha256": "b" * 64, "test_accuracy": 0.9261}
+    card = ModelCard(
+        name="kd3",
+        epochs=10,
+        recipe={"teacher": "cifar10-cnn"},
+        teacher=second,  # the last stage's
+        history=[
+            {"epoch": epoch, "train_loss": 2 / epoch, "train_accuracy": 0.08 * epoch, "lr": 1e-3, "seconds": 60.0}
+            for epoch in range(1, 11)
+        ],
+        stages=[
+            {"name": "s1", "epochs": 4, "recipe": {}},  # learnt alone
+            {"name": "kd", "epochs": 2, "recipe": {"teacher": "cifar10-cnn"}, "teacher": first},
+            {"name": "kd2", "epochs": 2, "recipe": {"teacher": "cifar10-cnn"}},  # written before stages kept teachers
+            {"name": "kd3", "epochs": 2, "recipe": {"teacher": "cifar10-cnn"}},
+        ],
     )
+    path = tmp_path / "taught.safetensors"
+    config = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=2)
+    zoo.save(VisionTransformer(config), path, card)
+    at = open_page("app_pages/9_card.py", custom_model=str(path))
+    assert errors(at) == []
+    taught = {fact: value for fact, value in _card_facts(at).items() if fact.startswith("Taught by")}
+    assert taught == {
+        "Taught by (stage 2)": "cifar10-cnn, 90.34% test (weights aaaaaaaaaaaa)",
+        "Taught by (stage 3)": "cifar10-cnn",  # only its recipe's name is known
+        "Taught by (stage 4)": "cifar10-cnn, 92.61% test (weights bbbbbbbbbbbb)",
+    }
 
 
 def test_an_npz_download_is_made_when_clicked_and_holds_the_arrays(monkeypatch):
