@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -96,5 +97,108 @@ def table() -> str:
     return "\n".join(rows) + "\n"
 
 
+# ---- model names a visitor types (issue 40) ---------------------------------------------------
+
+
+def model_outcomes() -> list[tuple[str, str, str]]:
+    """(what is typed, the English sentence, the Korean one) for each hostile model name, on a
+    server with one model folder (``<models>``) and no downloads, and for uploads; the typed path
+    shows as ``<name>``. Builds its files in a temporary folder and removes them."""
+    import json
+    import os
+    import pickle
+    import tempfile
+
+    from vitviz import access, zoo
+    from vitviz.config import ViTConfig
+    from vitviz.model import VisionTransformer
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        models, private = Path(tmp) / "models", Path(tmp) / "private"
+        models.mkdir()
+        private.mkdir()
+        policy = access.Policy(model_dirs=(models.resolve(),))
+        tiny = VisionTransformer(
+            ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=2)
+        )
+        zoo.save(tiny, private / "planted.safetensors")
+        zoo.save(tiny, models / "mismatch.safetensors")
+        meta = json.loads((models / "mismatch.json").read_text())
+        meta["config"]["depth"] = 2
+        (models / "mismatch.json").write_text(json.dumps(meta))
+        (models / "escape.safetensors").symlink_to(private / "planted.safetensors")
+        os.mkfifo(models / "pipe.safetensors")
+        (models / "notes.pt").write_text("These are my notes for Monday.\n")
+        (models / "empty.pt").write_bytes(b"")
+        (models / "broken.safetensors").write_bytes(b"\x00" * 20)
+        with open(models / "evil.pth", "wb") as file:
+            pickle.dump({"weight": _RunsCode()}, file)
+        typed = [
+            ("an unknown name", "no-such-model"),
+            ("a valid checkpoint outside the model folders", str(private / "planted.safetensors")),
+            ("the password-hash file", "/etc/shadow"),
+            ("the server's own environment", "/proc/self/environ"),
+            ("a folder outside the model folders", str(private)),
+            ("a symlink in the model folder to a file outside it", str(models / "escape.safetensors")),
+            ("a FIFO (named pipe) in the model folder", str(models / "pipe.safetensors")),
+            ("a text file named .pt", str(models / "notes.pt")),
+            ("an empty .pt file", str(models / "empty.pt")),
+            ("a broken .safetensors file", str(models / "broken.safetensors")),
+            ("a pickle that would run code when loaded", str(models / "evil.pth")),
+            ("weights that do not match their json config", str(models / "mismatch.safetensors")),
+            ("a hub name on a server that does not download", "timm:deit_tiny_patch16_224"),
+            ("a path dressed as a hub name", "hf:../../etc/passwd"),
+        ]
+        for what, name in typed:
+            rows.append(
+                (what, *_sentences(lambda name=name: zoo.load(name, device="cpu", policy=policy), name, models))
+            )
+        hub = access.Policy(allow_hub=True)  # HF_HUB_OFFLINE: the tests' machine has no network
+        rows.append(
+            (
+                "a hub name with no network",
+                *_sentences(lambda: zoo.load("hf:google/vit-base-patch16-224", policy=hub), None, models),
+            )
+        )
+        uploads = [
+            ("an upload of a text file", {"notes.txt": b"hello"}),
+            ("an upload of a broken .safetensors file", {"mine.safetensors": b"\x00" * 64}),
+        ]
+        for what, files in uploads:
+            rows.append((what, *_sentences(lambda files=files: zoo.load_upload(files, max_mb=50), None, models)))
+    return rows
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (print, ("this would have run",))
+
+
+def _sentences(load, name: str | None, models: Path) -> tuple[str, str]:
+    from vitviz import zoo
+
+    try:
+        load()
+    except zoo.ModelLoadError as err:
+        texts = [err.sentence(lang) for lang in ("en", "ko")]
+    else:
+        raise AssertionError(f"{name} loaded")
+    if name is not None:
+        texts = [text.replace(repr(name), "<name>").replace(Path(name).name, "<name>") for text in texts]
+    return tuple(
+        text.replace(str(models.resolve()), "<models>").replace("|", "\\|").replace("\n", " ") for text in texts
+    )
+
+
+def model_table() -> str:
+    """The markdown table of model names in docs/bad-inputs.md."""
+    rows = ["| typed or uploaded | what the user sees | 한국어 화면 |", "|---|---|---|"]
+    rows += [f"| {what} | {en} | {ko} |" for what, en, ko in model_outcomes()]
+    return "\n".join(rows) + "\n"
+
+
 if __name__ == "__main__":
-    print(table(), end="")
+    import sys
+
+    print(model_table() if sys.argv[1:] == ["models"] else table(), end="")

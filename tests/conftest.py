@@ -77,6 +77,14 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path_factory.mktemp("cache")))
 
 
+@pytest.fixture(autouse=True)
+def _served_models_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The app loads files only from the model folders its server names (vitviz.access): the
+    tests' own checkpoints live under pytest's temporary folder, which plays that part. Tests of
+    the policy set VITVIZ_MODELS themselves."""
+    monkeypatch.setenv("VITVIZ_MODELS", str(tmp_path_factory.getbasetemp()))
+
+
 @pytest.fixture
 def tiny_config() -> ViTConfig:
     return ViTConfig(image_size=32, patch_size=4, num_classes=10, embed_dim=32, depth=2, num_heads=4)

@@ -9,22 +9,30 @@ Names ``load`` understands:
   checkpoint file (``.pth``, ``.pt``, ``.bin``, ``.safetensors``), or a Hugging Face model folder.
 
 Files from users are read with safetensors or ``torch.load(weights_only=True)``: nothing in
-them can run code.
+them can run code. The app passes its server's ``vitviz.access.Policy`` to ``load``, which then
+loads only what the policy allows (see vitviz/access.py); without one (the command-line tools,
+whose user owns the machine) every name is tried.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import logging
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
 from safetensors import SafetensorError
+from safetensors.torch import load as load_bytes
 from safetensors.torch import load_file, save_file
 
+from vitviz import access
 from vitviz.card import ModelCard
 from vitviz.config import (
     HALF,
@@ -227,6 +235,31 @@ def offline_names() -> list[str]:
     return [name for name, spec in REGISTRY.items() if spec.offline]
 
 
+def registry_files() -> dict[str, Path | None]:
+    """The registry's names and their weights files, for ``access.decide``."""
+    return {name: spec.path for name, spec in REGISTRY.items()}
+
+
+UPLOAD = "upload:"  # the name of a visitor's uploaded checkpoint: upload:<digest>:<file name>
+
+
+def upload_name(files: dict[str, bytes]) -> str:
+    """The name an upload goes by: its weights' digest and file name.
+
+    Args:
+        files: file name -> bytes: one ``.safetensors`` file, and perhaps one ``.json``.
+
+    Raises:
+        ModelLoadError: for any other set of files.
+    """
+    weights = [name for name in files if name.lower().endswith(".safetensors")]
+    configs = [name for name in files if name.lower().endswith(".json")]
+    if len(weights) != 1 or len(configs) > 1 or len(files) != len(weights) + len(configs):
+        raise ModelLoadError("model.upload_files")
+    digest = hashlib.sha256(files[weights[0]] + b"\0" + b"".join(files[c] for c in configs)).hexdigest()[:16]
+    return f"{UPLOAD}{digest}:{Path(weights[0]).name}"
+
+
 def pick_device(device: str | torch.device | None = None) -> torch.device:
     """The device asked for, else CUDA, then Apple's MPS, then the CPU."""
     if device is not None:
@@ -247,30 +280,68 @@ def device_label(device: torch.device) -> str:
     return f"CPU ({torch.get_num_threads()} threads)"
 
 
-def load(name: str, device: str | torch.device | None = None) -> Loaded:
+def load(name: str, device: str | torch.device | None = None, policy: access.Policy | None = None) -> Loaded:
     """Load a model by name (see the module docstring) in eval mode on a device.
 
     Args:
         name: a registry name, ``timm:<name>``, ``hf:<repo id>`` or a local path.
         device: None picks CUDA, then MPS, then the CPU.
+        policy: a server's rules (``vitviz.access``): what it does not allow is refused, a path
+            outside its model folders with the sentence a missing name gets. None: no rules.
 
     Raises:
-        ModelLoadError: with a sentence naming what works offline when a download fails.
+        ModelLoadError: a sentence that says what is wrong and what to do.
     """
+    if policy is not None:
+        name = _allowed_name(name.strip(), policy)
     if name in REGISTRY and REGISTRY[name].source in ("shipped", "run", "random"):
         spec = REGISTRY[name]
         model = _random(spec.config) if spec.source == "random" else _load_shipped(spec)
     elif name.startswith("timm:"):
-        model = _load_timm(name.removeprefix("timm:"))
+        model = _load_timm(name.removeprefix("timm:"), policy=policy)
         spec = _hub_spec(name, "timm", model)
     elif name.startswith("hf:"):
-        model = _load_hf(name.removeprefix("hf:"))
+        model = _load_hf(name.removeprefix("hf:"), policy=policy)
         spec = _hub_spec(name, "hf", model)
-    elif Path(name).expanduser().exists():
-        model, spec = load_path(Path(name).expanduser())
+    elif policy is not None or Path(name).expanduser().exists():
+        model, spec = load_path(Path(name).expanduser(), policy)
     else:
         raise ModelLoadError("model.unknown", name=repr(name), names=", ".join(REGISTRY))
     return Loaded(model.to(pick_device(device)).eval(), spec)
+
+
+def unknown_error(name: str, policy: access.Policy) -> ModelLoadError:
+    """What a server answers for a name it has no model for, or may not open: the same sentence."""
+    names = ", ".join(n for n, spec in REGISTRY.items() if spec.offline)
+    folders = ", ".join(str(folder) for folder in policy.model_dirs)
+    key = {  # (downloads allowed, model folders named): the sentence that lists what there is
+        (False, False): "model.unknown_served",
+        (True, False): "model.unknown_served_hub",
+        (False, True): "model.unknown_served_folders",
+        (True, True): "model.unknown_served_hub_folders",
+    }[policy.allow_hub, bool(folders)]
+    return ModelLoadError(key, name=repr(name), names=names, folders=folders)
+
+
+def _allowed_name(name: str, policy: access.Policy) -> str:
+    """The registry name or resolved path ``load`` goes on with, if the policy allows ``name``.
+
+    Raises:
+        ModelLoadError: for what the policy refuses (see ``access.decide``).
+    """
+    found = access.decide(name, policy, registry_files())
+    if found.kind in ("registry", "hub"):
+        return str(found.target)
+    if found.kind in ("file", "folder"):
+        return str(found.target)
+    if found.kind == "hub_off":
+        offline = ", ".join(n for n, spec in REGISTRY.items() if spec.offline)
+        raise ModelLoadError("model.hub_off", name=name, names=offline)
+    if found.kind == "special":
+        raise ModelLoadError("model.special", file=name)
+    if found.kind == "too_large":
+        raise ModelLoadError("model.file_too_large", file=name, limit=policy.max_model_mb)
+    raise unknown_error(name, policy)
 
 
 def _random(config: ViTConfig, seed: int = 0) -> VisionTransformer:
@@ -300,8 +371,46 @@ def _hub_spec(name: str, source: str, model: VisionTransformer) -> ModelSpec:
     )
 
 
-def _offline_error(what: str, err: BaseException) -> ModelLoadError:
-    return ModelLoadError("model.offline", what=what, error=type(err).__name__, names=", ".join(offline_names()))
+def _offline_error(what: str, err: BaseException | None = None) -> ModelLoadError:
+    if err is not None:
+        log.info("%s: download failed: %r", what, err)
+    return ModelLoadError("model.offline", what=what, names=", ".join(offline_names()))
+
+
+def _download(what: str, work, policy: access.Policy | None):  # -> what work returns
+    """A hub download: on a server, one download at a time and within the server's time limit."""
+    if policy is None:
+        return work()
+    try:
+        return access.one_download(work, policy.load_timeout_s)
+    except access.Busy:
+        raise ModelLoadError("model.hub_busy", name=what) from None
+    except access.TooSlow:
+        raise ModelLoadError("model.hub_slow", name=what, seconds=round(policy.load_timeout_s)) from None
+
+
+def _need_network(what: str) -> None:
+    """Fail fast offline: when the hub does not answer within a few seconds, say so before any
+    library is imported or any download waits out its timeouts. With HF_HUB_OFFLINE set, the
+    libraries read their cache alone and fail at once without it."""
+    if not access.hub_offline_mode() and not access.hub_reachable():
+        raise _offline_error(what)
+
+
+def _check_size(what: str, build, policy: access.Policy | None) -> None:
+    """Refuse a hub model larger than the server allows, counted on a model built without memory
+    (on the meta device) before anything is downloaded."""
+    if policy is None:
+        return
+    try:
+        with torch.device("meta"):
+            count = sum(p.numel() for p in build().parameters())
+    except Exception as err:  # an architecture that will not build on meta: the download decides
+        log.info("%s: size not known before the download: %r", what, err)
+        return
+    size_mb = count * 4 / 2**20
+    if size_mb > policy.max_model_mb:
+        raise ModelLoadError("model.hub_too_large", name=what, size=round(size_mb), limit=policy.max_model_mb)
 
 
 def _is_network_error(err: BaseException) -> bool:
@@ -333,57 +442,94 @@ def _hub_library(module: str, name: str):  # -> the module
         raise ModelLoadError("model.needs_library", name=name, module=module) from None
 
 
-def _load_timm(model_name: str, checkpoint_file: str | Path | None = None) -> VisionTransformer:
+def _load_timm(
+    model_name: str, checkpoint_file: str | Path | None = None, policy: access.Policy | None = None
+) -> VisionTransformer:
     """A timm model with pretrained weights, from the hub or from a local file."""
-    timm = _hub_library("timm", f"timm:{model_name}")
+    what = f"timm:{model_name}"
+    if checkpoint_file is None:
+        if not re.fullmatch(access.TIMM_NAME, model_name):
+            raise ModelLoadError("model.timm_unknown", name=repr(model_name))
+        _need_network(what)
+    timm = _hub_library("timm", what)
 
     overlay = {"pretrained_cfg_overlay": {"file": str(checkpoint_file)}} if checkpoint_file else {}
     try:
-        source = timm.create_model(model_name, pretrained=True, **overlay)
+        if checkpoint_file is None:
+            if not timm.is_model(model_name):
+                raise ModelLoadError("model.timm_unknown", name=repr(model_name))
+            _check_size(what, lambda: timm.create_model(model_name, pretrained=False), policy)
+            source = _download(what, lambda: timm.create_model(model_name, pretrained=True), policy)
+        else:
+            source = timm.create_model(model_name, pretrained=True, **overlay)
+    except ModelLoadError:
+        raise
     except RuntimeError as err:
         if "Unknown model" in str(err):
             raise ModelLoadError("model.timm_unknown", name=repr(model_name)) from None
         if _is_network_error(err):
-            raise _offline_error(f"timm:{model_name}", err) from None
-        raise ModelLoadError("model.timm_failed", name=repr(model_name), error=str(err)) from None
+            raise _offline_error(what, err) from None
+        log.warning("%s: %r", what, err)
+        raise ModelLoadError("model.timm_failed", name=repr(model_name)) from None
     except Exception as err:
         if _is_network_error(err):
-            raise _offline_error(f"timm:{model_name}", err) from None
-        raise ModelLoadError("model.timm_failed", name=repr(model_name), error=f"{type(err).__name__}: {err}") from None
+            raise _offline_error(what, err) from None
+        log.warning("%s: %r", what, err)
+        raise ModelLoadError("model.timm_failed", name=repr(model_name)) from None
     try:
         return from_timm(source.eval())
     except ValueError as err:
         raise ModelLoadError("model.unsupported", name=f"timm:{model_name}", error=str(err)) from None
 
 
-def _load_hf(repo_id: str) -> VisionTransformer:
-    """A Hugging Face ViT (with its classifier when it has one) from the hub or a folder."""
+def _load_hf(repo_id: str, local: bool = False, policy: access.Policy | None = None) -> VisionTransformer:
+    """A Hugging Face ViT (with its classifier when it has one) from the hub, or from a folder
+    (``local``: a hub name never reads a folder of the server)."""
+    if not local:
+        if not access.is_hub_name(f"hf:{repo_id}"):
+            raise ModelLoadError("model.hf_failed", name=f"hf:{repo_id}")
+        _need_network(f"hf:{repo_id}")
     transformers = _hub_library("transformers", f"hf:{repo_id}")
     AutoConfig, ViTForImageClassification, ViTModel = (
         transformers.AutoConfig,
         transformers.ViTForImageClassification,
         transformers.ViTModel,
     )
+    what = str(repo_id) if local else f"hf:{repo_id}"
 
-    try:
+    def fetch():  # -> the transformers model
         hf_config = AutoConfig.from_pretrained(repo_id)
         if getattr(hf_config, "model_type", None) != "vit":
             raise ModelLoadError("model.not_vit", name=repo_id, kind=repr(hf_config.model_type))
         has_head = any(a.endswith("ForImageClassification") for a in (hf_config.architectures or []))
         cls = ViTForImageClassification if has_head else ViTModel
-        source = cls.from_pretrained(repo_id, attn_implementation="eager")
+        if not local:
+            _check_size(what, lambda: cls(hf_config), policy)
+        return cls.from_pretrained(repo_id, attn_implementation="eager")
+
+    try:
+        source = fetch() if local else _download(what, fetch, policy)
     except ModelLoadError:
         raise
     except Exception as err:
-        if _is_network_error(err) or not Path(repo_id).exists():
-            raise _offline_error(f"hf:{repo_id}", err) from None
-        raise ModelLoadError("model.hf_failed", name=repo_id, error=f"{type(err).__name__}: {err}") from None
+        if not local:
+            raise _offline_error(what, err) if _is_network_error(err) else _hf_failed(what, err) from None
+        raise _hf_failed(what, err) from None
     model = from_hf(source.eval())
     processor = Path(repo_id) / "preprocessor_config.json"
-    if processor.exists():
+    if local and processor.exists():
         recipe = hf_preprocess(model.config.image_size, model.config.in_chans, json.loads(processor.read_text()))
         model.config = model.config.replace(preprocess=recipe)
     return model
+
+
+def _hf_failed(what: str, err: BaseException) -> ModelLoadError:
+    log.warning("%s: %r", what, err)
+    return ModelLoadError("model.hf_failed", name=what)
+
+
+# How torch.save's files begin: a zip archive (since torch 1.6), or a pickle (protocol 2 or later).
+TORCH_MAGIC = (b"PK\x03\x04", b"\x80")
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -394,17 +540,27 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
             tensors (which could run code if loaded unsafely).
     """
     path = Path(path)
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a pipe or a device would block or never end
+        raise ModelLoadError("model.special", file=path.name)
     if path.suffix == ".safetensors":
         try:
             return load_file(str(path))
         except (SafetensorError, OSError, ValueError) as err:
-            raise ModelLoadError("model.bad_safetensors", file=path.name, error=str(err)) from None
+            log.info("%s: %s", path, err)
+            raise ModelLoadError("model.bad_safetensors", file=path.name) from None
+    with open(path, "rb") as file:
+        start = file.read(4)
+    if not start:
+        raise ModelLoadError("model.empty", file=path.name)
+    if not start.startswith(TORCH_MAGIC):  # text, an image, an archive of another kind
+        raise ModelLoadError("model.not_checkpoint", file=path.name)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:
-        if "weights_only" in str(err) or "Unsupported global" in str(err) or "GLOBAL" in str(err):
+        log.info("%s: %r", path, err)
+        if "weights_only" in str(err) or "Unsupported" in str(err):
             raise ModelLoadError("model.pickle_refused", file=path.name) from None
-        raise ModelLoadError("model.not_checkpoint", file=path.name, error=type(err).__name__) from None
+        raise ModelLoadError("model.not_checkpoint", file=path.name) from None
     if isinstance(state, dict):
         state = unwrap_state_dict(state)
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
@@ -412,47 +568,110 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     return state
 
 
-def _json_beside(path: Path) -> dict[str, Any] | None:
-    candidate = path.with_suffix(".json")
-    return json.loads(candidate.read_text()) if candidate.exists() else None
+def _json_beside(path: Path, policy: access.Policy | None = None) -> dict[str, Any] | None:
+    candidate = access.companion(path.with_suffix(".json"), policy)
+    return _read_json(candidate.read_bytes(), candidate.name) if candidate else None
 
 
-def load_path(path: Path) -> tuple[VisionTransformer, ModelSpec]:
-    """A model from a local file or folder (see the module docstring for what is accepted)."""
+def _read_json(data: bytes, file_name: str) -> dict[str, Any]:
+    try:
+        meta = json.loads(data)
+    except (UnicodeDecodeError, ValueError):
+        raise ModelLoadError("model.bad_json", file=file_name) from None
+    if not isinstance(meta, dict):
+        raise ModelLoadError("model.bad_json", file=file_name)
+    return meta
 
+
+def load_path(path: Path, policy: access.Policy | None = None) -> tuple[VisionTransformer, ModelSpec]:
+    """A model from a local file or folder (see the module docstring for what is accepted); with
+    a policy, the files read beside it (its json, a config.json) must be in the model folders too.
+
+    Raises:
+        ModelLoadError: with the sentence for a missing name when the path does not exist.
+    """
     path = Path(path)
+    if not path.exists():
+        raise (
+            unknown_error(str(path), policy)
+            if policy
+            else ModelLoadError("model.unknown", name=repr(str(path)), names=", ".join(REGISTRY))
+        )
     if path.is_dir():
-        if (path / "config.json").exists():
-            model = _load_hf(str(path))
+        if access.companion(path / "config.json", policy):
+            model = _load_hf(str(path), local=True, policy=policy)
             return model, ModelSpec(
                 str(path), path.name, "path", model.config, True, True, f"Hugging Face folder {path}.", path=path
             )
         raise ModelLoadError("model.folder_without_config", file=str(path))
     state = read_weights(path)
-    meta = _json_beside(path)
+    hf_config = access.companion(path.parent / "config.json", policy)
+    model, card = _build(state, _json_beside(path, policy), path.name, hf_config.parent if hf_config else None)
+    spec = ModelSpec(
+        str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path
+    )
+    return model, spec
+
+
+def _build(
+    state: dict[str, torch.Tensor], meta: dict[str, Any] | None, file_name: str, hf_folder: Path | None
+) -> tuple[VisionTransformer, ModelCard]:
+    """A model from a state dict: built from its json config when there is one, else read as a
+    Hugging Face checkpoint (with the config.json of ``hf_folder``) or a timm one."""
     try:
         if meta is not None and ("config" in meta or "patch_size" in meta):
             config = config_from_dict(meta.get("config", meta))
             model = build_model(config)
             load_state_dict_strict(model, state)
         elif any(k.startswith(("vit.", "embeddings.")) for k in state):
-            if not (path.parent / "config.json").exists():
-                raise ModelLoadError("model.hf_needs_config", file=path.name)
+            if hf_folder is None:
+                raise ModelLoadError("model.hf_needs_config", file=file_name)
             from transformers import ViTConfig as HFViTConfig
 
-            model = from_hf(state, config=HFViTConfig.from_pretrained(str(path.parent)))
+            model = from_hf(state, config=HFViTConfig.from_pretrained(str(hf_folder)))
         else:
             num_heads = meta.get("num_heads") if meta else None
             model = from_timm(state, num_heads=num_heads)
     except CheckpointError as err:
-        raise ModelLoadError("model.mismatch", file=path.name, error=str(err)) from None
-    except (ValueError, TypeError, KeyError) as err:
-        raise ModelLoadError("model.load_failed", file=path.name, error=str(err)) from None
+        raise ModelLoadError("model.mismatch", file=file_name, error=str(err)) from None
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        log.info("%s: %r", file_name, err)
+        raise ModelLoadError("model.load_failed", file=file_name, error=str(err)) from None
     card = ModelCard.from_dict(meta) if meta and "config" in meta else ModelCard()
+    return model, card
+
+
+def load_upload(files: dict[str, bytes], max_mb: int, device: str | torch.device | None = None) -> tuple[str, Loaded]:
+    """A visitor's own checkpoint, read in memory and never written anywhere: one ``.safetensors``
+    file, and optionally the ``.json`` that ``save`` writes beside it (its config and card).
+
+    Args:
+        files: file name -> bytes, as uploaded.
+        max_mb: the server's limit on an upload.
+
+    Returns:
+        The model's name (``upload_name``) and the loaded model.
+
+    Raises:
+        ModelLoadError: a sentence saying what to upload instead.
+    """
+    name = upload_name(files)
+    file_name = next(name for name in files if name.lower().endswith(".safetensors"))
+    configs = [name for name in files if name.lower().endswith(".json")]
+    data = files[file_name]
+    if len(data) > max_mb * 2**20:
+        raise ModelLoadError("model.upload_too_large", file=file_name, limit=max_mb)
+    try:
+        state = load_bytes(data)
+    except (SafetensorError, ValueError, OSError) as err:
+        log.info("upload %s: %s", file_name, err)
+        raise ModelLoadError("model.bad_safetensors", file=file_name) from None
+    meta = _read_json(files[configs[0]], configs[0]) if configs else None
+    model, card = _build(state, meta, file_name, None)
     spec = ModelSpec(
-        str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path
+        name, Path(file_name).stem, "upload", model.config, True, True, f"Uploaded {file_name}.", card=card
     )
-    return model, spec
+    return name, Loaded(model.to(pick_device(device)).eval(), spec)
 
 
 def save(model: VisionTransformer, path: Path, card: ModelCard | None = None, dtype: torch.dtype | None = None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -11,9 +13,10 @@ import tomllib
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from tests.apptest import errors, figure, figure_array, open_page
-from tests.bad_inputs import CASES, table
+from tests.bad_inputs import CASES, model_table, table
 from tests.conftest import SHARED_DATA
 from vitviz import tour, zoo
 from vitviz.app import ui
@@ -54,6 +57,11 @@ def test_the_accepted_cases_look_right():
 def test_the_documented_table_is_what_users_really_see():
     doc = (ROOT / "docs" / "bad-inputs.md").read_text()
     assert table() in doc, "regenerate the table with: python -m tests.bad_inputs"
+
+
+def test_the_documented_model_table_is_what_users_really_see():
+    doc = (ROOT / "docs" / "bad-inputs.md").read_text()
+    assert model_table() in doc, "regenerate the table with: python -m tests.bad_inputs models"
 
 
 def test_upload_limit_is_configured_and_stated():
@@ -197,3 +205,162 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
     assert len({round(p, 6) for _, p in want}) == len(images)
     for (got_class, got_p), (want_class, want_p) in zip(got, want, strict=True):
         assert got_class == want_class and got_p == pytest.approx(want_p, abs=1e-5)
+
+
+# ---- what visitors type into the model boxes (issue 40) ---------------------------------------
+
+SHIPPED_CNN_FILE = str(zoo.REGISTRY[zoo.SHIPPED_CNN].path) if zoo.SHIPPED_CNN in zoo.REGISTRY else None
+# every name the app offers anywhere, and the shipped CNN's file as a teacher would type it
+OFFERED = list(zoo.REGISTRY) + ([SHIPPED_CNN_FILE] if SHIPPED_CNN_FILE else [])
+COMPARE, LAB = "app_pages/8_compare.py", "app_pages/9_mistakes.py"
+
+
+def _is_cnn(name: str) -> bool:
+    return name == SHIPPED_CNN_FILE or (name in zoo.REGISTRY and zoo.REGISTRY[name].is_cnn)
+
+
+def _texts(elements) -> str:
+    return " ".join(e.value for e in elements)
+
+
+def _hub(name: str) -> bool:
+    return name.startswith(("timm:", "hf:"))
+
+
+@pytest.mark.parametrize("allow_hub", ["0", "1"])
+def test_every_offered_name_in_the_sidebars_model_box(allow_hub, monkeypatch):
+    """A CNN gets one sentence and the tour goes on with the list's ViT; a download the server
+    does not allow, or that fails offline, gets its sentence at once; a ViT is in use."""
+    monkeypatch.setenv("VITVIZ_ALLOW_HUB", allow_hub)  # HF_HUB_OFFLINE (conftest): no network
+    at = open_page()
+    for name in OFFERED if allow_hub == "0" else [n for n in OFFERED if _hub(n)]:
+        started = time.perf_counter()
+        at.sidebar.text_input(key="custom_model").set_value(name).run()
+        assert errors(at) == [], name
+        warned, captions = _texts(at.warning), _texts(at.sidebar.caption)
+        assert figure(at, "home_topk")["data"], name  # the tour goes on, with one model or another
+        if _is_cnn(name):
+            assert f"{name} is a CNN: page 8 sets it beside the ViT." in warned, name
+            assert f"The tour goes on with {ui.model_title(zoo.default_name())}" in warned
+        elif _hub(name):
+            sentence = "could not be downloaded" if allow_hub == "1" else "This server does not download models"
+            assert sentence in warned and "Error" not in warned, (name, warned)
+            assert time.perf_counter() - started < 30, name  # offline: no download is waited for
+        else:
+            assert "goes on with" not in warned and "in use instead of the list above" in captions, name
+
+
+def test_every_offered_name_in_the_compare_pages_cnn_box():
+    """A ViT (or a download) in the CNN box: one sentence, and the page goes on with the list's CNN."""
+    at = open_page(COMPARE)
+    assert errors(at) == [] and at.title[0].value == "8. ViT vs CNN"
+    for name in OFFERED:
+        at.text_input(key="compare_cnn_path").set_value(name).run()
+        assert errors(at) == [], name
+        said = _texts(at.info)
+        assert at.title[0].value == "8. ViT vs CNN" and figure(at, "compare_cnn_top")["data"], name
+        if _is_cnn(name):
+            assert "goes on with" not in said, name
+        elif _hub(name):
+            assert "does not download models" in said and "This page goes on with" in said, name
+        else:
+            assert f"{name} is not a CNN" in said and "This page goes on with" in said, name
+
+
+@pytest.fixture
+def cifar_classes_folder(tmp_path, monkeypatch) -> Path:
+    """A server whose test images are two tiny images for each of CIFAR-10's classes."""
+    names = zoo.REGISTRY[zoo.default_name()].config.class_names
+    for index, name in enumerate(names):
+        folder = tmp_path / "data" / "test" / name
+        folder.mkdir(parents=True)
+        for i in range(2):
+            colour = (25 * index, 10 * i, 255 - 25 * index)
+            Image.new("RGB", (32, 32), colour).save(folder / f"{i:04d}.png")
+    monkeypatch.setenv("VITVIZ_DATA", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def test_every_offered_name_in_the_labs_second_model_box(cifar_classes_folder):
+    at = open_page(LAB)
+    assert errors(at) == []
+    for name in OFFERED:
+        at.text_input(key="mistakes_other_path").set_value(name).run()
+        assert errors(at) == [], name
+        said = _texts(at.info)
+        if _hub(name):
+            assert "does not download models" in said, name
+        elif zoo.REGISTRY.get(name, zoo.REGISTRY[zoo.SHIPPED_CNN]).config.num_classes == 10 and "fashion" not in name:
+            assert "cannot be compared" not in said, (name, said)
+        else:
+            assert "The second model cannot be compared" in said, name
+
+
+def _box(page: str) -> tuple[str | None, str]:
+    """The page to open and the key of its model box."""
+    return {
+        "sidebar": (None, "custom_model"),
+        "compare": (COMPARE, "compare_cnn_path"),
+        "lab": (LAB, "mistakes_other_path"),
+    }[page]
+
+
+def _said(at, page: str) -> str:
+    return _texts(at.warning) if page == "sidebar" else _texts(at.info)
+
+
+@pytest.mark.parametrize("page", ["sidebar", "compare", "lab"])
+def test_hostile_paths_in_every_model_box(page, tmp_path, monkeypatch, cifar_classes_folder):
+    """Files outside the server's model folder (a planted valid checkpoint, a password file, the
+    server's own environment, a folder) answer exactly as a missing name does; a FIFO inside it is
+    refused without blocking; a text file is "not a checkpoint"."""
+    models, private = tmp_path / "models", tmp_path / "private"
+    models.mkdir()
+    private.mkdir()
+    monkeypatch.setenv("VITVIZ_MODELS", str(models))
+    planted = private / "planted.safetensors"
+    zoo.save(zoo.load(zoo.UNTRAINED, device="cpu").model, planted)
+    shadow = private / "shadow"
+    shadow.write_text("root:$6$salt$hash:19000:0:99999:7:::\n")
+    shadow.chmod(0o600)
+    (models / "escape.safetensors").symlink_to(planted)
+    os.mkfifo(models / "pipe.safetensors")
+    (models / "notes.pt").write_text("These are my notes for Monday.\n")
+
+    target, key = _box(page)
+    at = open_page(target)
+
+    def answer(name: str) -> str:
+        box = at.sidebar.text_input(key=key) if page == "sidebar" else at.text_input(key=key)  # this run's
+        box.set_value(name).run()
+        assert errors(at) == [], name
+        return _said(at, page)
+
+    missing = str(private / "absent.safetensors")
+    expected = answer(missing)
+    assert "There is no model called" in expected
+    for name in (str(planted), str(shadow), "/proc/self/environ", str(private), str(models / "escape.safetensors")):
+        assert answer(name).replace(repr(name), "N") == expected.replace(repr(missing), "N"), name
+    assert "is not a regular file" in answer(str(models / "pipe.safetensors"))
+    said = answer(str(models / "notes.pt"))
+    assert "is not a checkpoint" in said and "could run code" not in said
+
+
+def test_an_uploaded_checkpoint_is_in_use_and_a_broken_one_says_why(tmp_path):
+    model = zoo.load(zoo.UNTRAINED, device="cpu").model
+    zoo.save(model, tmp_path / "mine.safetensors")
+    files = {p.name: p.read_bytes() for p in (tmp_path / "mine.safetensors", tmp_path / "mine.json")}
+    name = ui.keep_upload(files)  # what the sidebar's uploader does with the files it receives
+    at = open_page(model_upload=name)
+    assert errors(at) == [] and "In use: your upload mine.safetensors." in _texts(at.sidebar.caption)
+    assert at.button(key="model_upload_clear") is not None
+    shown = figure(at, "home_topk")["data"][0]
+    assert shown["x"] is not None
+    at.button(key="model_upload_clear").click().run()
+    assert "In use: your upload" not in _texts(at.sidebar.caption)
+
+    broken = ui.keep_upload({"broken.safetensors": b"\x00" * 64})
+    at = open_page(model_upload=broken)
+    assert errors(at) == []
+    assert "broken.safetensors is not a valid safetensors file" in _texts(at.warning)
+    assert figure(at, "home_topk")["data"]  # the tour goes on with the list's model

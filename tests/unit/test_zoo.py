@@ -222,8 +222,8 @@ def test_errors_have_a_korean_sentence(tmp_path):
 def test_hub_names_get_a_spec_after_their_download(name, title, monkeypatch):
     """What load does once timm or transformers has returned a model (the download itself needs the network)."""
     tiny = VisionTransformer(ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=2))
-    monkeypatch.setattr(zoo, "_load_timm", lambda model_name: tiny)
-    monkeypatch.setattr(zoo, "_load_hf", lambda repo_id: tiny)
+    monkeypatch.setattr(zoo, "_load_timm", lambda model_name, **_: tiny)
+    monkeypatch.setattr(zoo, "_load_hf", lambda repo_id, **_: tiny)
     model, spec = zoo.load(name, device="cpu")
     assert model is tiny and spec.name == name and spec.trained and not spec.offline
     assert spec.title.startswith(title) and spec.title_in("ko").startswith(title)
