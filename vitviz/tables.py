@@ -46,6 +46,7 @@ RECIPE_HIDDEN = (
     "workers",
     "compile",
     "eval_every",
+    "checkpoint_every",
     "init_from",
 )  # where and how it ran, not what it learned from
 

@@ -24,6 +24,10 @@ from any zoo classifier as its teacher (DeiT's distillation, Touvron et al. 2021
     python -m vitviz.train --name cifar10-vit-kd --teacher cifar10-cnn --distill hard ...
 
 The teacher runs in eval mode on the very batch the student sees (augmented and mixed).
+
+Batches are built where the model trains (``--loader device``, ``vitviz.augment``): the training
+split sits there as one uint8 tensor and each batch is augmented whole; ``--loader dataloader``
+augments one image at a time in ``--workers`` processes, as runs begun before it did.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +57,7 @@ from torchvision.transforms import v2
 from tqdm import tqdm
 
 from vitviz import zoo
+from vitviz.augment import BatchAugment, to_device
 from vitviz.card import MACHINES_JOIN, ModelCard
 from vitviz.cnn import ConvNet, init_airbench
 from vitviz.config import ModelConfig, Preprocess, cifar10_cnn_config, cifar10_vit_config, config_from_dict
@@ -75,6 +81,7 @@ CHOICES = {
     "augment": ("autoaugment", "trivialaugment", "randaugment", "none"),
     "distill": ("hard", "soft"),
     "compile": COMPILE_MODES,
+    "loader": ("device", "dataloader"),
 }
 
 
@@ -113,9 +120,15 @@ class TrainConfig:
     limit_train: int | None = None
     limit_test: int | None = None
     threads: int | None = None
-    workers: int = 0  # DataLoader processes that build the batches (augment, erase, cut out); 0: this process
+    loader: str = "device"  # "device": batches built whole where the model trains (vitviz.augment); "dataloader": one image at a time
+    workers: int = (
+        0  # with loader "dataloader": processes that build the batches (augment, erase, cut out); 0: this process
+    )
     compile: str = "off"  # torch.compile the training step's student and teacher: "off" or a mode ("default", "reduce-overhead", ...)
     eval_every: int = 1
+    checkpoint_every: int = (
+        1  # epochs between checkpoints (the last epoch, and a run stopped for time, always write one)
+    )
     init_from: str | None = None  # a run folder, checkpoint.pt or shipped .safetensors to start from
     teacher: str | None = None  # a zoo name (or path) whose predictions the student also learns from
     distill: str = "hard"  # "hard" (DeiT: the teacher's top-1 as a label) or "soft" (KL at distill_tau)
@@ -198,6 +211,27 @@ PRESETS: dict[str, dict[str, Any]] = {
         eval_every=3,
         model={"batchnorm_momentum": 0.4, "logit_scale": 1 / 9, "widths": [128, 384, 384], "test_flip": True},
     ),
+    # Lee, Lee & Song 2021 ("Vision Transformer for Small-Size Datasets"): issue 17's same-cost
+    # shape from scratch, 93.58% on CIFAR-10 in the paper after 300 passes (docs/training.md).
+    "cifar10-vit-lee": dict(
+        name="cifar10-vit-lee",
+        model={"depth": 9, "num_heads": 12, "mlp_ratio": 2.0},  # 2.7 M parameters, the shipped shape's FLOPs
+        epochs=300,
+        warmup_epochs=15,  # then cosine to min_lr
+        batch_size=256,
+        lr=1e-3,  # AdamW; stochastic depth 0.1 is the config's default
+        min_lr=1e-5,
+        weight_decay=0.05,
+        label_smoothing=0.1,
+        augment="autoaugment",
+        crop_padding=4,
+        flip=True,
+        mixup_alpha=0.8,  # mixup or CutMix on half the batches
+        cutmix_alpha=1.0,
+        mix_prob=0.5,
+        random_erasing=0.25,
+        eval_every=5,
+    ),
     "fashion-mnist-vit": dict(
         _SMALL_RECIPE,
         name="fashion-mnist-vit",
@@ -224,26 +258,39 @@ def run_dir(name: str) -> Path:
     return cache_dir() / "runs" / name
 
 
-# how many threads and processes a machine gives the run, and whether it compiles the step: a run
-# may move between machines on these (workers build the very batches one process would)
-MACHINE_FIELDS = ("threads", "workers", "compile")
+# how many threads and processes a machine gives the run, whether it compiles the step and how often
+# it checkpoints: a run may move between machines on these (workers build the very batches one process would)
+MACHINE_FIELDS = ("threads", "workers", "compile", "checkpoint_every")
+# what a checkpoint written before a field existed did, where that differs from the field's default
+BEFORE_FIELD = {"loader": "dataloader"}
 
 
-def same_recipe(saved: dict[str, Any], cfg: TrainConfig, same_data: bool = False) -> bool:
+def same_recipe(saved: dict[str, Any], cfg: TrainConfig, same_data: bool = False, same_teacher: bool = False) -> bool:
     """Whether a checkpoint's recipe is ``cfg``'s; a field added to TrainConfig after the
-    checkpoint was written matches when ``cfg`` leaves it at its default.
+    checkpoint was written matches what runs did before it (``BEFORE_FIELD``, else its default).
 
     Args:
         saved: the checkpoint's train_config.
         cfg: the recipe asked for now.
         same_data: the training split here has the fingerprint the checkpoint recorded, so the
             data may sit in another folder (a lent GPU's copy of the JPEGs, then this machine's).
+        same_teacher: the teacher here has the weights the checkpoint recorded, so it may sit in
+            another folder too (a lease's CNN, carried back with its ViT).
     """
     now = _jsonable(dataclasses.asdict(cfg))
-    defaults = _jsonable(dataclasses.asdict(TrainConfig()))
-    free = set(MACHINE_FIELDS) | ({"data"} if same_data else set())
-    same = all(saved.get(key, defaults[key]) == value for key, value in now.items() if key not in free)
+    before = {**_jsonable(dataclasses.asdict(TrainConfig())), **BEFORE_FIELD}
+    free = set(MACHINE_FIELDS) | ({"data"} if same_data else set()) | ({"teacher"} if same_teacher else set())
+    same = all(saved.get(key, before[key]) == value for key, value in now.items() if key not in free)
     return same and set(saved) <= set(now)
+
+
+def as_begun(saved: dict[str, Any], cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with what a checkpoint written before a field existed did (``BEFORE_FIELD``), where
+    ``cfg`` leaves that field at its default: a run goes on as it began (the same command resumes
+    a run begun before ``loader`` existed with the DataLoader it began with)."""
+    default = TrainConfig()
+    older = {k: v for k, v in BEFORE_FIELD.items() if k not in saved and getattr(cfg, k) == getattr(default, k)}
+    return dataclasses.replace(cfg, **older)
 
 
 def machines_text(machines: list[str]) -> str:
@@ -417,9 +464,10 @@ def cutout(pixels: Tensor, size: int, generator: torch.Generator) -> Tensor:
     if size <= 0:
         return pixels
     batch, _, height, width = pixels.shape
-    top = torch.randint(0, height - size + 1, (batch, 1, 1), generator=generator)
-    left = torch.randint(0, width - size + 1, (batch, 1, 1), generator=generator)
-    rows, cols = torch.arange(height).view(1, -1, 1), torch.arange(width).view(1, 1, -1)
+    top = torch.randint(0, height - size + 1, (batch, 1, 1), generator=generator).to(pixels.device)
+    left = torch.randint(0, width - size + 1, (batch, 1, 1), generator=generator).to(pixels.device)
+    rows = torch.arange(height, device=pixels.device).view(1, -1, 1)
+    cols = torch.arange(width, device=pixels.device).view(1, 1, -1)
     square = (rows >= top) & (rows < top + size) & (cols >= left) & (cols < left + size)  # (B, H, W)
     return pixels.masked_fill(square[:, None], 0.0)
 
@@ -434,7 +482,7 @@ class TrainingBatches(torch.utils.data.Dataset):
     """
 
     def __init__(
-        self, data: ImageSet, cfg: TrainConfig, augment: v2.Transform, pre: Preprocess, steps_per_epoch: int,
+        self, data: ImageSet, cfg: TrainConfig, augment: v2.Transform | None, pre: Preprocess, steps_per_epoch: int,
         rank: int = 0, world: int = 1,
     ) -> None:  # fmt: skip
         self.data, self.cfg, self.augment, self.pre = data, cfg, augment, pre
@@ -451,11 +499,15 @@ class TrainingBatches(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return self.cfg.epochs * self.steps_per_epoch
 
-    def __getitem__(self, k: int) -> tuple[Tensor, Tensor]:
+    def indices(self, k: int) -> tuple[Tensor, int]:
+        """Batch k's images (indices into the data) and the seed its draws start from."""
         epoch, step = divmod(k, self.steps_per_epoch)
         size = self.cfg.batch_size
-        batch = self.order(epoch)[step * size : (step + 1) * size]
         seed = (self.cfg.seed * 100_003 + epoch) * 1_000_003 + step * 131 + self.rank
+        return self.order(epoch)[step * size : (step + 1) * size], seed
+
+    def __getitem__(self, k: int) -> tuple[Tensor, Tensor]:
+        batch, seed = self.indices(k)
         with torch.random.fork_rng(devices=[]):  # the policies draw from the global generator
             torch.manual_seed(seed)
             generator = torch.Generator().manual_seed(seed + 1)
@@ -465,12 +517,43 @@ class TrainingBatches(torch.utils.data.Dataset):
         return pixels, self.data.labels[batch]
 
 
+class DeviceBatches(TrainingBatches):
+    """The same batches of images (the same shuffled order), built whole on ``device``: the
+    training split sits there as one uint8 tensor, and each batch is cropped, flipped, put through
+    the policy, normalised, erased and cut out in a few dozen tensor operations (``vitviz.augment``),
+    from draws made on the CPU with the batch's own seed. No DataLoader processes: on a GPU the
+    CPU only launches the work.
+    """
+
+    def __init__(
+        self, data: ImageSet, cfg: TrainConfig, size: tuple[int, int], pre: Preprocess, steps_per_epoch: int,
+        device: torch.device, rank: int = 0, world: int = 1,
+    ) -> None:  # fmt: skip
+        super().__init__(data, cfg, None, pre, steps_per_epoch, rank, world)
+        self.images = data.images.to(device)  # (N, C, H, W) uint8: CIFAR-10's training split is 150 MB
+        self.labels = data.labels.to(device)
+        self.batch_augment = BatchAugment(
+            size, pre, crop_padding=cfg.crop_padding, flip=cfg.flip, policy=cfg.augment,
+            random_erasing=cfg.random_erasing, cutout=cfg.cutout,
+        )  # fmt: skip
+
+    def __getitem__(self, k: int) -> tuple[Tensor, Tensor]:
+        batch, seed = self.indices(k)
+        draws = self.batch_augment.draw(len(batch), torch.Generator().manual_seed(seed))
+        index = to_device(batch, self.images.device)
+        return self.batch_augment(self.images[index], draws), self.labels[index]
+
+
 def training_batches(
-    data: ImageSet, cfg: TrainConfig, augment: v2.Transform, pre: Preprocess, steps_per_epoch: int,
-    start_epoch: int = 0, rank: int = 0, world: int = 1,
-) -> torch.utils.data.DataLoader:  # fmt: skip
-    """The run's batches from ``start_epoch`` on, built in ``cfg.workers`` processes (or this one)."""
-    dataset = TrainingBatches(data, cfg, augment, pre, steps_per_epoch, rank, world)
+    data: ImageSet, cfg: TrainConfig, size: tuple[int, int], pre: Preprocess, steps_per_epoch: int,
+    device: torch.device, start_epoch: int = 0, rank: int = 0, world: int = 1,
+) -> Iterable[tuple[Tensor, Tensor]]:  # fmt: skip
+    """The run's batches from ``start_epoch`` on: built whole on ``device`` (loader "device"), or
+    one image at a time in ``cfg.workers`` DataLoader processes (or this one)."""
+    if cfg.loader == "device":
+        batches = DeviceBatches(data, cfg, size, pre, steps_per_epoch, device, rank, world)
+        return (batches[k] for k in range(start_epoch * steps_per_epoch, len(batches)))
+    dataset = TrainingBatches(data, cfg, build_augment(cfg, size), pre, steps_per_epoch, rank, world)
     return torch.utils.data.DataLoader(
         dataset,
         batch_size=None,  # an item is already a batch
@@ -740,12 +823,22 @@ class Lookahead:
 # ---------------------------------------------------------------------------------------------
 
 
-def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
+def train(
+    cfg: TrainConfig,
+    out: Path | None = None,
+    deadline: float | None = None,
+    on_checkpoint: Callable[[Path], None] | None = None,
+) -> ModelCard:
     """Train (or resume) a run; returns its card (config, recipe, history, accuracy).
 
     Args:
         cfg: the recipe.
         out: the run folder; defaults to ~/.cache/vitviz/runs/<cfg.name>.
+        deadline: a ``time.monotonic()`` by which to stop: after an epoch, when another would end
+            later, the run writes its checkpoint and returns that checkpoint's card (``interim``
+            set, no final weights); the same command resumes it.
+        on_checkpoint: called with the run folder after each checkpoint is written (a lease
+            copies it where the device brings files back).
     """
     rank, world = _dist_setup()
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
@@ -816,12 +909,14 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     if checkpoint_path.exists():
         state = torch.load(checkpoint_path, weights_only=True, map_location=device)
         same_data = state.get("train_fingerprint") == train_set.fingerprint
-        if not same_recipe(state["train_config"], cfg, same_data):
+        taught_by = (state.get("teacher") or {}).get("weights_sha256")
+        same_teacher = bool(teacher_card and taught_by == teacher_card["weights_sha256"])
+        cfg = as_begun(state["train_config"], cfg)
+        if not same_recipe(state["train_config"], cfg, same_data, same_teacher):
             raise ValueError(
                 f"A run named {cfg.name!r} with a different recipe exists at {out}: "
                 "resume it with the same flags, or choose another --name."
             )
-        taught_by = (state.get("teacher") or {}).get("weights_sha256")
         if teacher_card and taught_by and taught_by != teacher_card["weights_sha256"]:
             raise ValueError(
                 f"The run {cfg.name!r} at {out} was taught by {cfg.teacher} with weights {taught_by[:12]}; "
@@ -848,12 +943,12 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
     teach = compiled(teacher, cfg.compile) if teacher is not None else None
 
     offset = lineage["epochs"] if lineage else 0  # epochs are counted from the first stage
-    batches = iter(
-        training_batches(train_set, cfg, build_augment(cfg, size), pre, steps_per_epoch, start_epoch, rank, world)
-    )
+    batches = iter(training_batches(train_set, cfg, size, pre, steps_per_epoch, device, start_epoch, rank, world))
     criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
+    stopped = False  # for time (``deadline``), before the schedule's end
     with WorkClock() as clock:  # an epoch's seconds leave out the time the run was paused
         for epoch in range(start_epoch, cfg.epochs):
+            began = time.monotonic()
             freeze_for_recipe(model, cfg, epoch)
             generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
             torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # stochastic depth's and mixing's draws
@@ -920,8 +1015,13 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                 )
                 row.update(test_accuracy=acc, test_loss=test_loss)
             history.append(row)
+            last = epoch + 1 == cfg.epochs
+            if deadline is not None and not last:  # would another epoch (and its evaluation) end in time?
+                late = time.monotonic() + (time.monotonic() - began) > deadline
+                stopped = _all_sum([float(late)], device)[0] > 0  # every rank stops at the same epoch
             if rank == 0:
                 log.info("epoch %s", json.dumps(row))
+            if rank == 0 and ((epoch + 1) % cfg.checkpoint_every == 0 or last or stopped):
                 save_atomic(
                     {
                         "model": model.state_dict(),
@@ -941,11 +1041,18 @@ def train(cfg: TrainConfig, out: Path | None = None) -> ModelCard:
                     checkpoint_path,
                 )
                 (out / "history.json").write_text(json.dumps(history, indent=1))
+                if on_checkpoint is not None:
+                    on_checkpoint(out)
             if dist.is_initialized():
                 dist.barrier()
+            if stopped:
+                log.info("stopped for time after epoch %d of %d; the same command resumes it", epoch + 1, cfg.epochs)
+                break
 
     card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype, teacher_card, machines)
-    if rank == 0:
+    if stopped:
+        card.interim = f"checkpoint after epoch {card.epochs} of {card.planned_epochs}"
+    elif rank == 0:
         weights = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(weights, str(out / f"{cfg.name}.safetensors"), metadata={"format": "pt", "vitviz": "1"})
         card.write(out / f"{cfg.name}.json")

@@ -532,7 +532,9 @@ def test_a_residual_cnn_learns_with_cutout(dataset, tmp_path, monkeypatch):
     real_cutout = train_module.cutout
     monkeypatch.setattr(train_module, "cutout", lambda p, size, g: blanked.append(size) or real_cutout(p, size, g))
     model = {**AIRBENCH_CNN, "group_convs": 3}
-    recipe = tiny_recipe(dataset, arch="cnn", optimizer="sgd", lr=0.05, momentum=0.9, cutout=8, model=model)
+    recipe = tiny_recipe(
+        dataset, arch="cnn", optimizer="sgd", lr=0.05, momentum=0.9, cutout=8, model=model, loader="dataloader"
+    )
     card = train(recipe, out=tmp_path)
     assert blanked and set(blanked) == {8}  # every training batch
     assert card.test_accuracy > 0.6  # three colour classes, chance is 1/3
@@ -549,7 +551,9 @@ def test_the_airbench96_preset_builds_its_residual_net():
 
 
 def test_worker_processes_build_the_very_batches_this_process_would(dataset, tmp_path):
-    recipe = tiny_recipe(dataset, epochs=2, augment="autoaugment", random_erasing=0.5, cutout=4, mixup_alpha=0.8)
+    recipe = tiny_recipe(
+        dataset, epochs=2, augment="autoaugment", random_erasing=0.5, cutout=4, mixup_alpha=0.8, loader="dataloader"
+    )
     here = train(recipe, out=tmp_path / "here")
     workers = train(dataclasses.replace(recipe, workers=2), out=tmp_path / "workers")
 
@@ -613,3 +617,60 @@ def test_training_on_a_cpu_takes_the_explicit_attention_path():
     assert [block.attn.fused_attn for block in model.blocks] == [False, False]
     train_module.choose_attention_path(model, torch.device("cuda"))
     assert [block.attn.fused_attn for block in model.blocks] == [True, True]
+
+
+def test_the_device_loader_trains_and_resumes_where_it_stopped(dataset, tmp_path, monkeypatch):
+    recipe = tiny_recipe(
+        dataset, epochs=2, loader="device", augment="autoaugment", crop_padding=4, mixup_alpha=0.8,
+        cutmix_alpha=1.0, mix_prob=0.5, random_erasing=0.25, cutout=4,
+    )  # fmt: skip
+    straight = train(recipe, out=tmp_path / "straight")
+    assert straight.recipe["loader"] == "device" and straight.history[-1]["train_loss"] < 1.2
+
+    stop_after_first_epoch(recipe, tmp_path / "resumed", monkeypatch)
+    resumed = train(recipe, out=tmp_path / "resumed")
+    assert [row["epoch"] for row in resumed.history] == [1, 2]
+    a = load_file(str(tmp_path / "straight" / "tiny.safetensors"))
+    b = load_file(str(tmp_path / "resumed" / "tiny.safetensors"))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    other = train(dataclasses.replace(recipe, loader="dataloader"), out=tmp_path / "dataloader")
+    assert other.history[0]["train_loss"] != straight.history[0]["train_loss"]  # other batches: another recipe
+
+
+def test_a_run_begun_before_the_device_loader_goes_on_with_the_dataloader(dataset, tmp_path, monkeypatch):
+    recipe = tiny_recipe(dataset, epochs=2, augment="trivialaugment", loader="dataloader")
+    straight = train(recipe, out=tmp_path / "straight")
+    stop_after_first_epoch(recipe, tmp_path / "old", monkeypatch)
+    state = torch.load(tmp_path / "old" / "checkpoint.pt", weights_only=True)
+    del state["train_config"]["loader"]  # as a checkpoint written before the field
+    torch.save(state, tmp_path / "old" / "checkpoint.pt")
+
+    resumed = train(dataclasses.replace(recipe, loader=TrainConfig().loader), out=tmp_path / "old")  # the same command
+    assert resumed.recipe["loader"] == "dataloader"
+    assert resumed.history[1]["train_loss"] == pytest.approx(straight.history[1]["train_loss"], rel=1e-5)
+
+
+def test_a_deadline_stops_after_an_epoch_with_a_checkpoint_and_the_same_call_finishes(dataset, tmp_path, monkeypatch):
+    recipe = tiny_recipe(dataset, epochs=3, checkpoint_every=2)
+    saved = []
+    real_save = train_module.save_atomic
+    monkeypatch.setattr(
+        train_module, "save_atomic", lambda obj, path: saved.append(obj["epoch"]) or real_save(obj, path)
+    )
+    interim = train(recipe, out=tmp_path, deadline=time.monotonic())  # no time for a second epoch
+    assert interim.interim == "checkpoint after epoch 1 of 3" and saved == [1]
+    assert not (tmp_path / "tiny.safetensors").exists()
+    finished = train(recipe, out=tmp_path)
+    assert saved == [1, 2, 3] and not finished.interim  # every second epoch, and the last
+    assert [row["epoch"] for row in finished.history] == [1, 2, 3] and (tmp_path / "tiny.safetensors").exists()
+
+
+def test_a_taught_run_resumes_with_its_teacher_moved_to_another_folder(dataset, teacher_file, tmp_path, monkeypatch):
+    recipe = tiny_recipe(dataset, name="taught", epochs=2, teacher=str(teacher_file))
+    stop_after_first_epoch(recipe, tmp_path / "taught", monkeypatch)
+    moved = tmp_path / "carried" / teacher_file.name
+    moved.parent.mkdir()
+    shutil.copy(teacher_file, moved)
+    shutil.copy(teacher_file.with_suffix(".json"), moved.with_suffix(".json"))
+    card = train(dataclasses.replace(recipe, teacher=str(moved)), out=tmp_path / "taught")
+    assert [row["epoch"] for row in card.history] == [1, 2] and card.recipe["teacher"] == str(moved)

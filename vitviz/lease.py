@@ -1,0 +1,265 @@
+"""One GPU lease, one command: airbench96's CNN, then the ViT it teaches, checkpointed into a
+folder the device tool brings back, and resumed from that folder by the next call.
+
+    python -m vitviz.lease --data .gpu/cifar10-jpeg --out "$OUT"                       # first call
+    python -m vitviz.lease --data .gpu/cifar10-jpeg --out "$OUT" --resume .gpu/lease   # a later one
+    python -m vitviz.lease --tiny --data <a small ImageFolder> --out <a folder>         # the same path on a CPU, in seconds
+
+Two phases, each a run of ``vitviz.train`` in the work folder (``.lease/<run name>``, which git ignores):
+
+1. ``cnn``: airbench96's net (``--preset cifar10-cnn-96``) over airbench96's published 45 epochs.
+   Once finished it is rounded to float16, as ``vitviz.ship`` would ship it, and that file is the
+   teacher: the ViT learns from exactly the weights that come back.
+2. ``vit``: Lee et al.'s same-cost ViT (``--preset cifar10-vit-lee``: depth 9, 12 heads, MLP
+   ratio 2, 300 passes) taught by it (DeiT's hard distillation), at the batch a GPU needs.
+
+Both build their batches on the device (``loader="device"``). The call stops itself before
+``--budget`` seconds have passed (after an epoch, when another would not end in time) and packs
+what the next call needs into ``--out``: ``lease.json`` (what was done, and the pack's sha256)
+and ``lease.tar.part-NN``, parts of at most 15 MiB (the device returns files of up to 16 MiB,
+64 MiB in all). It packs again at every checkpoint, so a call cut off early still returns its
+last one. A later call given ``--resume`` unpacks them into the work folder and goes on; on the
+same warm machine the work folder is still there and ``--resume`` may be left out. Every call
+trains at least one epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vitviz import zoo
+from vitviz.model import build_model
+from vitviz.train import PRESETS, TrainConfig, hardware_label, read_run, train
+
+log = logging.getLogger(__name__)
+
+# The two phases as a lent GPU runs them: each preset, and what the lease changes in it.
+CNN_RECIPE = dict(
+    PRESETS["cifar10-cnn-96"],
+    name="cifar10-cnn-lease",
+    epochs=45,  # airbench96's published count; the preset (and the shipped CNN) had 37
+    eval_every=5,
+    checkpoint_every=5,
+)
+VIT_RECIPE = dict(
+    PRESETS["cifar10-vit-lee"],
+    name="cifar10-vit-lee-lease",
+    batch_size=1024,  # at 256 a GPU's step waits on kernel launches (docs/training.md)
+    lr=2e-3,  # four times the batch, twice the rate (square-root scaling of the preset's 1e-3)
+    distill="hard",  # DeiT's hard distillation from the first phase's CNN, half the loss
+    distill_alpha=0.5,
+    eval_every=10,
+    checkpoint_every=10,
+)
+# --tiny: the same phases on a few hundred images with tiny widths, for a CPU in seconds
+TINY = dict(
+    epochs=2, batch_size=32, limit_train=128, limit_test=64, eval_every=1, checkpoint_every=1, amp="off", threads=1
+)
+TINY_CNN = dict(TINY, model={**CNN_RECIPE["model"], "stem_width": 24, "widths": [8, 8], "group_convs": 3})
+TINY_VIT = dict(TINY, epochs=3, warmup_epochs=1, model={"embed_dim": 24, "depth": 2, "num_heads": 12, "mlp_ratio": 2.0})
+
+PART_BYTES = 15 * 2**20  # a file the device tool brings back: at most 16 MiB
+PACK_BYTES = 60 * 2**20  # all of them: at most 64 MiB
+TEACHER = "teacher"  # the work folder's float16 CNN, the ViT's teacher
+
+
+def recipes(data: str, tiny: bool, cnn: dict[str, Any], vit: dict[str, Any]) -> tuple[TrainConfig, TrainConfig]:
+    """The two phases' TrainConfigs (the ViT's teacher is set once the CNN exists)."""
+    cnn_recipe = {**CNN_RECIPE, **(TINY_CNN if tiny else {}), **cnn, "data": data}
+    vit_recipe = {**VIT_RECIPE, **(TINY_VIT if tiny else {}), **vit, "data": data}
+    return TrainConfig(**cnn_recipe), TrainConfig(**vit_recipe)
+
+
+# ---------------------------------------------------------------------------------------------
+# The pack: what one call hands the next, in parts the device tool brings back
+# ---------------------------------------------------------------------------------------------
+
+
+def pack(work: Path, out: Path, summary: dict[str, Any], cnn_run: Path | None = None) -> None:
+    """Write ``work``'s state into ``out`` as ``lease.tar.part-NN`` and ``lease.json``.
+
+    The pack holds the teacher (float16, about 20 MB for airbench96's net), the ViT's checkpoint
+    (about 33 MB with AdamW's moments) or finished weights, both runs' cards and histories, and
+    the CNN's checkpoint only while the CNN is unfinished and it fits (airbench96's, with
+    lookahead, takes about 120 MB: a call cut off in the CNN's phase starts it again elsewhere).
+    Once the teacher exists, ``cnn_run``'s checkpoint and float32 weights stay out.
+    """
+    files = sorted(p for p in work.rglob("*") if p.is_file())
+    chosen = [p for p in files if not any(part.startswith(".") for part in p.relative_to(work).parts)]  # half-written
+    if cnn_run is not None and (work / TEACHER).exists():
+        chosen = [p for p in chosen if p.parent != cnn_run or p.suffix not in (".pt", ".safetensors")]
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        total = 0
+        for path in chosen:
+            total += path.stat().st_size
+            if total > PACK_BYTES:
+                log.warning("left %s out of the pack: past %d bytes", path, PACK_BYTES)
+                total -= path.stat().st_size
+                continue
+            tar.add(path, arcname=path.relative_to(work).as_posix())
+    blob = buffer.getvalue()
+    out.mkdir(parents=True, exist_ok=True)
+    parts = [blob[i : i + PART_BYTES] for i in range(0, len(blob), PART_BYTES)]
+    names_out = [f"lease.tar.part-{i:02d}" for i in range(len(parts))]
+    for name, part in zip(names_out, parts, strict=True):
+        _write_atomic(out / name, part)
+    for stale in out.glob("lease.tar.part-*"):
+        if stale.name not in names_out:
+            stale.unlink()
+    record = {**summary, "parts": names_out, "bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()}
+    _write_atomic(out / "lease.json", json.dumps(record, indent=1).encode())
+
+
+def unpack(source: Path, work: Path) -> dict[str, Any]:
+    """Rebuild a pack from ``source`` (a folder of ``lease.json`` and its parts) into ``work``.
+
+    Raises:
+        ValueError: a part is missing or the parts do not make the pack ``lease.json`` names.
+    """
+    record = json.loads((source / "lease.json").read_text())
+    missing = [name for name in record["parts"] if not (source / name).is_file()]
+    if missing:
+        raise ValueError(f"{source} lacks {', '.join(missing)}: copy every part the last call returned.")
+    blob = b"".join((source / name).read_bytes() for name in record["parts"])
+    if hashlib.sha256(blob).hexdigest() != record["sha256"]:
+        raise ValueError(f"The parts in {source} do not make the pack lease.json describes (sha256 differs).")
+    work.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+        members = tar.getmembers()
+        outside = [m.name for m in members if not m.isreg() or Path(m.name).is_absolute() or ".." in Path(m.name).parts]
+        if outside:
+            raise ValueError(f"The pack in {source} holds more than plain files inside it: {outside[:3]}.")
+        tar.extractall(work, members)  # plain files inside work, nothing else (checked above)
+    return record
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def make_teacher(run: Path, teacher: Path) -> None:
+    """The finished CNN rounded to float16 (as ``vitviz.ship`` stores it) beside its card."""
+    weights, config, card = read_run(run)
+    model = build_model(config)
+    model.load_state_dict(weights)
+    staging = teacher.parent.with_name(f".{teacher.parent.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    zoo.save(model, staging / teacher.name, card, dtype=torch.float16)
+    staging.rename(teacher.parent)  # weights and card together, or not at all
+
+
+def _summary(phase: str, card: Any, started: float) -> dict[str, Any]:
+    return {
+        "phase": phase,
+        "epochs": card.epochs if card else 0,
+        "planned_epochs": card.planned_epochs if card else None,
+        "test_accuracy": card.test_accuracy if card else None,
+        "finished": bool(card and not card.interim),
+        "seconds": round(time.monotonic() - started, 1),
+        "device": hardware_label(),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The lease
+# ---------------------------------------------------------------------------------------------
+
+
+def lease(
+    data: str, out: Path, work: Path = Path(".lease"), budget: float = 540.0, resume: Path | None = None,
+    tiny: bool = False, cnn: dict[str, Any] | None = None, vit: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Train the CNN, then the ViT it teaches, until ``budget`` seconds from now; returns what
+    ``lease.json`` records.
+
+    Args:
+        data: the CIFAR-10 ImageFolder.
+        out: where the pack goes (the device tool's $OUT).
+        work: the runs' folder; it outlives a call on the same machine.
+        budget: seconds from now after which no epoch begins that would end later.
+        resume: a folder holding an earlier call's ``lease.json`` and parts.
+        tiny: the same phases on a few hundred images with tiny widths.
+        cnn, vit: TrainConfig fields to change in either phase (e.g. {"epochs": 37}).
+    """
+    started = time.monotonic()
+    deadline = started + budget
+    if resume is not None:
+        record = unpack(resume, work)
+        log.info("unpacked %s (%s phase, %s epochs) into %s", resume, record["phase"], record["epochs"], work)
+    cnn_cfg, vit_cfg = recipes(data, tiny, cnn or {}, vit or {})
+    cnn_run, vit_run = work / cnn_cfg.name, work / vit_cfg.name  # run folders named as vitviz.ship reads them
+    teacher = work / TEACHER / f"{cnn_cfg.name}.safetensors"
+
+    # phase 1: the CNN, until it is finished and rounded into the teacher
+    if not teacher.exists():
+        card = train(cnn_cfg, out=cnn_run, deadline=deadline)
+        if card.interim:
+            summary = _summary("cnn", card, started)
+            pack(work, out, summary, cnn_run)
+            return summary
+        make_teacher(cnn_run, teacher)
+        log.info("the CNN measured %.2f%%; it teaches the ViT from %s", 100 * card.test_accuracy, teacher)
+
+    # phase 2: the ViT, taught by the teacher, packed at every checkpoint
+    vit_cfg = dataclasses.replace(vit_cfg, teacher=str(teacher))
+
+    def packed(run: Path) -> None:
+        _, _, interim = read_run(run, checkpoint=True)
+        pack(work, out, _summary("vit", interim, started), cnn_run)
+
+    card = train(vit_cfg, out=vit_run, deadline=deadline, on_checkpoint=packed)
+    summary = _summary("vit", card, started)
+    pack(work, out, summary, cnn_run)
+    return summary
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m vitviz.lease", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", help="the CIFAR-10 ImageFolder (e.g. .gpu/cifar10-jpeg)")
+    parser.add_argument("--out", type=Path, help="where the pack goes: the device tool's $OUT")
+    parser.add_argument("--unpack", type=Path, help="only unpack this folder's pack into --work (to ship from it)")
+    parser.add_argument("--resume", type=Path, default=None, help="a folder of an earlier call's lease.json and parts")
+    parser.add_argument("--work", type=Path, default=Path(".lease"), help="the runs' folder (default: .lease)")
+    parser.add_argument(
+        "--budget", type=float, default=540.0, help="seconds after which no epoch begins that would end later"
+    )
+    parser.add_argument(
+        "--tiny", action="store_true", help="a few hundred images, tiny widths: the same path in seconds"
+    )
+    parser.add_argument(
+        "--cnn", default="{}", help="TrainConfig fields to change in the CNN's phase, as JSON: '{\"epochs\": 37}'"
+    )
+    parser.add_argument("--vit", default="{}", help="the same for the ViT's phase")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.unpack is not None:
+        print(json.dumps(unpack(args.unpack, args.work)))
+        return
+    if args.data is None or args.out is None:
+        parser.error("--data and --out are needed to train (or --unpack a pack)")
+    summary = lease(
+        args.data, args.out, args.work, args.budget, args.resume, args.tiny, json.loads(args.cnn), json.loads(args.vit)
+    )
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
