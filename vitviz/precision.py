@@ -5,8 +5,9 @@ twice as fast as float32 for ViT-B/16; on other CPUs bf16 is emulated and slower
 (the CIFAR ViT's 65 tokens) can be slower in bf16 even where it is native, because casting costs
 more than its matrix products save. So the app measures both on the model it serves
 (``choose``) and keeps float32 unless bf16 is clearly faster there and leaves the attention
-maps within 0.01. A Trace made in bf16 is handed on in
-float32 (``explain``): every page computes and draws from float32 tensors either way.
+maps within 0.01. A Trace made in bf16 is handed on in float32 (``explain``): every page
+computes and draws from float32 tensors either way, each converted when a page first reads it
+(``Trace.read_in_float32``), not the whole trace up front.
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def attention_moved(exact: Trace, reduced: Trace) -> float:
 
 
 def explain(model: nn.Module, pixels: Tensor, dtype: torch.dtype = torch.float32) -> Trace:
-    """``model.explain(pixels)`` without gradients, under bf16 autocast when asked, on the CPU in float32.
+    """``model.explain(pixels)`` without gradients, under bf16 autocast when asked, on the CPU,
+    read in float32: a bf16 trace keeps its per-block tensors in bf16 until a reader asks for
+    one (``Trace.read_in_float32``), and a float32 trace has the same read-only lists.
 
     Args:
         model: a VisionTransformer (anything with ``explain`` returning a Trace).
@@ -93,7 +96,8 @@ def explain(model: nn.Module, pixels: Tensor, dtype: torch.dtype = torch.float32
     reduced = dtype == torch.bfloat16
     with torch.no_grad(), torch.autocast(pixels.device.type, dtype=torch.bfloat16, enabled=reduced):
         trace = model.explain(pixels)
-    return dataclasses.replace(trace.detach().float(), computed_in="bfloat16") if reduced else trace.detach()
+    trace = trace.detach().read_in_float32()
+    return dataclasses.replace(trace, computed_in="bfloat16") if reduced else trace
 
 
 SETTINGS = ("auto", "float32", "bfloat16")

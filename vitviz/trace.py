@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
+import torch
 from torch import Tensor
 
 from vitviz.config import ViTConfig
@@ -25,6 +27,47 @@ class BlockTrace:
     attention: Tensor
     attn_output: Tensor
     mlp_output: Tensor
+
+
+class Float32Tensors(Sequence[Tensor]):
+    """A read-only list of tensors that hands every entry out in float32, converting an entry the
+    first time it is read and keeping the float32 copy for later readers.
+
+    A trace made under bf16 autocast holds depth x 4 per-block tensors, and a page reads a few of
+    them (one layer's attention, one token's path through the blocks): converting them all for
+    every new image cost as much as the bf16 forward pass itself on a Xeon with AMX (issue 40;
+    docs/benchmarks.md has this CPU's figures). Slicing returns a
+    plain list of float32 tensors. C code that wants a real list (``torch.stack``) gets a
+    TypeError here rather than bf16 tensors: give it ``list(tensors)``.
+    """
+
+    def __init__(self, tensors: Iterable[Tensor]) -> None:
+        self._tensors = list(tensors)
+
+    def __len__(self) -> int:
+        return len(self._tensors)
+
+    @overload
+    def __getitem__(self, index: int) -> Tensor: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Tensor]: ...
+
+    def __getitem__(self, index: int | slice) -> Tensor | list[Tensor]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        tensor = self._tensors[index]
+        if tensor.is_floating_point() and tensor.dtype != torch.float32:
+            tensor = tensor.float()
+            self._tensors[index] = tensor  # two sessions converting at once store equal copies
+        return tensor
+
+    def __iter__(self) -> Iterator[Tensor]:
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self) -> str:
+        dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in self._tensors})
+        return f"Float32Tensors({len(self)} tensors, held in {'/'.join(dtypes) or 'nothing'})"
 
 
 @dataclass
@@ -49,17 +92,17 @@ class Trace:
         features: a hybrid ViT's ResNet feature map, (B, C', grid_h * P, grid_w * P); None
             for a plain ViT, whose patches are cut from the pixels.
         computed_in: the precision the matrix products ran in, "float32" or "bfloat16"
-            (``vitviz.precision.explain`` hands a bf16 trace on in float32 tensors).
+            (``vitviz.precision.explain`` hands a bf16 trace on in float32: ``read_in_float32``).
     """
 
     pixels: Tensor
     patches: Tensor
     patch_tokens: Tensor
     tokens: Tensor
-    hidden_states: list[Tensor]
-    attentions: list[Tensor]
-    attn_outputs: list[Tensor]
-    mlp_outputs: list[Tensor]
+    hidden_states: Sequence[Tensor]
+    attentions: Sequence[Tensor]
+    attn_outputs: Sequence[Tensor]
+    mlp_outputs: Sequence[Tensor]
     pre_logits: Tensor
     logits: Tensor
     grid_size: tuple[int, int]
@@ -101,6 +144,30 @@ class Trace:
     def float(self) -> Trace:
         """A copy in float32 (a Trace made under bf16 autocast holds bf16 matrix products)."""
         return self._map(lambda t: t.float())
+
+    def read_in_float32(self) -> Trace:
+        """A copy that every reader sees in float32, converted only where read: the few
+        whole-image tensors now, each per-block tensor (``Float32Tensors``) on its first read."""
+
+        def small(t: Tensor) -> Tensor:
+            return t.float() if t.is_floating_point() else t
+
+        return Trace(
+            pixels=small(self.pixels),
+            patches=small(self.patches),
+            patch_tokens=small(self.patch_tokens),
+            tokens=small(self.tokens),
+            hidden_states=Float32Tensors(self.hidden_states),
+            attentions=Float32Tensors(self.attentions),
+            attn_outputs=Float32Tensors(self.attn_outputs),
+            mlp_outputs=Float32Tensors(self.mlp_outputs),
+            pre_logits=small(self.pre_logits),
+            logits=small(self.logits),
+            grid_size=self.grid_size,
+            num_prefix_tokens=self.num_prefix_tokens,
+            features=None if self.features is None else small(self.features),
+            computed_in=self.computed_in,
+        )
 
 
 def resnet_name(config: ViTConfig) -> str:

@@ -93,3 +93,12 @@ def test_bf16_must_be_clearly_faster_and_leave_the_attention_maps_within_a_hundr
     moving = precision.choose(model, pixels, clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
     assert moving.dtype == torch.float32 and moving.speedup == pytest.approx(32 / 11)  # 2.9x, but the maps moved
     assert moving.attention_diff == pytest.approx(0.02, abs=2e-3)
+
+
+@pytest.mark.parametrize(("moved", "kept"), [(precision.ATTENTION_TOLERANCE, "bfloat16"), (0.0101, "float32")])
+def test_bf16_is_kept_up_to_the_tolerance_whatever_the_weights(model, monkeypatch, moved, kept):
+    """What the sidebar's caption says follows the measured move, not today's weights: pinned here."""
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    monkeypatch.setattr(precision, "attention_moved", lambda exact, reduced: moved)
+    chosen = precision.choose(model, torch.randn(1, 3, 32, 32), clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
+    assert chosen.name == kept and chosen.attention_diff == moved
