@@ -30,6 +30,7 @@ def main() -> None:
         page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide"
     )
     ui.init_state()
+    ui.theme_charts()  # every figure drawn through plots.theme: larger in presenter mode, never zoomed
 
     steps = [
         st.Page(f, title=ui.tr(k), icon=i, default=(n == 0))

@@ -3,7 +3,7 @@
 import streamlit as st
 from PIL import Image
 
-from vitviz import plots
+from vitviz import claims, plots
 from vitviz.app import ui
 from vitviz.data import denormalize, input_pixels, inverts
 
@@ -78,7 +78,12 @@ c.plotly_chart(
     key="input_hist_before",
 )
 d.plotly_chart(
-    plots.histogram(after, ui.tr("input.hist_after"), x_title=ui.tr("input.hist_x_after"), y_title=count),
+    plots.histogram(
+        after,
+        claims.text(claims.normalised_input(normalised), ui.lang()),
+        x_title=ui.tr("input.hist_x_after"),
+        y_title=count,
+    ),
     width="stretch",
     key="input_hist_after",
 )

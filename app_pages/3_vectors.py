@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from vitviz import plots
+from vitviz import claims, plots
 from vitviz.app import ui
 from vitviz.data import denormalize
 from vitviz.patches import ROUTE_TOLERANCE
@@ -14,7 +14,7 @@ p, chans, dim = config.patch_size, config.feature_dim, config.embed_dim  # chans
 length = chans * p * p
 grid_h, grid_w = trace.grid_size
 count = grid_h * grid_w
-names = ["R", "G", "B"] if chans == 3 else ["L"] if chans == 1 else [f"c{c}" for c in range(chans)]
+names = ["R", "G", "B"] if chans == 3 else ["L"] if chans == 1 else [f"c{c}" for c in range(1, chans + 1)]
 ui.header(
     "page.vectors",
     "vectors.intro_gray" if chans == 1 else "vectors.intro",
@@ -50,13 +50,12 @@ if config.is_hybrid:  # thousands of channels: one bar each, no picture
         key="vectors_flat",
     )
 else:
-    titles = [f"c = {c} ({name}): {c * p * p}-{(c + 1) * p * p - 1}" for c, name in enumerate(names)]
     right.plotly_chart(
         plots.patch_planes(
             vector,
             p,
             chans,
-            titles,
+            plots.plane_titles(names, p),
             title=ui.tr("vectors.planes", index=index + 1, p=p),
             index_word=ui.tr("hover.index"),
         ),
@@ -86,7 +85,12 @@ st.caption(
     ui.tr("vectors.formula_note_hybrid" if config.is_hybrid else "vectors.formula_note", dim=dim, length=length, p=p)
 )
 st.plotly_chart(
-    plots.vector_bars(token, title=ui.tr("vectors.token", dim=dim), x_title=ui.tr("vectors.token_axis")),
+    plots.vector_bars(
+        token,
+        index_word=ui.tr("hover.channel"),
+        title=ui.tr("vectors.token", dim=dim),
+        x_title=ui.tr("vectors.token_axis"),
+    ),
     width="stretch",
     key="vectors_token",
 )
@@ -116,21 +120,21 @@ st.dataframe(
     hide_index=True,
     width="stretch",
 )
-worst = max(differences.values())
-if worst < ROUTE_TOLERANCE:
-    st.success(ui.tr("vectors.check_ok", diff=f"{worst:.1e}", tol=f"{ROUTE_TOLERANCE:.0e}"))
-else:
-    st.error(ui.tr("vectors.check_fail", diff=f"{worst:.1e}", tol=f"{ROUTE_TOLERANCE:.0e}"))
+agree = claims.routes(differences, ROUTE_TOLERANCE)
+(st.success if agree.key == "vectors.check_ok" else st.error)(claims.text(agree, ui.lang()))
 
 if config.is_hybrid:
     st.caption(ui.tr("vectors.filters_hybrid", chans=chans))
 else:
-    components, ratios = ui.cached_filter_components(cur.name, k=28)
-    st.subheader(ui.tr("vectors.filters", k=len(components)))
+    components, ratios = ui.cached_filter_components(cur.name)  # all of them: the shares decide how many to show
+    reading = claims.filter_components(ratios, p)
+    st.subheader(claims.text(reading["title"], ui.lang()))
     st.markdown(ui.tr("vectors.filters_intro", dim=dim))
+    st.markdown(claims.text([reading["spread"], reading["size"]], ui.lang()))
     if not cur.spec.trained:
         st.info(ui.tr("vectors.filters_untrained"))
-    st.plotly_chart(ui.cached_component_tiles(cur.name, k=28), width="stretch", key="vectors_components")
+    shown = claims.components_to_show(ratios)
+    st.plotly_chart(ui.cached_component_tiles(cur.name, shown), width="stretch", key="vectors_components")
     ui.download_npz(
         "vectors.download_components",
         "patch_embed_components.npz",

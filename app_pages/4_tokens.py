@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, plots
+from vitviz import analysis, patches, plots
 from vitviz.app import ui
 
 cur = ui.current()
@@ -19,19 +19,30 @@ st.subheader(ui.tr("tokens.sequence"))
 cls_row = {0: "[CLS]"} if prefix else None
 if not prefix:
     st.info(ui.tr("tokens.no_cls"))
-left, right = st.columns(2)
-before = plots.token_matrix(
-    trace.patch_tokens[0].numpy(),
-    title=ui.tr("tokens.before", n=count, d=dim),
+# Rows are named by what they are, so one patch has one name (and one height) in both maps.
+patch_rows = [ui.tr("tokens.row_patch", n=n) for n in range(1, count + 1)]
+token_rows = ["[CLS]"] * prefix + patch_rows
+ticks = patch_rows[:: grid_w * -(-grid_h // 16)]  # each image row's first patch (16 at most); [CLS] has its arrow
+axes = dict(
     y_title=ui.tr("tokens.axis_token"),
     x_title=ui.tr("tokens.axis_channel"),
+    channel_word=ui.tr("hover.channel"),
+    rows=token_rows,
+    ticks=ticks,
+)
+left, right = st.columns(2)
+before = plots.token_matrix(  # [CLS]'s slot left empty
+    trace.patch_tokens[0].numpy(),
+    patch_rows,
+    title=ui.tr("tokens.before", n=count, d=dim),
+    **axes,
 )
 after = plots.token_matrix(
     trace.tokens[0].numpy(),
+    token_rows,
     title=ui.tr("tokens.after", t=trace.tokens.shape[1], d=dim),
     marked=cls_row,
-    y_title=ui.tr("tokens.axis_token"),
-    x_title=ui.tr("tokens.axis_channel"),
+    **axes,
 )
 left.plotly_chart(before, width="stretch", key="tokens_before")
 right.plotly_chart(after, width="stretch", key="tokens_after")
@@ -45,17 +56,23 @@ st.subheader(ui.tr("tokens.pos"))
 if config.pos_embed == "sincos2d":
     st.markdown(ui.tr("tokens.pos_fixed"))
 else:
-    st.markdown(ui.tr("tokens.pos_learned", below=grid_w))
+    st.markdown(
+        ui.tr(
+            "tokens.pos_learned",
+            first=patches.patch_number(0, 0, trace.grid_size),
+            below=patches.patch_number(1, 0, trace.grid_size),
+        )
+    )
     if not cur.spec.trained:
         st.info(ui.tr("tokens.pos_untrained"))
 pos_embed = cur.model.pos_embed.detach()[0].cpu()  # (T, D)
 st.plotly_chart(
     plots.token_matrix(
         pos_embed.numpy(),
+        token_rows,
         title=ui.tr("tokens.pos_title", t=pos_embed.shape[0], d=dim),
         marked=cls_row,
-        y_title=ui.tr("tokens.axis_token"),
-        x_title=ui.tr("tokens.axis_channel"),
+        **axes,
     ),
     width="stretch",
     key="tokens_pos_embed",

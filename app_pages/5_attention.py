@@ -10,7 +10,7 @@ passed to vitviz as a head index.
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, plots, tables
+from vitviz import analysis, claims, plots, tables
 from vitviz.app import ui
 from vitviz.data import denormalize
 
@@ -150,6 +150,7 @@ st.caption(ui.tr("attention.rollout_caption"))
 st.subheader(ui.tr("attention.distance"))
 st.markdown(ui.tr("attention.distance_intro"))
 distances = analysis.mean_attention_distance(trace, patch_size).numpy()  # (depth, heads)
+uniform = analysis.uniform_attention_distance(trace.grid_size, patch_size)
 st.plotly_chart(
     plots.attention_distance(
         distances,
@@ -157,12 +158,13 @@ st.plotly_chart(
         x_title=ui.tr("attention.distance_x"),
         y_title=ui.tr("attention.distance_y"),
         head_word=ui.tr("attention.distance_head"),
-        uniform=analysis.uniform_attention_distance(trace.grid_size, patch_size),
+        uniform=uniform,
         uniform_label=ui.tr("attention.distance_uniform"),
     ),
     width="stretch",
     key="attention_distance",
 )
+st.markdown(claims.text(claims.attention_distance(distances, uniform, max(trace.pixels.shape[-2:])), ui.lang()))
 st.caption(ui.tr("attention.distance_single", patches=num_patches))
 
 # ---- softmax(Q K^T / sqrt(d)) V for one query, with real numbers -------------------------------

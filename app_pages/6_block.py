@@ -8,7 +8,7 @@ and in the URL ("Layer 1 (blocks[0])", layer=1), as on the attention page; the t
 import numpy as np
 import streamlit as st
 
-from vitviz import analysis, plots, tables
+from vitviz import analysis, claims, plots, tables
 from vitviz.app import ui
 
 cur = ui.current()
@@ -96,6 +96,7 @@ norms = analysis.block_token_norms(model, trace, layer)  # (T,) each
 tokens = np.arange(num_tokens)
 labels = [token_label(i) for i in tokens]
 markers = num_tokens <= 80
+token_axis = claims.text(claims.token_axis(prefix), ui.lang())
 where = ui.tr("block.layer_n", n=layer + 1, index=layer)
 a, b = st.columns(2)
 a.plotly_chart(
@@ -108,7 +109,7 @@ a.plotly_chart(
             ui.tr("block.series.norm2"): norms["norm2"].numpy(),
         },
         title=ui.tr("block.norms_title", where=where),
-        x_title=ui.tr("block.x_token"),
+        x_title=token_axis,
         y_title=ui.tr("block.y_norm"),
         dashed=(ui.tr("block.series.mid"), ui.tr("block.series.norm2")),
         markers=markers,
@@ -126,7 +127,7 @@ b.plotly_chart(
             ui.tr("block.series.mlp_ratio"): norms["mlp_ratio"].numpy(),
         },
         title=ui.tr("block.ratio_title", where=where),
-        x_title=ui.tr("block.x_token"),
+        x_title=token_axis,
         y_title=ui.tr("block.y_ratio"),
         markers=markers,
         hover_text=labels,
@@ -136,6 +137,8 @@ b.plotly_chart(
     key="block_token_ratios",
 )
 st.caption(ui.tr("block.norms_caption", dim=trace.hidden_states[0].shape[-1]))
+lengths = claims.layer_norm_lengths(norms["input"].numpy(), norms["norm1"].numpy())
+st.markdown(claims.text(lengths, ui.lang()))
 
 pre = analysis.mlp_preactivations(model, trace, layer, query)  # (mlp_hidden,)
 curves = analysis.activation_curves(min(-4.0, float(pre.min())), max(4.0, float(pre.max())))
@@ -154,7 +157,7 @@ st.plotly_chart(
     width="stretch",
     key="block_gelu",
 )
-st.caption(ui.tr("block.gelu_caption", hidden=pre.numel(), negative=f"{float((pre < 0).float().mean()):.0%}"))
+st.caption(claims.text(claims.gelu_inputs(pre.numpy()), ui.lang()))
 
 # ---- layer by layer ---------------------------------------------------------------------------
 st.subheader(ui.tr("block.depth_title"))
@@ -203,6 +206,8 @@ d2.plotly_chart(
     width="stretch",
     key="block_depth_cosine",
 )
+trend = claims.depth_trend(*(per_layer[k].numpy() for k in ("residual_norm", "attn_ratio", "mlp_ratio", "cosine")))
+st.markdown(claims.text(trend, ui.lang()))
 st.caption(ui.tr("block.depth_caption") if prefix else ui.tr("block.no_cls"))
 
 # ---- downloads --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, plots, tables
+from vitviz import analysis, claims, plots, tables
 from vitviz.app import ui
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
@@ -70,7 +70,7 @@ blocks = np.arange(depth + 1)
 after = [
     ui.tr("prediction.after_embed") if i == 0 else ui.tr("prediction.after_layer", n=i, index=i - 1) for i in blocks
 ]
-tracked, scores = analysis.logit_lens_tracks(lens, k=min(5, num_classes))  # (k,), (depth + 1, k)
+tracked, scores = analysis.logit_lens_tracks(lens, k=min(5, num_classes))  # (m,), (depth + 1, m): every top-1 too
 st.plotly_chart(
     plots.multi_line(
         blocks,
@@ -86,6 +86,7 @@ st.plotly_chart(
 )
 top1, top1_prob = analysis.logit_lens_top1(lens)  # (depth + 1,) each
 final_class = int(trace.logits[0].argmax())
+st.markdown(claims.text(claims.logit_lens(top1.tolist(), final_class, names), ui.lang()))
 final_rank = analysis.class_rank_by_layer(lens, final_class)[:, 0]  # (depth + 1,)
 st.dataframe(
     [
@@ -139,8 +140,8 @@ right.plotly_chart(
     width="stretch",
     key="prediction_rollout",
 )
-reading, rollout_mean, random_mean = analysis.occlusion_reading(occlusion["rollout"][1], occlusion["random"][1])
-st.markdown(ui.tr(f"prediction.reading.{reading}", rollout=f"{rollout_mean:.0%}", random=f"{random_mean:.0%}"))
+reading = claims.occlusion(fractions, occlusion["rollout"][1], occlusion["random"][1])
+st.markdown(claims.text(reading, ui.lang()))
 st.caption(ui.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
 
 rollout_order = torch.as_tensor(occlusion["rollout"][0])

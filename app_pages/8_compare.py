@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, clicks, compare, plots, zoo
+from vitviz import analysis, claims, clicks, compare, plots, zoo
 from vitviz.app import ui
 from vitviz.cnn import receptive_fields
 from vitviz.data import denormalize, to_tensor
@@ -42,16 +42,28 @@ if cnns:
     c1.selectbox(
         ui.tr("compare.cnn"), cnns, key="compare_cnn", format_func=lambda n: zoo.REGISTRY[n].title_in(ui.lang())
     )
-path = c2.text_input(ui.tr("compare.cnn_path"), key="compare_cnn_path", placeholder="cnn.safetensors").strip()
-cnn_name = path or (st.session_state.get("compare_cnn") if cnns else None)
+path = c2.text_input(
+    ui.tr("compare.cnn_path"), key="compare_cnn_path", placeholder="cnn.safetensors", on_change=ui.forget_tries
+).strip()
+cnn_name = st.session_state.get("compare_cnn") if cnns else None
+if path:  # a typed name that does not load, or is no CNN: one sentence, and the list's CNN
+    problem = ui.try_model(path)
+    if problem is None and not ui.model_spec(path).is_cnn:
+        message = ui.tr("compare.not_cnn", name=path)
+    else:
+        message = None if problem is None else ui.tr("error.model", message=problem.sentence(ui.lang()))
+    if message is None:
+        cnn_name = path
+    elif cnn_name is None:
+        stop_with(message)
+    else:
+        st.info(ui.tr("compare.cnn_not_used", message=message, cnn=ui.model_title(cnn_name)))
 if not cnn_name:
     stop_with(ui.tr("compare.no_cnn"))
 try:
     cnn, cnn_spec = ui.cached_model(cnn_name)
 except zoo.ModelLoadError as err:
     stop_with(ui.tr("error.model", message=err.sentence(ui.lang())))
-if not cnn_spec.is_cnn:
-    stop_with(ui.tr("compare.not_cnn", name=cnn_name))
 if list(cnn.config.class_names) != names or cnn.config.num_classes != vit.config.num_classes:
     stop_with(ui.tr("compare.classes_differ"))
 
@@ -109,17 +121,19 @@ panels = [
 ]
 if with_ig:
     panels += [("ig_vit", vit_input, ui.tr("compare.map.ig_vit")), ("ig_cnn", cnn_input, ui.tr("compare.map.ig_cnn"))]
-for column, (key, picture, title) in zip(st.columns(len(panels)), panels, strict=True):
+# three maps a row, each with its colour bar: five in one row cut their titles, and the one with the
+# bar came out smaller than the others
+columns = [column for _ in range(0, len(panels), 3) for column in st.columns(3)]
+for column, (key, picture, title) in zip(columns, panels, strict=False):
     values = arrays[key] / max(float(arrays[key].max()), 1e-12)  # its own maximum: one 0..1 scale for all
     column.plotly_chart(
         plots.heatmap_overlay(
             picture,
             values,
-            title=title,
+            title=plots.wrap(title, 14),  # a third of the page: 14 ems a line
             height=300,
             zmin=0.0,
             zmax=1.0,
-            colorbar=key == panels[-1][0],
             hover=ui.grid_hover(),
         ),
         width="stretch",
@@ -151,16 +165,7 @@ st.plotly_chart(
     width="stretch",
     key="compare_reach",
 )
-covering = next((name for name, size in fields if size >= side), None)
-st.markdown(
-    ui.tr(
-        "compare.reach_reading",
-        vit=float(distances[0].max()),
-        cnn=fields[0][1],
-        side=side,
-        layer=f"`{covering}`" if covering else ui.tr("compare.reach_never"),
-    )
-)
+st.markdown(claims.text(claims.reach(fields, distances, side), ui.lang()))
 
 # ---- experiments ------------------------------------------------------------------------------
 st.subheader(ui.tr("compare.experiments"))

@@ -147,11 +147,10 @@ if history:
             else teacher["name"]  # a stage written before stages kept their teacher's record
         )
     left, right = st.columns([1, 1])
-    left.dataframe(
-        [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()],
-        hide_index=True,
-        width="stretch",
-        height=ui.table_height(len(facts)),
+    # st.table, not the data grid: a long value (a teacher's name and weights) wraps instead of
+    # being cut, and the text grows with the page's in presenter mode
+    left.table(
+        [{ui.tr("card.col.fact"): k, ui.tr("card.col.value"): str(v)} for k, v in facts.items()], hide_index=True
     )
     per_class = card.per_class_accuracy
     if per_class:
@@ -176,11 +175,16 @@ if history:
         if len(stages) > 1
         else [ui.tr("card.col.value")]
     )
-    st.dataframe(
-        [{ui.tr("card.col.setting"): setting, **dict(zip(columns, values, strict=True))} for setting, values in rows],
+    # every row at once (the data grid scrolled inside itself), every cell whole (it cut "trivialaugment")
+    st.table(  # st.table reads "-" as Markdown's list bullet: a stage without the setting shows "–"
+        [
+            {
+                ui.tr("card.col.setting"): setting,
+                **{c: "–" if v == "-" else v for c, v in zip(columns, values, strict=True)},
+            }
+            for setting, values in rows
+        ],
         hide_index=True,
-        width="stretch",
-        height=ui.table_height(len(rows)),
     )
     ui.download_csv("download.csv", "training_history.csv", "card_csv", lambda: tables.history_csv(history))
 else:

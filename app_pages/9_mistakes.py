@@ -129,12 +129,8 @@ predicted_filter = f2.selectbox(
 true_filter = None if true_filter == ANY else true_filter
 predicted_filter = None if predicted_filter == ANY else predicted_filter
 st.session_state.setdefault("mistakes_range", (0.0, 1.0))
-st.session_state.setdefault("mistakes_threshold", 0.9)
-low, high = f3.slider(ui.tr("mistakes.confidence"), 0.0, 1.0, step=0.01, key="mistakes_range")
-g1, g2 = st.columns([1, 3])
-confident = g1.checkbox(ui.tr("mistakes.confident_only"), key="mistakes_confident")
-threshold = g2.slider(
-    ui.tr("mistakes.threshold"), 0.0, 0.99, step=0.01, key="mistakes_threshold", disabled=not confident
+low, high = f3.slider(  # one confidence filter: "confidently wrong" is its left end raised
+    ui.tr("mistakes.confidence"), 0.0, 1.0, step=0.01, key="mistakes_range", help=ui.tr("mistakes.confidence_help")
 )
 
 # A second model on the same images (issue 18): which of the two gets an image wrong.
@@ -149,10 +145,15 @@ picked_other = o1.selectbox(
     key="mistakes_other",
     format_func=lambda n: ui.tr("mistakes.other_none") if not n else zoo.REGISTRY[n].title_in(ui.lang()),
 )
-other_name = o2.text_input(ui.tr("mistakes.other_path"), key="mistakes_other_path").strip() or picked_other
+other_name = (
+    o2.text_input(ui.tr("mistakes.other_path"), key="mistakes_other_path", on_change=ui.forget_tries).strip()
+    or picked_other
+)
 other, which = None, "first_wrong"
 if other_name:
     try:
+        if (problem := ui.try_model(other_name)) is not None:  # with a spinner; tried once
+            raise problem
         other = ui.cached_evaluation(other_name, location)  # a progress bar the first time
     except (zoo.ModelLoadError, ValueError) as err:
         message = err.sentence(ui.lang()) if isinstance(err, zoo.ModelLoadError) else str(err)
@@ -180,12 +181,11 @@ indices = lab.filter_mistakes(
     predicted_filter,
     low,
     high,
-    threshold if confident else None,
     include_correct=diagonal,
     keep=keep,
 )  # (m,) most confident first
 count = len(indices)
-filters = (chosen.name, location, true_filter, predicted_filter, low, high, confident, threshold, other_name, which)
+filters = (chosen.name, location, true_filter, predicted_filter, low, high, other_name, which)
 if st.session_state.get("_mistakes_filters") != filters:  # new filters: back to the first page and image
     st.session_state["_mistakes_filters"] = filters
     st.session_state["mistakes_page"] = 1
@@ -198,7 +198,7 @@ if count == 0:
     st.info(ui.tr("mistakes.none"))
     st.stop()
 
-# ---- the gallery: a click on a thumbnail opens that image below ----------------------------------
+# ---- the gallery: a click on a thumbnail opens that image below and scrolls to it ----------------
 labels, predictions, confidence = result.labels, result.predictions, result.confidence
 
 
@@ -215,6 +215,12 @@ def caption(number: int, index: int) -> str:
 def show(number: int) -> None:
     """A button's callback (before the widgets exist): open image #number and its gallery page."""
     ui.remember(mistake=number, mistakes_page=(number - 1) // lab.PER_PAGE + 1)
+
+
+def open_up_close(number: int) -> None:
+    """A thumbnail's callback: open image #number and scroll to it, below the gallery."""
+    show(number)
+    st.session_state["_mistakes_scroll"] = True
 
 
 def follow() -> None:
@@ -249,15 +255,17 @@ with st.container(key="mistakes_gallery"):
             column.button(
                 caption(picked, shown[j]),
                 key=f"mistakes_thumb_{j}",
-                on_click=show,
+                on_click=open_up_close,
                 args=(picked,),
                 type="primary" if picked == number else "secondary",
                 width="stretch",
             )
 
 # ---- one image up close -----------------------------------------------------------------------
-st.subheader(ui.tr("mistakes.detail"))
-back, choose, forward = st.columns([1, 4, 1], vertical_alignment="bottom")
+st.container(key="mistakes_detail").subheader(ui.tr("mistakes.detail"))  # what a thumbnail's click scrolls to
+if st.session_state.pop("_mistakes_scroll", False):
+    ui.scroll_to("mistakes_detail")
+back, choose, forward = st.columns([3, 5, 3], vertical_alignment="bottom")  # wide enough for "◀ Previous image"
 ui.back_and_forward(
     (back, forward),
     (ui.tr("mistakes.image_back"), ui.tr("mistakes.image_forward")),
@@ -364,7 +372,7 @@ st.plotly_chart(
         colours={series_true: plots.TRUE_COLOUR, series_predicted: plots.PREDICTED_COLOUR},
         hover_text=[
             ui.tr(
-                "mistakes.hover",
+                "mistakes.hover" if b else "mistakes.hover_embed",  # no "after layer 0": layers count from 1
                 block=b,
                 true=true_label,
                 rank_true=int(rank_true[b]) + 1,

@@ -449,7 +449,7 @@ def pos_embed_similarity(pos_embed: Tensor, grid_size: tuple[int, int], num_pref
     return similarity.reshape(grid_h, grid_w, grid_h, grid_w)  # (gh, gw, gh, gw)
 
 
-def patch_embed_components(weight: Tensor, k: int = 28) -> tuple[Tensor, Tensor]:
+def patch_embed_components(weight: Tensor, k: int | None = 28) -> tuple[Tensor, Tensor]:
     """Principal components of the patch-embedding filters (ViT paper, Fig. 7 left).
 
     Each of the D rows of ``weight.reshape(D, -1)`` is one filter, a P x P colour picture the
@@ -459,7 +459,7 @@ def patch_embed_components(weight: Tensor, k: int = 28) -> tuple[Tensor, Tensor]
 
     Args:
         weight: (D, C, P, P), e.g. ``model.patch_embed.proj.weight``.
-        k: components wanted; clipped to min(D, C*P*P).
+        k: components wanted; clipped to min(D, C*P*P); None: all of them.
 
     Returns:
         components: (k, C, P, P), unit-length directions, each signed so that its entry of
@@ -469,14 +469,16 @@ def patch_embed_components(weight: Tensor, k: int = 28) -> tuple[Tensor, Tensor]
     """
     if weight.dim() != 4:
         raise ValueError(f"weight must be (D, C, P, P), got {tuple(weight.shape)}.")
-    if k < 1:
+    if k is not None and k < 1:
         raise ValueError(f"k must be at least 1, not {k}.")
     dim, chans, p1, p2 = weight.shape
     filters = weight.detach().reshape(dim, -1).double()  # (D, C*P*P)
     filters = filters - filters.mean(dim=0, keepdim=True)
     _, singular, vh = torch.linalg.svd(filters, full_matrices=False)  # vh: (min(D, CPP), CPP)
     available = vh.shape[0]
-    if k > available:
+    if k is None:
+        k = available
+    elif k > available:
         logger.debug("Asked for %d components, only %d exist.", k, available)
         k = available
     components = vh[:k]  # (k, C*P*P)
@@ -875,16 +877,21 @@ def logit_lens_top1(lens: Tensor, batch_index: int = 0) -> tuple[Tensor, Tensor]
 
 
 def logit_lens_tracks(lens: Tensor, k: int = 5, batch_index: int = 0) -> tuple[Tensor, Tensor]:
-    """The final top-k classes, and their score after every block.
+    """The final top-k classes and every class that is on top after some block, with their
+    score after every block: the chart then shows each row of ``logit_lens_top1``'s table.
 
     Returns:
-        classes: (k,) long, the k best classes of the final prediction, best first.
-        scores: (depth + 1, k): column j is class ``classes[j]`` followed through the blocks.
+        classes: (m,) long, m >= k: the k best classes of the final prediction, best first,
+            then the other classes that lead after some block, in the order they first lead.
+        scores: (depth + 1, m): column j is class ``classes[j]`` followed through the blocks.
     """
     batch_index = _check_index(batch_index, lens.shape[1], "Image")
     final = lens[-1, batch_index]  # (K,)
-    classes = final.topk(max(1, min(k, final.numel()))).indices  # (k,)
-    return classes, lens[:, batch_index, classes]  # (L+1, k)
+    chosen = final.topk(max(1, min(k, final.numel()))).indices.tolist()
+    leaders, _ = logit_lens_top1(lens, batch_index)  # (L+1,)
+    chosen += [c for c in dict.fromkeys(leaders.tolist()) if c not in chosen]
+    classes = torch.tensor(chosen, dtype=torch.long, device=lens.device)  # (m,)
+    return classes, lens[:, batch_index, classes]  # (L+1, m)
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,6 +41,11 @@ for _lang, _file in _FILES.items():
 # file formats. tests/app/test_korean_pages.py fails on any other English word a Korean page shows.
 KEPT_TERMS = frozenset(_FILES["ko"]["kept_terms"])
 
+# One Korean term per concept (locales/glossary.json): English concept -> {"ko": the term, "en":
+# other English words for the concept, "forbidden": variants no Korean text may use}.
+# tests/unit/test_i18n.py holds every Korean text to it.
+GLOSSARY: dict[str, dict] = json.loads((LOCALES / "glossary.json").read_text(encoding="utf-8"))["terms"]
+
 
 def class_label(name: str, lang: str = DEFAULT_LANGUAGE, short: bool = False) -> str:
     """A class name as users of ``lang`` read it: "고양이 (cat)" in Korean (or "고양이" when

@@ -179,7 +179,6 @@ def filter_mistakes(
     predicted: int | None = None,
     low: float = 0.0,
     high: float = 1.0,
-    min_confidence: float | None = None,
     include_correct: bool = False,
     keep: Tensor | None = None,
 ) -> Tensor:
@@ -190,9 +189,7 @@ def filter_mistakes(
         true: keep images of this true class only (None: any).
         predicted: keep images predicted as this class only (None: any).
         low, high: keep images whose confidence (the probability of the predicted class)
-            lies in [low, high].
-        min_confidence: "confidently wrong": keep only images whose confidence is strictly
-            above this threshold (None: no threshold).
+            lies in [low, high]; "confidently wrong" is a raised ``low`` (0.9, say).
         include_correct: also keep correctly classified images (for a diagonal cell of the
             confusion matrix, where true == predicted and every image is correct).
         keep: (n,) bool, the images a second model's filter (``pair_mask``) allows; with it,
@@ -217,8 +214,6 @@ def filter_mistakes(
     if predicted is not None:
         keep &= predictions == predicted
     keep &= (confidence >= low) & (confidence <= high)
-    if min_confidence is not None:
-        keep &= confidence > min_confidence
     indices = torch.nonzero(keep).flatten()  # (m,) ascending
     order = torch.sort(confidence[indices], descending=True, stable=True).indices
     return indices[order]

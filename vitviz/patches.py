@@ -29,6 +29,15 @@ def num_patches(image_size: tuple[int, int], patch_size: int) -> int:
     return grid_h * grid_w
 
 
+def patch_number(row: int, col: int, grid: tuple[int, int]) -> int:
+    """The patch at 0-based (row, col) as a person counts it: 1 to grid_h * grid_w in reading
+    order, so on a grid_w-wide grid patch ``grid_w + 1`` sits below patch 1 (README, "One numbering")."""
+    grid_h, grid_w = grid
+    if not (0 <= row < grid_h and 0 <= col < grid_w):
+        raise IndexError(f"({row}, {col}) is outside a {grid_h} x {grid_w} grid")
+    return row * grid_w + col + 1
+
+
 def patchify(pixels: Tensor, patch_size: int) -> Tensor:
     """(B, C, H, W) -> (B, N, C*P*P), patches in row-major grid order, each in (c p1 p2) order."""
     grid_size(tuple(pixels.shape[-2:]), patch_size)

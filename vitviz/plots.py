@@ -9,22 +9,30 @@ from __future__ import annotations
 import base64
 import io
 import itertools
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
+import plotly.offline
 from PIL import Image
-from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 Figure = go.Figure  # what the figure functions return: callers name it without importing plotly
+
+
+def plotly_js() -> str:
+    """plotly.js itself, minified (about 4.8 MB), for a page that draws its figures offline
+    (``vitviz.handout`` inlines it once; each figure then goes ``to_html(include_plotlyjs=False)``)."""
+    return plotly.offline.get_plotlyjs()
+
+
 FONT = dict(size=15)
 HEAT = "Viridis"
 DIVERGING = "RdBu_r"
 CHANNEL_COLOURS = ("#d62728", "#2ca02c", "#1f77b4")  # R, G, B
 GREY = "#6b6b6b"  # the one channel of a grey model
-TRUE_COLOUR = "#2ca02c"  # the known true class of a labelled image
-PREDICTED_COLOUR = "#ff2d55"  # the model's answer
 # Plotly's modebar shows at a figure's top right while the pointer is on the figure. Trimmed to
 # download and reset (a drag still zooms and a double click resets; Streamlit adds full screen),
 # on a nearly opaque strip, and with every title below that strip, it covers no words.
@@ -42,6 +50,157 @@ def _title(text: str | None) -> dict | None:
     """A figure's title on its own line below the modebar's strip: Plotly would centre it in the
     top margin, where the modebar's buttons cover the end of a long title in a narrow column."""
     return dict(text=text, yref="container", y=1, yanchor="top", pad=dict(t=MODEBAR_STRIP + 6)) if text else None
+
+
+# ---- the look of every figure: on a laptop, and in presenter mode on a projector ----
+# Okabe and Ito's colour-blind-safe set (2008), the most distinct first: the colours of heads and of
+# classes. Every pair stays apart for normal, deuteranope, protanope and tritanope eyes
+# (tests/unit/test_plots.py measures CIEDE2000 between simulated colours). Yellow comes last: on
+# white it is the faintest.
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+TRUE_COLOUR = PALETTE[2]  # the known true class of a labelled image (bluish green)
+PREDICTED_COLOUR = PALETTE[1]  # the model's answer (vermilion)
+OTHER_COLOUR = PALETTE[0]  # the other classes' bars (blue)
+SYMBOLS = ("circle", "square", "diamond", "triangle-up")  # with the colour, once a palette's worth is used
+TEXT_COLOUR = "#1a1a1a"  # 17:1 on white (WCAG AA asks 4.5:1)
+HIGHLIGHT_TEXT = "#c4002f"  # red words (a marked token): 6.2:1 on white, where PREDICTED_COLOUR's pink is 3.6
+TEXT_PX = {False: 15, True: 20}  # the figures' text: on a screen, and in presenter mode
+TITLE_PX = {False: 18, True: 23}  # a figure's title
+# A title longer than this many ems (a Latin letter is about half an em, a Hangul syllable one)
+# wraps: it fits the half of the page that most figures get, at 1280 pixels, in either mode.
+TITLE_EMS = 22
+MIN_TEXT_PX = {False: 14, True: 18}  # no text in a figure is smaller
+PRESENTER_SCALE = 1.25  # presenter mode draws every figure this much taller (its pictures grow with it)
+FONT_FAMILY = '"Source Sans", "Source Sans Pro", "Noto Sans CJK KR", sans-serif'  # Streamlit's own text
+
+TEMPLATE = go.layout.Template(pio.templates["plotly_white"])  # white paper and plot, light grid
+TEMPLATE.layout.update(
+    font=dict(family=FONT_FAMILY, size=TEXT_PX[False], color=TEXT_COLOUR),
+    colorway=PALETTE,
+    hoverlabel=dict(font=dict(size=TEXT_PX[False])),
+    xaxis=dict(linecolor="#8c8c8c", gridcolor="#e6e6e6", zerolinecolor="#b3b3b3"),
+    yaxis=dict(linecolor="#8c8c8c", gridcolor="#e6e6e6", zerolinecolor="#b3b3b3"),
+)
+TEMPLATE_JSON = TEMPLATE.to_plotly_json()  # what theme() writes into a figure (never changed there)
+
+
+Path = tuple[str | int, ...]  # keys and list indices into a figure's plotly JSON
+
+
+def _fonts(spec: dict, path: Path = ()) -> list[tuple[Path, float | None]]:
+    """(path, size) of every font in a figure's plotly JSON: each key that ends in "font" (font,
+    textfont, tickfont, title.font, insidetextfont ...), in lists (annotations) too; not the template."""
+    found = []
+    for key, value in spec.items():
+        if key == "template":
+            continue
+        if isinstance(value, dict):
+            found += [((*path, key), value.get("size"))] if key.endswith("font") else _fonts(value, (*path, key))
+        elif isinstance(value, (list, tuple)) and value and isinstance(value[0], dict):
+            for index, item in enumerate(value):
+                found += _fonts(item, (*path, key, index))
+    return found
+
+
+def _get(spec: dict, path: Path) -> object:
+    for key in path:
+        try:
+            spec = spec[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return spec
+
+
+def _put(spec: dict, path: Path, value: object) -> None:
+    """Set ``path`` in a plotly JSON dict, making the dicts on the way; None removes the key."""
+    *parents, last = path
+    for key in parents:
+        spec = spec.setdefault(key, {}) if isinstance(key, str) else spec[key]
+    if value is None:
+        spec.pop(last, None)
+    else:
+        spec[last] = value
+
+
+def ems(text: str) -> float:
+    """About how wide a text is, in ems: Hangul and other wide letters one, the rest a half."""
+    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.55 for c in text)
+
+
+def wrap(text: str, width: float) -> str:
+    """A text broken with <br> between words so that no line is wider than ``width`` ems (a
+    single longer word keeps its own line); lines already broken are wrapped one by one."""
+    lines = []
+    for line in text.split("<br>"):
+        current = ""
+        for word in line.split(" "):
+            if current and ems(f"{current} {word}") > width:
+                lines.append(current)
+                current = word
+            else:
+                current = f"{current} {word}" if current else word
+        lines.append(current)
+    return "<br>".join(lines)
+
+
+def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
+    """The app's look, in place: dark text on white (``TEMPLATE``), the palette, and no text
+    under ``MIN_TEXT_PX``. In presenter mode every text grows by TEXT_PX[True] / TEXT_PX[False]
+    and the figure (its top margin, where titles sit, too) by ``PRESENTER_SCALE``: a projector's
+    figures are drawn larger, never zoomed, since a zoomed page cuts them at their column's edge.
+
+    vitviz.app.ui themes every figure a page hands to st.plotly_chart. A figure themed before
+    (one kept in a cache and drawn again) is themed again only when the mode changed, from the
+    values it had before its first theming.
+    """
+    mode = "presenter" if presenter else "screen"
+    done, before = getattr(fig, "_vitviz_theme", (None, []))
+    if done == mode:
+        return fig
+    # The figure's own JSON, written directly: plotly's setters validate every value again, which
+    # took a tenth of a second for the block diagram's labels, on every rerun. Only sizes, colours
+    # and the template change, to values of the right type.
+    specs = [fig._layout, *fig._data]  # the layout, then every trace
+    for (target, path), value in before:  # themed for the other mode: back to how it was built
+        _put(specs[target], path, value)
+    scale, floor = TEXT_PX[presenter] / TEXT_PX[False], MIN_TEXT_PX[presenter]
+    changes: dict[tuple[int, Path], object] = {}  # (0 for the layout or 1 + a trace's index, path) -> value
+    for target, spec in enumerate(specs):
+        for path, size in _fonts(spec):
+            if size is not None:
+                changes[target, (*path, "size")] = max(round(size * scale), floor)
+    layout = specs[0]
+    changes |= {
+        (0, ("template",)): TEMPLATE_JSON,
+        (0, ("font", "size")): max(round((_get(layout, ("font", "size")) or TEXT_PX[False]) * scale), floor),
+        (0, ("font", "color")): TEXT_COLOUR,
+        (0, ("font", "family")): FONT_FAMILY,
+        (0, ("hoverlabel", "font", "size")): TEXT_PX[presenter],
+    }
+    top = _get(layout, ("margin", "t"))
+    if presenter:
+        if _get(layout, ("height",)):
+            changes[0, ("height",)] = round(layout["height"] * PRESENTER_SCALE)
+        top = round(top * PRESENTER_SCALE) if top else top  # room for the larger titles above
+    title = _get(layout, ("title", "text"))
+    if title:  # a long title wraps instead of running past its column's edge; figures leave room for one line
+        changes[0, ("title", "text")] = wrap(title, TITLE_EMS)
+        changes[0, ("title", "font", "size")] = TITLE_PX[presenter]
+        more = round(1.3 * TITLE_PX[presenter] * changes[0, ("title", "text")].count("<br>"))
+        top = (top or 0) + more
+        if more and _get(layout, ("height",)):  # the lines take room of their own, not the picture's
+            changes[0, ("height",)] = changes.get((0, ("height",)), layout["height"]) + more
+    if top != _get(layout, ("margin", "t")):
+        changes[0, ("margin", "t")] = top
+    if presenter:
+        for index, note in enumerate(layout.get("annotations", [])):
+            if note.get("yshift"):  # labels stacked at pixel offsets (the card's stage labels)
+                changes[0, ("annotations", index, "yshift")] = note["yshift"] * scale
+    kept = [((target, path), _get(specs[target], path)) for target, path in changes]
+    for (target, path), value in changes.items():
+        _put(specs[target], path, value)
+    fig._vitviz_theme = (mode, kept)  # the values before: a later theming for the other mode starts from them
+    return fig
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:
@@ -419,19 +578,35 @@ def bars(
     true class in green (it wins over ``highlight`` when both are the same bar).
     """
     colours = [
-        TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else "#4c78a8" for i in range(len(values))
+        TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else OTHER_COLOUR
+        for i in range(len(values))
     ]
     text = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
+    top = max(max(values, default=0), 1e-9)
     fig = go.Figure(
-        go.Bar(x=list(values), y=list(labels), orientation="h", marker_color=colours, text=text, textposition="auto")
+        go.Bar(
+            x=list(values),
+            y=list(labels),
+            orientation="h",
+            marker_color=colours,
+            text=text,
+            # beside its bar, level and at full size: inside a short bar Plotly turned "7.0%" on its
+            # side and shrank it
+            textposition="outside",
+            textangle=0,
+            constraintext="none",
+            cliponaxis=False,
+        )
     )
     fig.update_yaxes(autorange="reversed")
+    axis = dict(title=x_title, range=[0, top * 1.3])  # from 0, with room for the longest bar's number
+    if percent:  # ticks up to the longest bar: no "120%" in the room left for its number
+        step = next(s for s in (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.25) if top / s <= 5)
+        axis |= dict(
+            tickformat=".0%" if step >= 0.01 else ".1%", tickvals=list(np.round(np.arange(0, top + 1e-9, step), 6))
+        )
     fig.update_layout(
-        height=height,
-        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
-        **LOOK,
-        title=_title(title),
-        xaxis=dict(tickformat=(".0%" if max(values, default=0) >= 0.2 else ".1%") if percent else None, title=x_title),
+        height=height, margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4), **LOOK, title=_title(title), xaxis=axis
     )
     return fig
 
@@ -439,6 +614,13 @@ def bars(
 # ---- 3. vectors ----
 def _channel_scale(colour: str) -> list[list[object]]:
     return [[0.0, "#000000"], [1.0, colour]]
+
+
+def plane_titles(names: Sequence[str], patch_size: int) -> list[str]:
+    """The title of each channel's plane: "c = 1 (R): 1-16", its channel and the positions of x_p
+    it holds, counted from 1 like the patches (README, "One numbering")."""
+    pp = patch_size * patch_size
+    return [f"c = {c} ({name}): {(c - 1) * pp + 1}-{c * pp}" for c, name in enumerate(names, start=1)]
 
 
 def patch_planes(
@@ -453,12 +635,15 @@ def patch_planes(
     """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P.
 
     Each plane is coloured black to its channel's colour on one scale shared by all planes.
-    Cell (p1, p2) of plane c holds vector[c*P*P + p1*P + p2]; that index is written in the
-    cell when P <= 8 and shown on hover, so the flattening order can be read off.
+    Channels, rows p1, columns p2 and positions in the vector count from 1 (README, "One
+    numbering"): cell (p1, p2) of plane c holds position (c-1)*P*P + (p1-1)*P + p2 of the vector,
+    the code's vector[(c-1)*P*P + (p1-1)*P + p2 - 1]; that position is written in the cell when
+    P <= 8 and shown on hover, so the flattening order can be read off.
     """
     p = patch_size
     planes = np.asarray(vector, dtype=np.float64).reshape(in_chans, p, p)  # (C, P, P)
-    index = np.arange(in_chans * p * p).reshape(in_chans, p, p)  # c*P*P + p1*P + p2
+    position = np.arange(1, in_chans * p * p + 1).reshape(in_chans, p, p)  # (c-1)*P*P + (p1-1)*P + p2
+    counted = np.arange(1, p + 1)  # p1 and p2 as a person counts them
     low, high = float(planes.min()), float(planes.max())
     if high <= low:
         high = low + 1e-6
@@ -468,8 +653,10 @@ def patch_planes(
         fig.add_trace(
             go.Heatmap(
                 z=planes[c],
-                customdata=index[c],
-                text=index[c] if p <= 8 else None,
+                x=counted,
+                y=counted,
+                customdata=position[c],
+                text=position[c] if p <= 8 else None,
                 texttemplate="%{text}" if p <= 8 else None,
                 textfont=dict(color="white", size=12),
                 colorscale=_channel_scale(colour),
@@ -481,9 +668,9 @@ def patch_planes(
             row=1,
             col=c + 1,
         )
-    fig.update_xaxes(title_text="p2", tickmode="linear", dtick=max(1, p // 4), constrain="domain")
+    fig.update_xaxes(title_text="p2", tickmode="linear", tick0=1, dtick=max(1, p // 4), constrain="domain")
     fig.update_yaxes(
-        autorange="reversed", tickmode="linear", dtick=max(1, p // 4), showticklabels=False, constrain="domain"
+        autorange="reversed", tickmode="linear", tick0=1, dtick=max(1, p // 4), showticklabels=False, constrain="domain"
     )
     fig.update_yaxes(title_text="p1", showticklabels=True, row=1, col=1)
     for c in range(in_chans):
@@ -508,19 +695,20 @@ def vector_bars(
     height: int = 300,
     index_word: str = "index",
 ) -> go.Figure:
-    """A 1-D vector as bars, index on x. With ``segment``, every run of ``segment`` entries is
-    its own trace (coloured by channel, named from ``names``), its start marked on the axis."""
+    """A 1-D vector as bars, its positions on x counted from 1 (README, "One numbering"). With
+    ``segment``, every run of ``segment`` entries is its own trace (coloured by channel, named
+    from ``names``), its first position marked on the axis."""
     values = np.asarray(values, dtype=np.float64).ravel()
     fig = go.Figure()
     if segment:
-        starts = range(0, len(values), segment)
+        starts = range(0, len(values), segment)  # 0-based: where each run starts in the array
         colours = CHANNEL_COLOURS if len(starts) == 3 else (GREY,)  # R, G, B, or one grey channel
         for number, start in enumerate(starts):
             stop = min(start + segment, len(values))
-            name = names[number] if number < len(names) else str(number)
+            name = names[number] if number < len(names) else str(number + 1)
             fig.add_trace(
                 go.Bar(
-                    x=np.arange(start, stop),
+                    x=np.arange(start + 1, stop + 1),
                     y=values[start:stop],
                     name=name,
                     marker_color=colours[number % len(colours)],
@@ -528,17 +716,17 @@ def vector_bars(
                 )
             )
             if start:
-                fig.add_vline(x=start - 0.5, line=dict(color="#666", width=1, dash="dot"))
-        starts = list(range(0, len(values), segment))
-        labels = [f"{names[i] if i < len(names) else i}: {start}" for i, start in enumerate(starts)]
-        fig.update_xaxes(tickmode="array", tickvals=starts, ticktext=labels)
+                fig.add_vline(x=start + 0.5, line=dict(color="#666", width=1, dash="dot"))
+        firsts = [start + 1 for start in starts]
+        labels = [f"{names[i] if i < len(names) else i + 1}: {first}" for i, first in enumerate(firsts)]
+        fig.update_xaxes(tickmode="array", tickvals=firsts, ticktext=labels)
     else:
         fig.add_trace(
             go.Bar(
-                x=np.arange(len(values)),
+                x=np.arange(1, len(values) + 1),
                 y=values,
                 marker_color="#4c78a8",
-                hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+                hovertemplate=index_word + " %{x}: %{y:.3f}<extra></extra>",
             )
         )
     fig.update_layout(
@@ -565,17 +753,18 @@ def rescale_each(stack: np.ndarray) -> np.ndarray:
 
 
 def component_tiles(
-    components: np.ndarray, ratios: Sequence[float], columns: int = 7, height_per_row: int = 150
+    components: np.ndarray, ratios: Sequence[float], columns: int = 8, height_per_row: int = 150
 ) -> go.Figure:
     """Principal components of the patch filters, (k, C, P, P), as small RGB tiles.
 
     Every component is rescaled to [0, 1] on its own (its sign and scale are arbitrary); the
-    tile's title is its number and its share of the filters' variance.
+    tile's title is its number and its share of the filters' variance. At most ``columns`` a
+    row, the rows evenly filled (16 tiles: two rows of 8; 28: four of 7).
     """
     tiles = rescale_each(components).transpose(0, 2, 3, 1)  # (k, P, P, C)
     count = len(tiles)
-    columns = max(1, min(columns, count))
-    rows = int(np.ceil(count / columns))
+    rows = int(np.ceil(count / max(1, columns)))
+    columns = max(1, int(np.ceil(count / rows)))
     titles = [f"{i + 1}: {float(r):.1%}" for i, r in enumerate(ratios)]
     fig = make_subplots(
         rows=rows, cols=columns, subplot_titles=titles, horizontal_spacing=0.015, vertical_spacing=0.3 / rows
@@ -596,33 +785,54 @@ def component_tiles(
 # ---- 4. tokens ----
 def token_matrix(
     values: np.ndarray,
+    row_labels: Sequence[str],
     title: str | None = None,
     marked: dict[int, str] | None = None,
     height: int = 420,
     y_title: str = "token",
     x_title: str = "channel (D)",
+    channel_word: str = "channel",
+    rows: Sequence[str] | None = None,
+    ticks: Sequence[str] | None = None,
 ) -> go.Figure:
-    """A token sequence (rows, D) as a heat map, one row per token; ``marked`` outlines and
-    labels rows (e.g. {0: "[CLS]"}); the axis titles come in the user's language."""
+    """A token sequence (n, D) as a heat map, one row per token, named by ``row_labels``
+    ("[CLS]", "patch 1", ...), channels counted from 1 on x.
+
+    Args:
+        values: (n, D).
+        row_labels: (n,) what each row is; the hover and the y ticks read them.
+        marked: row index -> label to outline and point at (e.g. {0: "[CLS]"}).
+        rows: the slots of the y axis, top to bottom, when there are more of them than rows in
+            ``values``, whose labels must be a run of ``rows``: the patch tokens, drawn with
+            ``rows`` = [CLS] and the patches, leave [CLS]'s slot empty and line up with the
+            sequence that has it.
+        ticks: the row labels written on the y axis (default: all of them).
+    """
     values = np.asarray(values, dtype=np.float32)
-    rows, dim = values.shape
+    count, dim = values.shape
+    rows = list(rows if rows is not None else row_labels)
+    first = rows.index(row_labels[0]) if count else 0  # the slot of the first row of values
+    if list(row_labels) != rows[first : first + count]:
+        raise ValueError(f"{count} rows labelled {list(row_labels)[:2]}... are not a run of the slots {rows[:2]}...")
     limit = float(np.abs(values).max()) or 1.0
     fig = go.Figure(
         go.Heatmap(
             z=values,
+            x=np.arange(1, dim + 1),
+            y=list(row_labels),
             colorscale=DIVERGING,
             zmin=-limit,
             zmax=limit,
             colorbar=dict(thickness=12),
-            hovertemplate=f"{y_title} %{{y}}, {x_title} %{{x}}: %{{z:.3f}}<extra></extra>",
+            hovertemplate=f"%{{y}}, {channel_word} %{{x}}: %{{z:.3f}}<extra></extra>",
         )
     )
-    for row, label in (marked or {}).items():
+    for row, label in (marked or {}).items():  # on a category axis, row k of the data sits at k
         fig.add_shape(
-            type="rect", x0=-0.5, x1=dim - 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3)
+            type="rect", x0=0.5, x1=dim + 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3)
         )
         fig.add_annotation(
-            x=(dim - 1) / 2,
+            x=(dim + 1) / 2,
             y=row,
             text=f"<b>{label}</b>",
             showarrow=True,
@@ -630,11 +840,17 @@ def token_matrix(
             arrowcolor="#ff2d55",
             ax=0,
             ay=40,
-            font=dict(color="#ff2d55", size=16),
+            font=dict(color=HIGHLIGHT_TEXT, size=16),
             bgcolor="rgba(255,255,255,0.85)",
         )
-    fig.update_yaxes(autorange="reversed", title_text=y_title)
-    fig.update_xaxes(title_text=x_title, range=[-0.5, dim - 0.5])
+    fig.update_yaxes(  # every slot of ``rows`` top to bottom, empty ones too (data row k sits at k)
+        type="category",
+        range=[len(rows) - first - 0.5, -first - 0.5],
+        tickmode="array",
+        tickvals=list(ticks if ticks is not None else rows),
+        title_text=y_title,
+    )
+    fig.update_xaxes(title_text=x_title, range=[0.5, dim + 0.5])
     fig.update_layout(
         height=height, margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4), **LOOK, title=_title(title)
     )
@@ -828,18 +1044,23 @@ def attention_picker(
     return fig
 
 
+def head_marker(head: int) -> dict:
+    """Head ``head``'s (0-based) colour from ``PALETTE`` and, past the palette's eight, a symbol of
+    its own too (ViT-B/16 has 12 heads)."""
+    return dict(color=PALETTE[head % len(PALETTE)], symbol=SYMBOLS[head // len(PALETTE) % len(SYMBOLS)])
+
+
 def head_dots(distances: np.ndarray, head_word: str, x_title: str) -> list[go.Scatter]:
     """One trace of dots per head of a (depth, heads) array of pixels: x = layer (1-based, as
     users count), a colour per head named in the legend (so it says which colour is which head)."""
     depth, heads = distances.shape
-    colours = sample_colorscale("Turbo", [h / max(heads - 1, 1) for h in range(heads)])
     return [
         go.Scatter(
             x=np.arange(1, depth + 1),
             y=distances[:, head],
             mode="markers",
             name=f"{head_word} {head + 1}",
-            marker=dict(size=11, color=colours[head], line=dict(color="white", width=1)),
+            marker=dict(size=12, line=dict(color="white", width=1), **head_marker(head)),
             hovertemplate=f"{x_title} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
         )
         for head in range(heads)
@@ -969,6 +1190,10 @@ def block_diagram(
     """A flow chart drawn top to bottom: boxes joined by arrows, with the shape of the tensor
     leaving every box written beside it, and residual connections as arrows on the left.
 
+    A residual (from, to) forks off the arrow that leaves box ``from`` (a dot marks the fork,
+    halfway to the next box) and ends in an arrowhead at box ``to``: in a pre-LN block the
+    second skip starts at the output of the first addition, never at the block's input.
+
     Args:
         boxes: (label, shape text, kind) per box in order; kind picks the fill colour from
             ``BLOCK_COLOURS`` ("stream", "norm", "attention", "mlp", "add").
@@ -1009,11 +1234,27 @@ def block_diagram(
         )
     for upper, lower in zip(ys[:-1], ys[1:], strict=True):
         notes.append(dict(x=0, y=lower + half_h, ax=0, ay=upper - half_h, **arrow, arrowwidth=2, arrowcolor="#333"))
+    red, dot = "#d62728", 5  # dot: the fork's radius in pixels
     for start, end in residuals:
-        y0, y1, left = ys[start], ys[end], -half_w - 0.55
-        path = f"M {-half_w},{y0} L {left},{y0} L {left},{y1}"
-        shapes.append(dict(type="path", path=path, line=dict(color="#d62728", width=2.5)))
-        notes.append(dict(x=-half_w, y=y1, ax=left, ay=y1, **arrow, arrowwidth=2.5, arrowcolor="#d62728"))
+        fork, y1, left = ys[start] - 0.5, ys[end], -half_w - 0.55  # fork: halfway down the arrow leaving `start`
+        path = f"M 0,{fork} L {left},{fork} L {left},{y1}"
+        shapes.append(dict(type="path", path=path, line=dict(color=red, width=2.5)))
+        shapes.append(
+            dict(
+                type="circle",
+                xsizemode="pixel",
+                ysizemode="pixel",
+                xanchor=0,
+                yanchor=fork,
+                x0=-dot,
+                x1=dot,
+                y0=-dot,
+                y1=dot,
+                fillcolor=red,
+                line=dict(color=red),
+            )
+        )
+        notes.append(dict(x=-half_w, y=y1, ax=left, ay=y1, **arrow, arrowwidth=2.5, arrowcolor=red))
     fig.update_layout(shapes=shapes, annotations=notes)
     fig.update_xaxes(visible=False, range=[-half_w - 0.8, half_w + 3.0], fixedrange=True)
     fig.update_yaxes(visible=False, range=[min(ys, default=0) - 0.6, 0.6], fixedrange=True)
@@ -1051,7 +1292,8 @@ def multi_line(
         series: name -> (n,) values, one line each, drawn in order.
         dashed: names of series drawn dashed (e.g. the [CLS] twin of a solid line).
         colours: name -> colour; others take plotly's palette.
-        percent: format the y axis (and hover) as percentages.
+        percent: the series are probabilities: the y axis starts at 0 (a curve from 75% to 94%
+            must not look like a fall to nothing) and reads as percentages, as does the hover.
         markers: draw a marker at every point (turn off for long series).
         hover_text: (n,) a label per x shown on hover (e.g. token names).
         marked_x: draw a dotted vertical line here (e.g. the chosen layer).
@@ -1083,7 +1325,7 @@ def multi_line(
         hovermode="closest",
     )
     if percent:
-        fig.update_yaxes(tickformat=".1~%")
+        fig.update_yaxes(tickformat=".1~%", rangemode="tozero")
     if x_percent:
         fig.update_xaxes(tickformat=".0%")
     if marked_x is not None:
@@ -1159,10 +1401,25 @@ def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int =
 
 # ---- 9. model card ----
 # the texts training_curves needs, given by the page in the user's language
-CURVE_KEYS = ("loss", "accuracy", "lr", "epoch", "train_loss", "test_loss", "test_accuracy", "train_accuracy", "stage")
+CURVE_KEYS = (
+    "loss",
+    "accuracy",
+    "lr",
+    "loss_axis",
+    "accuracy_axis",
+    "lr_axis",
+    "epoch",
+    "train_loss",
+    "test_loss",
+    "test_accuracy",
+    "train_accuracy",
+)
 
 
-STAGE_LABEL_STEP = 13  # pixels between the staggered stage labels
+STAGE_BAND = dict(fillcolor="rgba(0,0,0,0.07)", line=dict(width=0), layer="below")  # every other stage
+# A stage's number shows over its band when the band spans at least this share of the x axis per
+# em of the number: a panel is about 250 pixels wide, a number at 18 pixels about 10 per digit.
+STAGE_LABEL_SHARE = 0.045
 
 
 def training_curves(
@@ -1177,16 +1434,15 @@ def training_curves(
     Args:
         history: one dict per epoch (train_loss, train_accuracy, lr; test_loss and test_accuracy
             where the epoch was evaluated).
-        labels: a text for every key of ``CURVE_KEYS``, in the user's language ("stage" has {n}).
+        labels: a text for every key of ``CURVE_KEYS``, in the user's language.
         total_epochs: the planned length of the run: the x axes span it, so an unfinished run
             shows how far it has come.
         stage_starts: the first epoch of every stage after the first (a run that went on from
-            another run's weights with a schedule of its own): a dashed line marks each in every
-            panel, labelled in the accuracy panel above its 100% line at three staggered heights,
-            so stages a few epochs apart keep their labels apart and off the curves. The first
-            label names the stage ("stage 2"), the others only its number.
-        stage_names: what the pointer on a stage's label shows, one per stage start (its run's
-            name and epochs, say); none: no hover text.
+            another run's weights with a schedule of its own): every other stage is shaded in
+            every panel, and each stage's number sits over its band in the accuracy panel, above
+            the 100% line, where the band is wide enough for it (the page's caption lists them all).
+        stage_names: what the pointer on the number of stage 2, 3, ... shows, one per stage
+            start (its run's name and epochs, say); none: no hover text.
     """
     text = labels
     epochs = [row["epoch"] for row in history]
@@ -1220,33 +1476,41 @@ def training_curves(
     fig.update_xaxes(title_text=text["epoch"])
     if total_epochs and total_epochs > max(epochs, default=0):
         fig.update_xaxes(range=[0.5, total_epochs + 0.5])
-    headroom = 1.0 + 0.06 * min(len(stage_starts), 3) if stage_starts else 1.0  # room above 100% for the stage labels
+    headroom = 1.12 if stage_starts else 1.0  # a row above 100% for the stages' numbers
+    fig.update_yaxes(title_text=text["loss_axis"], row=1, col=1)
     fig.update_yaxes(
-        tickformat=".0%", range=[0, headroom], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], row=1, col=2
+        title_text=text["accuracy_axis"],
+        tickformat=".0%",
+        range=[0, headroom],
+        tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
+        row=1,
+        col=2,
     )  # the whole scale: how far from 100%
-    # the stages' lines and labels as plain layout entries in one update: add_vline validates every
-    # shape again on each call (180 ms for the shipped ViT's seven stage starts, on every rerun)
+    fig.update_yaxes(title_text=text["lr_axis"], row=1, col=3)
+    # every other stage shaded in each panel, and each stage's number centred over its band where
+    # the band is wide enough for it, as plain layout entries in one update: add_vrect validates
+    # every shape again on each call (180 ms for the shipped ViT's stages, on every rerun)
     shapes, stage_labels = [], []
-    for n, start in enumerate(stage_starts, start=2):
-        for axis in ("", "3", "2"):  # loss, learning rate, accuracy (the labelled one)
-            x, y = dict(x0=start - 0.5, x1=start - 0.5, xref=f"x{axis}"), dict(y0=0, y1=1, yref=f"y{axis} domain")
-            shapes.append(dict(type="line", **x, **y, line=dict(color="gray", dash="dash")))
-        stage_labels.append(
-            dict(
-                text=text["stage"].format(n=n) if n == 2 else str(n),  # "stage 2", then "3", "4", ...: ten fit
-                x=start - 0.5,
-                xref="x2",
-                xanchor="left",
-                y=1,
-                yref="y2 domain",
-                yanchor="top",
-                yshift=-STAGE_LABEL_STEP * ((n - 2) % 3),
-                showarrow=False,
-                font=dict(size=11),
-                bgcolor="rgba(255,255,255,0.85)",  # over a later stage's dashed line, the label stays legible
-                hovertext=stage_names[n - 2] if n - 2 < len(stage_names) else None,
+    last = max(total_epochs or 0, max(epochs, default=0))
+    bounds = [1, *stage_starts, last + 1]  # stage n runs from bounds[n - 1] to bounds[n] - 1
+    for n, (first, end) in enumerate(itertools.pairwise(bounds), start=1):
+        if n % 2 == 0:
+            for axis in ("", "2", "3"):
+                x = dict(x0=first - 0.5, x1=end - 0.5, xref=f"x{axis}")
+                shapes.append(dict(type="rect", **x, y0=0, y1=1, yref=f"y{axis} domain", **STAGE_BAND))
+        if len(bounds) > 2 and (end - first) / max(last, 1) >= STAGE_LABEL_SHARE * ems(str(n)):
+            stage_labels.append(
+                dict(
+                    text=str(n),
+                    x=(first + end - 1) / 2,
+                    xref="x2",
+                    y=1,
+                    yref="y2 domain",
+                    yanchor="top",
+                    showarrow=False,
+                    hovertext=stage_names[n - 2] if 0 <= n - 2 < len(stage_names) else None,
+                )
             )
-        )
     fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *stage_labels])
     fig.update_layout(
         height=350, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, legend=dict(orientation="h", y=-0.25)

@@ -54,7 +54,7 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
     assert at.number_input(key="query").value == 1 + 4 * 8 + 4  # the centre patch of the 8x8 grid
     ids = {chart.proto.id.rsplit("-", 1)[-1] for chart in at.get("plotly_chart")}
     assert set(CHARTS) <= ids
-    assert len(at.get("download_button")) == 2
+    assert len(at.main.get("download_button")) == 2
     assert _heatmap(at, "attention_readout").shape == (8, 8)
     assert len(at.latex) >= 2
     explained = len(calls)

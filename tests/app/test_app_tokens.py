@@ -10,7 +10,8 @@ from tests.apptest import errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
-from vitviz import analysis, patches, plots
+from vitviz import analysis, claims, patches, plots, zoo
+from vitviz.app import ui
 from vitviz.model import sincos_2d
 
 VECTORS = "app_pages/3_vectors.py"
@@ -32,7 +33,7 @@ def test_vectors_page_runs(model: str | None) -> None:
     keys = {chart.proto.id.rsplit("-", 1)[-1] for chart in at.get("plotly_chart")}
     assert {"vectors_grid", "vectors_planes", "vectors_flat", "vectors_token", "vectors_components"} <= keys
     assert len(at.success) == 1  # every route agrees with the Conv2d
-    assert len(at.get("download_button")) == 2
+    assert len(at.main.get("download_button")) == 2
     planes = _figure(at, "vectors_planes")
     number = at.selectbox(key="patch").value + 1  # patches counted from 1 on screen
     assert at.selectbox(key="patch").format_func(at.selectbox(key="patch").value).startswith(f"patch {number} (")
@@ -44,7 +45,8 @@ def test_vectors_page_runs(model: str | None) -> None:
     flat = _figure(at, "vectors_flat")
     assert [trace["name"] for trace in flat["data"]] == ["R", "G", "B"]
     components = _figure(at, "vectors_components")
-    assert len(components["data"]) == 28
+    _, ratios = ui.cached_filter_components(model or zoo.default_name())
+    assert len(components["data"]) == claims.components_to_show(ratios)  # those that carry 95% of the variance
     assert _array(planes["data"][0]["z"]).shape == (patch_size, patch_size)
     assert sum(_array(trace["y"]).size for trace in flat["data"]) == 3 * patch_size * patch_size
 
@@ -73,7 +75,27 @@ def test_tokens_page_runs(model: str | None) -> None:
     assert mosaic["data"][1]["customdata"] is not None  # clickable markers on every block
     compare = _figure(at, "tokens_compare")
     assert len(compare["data"]) == 3
-    assert len(at.get("download_button")) == 1
+    assert len(at.main.get("download_button")) == 1
+
+
+@pytest.mark.parametrize(("model", "below", "count"), [(None, 9, 64), ("untrained-vit-b16", 15, 196)])
+def test_the_tokens_page_numbers_patches_from_the_models_grid(model: str | None, below: int, count: int) -> None:
+    at = open_page(TOKENS, **({"model": model} if model else {}))  # an 8 x 8 grid, and ViT-B/16's 14 x 14
+    assert errors(at) == []
+    sentences = [text.value for text in at.markdown if "sits below" in text.value]
+    assert len(sentences) == 1 and f"patch {below} sits below patch 1:" in sentences[0]
+    before, after, pos = (_figure(at, key) for key in ("tokens_before", "tokens_after", "tokens_pos_embed"))
+    patch_rows = [f"patch {n}" for n in range(1, count + 1)]
+    assert before["data"][0]["y"] == patch_rows  # rows named by what they are ...
+    assert after["data"][0]["y"] == pos["data"][0]["y"] == ["[CLS]", *patch_rows]
+    for key in ("height", "margin"):  # side by side, the two maps' plot areas take the same place
+        assert before["layout"][key] == after["layout"][key]
+    slots = {label: k for k, label in enumerate(["[CLS]", *patch_rows])}  # patch k at one height in all three
+    assert _slots(after) == _slots(pos) == slots
+    assert _slots(before) == {label: k for label, k in slots.items() if label != "[CLS]"}  # [CLS]'s slot empty
+    ticks = after["layout"]["yaxis"]["tickvals"]
+    assert before["layout"]["yaxis"]["tickvals"] == pos["layout"]["yaxis"]["tickvals"] == ticks
+    assert ticks[:2] == ["patch 1", f"patch {below}"]  # the first patch of each image row
 
 
 def test_choosing_another_position_changes_the_large_map() -> None:
@@ -162,16 +184,20 @@ def test_patch_planes_follow_c_p1_p2_order() -> None:
     vector = np.arange(chans * p * p, dtype=float)
     fig = plots.patch_planes(vector, p, chans, ["R", "G", "B"])
     assert len(fig.data) == 3
-    for c, trace in enumerate(fig.data):  # cell (p1, p2) of plane c holds index c*P*P + p1*P + p2
+    for c, trace in enumerate(
+        fig.data
+    ):  # counted from 1: cell (p1, p2) of plane c is position (c-1)*P*P + (p1-1)*P + p2
         np.testing.assert_array_equal(trace.z, vector[c * p * p : (c + 1) * p * p].reshape(p, p))
-        np.testing.assert_array_equal(trace.customdata, np.arange(c * 4, c * 4 + 4).reshape(2, 2))
+        np.testing.assert_array_equal(trace.customdata, np.arange(c * 4 + 1, c * 4 + 5).reshape(2, 2))
+        assert list(trace.x) == list(trace.y) == [1, 2]  # p2 and p1
 
 
 def test_vector_bars_segments_by_channel() -> None:
     fig = plots.vector_bars(np.arange(12.0), segment=4, names=["R", "G", "B"])
     assert [t.name for t in fig.data] == ["R", "G", "B"]
-    assert list(fig.data[1].x) == [4, 5, 6, 7]
-    assert list(fig.layout.xaxis.tickvals) == [0, 4, 8]
+    assert list(fig.data[1].x) == [5, 6, 7, 8]  # positions in the vector, counted from 1
+    assert list(fig.layout.xaxis.tickvals) == [1, 5, 9]
+    assert list(fig.layout.xaxis.ticktext) == ["R: 1", "G: 5", "B: 9"]
     assert len(plots.vector_bars(np.ones(5)).data) == 1
 
 
@@ -185,7 +211,27 @@ def test_component_tiles_rescale_each_tile() -> None:
     assert [a.text for a in fig.layout.annotations] == ["1: 75.0%", "2: 25.0%"]
 
 
+def _slots(fig: dict) -> dict[str, int]:
+    """Row label -> its slot on the figure's y axis, counted from the top of the axis's range."""
+    top = fig["layout"]["yaxis"]["range"][1] + 0.5  # a category axis: data row k sits at k
+    return {label: int(k - top) for k, label in enumerate(fig["data"][0]["y"])}
+
+
 def test_token_matrix_marks_cls_row() -> None:
-    fig = plots.token_matrix(np.zeros((5, 8)), marked={0: "[CLS]"})
+    fig = plots.token_matrix(
+        np.zeros((5, 8)), ["[CLS]", "patch 1", "patch 2", "patch 3", "patch 4"], marked={0: "[CLS]"}
+    )
     assert "[CLS]" in fig.layout.annotations[0].text
     assert (fig.layout.shapes[0].y0, fig.layout.shapes[0].y1) == (-0.5, 0.5)
+    assert list(fig.data[0].x) == list(range(1, 9))  # channels counted from 1
+
+
+def test_the_patch_tokens_line_up_with_the_same_patches_after_cls() -> None:
+    patches_only = ["patch 1", "patch 2", "patch 3", "patch 4"]
+    sequence = ["[CLS]", *patches_only]
+    before = plots.token_matrix(np.ones((4, 8)), patches_only, rows=sequence).to_dict()
+    after = plots.token_matrix(np.ones((5, 8)), sequence, marked={0: "[CLS]"}).to_dict()
+
+    assert _slots(before) == {label: n for n, label in enumerate(sequence) if n}  # [CLS]'s slot stays empty
+    assert _slots(after) == {label: n for n, label in enumerate(sequence)}
+    assert before["layout"]["yaxis"]["range"][0] - before["layout"]["yaxis"]["range"][1] == len(sequence)  # 5 slots

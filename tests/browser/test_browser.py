@@ -44,7 +44,11 @@ def server(tmp_path_factory):
         target.mkdir(parents=True)
         for file in sorted(class_folder.iterdir())[:20]:
             shutil.copy(file, target / file.name)
-    env = {"VITVIZ_DATA": str(data), "VITVIZ_CACHE": str(tmp_path_factory.mktemp("cache"))}
+    env = {
+        "VITVIZ_DATA": str(data),
+        "VITVIZ_CACHE": str(tmp_path_factory.mktemp("cache")),
+        "VITVIZ_MODELS": str(tmp_path_factory.getbasetemp()),  # where the journeys save their own models
+    }
     with app_server(timeout=60, env=env) as running:  # the benchmark's launcher: same flags, same checks
         yield running.url
 
@@ -184,3 +188,32 @@ def test_random_test_image_and_its_verdict(server):
         assert len(seen) > 1
         page.screenshot(path=str(SHOTS / "0_home_random.png"), full_page=True)
         browser.close()
+
+
+def test_every_model_title_fits_the_sidebar_picker(server):
+    """The model picker is an <input>, which cuts what does not fit ("CIFAR-10 ViT (shipped, 84.9% tes"):
+    every registry title, in every language, is written into the real picker at 1280 x 720 and
+    must fit its box; the whole description wraps in the caption below."""
+    from playwright.sync_api import sync_playwright
+
+    from vitviz import zoo
+    from vitviz.i18n import LANGUAGES
+
+    titles = sorted({spec.title_in(lang) for spec in zoo.REGISTRY.values() for lang in LANGUAGES})
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{server}/?lang=en", wait_until="domcontentloaded")
+        page.wait_for_selector(".st-key-model input", timeout=90_000)
+        widths = page.evaluate(
+            """(titles) => {
+                const box = document.querySelector('.st-key-model input');
+                const shown = box.value;
+                const out = titles.map((title) => { box.value = title; return [title, box.scrollWidth, box.clientWidth]; });
+                box.value = shown;
+                return out;
+            }""",
+            titles,
+        )
+        browser.close()
+    assert [title for title, needed, has in widths if needed > has] == []

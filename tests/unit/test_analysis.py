@@ -188,6 +188,13 @@ def test_rollout_head_fusion_and_discard() -> None:
         torch.full((2, 2), 0.5),
     )
     torch.testing.assert_close(analysis.attention_rollout([heads], head_fusion="min")[0], torch.eye(2))
+    # max of the identity and a uniform head: [[1, .5], [.5, 1]], renormalised; the mean of the two
+    # heads would give [[.75, .25], [.25, .75]] (above, the max and the mean renormalise alike)
+    halves = torch.stack([torch.eye(2), torch.full((2, 2), 0.5)])[None]
+    torch.testing.assert_close(
+        analysis.attention_rollout([halves], head_fusion="max", residual=False)[0],
+        torch.tensor([[2 / 3, 1 / 3], [1 / 3, 2 / 3]]),
+    )
     row = torch.tensor([0.1, 0.2, 0.3, 0.4])
     attention = row.expand(1, 1, 4, 4)  # every query has the same row
     kept = analysis.attention_rollout([attention], residual=False, discard_ratio=0.5)[0]
@@ -217,8 +224,21 @@ def test_no_cls_model(tiny_avg: tuple[VisionTransformer, Trace]) -> None:
     heat = analysis.rollout_map(trace, head_fusion="max")
     assert heat.shape == (2, 4, 4)
     torch.testing.assert_close(heat.sum(dim=(-2, -1)), torch.ones(2))  # mean of rows summing to 1
+    full = analysis.attention_rollout(trace.attentions, head_fusion="max")  # (2, 16, 16): patches only
+    torch.testing.assert_close(heat, full.mean(dim=1).reshape(2, 4, 4))  # the mean over the query rows
     lens = analysis.logit_lens(model, trace, softmax=False)
     torch.testing.assert_close(lens[-1], trace.logits)
+
+
+def test_no_cls_rollout_map_is_the_mean_of_the_patch_rows() -> None:
+    # 2x2 grid, no [CLS]: every patch attends to patch 1 (index 0). With the residual, patch 1
+    # keeps itself and the three others keep half of themselves: rows [1, 0, 0, 0] and
+    # [0.5, ..., 0.5 at i, ...]. Their mean: patch 1 gets (1 + 3 * 0.5) / 4, each other 0.5 / 4.
+    attention = torch.zeros(1, 2, 4, 4)
+    attention[..., 0] = 1.0
+    trace = make_trace([attention], (2, 2), prefix=0)
+    expected = torch.tensor([[[0.625, 0.125], [0.125, 0.125]]])
+    torch.testing.assert_close(analysis.rollout_map(trace), expected)  # a flat map (0.25 each) also sums to 1
 
 
 # ---------------------------------------------------------------- attention distance
@@ -249,6 +269,22 @@ def test_mean_attention_distance_neighbour_is_one_patch() -> None:
     torch.testing.assert_close(analysis.mean_attention_distance(trace, patch_size=8), torch.full((1, 2), 8.0))
     # patch size read from the pixels (make_trace uses 8-pixel patches)
     torch.testing.assert_close(analysis.mean_attention_distance(trace), torch.full((1, 2), 8.0))
+
+
+def test_mean_attention_distance_of_an_asymmetric_attention() -> None:
+    # grid 1x3 with [CLS]: patch centres 8 px apart, so d(1, 2) = d(2, 3) = 8 and d(1, 3) = 16.
+    # Head 1's rows (query patches 1, 2, 3) over [CLS, p1, p2, p3], each a query's own weights:
+    #   p1: [0.5, 0.5, 0, 0]    -> patches [1, 0, 0]           -> 0 px
+    #   p2: [0, 0, 0.25, 0.75]  -> patches [0, 0.25, 0.75]     -> 0.75 * 8 = 6 px
+    #   p3: [0.2, 0.6, 0.2, 0]  -> patches [0.75, 0.25, 0] (renormalised by 0.8) -> 0.75 * 16 + 0.25 * 8 = 14 px
+    # mean over the queries: 20 / 3. Head 2 attends to every token equally: the uniform distance, 64 / 9.
+    # No column sums to what its row does, so normalising over the keys' axis instead gives other numbers.
+    first = torch.tensor([[1.0, 0, 0, 0], [0.5, 0.5, 0, 0], [0, 0, 0.25, 0.75], [0.2, 0.6, 0.2, 0]])
+    uniform = torch.full((4, 4), 0.25)
+    trace = make_trace([torch.stack([first, uniform])[None]], (1, 3), prefix=1)
+    result = analysis.mean_attention_distance(trace, patch_size=8)
+    torch.testing.assert_close(result, torch.tensor([[20 / 3, 64 / 9]]))
+    assert analysis.uniform_attention_distance((1, 3), 8) == pytest.approx(64 / 9)
 
 
 def test_mean_attention_distance_on_model(tiny: tuple[VisionTransformer, Trace]) -> None:

@@ -12,6 +12,8 @@ from vitviz.cnn import ConvNet
 from vitviz.config import CNNConfig, ViTConfig
 from vitviz.model import VisionTransformer
 
+torch.set_num_threads(1)  # a training job shares the CPU; these models are tiny
+
 TINY_CNN = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=("a", "b", "c"))
 TINY_VIT = ViTConfig(image_size=16, patch_size=4, num_classes=3, embed_dim=32, depth=2, num_heads=4)
 
@@ -76,6 +78,35 @@ def test_integrated_gradients_add_up_to_the_logit_change(family, cnn):
     assert float(raw.sum()) == pytest.approx(float(change), rel=0.05, abs=1e-3)  # completeness: what IG promises
     shown = compare.integrated_gradients(model, pixels, 1)
     assert shown.shape == (16, 16) and float(shown.min()) >= 0
+
+
+def hand_integrated_gradients(model: torch.nn.Module, pixels: torch.Tensor, target: int, steps: int) -> torch.Tensor:
+    """IG from the black (all-zero) baseline by Gauss-Legendre quadrature with ``steps`` nodes (Captum's
+    default rule): (x - 0) * sum_k w_k * d logit / d x at a_k x, summed over channels, absolute. (H, W)."""
+    import numpy as np
+
+    nodes, weights = np.polynomial.legendre.leggauss(steps)  # on [-1, 1]
+    total = torch.zeros_like(pixels)
+    for node, weight in zip(nodes, weights, strict=True):
+        point = (0.5 * (1 + float(node)) * pixels).requires_grad_(True)  # a_k in [0, 1]
+        (grad,) = torch.autograd.grad(model(point)[0, target], point)
+        total += 0.5 * float(weight) * grad
+    return (pixels * total)[0].sum(dim=0).abs()
+
+
+@pytest.mark.parametrize("family", ["cnn", "vit"])
+def test_integrated_gradients_explain_the_asked_class_with_the_asked_steps(family, cnn):
+    """Our wrapper, not only Captum: a class other than 0, and so few steps that their number shows."""
+    torch.manual_seed(1)
+    model = cnn if family == "cnn" else VisionTransformer(TINY_VIT).eval()
+    pixels = torch.randn(1, 3, 16, 16)
+    for target, steps in ((1, 2), (2, 3)):
+        expected = hand_integrated_gradients(model, pixels, target, steps)
+        found = compare.integrated_gradients(model, pixels, target, steps=steps)
+        torch.testing.assert_close(found, expected, rtol=1e-4, atol=1e-5)
+        # the fixture tells classes and step counts apart, so a wrapper that mixed them up would fail
+        assert not torch.allclose(expected, hand_integrated_gradients(model, pixels, 0, steps), rtol=1e-2)
+        assert not torch.allclose(expected, hand_integrated_gradients(model, pixels, target, steps + 1), rtol=1e-2)
 
 
 def test_shuffled_patches_are_the_same_patches_elsewhere():

@@ -1,5 +1,6 @@
 import ast
 import json
+import re
 from pathlib import Path
 
 from vitviz import i18n
@@ -104,3 +105,56 @@ def test_fashion_mnist_classes_read_in_korean_with_the_datasets_names():
     korean = [i18n.class_label(name, "ko") for name in FASHION_MNIST_CLASSES]
     assert korean[0] == "티셔츠/탑 (T-shirt/top)" and len(set(korean)) == 10
     assert all(label.endswith(f" ({name})") for label, name in zip(korean, FASHION_MNIST_CLASSES, strict=True))
+
+
+# ---- one Korean term per concept (vitviz/locales/glossary.json) ----------------------------------
+
+# code spans, quotations (a paper's title), placeholders, HTML tags and maths are not prose
+NOT_PROSE = re.compile(r"`[^`]*`|\"[^\"]*\"|\{[^}]*\}|<[^>]*>|\$[^$]*\$")
+
+
+def _names(text: str, words: list[str]) -> bool:
+    """Whether ``text`` has one of the English ``words`` as a whole word (any case; "stream" is
+    not in "streamlit", "attention" is in "self-attention")."""
+    return any(re.search(rf"(?<![A-Za-z]){re.escape(word)}(?![A-Za-z])", text, re.IGNORECASE) for word in words)
+
+
+def glossary_problems(english: str, korean: str) -> list[str]:
+    """How a Korean text breaks the glossary: a concept its English names without the Korean
+    term, or a forbidden variant (an English term glossed in brackets right after the Korean
+    one, 잔차 스트림(residual stream), is allowed)."""
+    english, korean = NOT_PROSE.sub(" ", english), NOT_PROSE.sub(" ", korean)
+    for concept, entry in i18n.GLOSSARY.items():
+        words = [concept, *entry["en"]]
+        gloss = re.compile(rf"{re.escape(entry['ko'])}\s?\(([^)]*)\)")
+        korean = gloss.sub(lambda m, w=words, t=entry["ko"]: t if _names(m[1], w) else m[0], korean)
+    problems = []
+    for concept, entry in i18n.GLOSSARY.items():
+        if _names(english, [concept, *entry["en"]]) and entry["ko"] not in korean:
+            problems.append(f"{concept!r} without {entry['ko']!r}")
+        for variant in entry["forbidden"]:
+            if _names(korean, [variant]) if variant.isascii() else variant in korean:
+                problems.append(f"{variant!r} for {entry['ko']!r}")
+    return problems
+
+
+def test_every_korean_text_uses_the_glossarys_terms():
+    found = {key: p for key, entry in i18n.TEXT.items() if (p := glossary_problems(entry["en"], entry["ko"]))}
+    assert found == {}, "\n".join(f"{key}: {', '.join(p)}" for key, p in found.items())
+
+
+def test_the_glossary_check_catches_mixed_terms():
+    assert glossary_problems("the residual stream", "잔차 stream") == [
+        "'residual stream' without '잔차 스트림'",
+        "'stream' for '잔차 스트림'",
+    ]
+    assert glossary_problems("Attention branch / stream", "attention 가지 / 잔차 스트림") == [
+        "'attention' without '어텐션'",
+        "'attention' for '어텐션'",
+    ]
+    assert glossary_problems("the residual stream", "잔차 스트림(residual stream)") == []  # a gloss
+    assert glossary_problems('"Attention is all you need"', '"Attention is all you need"') == []  # a title
+    assert glossary_problems("run `streamlit run app.py`", "`streamlit run app.py`을 실행") == []
+    entry = i18n.GLOSSARY["residual stream"]
+    assert entry["ko"] == "잔차 스트림" and i18n.GLOSSARY["attention"]["ko"] == "어텐션"
+    assert all(entry["ko"] not in entry["forbidden"] for entry in i18n.GLOSSARY.values())

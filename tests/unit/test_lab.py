@@ -92,7 +92,7 @@ def test_filter_mistakes_defaults_to_every_mistake_most_confident_first() -> Non
         (dict(true=0, predicted=2), []),
         (dict(low=0.55, high=0.75), [0, 5, 4]),
         (dict(low=0.7, high=0.7), [0, 5]),  # both ends included
-        (dict(min_confidence=0.7), [3]),  # "confidently wrong": strictly above
+        (dict(low=0.75), [3]),  # "confidently wrong": the range's left end raised
         (dict(include_correct=True), [3, 1, 0, 5, 4, 2]),
         (dict(true=0, predicted=0, include_correct=True), [1]),  # a diagonal cell
         (dict(true=0, predicted=0), []),
@@ -320,9 +320,21 @@ def test_grad_rollout_leaves_the_model_alone(tiny_model: VisionTransformer) -> N
 def test_grad_rollout_without_cls_averages_the_patch_rows() -> None:
     torch.manual_seed(0)
     model = VisionTransformer(TINY.replace(class_token=False, global_pool="avg")).eval()
-    result = analysis.grad_rollout(model, torch.randn(1, 3, 32, 32), 0)
+    with torch.no_grad():  # gradients large enough that the weighted attention rivals the residual's identity
+        model.head.weight.mul_(1e4)
+    pixels = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(4))
+    result = analysis.grad_rollout(model, pixels, 0)
     assert result.shape == (4, 4)
     assert float(result.sum()) == pytest.approx(1.0, abs=1e-5)  # mean of rows that each sum to 1
+    trace = model.explain(pixels)
+    grads = torch.autograd.grad(trace.logits[0, 0], trace.attentions)
+    rollout = torch.eye(16)  # no [CLS]: 16 patch tokens
+    for grad, attention in zip(grads, trace.attentions, strict=True):
+        weights = torch.relu(grad * attention)[0].mean(dim=0) + torch.eye(16)  # (T, T)
+        rollout = (weights / weights.sum(dim=-1, keepdim=True)) @ rollout
+    expected = rollout.mean(dim=0).reshape(4, 4).detach()  # the mean over the query rows
+    assert float((expected - 1 / 16).abs().max()) > 0.01  # far from flat, so a flat map cannot pass
+    torch.testing.assert_close(result, expected, rtol=1e-4, atol=1e-6)
 
 
 def test_grad_rollout_refuses_what_it_cannot_explain(tiny_model: VisionTransformer) -> None:

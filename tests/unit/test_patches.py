@@ -42,5 +42,34 @@ def test_conv_weight_is_the_linear_weight():
 def test_bad_sizes_raise():
     with pytest.raises(ValueError, match="whole 16x16"):
         patches.patchify(torch.zeros(1, 3, 30, 32), 16)
+    with pytest.raises(ValueError, match="32x30 image"):  # the width is checked too
+        patches.grid_size((32, 30), 16)
+    assert patches.grid_size((32, 48), 16) == (2, 3)  # (grid_h, grid_w), not (grid_w, grid_h)
     assert patches.num_patches((512, 512), 16) == 1024
     assert patches.patch_boxes((2, 2), 4)[3] == (4, 4, 8, 8)
+
+
+def test_patch_boxes_on_a_grid_wider_than_tall():
+    boxes = patches.patch_boxes((2, 3), 4)  # 2 rows of 3 patches, in token order
+    assert len(boxes) == 6
+    assert boxes[1] == (0, 4, 4, 8)  # row 0, column 1: (top, left, bottom, right)
+    assert boxes[3] == (4, 0, 8, 4)  # row 1, column 0
+    assert boxes[5] == (4, 8, 8, 12)
+
+
+def test_patch_tiles_undo_the_normalisation():
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.5)
+    image = torch.rand(1, 3, 8, 12)  # pixels in [0, 1]
+    normalised = (image - torch.tensor(mean)[:, None, None]) / torch.tensor(std)[:, None, None]
+    tiles = patches.patch_tiles(patches.patchify(normalised, 4)[0], 4, 3, mean, std)  # (6, 4, 4, 3)
+    assert tiles.shape == (6, 4, 4, 3)
+    torch.testing.assert_close(tiles[4], image[0, :, 4:8, 4:8].permute(1, 2, 0))  # row 1, column 1
+
+
+def test_patch_numbers_count_from_one_in_reading_order() -> None:
+    assert patches.patch_number(0, 0, (8, 8)) == 1
+    assert patches.patch_number(1, 0, (8, 8)) == 9  # below patch 1 on an 8 x 8 grid
+    assert patches.patch_number(1, 0, (14, 14)) == 15  # ViT-B/16's grid
+    assert patches.patch_number(2, 3, (3, 5)) == 14  # the last patch of a 3 x 5 grid: the width counts, not the height
+    with pytest.raises(IndexError):
+        patches.patch_number(0, 5, (3, 5))

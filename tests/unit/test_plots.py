@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 
+from tests.figure_reading import residual_skips
 from vitviz import i18n, plots, tables
 
 
@@ -17,21 +18,27 @@ def test_the_recipe_shows_the_epochs_each_stage_ran_of_those_it_planned():
     assert dict(tables.recipe_rows(recipes))["epochs"] == ["28", "6", "40"]  # without run epochs: the plan
 
 
-def test_stage_labels_a_few_epochs_apart_sit_at_different_heights():
-    history = [{"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "lr": 1e-3} for e in range(1, 94)]
+def test_stage_numbers_never_pile_up_and_every_stage_is_marked_in_every_panel():
+    history = [{"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "lr": 1e-3} for e in range(1, 241)]
     labels = {key: i18n.t(f"card.curve.{key}") for key in plots.CURVE_KEYS}
-    fig = plots.training_curves(history, labels, stage_starts=[11, 24, 60, 66, 68])  # the shipped ViT's six stages
-    labels = [a for a in fig.layout.annotations if a.xref == "x2"]  # the panel titles are the paper's
-    assert [a.text for a in labels] == ["stage 2", "3", "4", "5", "6"]  # named once, then numbered
-    shifts = [a.yshift or 0 for a in labels]
-    for (a, shift_a), (b, shift_b) in itertools.pairwise(zip(labels, shifts, strict=True)):
-        if abs(a.x - b.x) < 10:  # neighbours closer than a label is wide: never at one height
-            assert shift_a != shift_b
-    lines = [s for s in fig.layout.shapes if s.type == "line"]
-    assert sorted((s.xref, s.x0) for s in lines) == sorted(  # a dashed line in every panel, between two epochs
-        (axis, start - 0.5) for start in (11, 24, 60, 66, 68) for axis in ("x", "x2", "x3")
+    starts = [11, 24, 60, 66, 68, 94, 112, 126, 156]  # the shipped ViT's ten stages
+    fig = plots.training_curves(history, labels, stage_starts=starts, stage_names=[f"s{n}" for n in range(2, 11)])
+    numbers = [a for a in fig.layout.annotations if a.xref == "x2"]  # the panel titles are the paper's
+    assert [a.text for a in numbers] == ["1", "2", "3", "4", "6", "7", "8", "9", "10"]  # stage 5: 2 epochs, no room
+    panel_px = 250  # a third of the page at 1280 pixels, the narrowest it gets
+    edges = sorted(
+        (a.x * panel_px / 240 - plots.ems(a.text) * 20 / 2, a.x * panel_px / 240 + plots.ems(a.text) * 20 / 2)
+        for a in numbers  # centred, at presenter mode's 20 pixels
     )
-    assert all(s.yref == f"y{s.xref[1:]} domain" and (s.y0, s.y1) == (0, 1) for s in lines)  # the panel's height
+    assert all(left_end < right_start for (_, left_end), (right_start, _) in itertools.pairwise(edges))  # apart
+    assert all(a.y == numbers[0].y and not a.yshift for a in numbers)  # on one line, not stacked
+    assert numbers[2].hovertext == "s3"
+    bands = sorted((s.xref, s.x0, s.x1) for s in fig.layout.shapes)
+    bounds = [1, *starts, 241]
+    shaded = [(bounds[n - 1] - 0.5, bounds[n] - 0.5) for n in range(2, 11, 2)]  # stages 2, 4, 6, 8, 10
+    assert bands == sorted((axis, *band) for band in shaded for axis in ("x", "x2", "x3"))
+    titled = [fig.layout[f"yaxis{n}"].title.text for n in ("", "2", "3")]
+    assert titled == [labels["loss_axis"], labels["accuracy_axis"], labels["lr_axis"]]  # every axis says what it is
 
 
 def test_a_patch_map_hover_counts_patches_rows_and_columns_from_one():
@@ -74,3 +81,356 @@ def test_markdown_table_aligns_numbers_right_and_escapes_pipes() -> None:
         "| this \\| that | 1,234 | 5 |",
         "| other | 0 | 7 8 |",
     ]
+
+
+def test_a_skip_starts_at_the_output_of_the_box_it_names_and_ends_at_its_addition():
+    boxes = [
+        ("x", "(1, 5, 8)", "stream"),
+        ("norm", "", "norm"),
+        ("+ a", "", "add"),
+        ("mlp", "", "mlp"),
+        ("+ b", "", "add"),
+    ]
+    fig = plots.block_diagram(boxes, residuals=[(0, 2), (2, 4)])
+    assert residual_skips(fig.to_dict()["layout"]) == [("x", "+ a"), ("+ a", "+ b")]
+    other = plots.block_diagram(boxes, residuals=[(0, 2), (0, 4)])  # both from x: a post-LN drawing would read so
+    assert residual_skips(other.to_dict()["layout"]) == [("x", "+ a"), ("x", "+ b")]
+
+
+# ---- the theme: every figure readable from the back of a room, and on a projector ----
+
+SCREEN_PX, PRESENTER_PX = 14, 18  # the smallest text a figure may have (issue 39), screen and presenter mode
+AA = 4.5  # WCAG AA: text against its background
+
+
+def _picture(h: int = 32, w: int = 32) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+
+
+# One call per figure function, with small arrays and the longest kind of text each one gets.
+BUILDERS = {
+    "image": lambda: plots.image(_picture(), "An image"),
+    "patch_grid": lambda: plots.patch_grid(_picture(), 8, highlight=3, title="Patches", numbers=True),
+    "patch_gallery": lambda: plots.patch_gallery(np.zeros((16, 8, 8, 3)), (4, 4), title="Gallery"),
+    "heatmap_overlay": lambda: plots.heatmap_overlay(_picture(), np.random.rand(4, 4), title="Rollout"),
+    "small_multiples": lambda: plots.small_multiples(np.random.rand(3, 4, 4), ["Head 1", "Head 2", "Head 3"]),
+    "channel_maps": lambda: plots.channel_maps(np.random.randn(3, 8, 8), ["R", "G", "B"]),
+    "histogram": lambda: plots.histogram({"R": np.random.randn(50)}, "Values", x_title="value", y_title="count"),
+    "bars": lambda: plots.bars(["cat", "dog"], [0.93, 0.07], title="Top 2", highlight=0, correct=1),
+    "key_weights": lambda: plots.key_weights(["patch 1", "patch 2"], [0.6, 0.4], title="Keys"),
+    "patch_planes": lambda: plots.patch_planes(np.random.rand(48), 4, 3, ["R", "G", "B"], title="One patch"),
+    "vector_bars": lambda: plots.vector_bars(np.random.randn(48), 16, ["R", "G", "B"], title="x_p", x_title="index"),
+    "component_tiles": lambda: plots.component_tiles(np.random.randn(3, 3, 4, 4), [0.5, 0.3, 0.2]),
+    "token_matrix": lambda: plots.token_matrix(
+        np.random.randn(3, 8), ["[CLS]", "patch 1", "patch 2"], title="Tokens", marked={0: "[CLS]"}
+    ),
+    "similarity_grid": lambda: plots.similarity_grid(np.random.rand(2, 2, 2, 2), title="Cosine", selected=1),
+    "similarity_maps": lambda: plots.similarity_maps(
+        np.random.rand(2, 3, 3), ["a", "b"], marked=(1, 1), own_range=True
+    ),
+    "attention_picker": lambda: plots.attention_picker(_picture(), np.random.rand(4, 4), 8, query_patch=2, title="Q"),
+    "attention_distance": lambda: plots.attention_distance(
+        np.random.rand(2, 3) * 10, "Distance", "layer", "pixels", uniform=8.0, uniform_label="uniform"
+    ),
+    "reach": lambda: plots.reach([("conv1", 3), ("pool", 6)], np.random.rand(2, 3) * 10, 32),
+    "block_diagram": lambda: plots.block_diagram(
+        [("x", "(1, 65, 192)", "stream"), ("norm1", "", "norm"), ("+", "", "add")], [(0, 2)], title="Block"
+    ),
+    "multi_line": lambda: plots.multi_line(
+        [1, 2, 3],
+        {"cat": np.array([0.1, 0.5, 0.9]), "dog": np.array([0.8, 0.4, 0.05])},
+        "Logit lens",
+        "layer",
+        "p",
+        percent=True,
+        marked_x=2,
+    ),
+    "gelu_histogram": lambda: plots.gelu_histogram(
+        np.linspace(-3, 3, 7),
+        np.linspace(-0.1, 3, 7),
+        np.clip(np.linspace(-3, 3, 7), 0, None),
+        np.random.randn(40),
+        "GELU",
+        "x",
+        "y",
+        "count",
+    ),
+    "image_row": lambda: plots.image_row([_picture(), _picture()], ["0%", "50% hidden"]),
+    "training_curves": lambda: plots.training_curves(
+        [
+            {"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "lr": 1e-3, "test_loss": 1.1, "test_accuracy": 0.4}
+            for e in range(1, 41)
+        ],
+        {key: key for key in plots.CURVE_KEYS},
+        stage_starts=[11, 24, 30],
+        stage_names=["s2", "s3", "s4"],
+    ),
+    "confusion_matrix": lambda: plots.confusion_matrix(
+        np.arange(9).reshape(3, 3), ["cat", "dog", "bird"], "Confusion", "predicted", "true", selected=(0, 1)
+    ),
+}
+
+
+def _figure_functions() -> list[str]:
+    import inspect
+
+    return sorted(
+        name
+        for name, function in inspect.getmembers(plots, inspect.isfunction)
+        if function.__module__ == plots.__name__
+        and not name.startswith("_")
+        and inspect.signature(function).return_annotation == "go.Figure"
+        and "fig" not in inspect.signature(function).parameters  # theme, outline_patch: they take a figure
+    )
+
+
+def test_every_figure_function_is_built_by_the_readability_test():
+    assert sorted(BUILDERS) == _figure_functions()  # a new figure function: add it to BUILDERS
+
+
+_NAMED = {"white": "#ffffff", "black": "#000000", "gray": "#808080", "grey": "#808080"}
+
+
+def _rgba(colour: str) -> tuple[float, float, float, float]:
+    """A Plotly colour ("#abc", "#aabbcc", "rgb(..)", "rgba(..)", a few names) as 0..1 channels."""
+    colour = _NAMED.get(colour.strip().lower(), colour.strip())
+    if colour.startswith("#"):
+        digits = colour[1:] if len(colour) == 7 else "".join(c * 2 for c in colour[1:4])
+        return (*(int(digits[i : i + 2], 16) / 255 for i in (0, 2, 4)), 1.0)
+    if colour.startswith("rgb"):
+        parts = [float(p) for p in colour[colour.index("(") + 1 : -1].split(",")]
+        return (*(p / 255 for p in parts[:3]), parts[3] if len(parts) > 3 else 1.0)
+    raise ValueError(f"colour {colour!r}: add it to the test's reader")
+
+
+def _over(colour: str, background: str) -> tuple[float, float, float]:
+    """A colour with its alpha laid over an opaque background."""
+    *front, alpha = _rgba(colour)
+    back = _rgba(background)[:3]
+    return tuple(alpha * f + (1 - alpha) * b for f, b in zip(front, back, strict=True))
+
+
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def _contrast(text: str, background: str) -> float:
+    """WCAG's contrast ratio of a text colour on an opaque background."""
+    a, b = sorted([_luminance(_over(text, background)), _luminance(_rgba(background)[:3])])
+    return (b + 0.05) / (a + 0.05)
+
+
+def _texts(spec: dict) -> list[tuple[str, float, str | None, str | None]]:
+    """Every text of a figure's plotly JSON as (what, size in px, colour, background), each resolved as
+    plotly.js does: the element's own font, else the template's default for that element, else the
+    figure's font, else the template's, else plotly.js's own (12 px, #444). Colour and background are
+    None for text drawn over a picture or a map, whose background is the data."""
+    layout = spec["layout"]
+    template = layout.get("template", {}).get("layout", {})
+    template_data = layout.get("template", {}).get("data", {})
+
+    def get(tree: dict, *path: str) -> object:
+        for key in path:
+            tree = tree.get(key, {}) if isinstance(tree, dict) else {}
+        return tree if tree != {} else None
+
+    base_size = get(layout, "font", "size") or get(template, "font", "size") or 12
+    base_colour = get(layout, "font", "color") or get(template, "font", "color") or "#444"
+    paper = layout.get("paper_bgcolor") or template.get("paper_bgcolor") or "#ffffff"
+    plot = layout.get("plot_bgcolor") or template.get("plot_bgcolor") or "#ffffff"
+
+    def font(own: dict | None, default: dict | None) -> tuple[float, str]:
+        own, default = own or {}, default or {}
+        return own.get("size") or default.get("size") or base_size, own.get("color") or default.get(
+            "color"
+        ) or base_colour
+
+    found = [("the figure's font", base_size, base_colour, paper)]
+    if get(layout, "title", "text"):
+        found.append(("title", *font(get(layout, "title", "font"), get(template, "title", "font")), paper))
+    for key, axis in layout.items():
+        if key[1:5] == "axis" and key[0] in "xy" and axis.get("visible", True) is not False:
+            kind = key[:5]
+            found.append((f"{key} ticks", *font(axis.get("tickfont"), get(template, kind, "tickfont")), paper))
+            if get(axis, "title", "text"):
+                found.append(
+                    (f"{key} title", *font(get(axis, "title", "font"), get(template, kind, "title", "font")), paper)
+                )
+    found.append(("legend", *font(get(layout, "legend", "font"), get(template, "legend", "font")), paper))
+    hover = get(layout, "hoverlabel", "font", "size") or get(template, "hoverlabel", "font", "size") or 13
+    found.append(("hover label", hover, None, None))
+    for note in layout.get("annotations", []):
+        if note.get("text"):
+            on_axes = any(str(note.get(ref, "paper")).startswith(("x", "y")) for ref in ("xref", "yref"))
+            under = plot if on_axes else paper
+            background = _over(note["bgcolor"], under) if note.get("bgcolor") else None
+            under = "#" + "".join(f"{round(255 * c):02x}" for c in background) if background else under
+            found.append(
+                (
+                    f"annotation {note['text']!r}",
+                    *font(note.get("font"), get(template, "annotationdefaults", "font")),
+                    under,
+                )
+            )
+    for index, trace in enumerate(spec["data"]):
+        kind = trace.get("type", "scatter")
+        defaults = (template_data.get(kind) or [{}])[0]
+        if kind in ("heatmap", "contour") and trace.get("showscale", True):
+            bar = trace.get("colorbar", {})
+            found.append(
+                (f"trace {index} colour bar", *font(bar.get("tickfont"), get(defaults, "colorbar", "tickfont")), paper)
+            )
+            if get(bar, "title", "text"):
+                found.append((f"trace {index} colour bar title", *font(get(bar, "title", "font"), None), paper))
+        has_text = trace.get("texttemplate") or (trace.get("text") is not None and "text" in trace.get("mode", "text"))
+        if has_text:
+            size, colour = font(trace.get("textfont"), defaults.get("textfont"))
+            if kind == "bar" and trace.get("textposition") == "outside":
+                found.append((f"trace {index} numbers", size, colour, plot))
+            else:  # over its bar, its map's cell or a picture: the data is the background
+                found.append((f"trace {index} text", size, None, None))
+    return found
+
+
+def _themed(name: str, presenter: bool) -> dict:
+    return plots.theme(BUILDERS[name](), presenter).to_dict()
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["screen", "presenter"])
+def test_every_figure_text_is_large_and_dark_enough(presenter):
+    smallest = PRESENTER_PX if presenter else SCREEN_PX
+    problems = []
+    for name in BUILDERS:
+        for what, size, colour, background in _texts(_themed(name, presenter)):
+            if size < smallest:
+                problems.append(f"{name}: {what} is {size} px")
+            if colour is not None and _contrast(colour, background) < AA:
+                problems.append(f"{name}: {what} {colour} on {background}: {_contrast(colour, background):.1f}:1")
+    assert problems == []
+
+
+def test_presenter_mode_draws_a_figure_larger_and_back():
+    fig = BUILDERS["bars"]()
+    screen = plots.theme(BUILDERS["bars"]()).to_dict()
+    plots.theme(fig, presenter=True)
+    assert fig.layout.height >= 1.2 * 300 and fig.layout.font.size >= PRESENTER_PX  # drawn larger
+    assert plots.theme(fig, presenter=True).layout.height == fig.layout.height  # once per mode: no growth on a rerun
+    assert plots.theme(fig).to_dict() == screen  # a cached figure drawn again in the other mode: as built, themed
+
+
+def test_a_long_title_wraps_and_the_top_margin_makes_room_for_it():
+    short = plots.theme(plots.image(_picture(), "A title")).to_dict()["layout"]
+    title = "A title that runs on and on, far wider than half of the page"
+    long = plots.theme(plots.image(_picture(), title)).to_dict()["layout"]
+    assert long["title"]["text"].replace("<br>", " ") == title and "<br>" in long["title"]["text"]
+    assert all(plots.ems(line) <= plots.TITLE_EMS for line in long["title"]["text"].split("<br>"))
+    assert long["margin"]["t"] > short["margin"]["t"]
+    assert long["height"] - short["height"] == long["margin"]["t"] - short["margin"]["t"]  # the picture keeps its size
+    korean = plots.wrap("가장 높은 순위의 패치를 가렸을 때 답이 얼마나 바뀌는지", 14)  # Hangul: one em a syllable
+    assert all(plots.ems(line) <= 14 for line in korean.split("<br>")) and korean.count("<br>") >= 1
+
+
+def test_bar_numbers_sit_level_beside_their_bars_on_a_scale_that_stops_at_the_longest():
+    fig = plots.bars(["cat", "dog"], [0.93, 0.07])
+    bar = fig.data[0]
+    assert (bar.textposition, bar.textangle, bar.constraintext, bar.cliponaxis) == ("outside", 0, "none", False)
+    assert fig.layout.xaxis.range[0] == 0 and fig.layout.xaxis.range[1] > 0.93  # room for "93.0%" beside the bar
+    assert max(fig.layout.xaxis.tickvals) <= 0.93 + 1e-9  # no "120%" in that room
+
+
+# ---- one colour-blind-safe palette for heads and classes ----
+
+# Machado, Oliveira and Fernandes (2009): full dichromacy, applied to linear RGB.
+DICHROMACY = {
+    "deuteranopia": np.array(
+        [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.01182, 0.04294, 0.968881]]
+    ),
+    "protanopia": np.array(
+        [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]]
+    ),
+    "tritanopia": np.array(
+        [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.3039]]
+    ),
+}
+APART = 10.0  # CIEDE2000 between any two colours of the palette, for every kind of eye
+
+
+def _lab(colour: str, eyes: str | None) -> np.ndarray:
+    rgb = np.array(_rgba(colour)[:3])
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    if eyes:
+        linear = np.clip(DICHROMACY[eyes] @ linear, 0, 1)
+    xyz = (
+        np.array(
+            [[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.072175], [0.0193339, 0.119192, 0.9503041]]
+        )
+        @ linear
+    )
+    xyz /= np.array([0.95047, 1.0, 1.08883])  # D65 white
+    f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
+    return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+
+
+def _ciede2000(lab1: np.ndarray, lab2: np.ndarray) -> float:
+    """CIEDE2000 colour difference (Sharma, Wu and Dalal 2005)."""
+    (l1, a1, b1), (l2, a2, b2) = lab1, lab2
+    c_mean = (np.hypot(a1, b1) + np.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - np.sqrt(c_mean**7 / (c_mean**7 + 25**7)))
+    a1, a2 = (1 + g) * a1, (1 + g) * a2
+    c1, c2 = np.hypot(a1, b1), np.hypot(a2, b2)
+    h1, h2 = np.degrees(np.arctan2(b1, a1)) % 360, np.degrees(np.arctan2(b2, a2)) % 360
+    dh = 0.0 if c1 * c2 == 0 else (h2 - h1 + 180) % 360 - 180
+    d_big_h = 2 * np.sqrt(c1 * c2) * np.sin(np.radians(dh / 2))
+    l_mean, c_mean = (l1 + l2) / 2, (c1 + c2) / 2
+    if c1 * c2 == 0:
+        h_mean = h1 + h2
+    elif abs(h1 - h2) <= 180:
+        h_mean = (h1 + h2) / 2
+    else:
+        h_mean = (h1 + h2 + 360) / 2 if h1 + h2 < 360 else (h1 + h2 - 360) / 2
+    t = (
+        1
+        - 0.17 * np.cos(np.radians(h_mean - 30))
+        + 0.24 * np.cos(np.radians(2 * h_mean))
+        + 0.32 * np.cos(np.radians(3 * h_mean + 6))
+        - 0.20 * np.cos(np.radians(4 * h_mean - 63))
+    )
+    rotation = (
+        -np.sin(np.radians(60 * np.exp(-(((h_mean - 275) / 25) ** 2)))) * 2 * np.sqrt(c_mean**7 / (c_mean**7 + 25**7))
+    )
+    s_l = 1 + 0.015 * (l_mean - 50) ** 2 / np.sqrt(20 + (l_mean - 50) ** 2)
+    s_c, s_h = 1 + 0.045 * c_mean, 1 + 0.015 * c_mean * t
+    dl, dc, dh_ = (l2 - l1) / s_l, (c2 - c1) / s_c, d_big_h / s_h
+    return float(np.sqrt(dl**2 + dc**2 + dh_**2 + rotation * dc * dh_))
+
+
+def test_ciede2000_agrees_with_the_published_pairs():
+    # Sharma, Wu and Dalal (2005), table 1: pairs 1 and 17
+    assert _ciede2000(np.array([50, 2.6772, -79.7751]), np.array([50, 0, -82.7485])) == pytest.approx(2.0425, abs=1e-4)
+    assert _ciede2000(np.array([50, 2.5, 0]), np.array([73, 25, -18])) == pytest.approx(27.1492, abs=1e-4)
+
+
+@pytest.mark.parametrize("eyes", [None, *DICHROMACY], ids=["normal", *DICHROMACY])
+def test_the_palette_colours_stay_apart_for_colour_blind_eyes(eyes):
+    close = [
+        (a, b, round(_ciede2000(_lab(a, eyes), _lab(b, eyes)), 1))
+        for a, b in itertools.combinations(plots.PALETTE, 2)
+        if _ciede2000(_lab(a, eyes), _lab(b, eyes)) < APART
+    ]
+    assert close == []
+    assert len(plots.PALETTE) >= 8
+
+
+def test_heads_classes_and_the_answer_take_the_palette():
+    dots = plots.attention_distance(np.random.rand(2, 12))
+    assert [d.marker.color for d in dots.data[:8]] == list(plots.PALETTE)  # heads 1 to 8: the palette in order
+    assert len({(d.marker.color, d.marker.symbol) for d in dots.data}) == 12  # heads 9 to 12: other symbols
+    lens = plots.theme(BUILDERS["multi_line"]()).to_dict()["layout"]
+    assert tuple(lens["template"]["layout"]["colorway"]) == plots.PALETTE  # classes, in the order drawn
+    bars = plots.bars(["cat", "dog", "deer"], [0.5, 0.3, 0.2], highlight=0, correct=1)
+    assert {plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR} <= set(plots.PALETTE)
+    assert list(bars.data[0].marker.color) == [plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR]

@@ -10,11 +10,15 @@ same view.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
 import re
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -23,8 +27,9 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis, clicks, compare, lab, plots, precision, zoo
+from vitviz import access, analysis, clicks, compare, handout, lab, plots, precision, zoo
 from vitviz import data as vdata
+from vitviz.app import charts
 from vitviz.card import MACHINES_JOIN
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
@@ -69,10 +74,108 @@ def label(class_name: str, short: bool = False) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def server_policy() -> access.Policy:
+    """What this server lets its visitors load, set by whoever starts it (``streamlit run app.py
+    -- --models DIR --allow-hub``, or VITVIZ_MODELS, VITVIZ_ALLOW_HUB, ...; see vitviz.access):
+    hub downloads are allowed by default only where Streamlit's server.address is loopback."""
+    return access.server_policy(sys.argv[1:], os.environ, st.get_option("server.address"))
+
+
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_model(name: str) -> zoo.Loaded:
-    """One loaded model per name for the whole server (read-only: never train or edit it)."""
-    return zoo.load(name)
+    """One loaded model per name for the whole server (read-only: never train or edit it),
+    loaded as the server's policy allows; an uploaded one from ``uploaded_models``."""
+    if name.startswith(zoo.UPLOAD):
+        files = uploaded_models().get(name)
+        if files is None:
+            raise zoo.ModelLoadError("model.upload_gone")
+        return zoo.load_upload(files, server_policy().max_upload_mb)[1]
+    return zoo.load(name, policy=server_policy())
+
+
+UPLOADS_KEPT = 8  # uploaded checkpoints the server keeps in memory (never on disk)
+
+
+@st.cache_resource(show_spinner=False)
+def uploaded_models() -> dict[str, dict[str, bytes]]:
+    """The checkpoints visitors uploaded, by their ``zoo.upload_name``: file name -> bytes, the
+    last UPLOADS_KEPT of them, in this process's memory only."""
+    return {}
+
+
+def keep_upload(files: dict[str, bytes]) -> str:
+    """Keep an upload in ``uploaded_models`` and return its name.
+
+    Raises:
+        zoo.ModelLoadError: when the files are not one .safetensors (and perhaps its .json).
+    """
+    name = zoo.upload_name(files)
+    store = uploaded_models()
+    store.pop(name, None)
+    store[name] = files
+    while len(store) > UPLOADS_KEPT:
+        store.pop(next(iter(store)), None)
+    return name
+
+
+# While a model loads, the page's elements from the last run stay on screen (greyed) until this
+# run replaces them: they would show the last model's answer as if it were the new one's.
+_HIDE_STALE = "<style>[data-testid='stMain'] [data-testid='stElementContainer'][data-stale='true'] { visibility: hidden; }</style>"
+
+
+@contextmanager
+def loading(name: str) -> Iterator[None]:
+    """A spinner that says what is loading (a download, or a file), with the last run's page
+    hidden under it until the load ends."""
+    holder = st.empty()
+    download = name.startswith(access.HUB_PREFIXES)
+    text = (
+        tr("model.downloading", name=model_title(name), seconds=round(server_policy().load_timeout_s))
+        if download
+        else tr("model.loading", name=model_title(name))
+    )
+    with holder.container():
+        st.html(_HIDE_STALE)
+        with st.spinner(text, show_time=True):
+            yield
+    holder.empty()
+
+
+def try_model(name: str) -> zoo.ModelLoadError | None:
+    """Why ``name`` does not load (None when it does), tried once per session and name, with a
+    spinner (a registry model that needs no download is not tried: it always loads). A failed
+    download is not tried again on every rerun; typing the name anew tries again."""
+    spec = zoo.REGISTRY.get(name)
+    if spec is not None and spec.offline:
+        return None
+    tried = st.session_state.setdefault("_models_tried", {})
+    if name not in tried:
+        try:
+            with loading(name):
+                cached_model(name)
+            tried[name] = None
+        except zoo.ModelLoadError as err:
+            tried[name] = err
+    return tried[name]
+
+
+def forget_tries() -> None:
+    """A model box's on_change: the next name is tried afresh (a download that failed offline may work now)."""
+    st.session_state.pop("_models_tried", None)
+
+
+def model_spec(name: str) -> zoo.ModelSpec:
+    """A model's spec: the registry's, else the loaded model's (``try_model`` first)."""
+    spec = zoo.REGISTRY.get(name)
+    return spec if spec is not None and spec.offline else cached_model(name).spec
+
+
+def tour_problem(name: str) -> zoo.ModelLoadError | None:
+    """Why the tour cannot explain ``name`` (it does not load, or it is a CNN), or None."""
+    problem = try_model(name)
+    if problem is None and model_spec(name).is_cnn:
+        return zoo.ModelLoadError("model.is_cnn", name=model_title(name) if name.startswith(zoo.UPLOAD) else name)
+    return problem
 
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
@@ -174,21 +277,22 @@ def cached_experiment(
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def cached_filter_components(model_name: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """``analysis.patch_embed_components`` of a model's patch embedding, once per model: an SVD
-    of ViT-B/16's 768 x 768 filters takes seconds here, and the weights never change (read-only)."""
+def cached_filter_components(model_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every component of ``analysis.patch_embed_components`` of a model's patch embedding, once
+    per model: an SVD of ViT-B/16's 768 x 768 filters takes seconds here, and the weights never
+    change (read-only). All of them, so that their shares decide how many a page shows."""
     model, _ = cached_model(model_name)
-    components, ratios = analysis.patch_embed_components(model.patch_embed.proj.weight, k=k)
+    components, ratios = analysis.patch_embed_components(model.patch_embed.proj.weight, k=None)
     return components.cpu().numpy(), ratios.cpu().numpy()
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
 def cached_component_tiles(model_name: str, k: int) -> plots.Figure:
-    """``plots.component_tiles`` of ``cached_filter_components``: it depends on the model alone,
-    and its 28 small subplots took a tenth of a second to lay out on every rerun of page 3.
-    Shared by every session: ``st.plotly_chart`` only reads it (``to_dict``, then JSON)."""
-    components, ratios = cached_filter_components(model_name, k)
-    return plots.component_tiles(components, ratios)
+    """``plots.component_tiles`` of the first ``k`` of ``cached_filter_components``: it depends on
+    the model alone, and 28 small subplots took a tenth of a second to lay out on every rerun of
+    page 3. Shared by every session: ``st.plotly_chart`` only reads it (``to_dict``, then JSON)."""
+    components, ratios = cached_filter_components(model_name)
+    return plots.component_tiles(components[:k], ratios[:k])
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -342,8 +446,6 @@ class Choices:
     mistakes_true: int | None = None  # the lab's filters (class indices, or the lab's "any")
     mistakes_predicted: int | None = None
     mistakes_range: tuple[float, float] | None = None  # the lab's confidence range
-    mistakes_confident: bool | None = None  # "only confidently wrong"
-    mistakes_threshold: float | None = None
     mistakes_page: int | None = None  # the lab's gallery page, from 1
     mistake: int | None = None  # the image the lab shows up close: its # in the filtered list, from 1
     mistakes_other: str | None = None  # a second model on the same images (a registry name, or a file)
@@ -374,13 +476,18 @@ def cnn_models() -> list[str]:
 
 
 def model_title(name: str) -> str:
-    """A registry model's title in the user's language; any other name as it was typed."""
+    """A registry model's title in the user's language; an upload's file name; any other name as
+    it was typed."""
+    if name.startswith(zoo.UPLOAD):
+        return name.split(":", 2)[-1]
     return zoo.REGISTRY[name].title_in(lang()) if name in zoo.REGISTRY else name
 
 
 def tour_models() -> list[str]:
-    """The registry's ViTs: the tour explains patches, tokens and attention, which a CNN has not."""
-    return [name for name, spec in zoo.REGISTRY.items() if not spec.is_cnn]
+    """The registry's ViTs: the tour explains patches, tokens and attention, which a CNN has not
+    (those that download only where the server allows downloads)."""
+    hub = server_policy().allow_hub
+    return [name for name, spec in zoo.REGISTRY.items() if not spec.is_cnn and (spec.offline or hub)]
 
 
 _INT_CHOICES = {
@@ -414,10 +521,8 @@ def _is_valid(name: str, value: object) -> bool:
         return False
     if name in _INT_CHOICES:
         return isinstance(value, int) and not isinstance(value, bool)
-    if name in ("present", "mistakes_confident", "compare_ig"):
+    if name in ("present", "compare_ig"):
         return isinstance(value, bool)
-    if name == "mistakes_threshold":
-        return _is_number(value)
     if name == "mistakes_range":
         return isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_number(v) for v in value)
     if name == "lang":
@@ -630,12 +735,19 @@ def sample_names() -> list[str]:
 
 
 # Korean wraps between words, never inside one ("자동차", not "자동/차" under a thumbnail); the
-# lab's thumbnail buttons wrap their captions instead of cutting them.
+# lab's thumbnail buttons wrap their captions instead of cutting them, and every button of a
+# gallery row fills its column, so a row's buttons are as tall as its tallest (at least 3 lines).
 _STYLE = """
 <style>
   [data-testid="stAppViewContainer"], [data-testid="stSidebar"],
   :is([data-testid="stAppViewContainer"], [data-testid="stSidebar"]) :is(p, li, span, label, button) { word-break: keep-all; overflow-wrap: break-word; }
-  .st-key-mistakes_gallery button, .st-key-mistakes_gallery button * { white-space: normal; overflow: visible; text-overflow: clip; height: auto; }
+  .st-key-mistakes_gallery button, .st-key-mistakes_gallery button * { white-space: normal; overflow: visible; text-overflow: clip; }
+  .st-key-mistakes_gallery [data-testid="stElementContainer"]:has(.stButton) { flex: 1 1 auto; }
+  .st-key-mistakes_gallery .stButton, .st-key-mistakes_gallery .stButton button { height: 100%; }
+  .st-key-mistakes_gallery .stButton button { min-height: 5.2em; padding: 0.25rem 0.35rem; }
+  .st-key-mistakes_detail { scroll-margin-top: 1rem; }
+  [data-testid="stTable"] :is(th, td) p { overflow-wrap: anywhere !important; }  /* "trivialaugment" breaks */
+  [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: #4a4d57; }  /* 8.4:1 on white; Streamlit's grey is 3.7:1 */
 </style>
 """
 
@@ -661,11 +773,25 @@ def sidebar() -> None:
         help=tr("sidebar.model_help"),
         format_func=model_title,
     )
-    custom = side.text_input(tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224")
-    if custom.strip():
-        side.caption(tr("sidebar.custom_in_use"))
+    # a typed name and an uploaded checkpoint are for the practitioner: folded away, so that a
+    # class sees one model picker and one image uploader (open while either is in use)
+    own = side.expander(tr("sidebar.own_model"), expanded=bool(wanted_model()))
+    custom = own.text_input(
+        tr("sidebar.custom_model"), key="custom_model", placeholder="timm:deit_tiny_patch16_224", on_change=forget_tries
+    )
+    _model_upload(own)
+    in_use, wanted = model_name(), wanted_model()
+    if wanted and in_use == wanted:  # said only once the model has loaded
+        side.caption(
+            tr("sidebar.model_upload_in_use", name=model_title(wanted)) if _uploaded() else tr("sidebar.custom_in_use")
+        )
     else:  # the picker cuts a long name: the whole of it, and what the model is, wrap below
-        spec = zoo.REGISTRY[st.session_state["model"]]
+        for asked in (wanted, st.session_state["model"]):
+            if asked and asked != in_use and (problem := tour_problem(asked)) is not None:
+                # on the page, above its title: the sidebar's foot is off screen, and hidden in presenter mode
+                st.warning(tr("sidebar.custom_not_used", message=problem.sentence(lang()), model=model_title(in_use)))
+                break
+        spec = zoo.REGISTRY[in_use]
         side.caption(f"**{spec.title_in(lang())}**: {spec.description_in(lang())}")
     set_param("model", custom.strip() or st.session_state["model"])
 
@@ -702,6 +828,7 @@ def sidebar() -> None:
         set_param("test", None)
     else:
         _test_picker(side, images)
+    handout_button(side)
 
     device = zoo.pick_device()
     side.caption(f"{tr('sidebar.device')}: {device_text(device)}")
@@ -712,14 +839,17 @@ def sidebar() -> None:
         presenter_mode()
 
 
-# Presenter mode: the sidebar hidden, the page zoomed for a projector, and the keys a clicker
+# Presenter mode: the sidebar hidden, the page's text larger for a projector (by its root font size,
+# so that everything is laid out again to fit: a CSS zoom cut the figures at the column's and the
+# window's edge; figures grow in plots.theme), and the keys a clicker
 # sends (→ / PageDown, ← / PageUp) pressing Next / Previous; Escape leaves. Keys typed into a
 # field, a select box or a slider stay theirs.
 _PRESENTER = """
 <div id="vitviz-present"></div>
 <style>
   [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] { display: none !important; }
-  [data-testid="stMainBlockContainer"] { zoom: 1.25; max-width: 100%; padding-top: 1.5rem; }
+  html { font-size: 20px; }  /* Streamlit sizes text and spacing in rem: PRESENTER_REM times its 16 px */
+  [data-testid="stMainBlockContainer"] { max-width: 100%; padding-top: 1.5rem; }
 </style>
 <script>
   (function () {
@@ -787,7 +917,7 @@ def hardware_text(label: str) -> str:
 
 
 def presenter_mode() -> None:
-    """Hide the sidebar, enlarge the page and bind the clicker's keys (see _PRESENTER)."""
+    """Hide the sidebar, enlarge the page's text and bind the clicker's keys (see _PRESENTER)."""
     st.html(_PRESENTER, unsafe_allow_javascript=True)
     st.button(
         f"✕ {tr('present.leave')}",
@@ -796,6 +926,41 @@ def presenter_mode() -> None:
         kwargs={"present": False},
         help=tr("present.leave_help"),
     )
+
+
+def presenting() -> bool:
+    """Whether this session is in presenter mode."""
+    return bool(st.session_state.get("present"))
+
+
+def theme_charts() -> None:
+    """Every figure a page hands to st.plotly_chart (``st.plotly_chart``, ``column.plotly_chart``)
+    is drawn through ``plots.theme``, for this session's mode: the one place where presenter mode
+    makes figures larger. Streamlit's own chart theme is off by default (``theme=None``): it would
+    write the tick labels small and light grey over the figure's template. app.py calls this on
+    every run; the hook goes in once, for the server."""
+    from streamlit.delta_generator import DeltaGenerator
+
+    charts.share_figures(presenting)  # figures built once for the server, sent as JSON written once
+    draw = DeltaGenerator.plotly_chart
+    if getattr(draw, "themed", False):
+        return
+
+    @functools.wraps(draw)
+    def themed(self, figure_or_data, *args, theme=None, **kwargs):
+        if not isinstance(figure_or_data, plots.Figure):
+            return draw(self, figure_or_data, *args, theme=theme, **kwargs)
+        # A cached figure is one object for every session: theming it for one session's mode and
+        # serialising it happen under the figure's own lock, so another session in the other mode
+        # cannot re-theme it in between (figures of one session never wait on each other's locks).
+        lock = figure_or_data.__dict__.setdefault("_vitviz_lock", threading.Lock())
+        with lock:
+            plots.theme(figure_or_data, presenting())
+            return draw(self, figure_or_data, *args, theme=theme, **kwargs)
+
+    themed.themed = True
+    DeltaGenerator.plotly_chart = themed
+    st.plotly_chart = st._main.plotly_chart  # streamlit bound st.plotly_chart to the old method at its import
 
 
 def _test_picker(side, images: lab.TestImages | None) -> None:
@@ -827,9 +992,100 @@ def _random_test(images: lab.TestImages) -> None:
     st.session_state["test_class"], st.session_state["test_index"] = images.random()
 
 
+def handout_button(where) -> None:
+    """A button that downloads the tour of the session's image through its model, in its
+    language, as one offline HTML file (``vitviz.handout``). The file is made when the button is
+    clicked: Streamlit then calls ``make`` in a thread of its own, outside any run of the page,
+    so the session's choices are read here, at drawing time."""
+    name, data, language = model_name(), image_bytes(), lang()
+    if data is None:
+        return
+    try:
+        model, spec = cached_model(name)
+    except zoo.ModelLoadError:  # the page says why
+        return
+    if spec.is_cnn:
+        return
+    chosen = chosen_test_image()
+    images = test_images() if chosen else None
+    truth = handout.Truth(chosen[0], dataset_text(images.split.label)) if chosen and images else None
+    if chosen:
+        image_name = f"test={chosen[0]}/{chosen[1]}"
+    elif st.session_state.get("source") == "upload":
+        image_name = str(st.session_state.get("upload_name") or "upload")
+    else:
+        image_name = str(st.session_state.get("sample") or DEFAULT_SAMPLE)
+
+    def make() -> bytes:
+        cnn_name = handout.matching_cnn(model.config.class_names)
+        cnn = cached_model(cnn_name).model if cnn_name else None
+        trace = cached_trace(name, data)
+        with charts.private():  # the handout resizes and themes its figures: never the sessions' shared ones
+            text = handout.build(model, spec, data, language, image_name=image_name, truth=truth, trace=trace, cnn=cnn)
+        return text.encode("utf-8")
+
+    where.download_button(
+        tr("handout.button"),
+        make,
+        file_name=handout.file_name(name, image_name, language),
+        mime="text/html",
+        key="handout_download",
+        help=tr("handout.button_help"),
+        icon=":material/download:",
+        on_click="ignore",
+        width="stretch",
+    )
+
+
+def _uploaded() -> str | None:
+    return st.session_state.get("model_upload")
+
+
+def wanted_model() -> str:
+    """The model the visitor asked for instead of the list's: their upload, else the typed name."""
+    return _uploaded() or str(st.session_state.get("custom_model", "") or "").strip()
+
+
 def model_name() -> str:
-    custom = str(st.session_state.get("custom_model", "") or "").strip()
-    return custom or st.session_state.get("model", zoo.default_name())
+    """The ViT the tour explains: the upload or the typed name once it has loaded as a ViT, else
+    the list's choice, else (a download from the list that failed) the default model."""
+    wanted = wanted_model()
+    if wanted and tour_problem(wanted) is None:
+        return wanted
+    picked = st.session_state.get("model", zoo.default_name())
+    if picked in zoo.REGISTRY and tour_problem(picked) is None:
+        return picked
+    return zoo.default_name()
+
+
+def _model_upload(side) -> None:
+    """The sidebar's uploader of a visitor's own checkpoint (read in memory, never saved), and,
+    once one is in use, a button to stop using it."""
+    limit = server_policy().max_upload_mb
+    files = side.file_uploader(
+        tr("sidebar.model_upload"),
+        type=["safetensors", "json"],
+        accept_multiple_files=True,
+        key=f"model_upload_files_{st.session_state.get('_upload_round', 0)}",  # a new key empties it
+        help=tr("sidebar.model_upload_help", limit=limit),
+        max_upload_size=limit,
+    )
+    if files:
+        try:
+            name = keep_upload({file.name: file.getvalue() for file in files})
+        except zoo.ModelLoadError as err:
+            side.warning(err.sentence(lang()))
+        else:
+            if name != _uploaded():
+                forget_tries()
+            st.session_state["model_upload"] = name
+    if _uploaded():
+        side.button(tr("sidebar.model_upload_clear"), key="model_upload_clear", on_click=_stop_upload)
+
+
+def _stop_upload() -> None:
+    st.session_state.pop("model_upload", None)
+    st.session_state["_upload_round"] = st.session_state.get("_upload_round", 0) + 1
 
 
 def image_bytes() -> bytes | None:
@@ -1053,15 +1309,48 @@ def open_at_the_top(page) -> None:
         st.sidebar.html(TO_THE_TOP.replace("<script>", f"<script>// arrival {arrivals}"), unsafe_allow_javascript=True)
 
 
+# Scroll a keyed container into view (a constant script and a key written in code, never a
+# user's text), once the run has drawn it: the lab's thumbnails open their image below the gallery.
+SCROLL_TO = """<script>
+(() => {
+  const app = document.querySelector("[data-testid='stApp']");
+  const started = Date.now();
+  const go = () => {
+    if (app && app.getAttribute("data-test-script-state") === "running" && Date.now() - started < 10000) {
+      setTimeout(go, 50);
+      return;
+    }
+    document.querySelector(".st-key-KEY")?.scrollIntoView({block: "start", behavior: "smooth"});
+  };
+  go();
+})();
+</script>"""
+
+
+def scroll_to(key: str) -> None:
+    """Bring the container ``st.container(key=key)`` into view at the end of this run (in the
+    sidebar, like ``open_at_the_top``'s script, so the page gets no gap)."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", key):
+        raise ValueError(f"A container key has letters, digits, - and _ only, not {key!r}.")
+    st.session_state["_scrolls"] = scrolls = st.session_state.get("_scrolls", 0) + 1  # a new body runs anew
+    st.sidebar.html(
+        SCROLL_TO.replace("KEY", key).replace("<script>", f"<script>// scroll {scrolls}"), unsafe_allow_javascript=True
+    )
+
+
 def go_to(step: int) -> None:
     """Open a tour page, keeping the session's choices (and the URL's copy of them)."""
     remember(step=step)
     st.switch_page(TOUR[step][0], query_params={**url_params(), "step": str(step)})
 
 
+PRESENTER_REM = 1.25  # presenter mode's root font size against Streamlit's 16 px (_PRESENTER)
+
+
 def table_height(rows: int, limit: int = 720) -> int:
-    """Pixels for st.dataframe to show ``rows`` rows and its header without scrolling (up to a limit)."""
-    return min(35 * (rows + 1) + 3, limit)
+    """Pixels for st.dataframe to show ``rows`` rows and its header without scrolling (up to a
+    limit), for rows as tall as this session's mode draws them."""
+    return round(min(35 * (rows + 1) + 3, limit) * (PRESENTER_REM if presenting() else 1))
 
 
 def png_bytes(array: np.ndarray) -> bytes:

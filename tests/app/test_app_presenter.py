@@ -1,0 +1,30 @@
+"""Presenter mode draws every figure larger through one hook (ui.theme_charts), never by zooming
+the page (issue 39). The browser test (tests/browser/test_presenter.py) checks that nothing is cut."""
+
+from __future__ import annotations
+
+import json
+
+from tests.apptest import errors, open_page
+from vitviz.app import ui
+
+
+def _charts(present: bool) -> dict[str, tuple[dict, str]]:
+    at = open_page("app_pages/5_attention.py", query={"present": "1"} if present else None)  # a shared link
+    assert errors(at) == []
+    return {
+        chart.proto.id.rsplit("-", 1)[-1]: (json.loads(chart.proto.spec), chart.proto.theme)
+        for chart in at.get("plotly_chart")
+    }
+
+
+def test_every_chart_of_a_page_is_drawn_larger_in_presenter_mode_and_no_page_is_zoomed():
+    screen, presenter = _charts(False), _charts(True)
+    assert screen.keys() == presenter.keys() and len(screen) >= 4
+    for key, (figure, theme) in presenter.items():
+        layout, before = figure["layout"], screen[key][0]["layout"]
+        assert theme == "", key  # no Streamlit theme over the figure's own (its light grey, small ticks)
+        assert layout["font"]["size"] >= 18 and before["font"]["size"] >= 14, key
+        if before.get("height"):
+            assert layout["height"] > before["height"], key  # drawn larger
+    assert "zoom" not in ui._PRESENTER  # a zoomed page cut the figures at their column's edge

@@ -1,0 +1,106 @@
+"""Presenter mode in a real browser: every page, in English and Korean, at a projector's 1280 x 720
+and at 1920 x 1080, with nothing cut at a column's or the window's edge (issue 39).
+
+Presenter mode once zoomed the page by 1.25, and Plotly, which measures its column before the zoom,
+drew every figure a quarter wider than the column: colour bars, legends, the last layers of the
+logit lens and the right columns of tables fell off the page. One server and one browser visit the
+22 pages; each is checked at one size, then again after the window is resized to the other.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS, url_path
+from tests.browser.test_browser import server  # noqa: F401  (the fixture: one server for this module too)
+from vitviz import tour
+
+pytestmark = pytest.mark.cifar10  # the server's lab browses a copy of the test split
+
+SIZES = ((1280, 720), (1920, 1080))
+
+# Everything wider than its box: the page itself, each figure's box (and the SVG inside it, which a
+# zoom made wider than the box), each figure's parts (colour bar, legend, titles, tick labels) inside
+# the figure, each table inside the window and without a sideways scroll of its own.
+OVERFLOWS = """() => {
+  const problems = [];
+  const width = window.innerWidth;
+  const main = document.querySelector("[data-testid='stMain']");
+  const inside = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
+  const name = (el) => (el.closest("[class*='st-key-']")?.className.match(/st-key-([\\w-]+)/) || [, "a figure"])[1];
+  const round = (r) => [r.left, r.top, r.right, r.bottom].map(Math.round).join(",");
+  if (main.scrollWidth > main.clientWidth + 1) problems.push(`the page scrolls sideways: ${main.scrollWidth} > ${main.clientWidth}`);
+  for (const box of main.querySelectorAll("[data-testid='stPlotlyChart']")) {
+    const who = name(box), r = box.getBoundingClientRect();
+    if (box.scrollWidth > box.clientWidth + 1) problems.push(`${who}: scrollWidth ${box.scrollWidth} > clientWidth ${box.clientWidth}`);
+    if (r.left < -1 || r.right > width + 1) problems.push(`${who}: ${round(r)} outside the window's ${width} px`);
+    const column = box.parentElement.closest("[data-testid='stColumn'], [data-testid='stVerticalBlock']");
+    if (column && !inside(r, column.getBoundingClientRect())) problems.push(`${who}: wider than its column`);
+    const svg = box.querySelector("svg.main-svg");
+    if (!svg) continue;
+    const s = svg.getBoundingClientRect();
+    if (!inside(s, r)) problems.push(`${who}: its drawing ${round(s)} outside its box ${round(r)}`);
+    for (const part of box.querySelectorAll(".colorbar, .legend, .g-gtitle, .annotation, .xtick text, .ytick text, [class^='g-x'][class$='title'], [class^='g-y'][class$='title']")) {
+      const q = part.getBoundingClientRect();
+      if (q.width === 0 && q.height === 0) continue;
+      if (!inside(q, s)) problems.push(`${who}: '${(part.textContent || part.getAttribute("class")).slice(0, 40)}' cut at ${round(q)}, drawing ${round(s)}`);
+    }
+  }
+  for (const table of main.querySelectorAll("[data-testid='stDataFrame'], [data-testid='stTable'], [data-testid='stMarkdownContainer'] table")) {
+    const who = name(table), r = table.getBoundingClientRect();
+    if (r.right > width + 1) problems.push(`${who}: a table reaches ${Math.round(r.right)} px of ${width}`);
+    for (const scroller of [table, ...table.querySelectorAll(".dvn-scroller, div")]) {
+      if (scroller.scrollWidth > scroller.clientWidth + 1 && getComputedStyle(scroller).overflowX !== "visible") {
+        problems.push(`${who}: a table scrolls sideways, ${scroller.scrollWidth} > ${scroller.clientWidth}`);
+        break;
+      }
+    }
+  }
+  return problems;
+}"""
+
+SETTLED = """() => document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state") !== "running"
+  && Array.from(document.querySelectorAll("[data-testid='stPlotlyChart']")).every((box) => box.querySelector("svg.main-svg"))"""
+
+
+def _overflows(page) -> list[str]:
+    """What sticks out once the page has settled: a figure or a table being laid out again (after a
+    resize, or the presenter style's larger text) may stick out for a moment; only what stays counts."""
+    page.wait_for_function(SETTLED, timeout=90_000)
+    page.wait_for_timeout(600)
+    shown = page.evaluate(OVERFLOWS)
+    if shown:
+        page.wait_for_timeout(2000)
+        shown = [problem for problem in page.evaluate(OVERFLOWS) if problem in shown]
+    return shown
+
+
+def test_presenter_mode_cuts_nothing_on_any_page(server):  # noqa: F811
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "install Debian's chromium: apt-get install chromium chromium-driver fonts-noto-cjk"
+    problems: list[str] = []
+    started = time.perf_counter()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=dict(zip(("width", "height"), SIZES[0], strict=True)))
+        for lang in ("en", "ko"):
+            for script in tour.scripts():
+                path = url_path(script)
+                page.goto(f"{server}/{path}?lang={lang}&present=1", wait_until="domcontentloaded")
+                page.wait_for_selector("#vitviz-present", state="attached", timeout=90_000)
+                page.wait_for_selector("[data-testid='stMain'] h1", timeout=90_000)
+                sizes = SIZES if lang == "en" else SIZES[::-1]  # each size from a fresh load and after a resize
+                for width, height in sizes:
+                    page.set_viewport_size({"width": width, "height": height})
+                    problems += [f"/{path} {lang} {width}x{height}: {problem}" for problem in _overflows(page)]
+                if path == "compare" and lang == "en":  # five maps with integrated gradients on
+                    page.locator(".st-key-compare_ig label").first.click()
+                    page.wait_for_selector(".st-key-compare_map_ig_cnn .main-svg", timeout=120_000)
+                    problems += [f"/{path} with integrated gradients: {problem}" for problem in _overflows(page)]
+        browser.close()
+    print(f"presenter mode: 22 pages at 2 sizes in {time.perf_counter() - started:.0f} s")
+    assert problems == [], "\n".join(problems)

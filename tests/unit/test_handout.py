@@ -1,0 +1,310 @@
+"""The handout (issue 42): its numbers read back from the file, its size, and its command line."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from tests.app.test_korean_pages import english_words, figure_texts
+from tests.apptest import figure_array
+from vitviz import analysis, handout, plots, zoo
+from vitviz.config import CIFAR10_CLASSES, ViTConfig
+from vitviz.data import load_image, to_tensor
+from vitviz.i18n import t
+from vitviz.model import VisionTransformer
+
+CAT = handout.SAMPLES / "cat-chelsea.jpg"
+
+
+def plotted(text: str) -> dict[str, tuple[list[dict], dict]]:
+    """Every figure in a handout, by its div's id: Plotly's (data, layout) as the file holds them,
+    read from each ``Plotly.newPlot("id", data, layout, ...)`` after the inlined library."""
+    body = text[text.index("</head>") :]
+    decoder = json.JSONDecoder()
+    found = {}
+    for call in re.finditer(r'Plotly\.newPlot\(\s*"([^"]+)",\s*', body):
+        data, end = decoder.raw_decode(body, call.end())
+        layout, _ = decoder.raw_decode(body, end + re.match(r"\s*,\s*", body[end:]).end())
+        found[call.group(1)] = (data, layout)
+    return found
+
+
+def embedded(text: str, element_id: str) -> object:
+    """The JSON of a <script type="application/json" id=...> block."""
+    block = re.search(rf'<script type="application/json" id="{element_id}">(.*?)</script>', text, re.S)
+    return json.loads(block.group(1).replace("<\\/", "</"))
+
+
+def tiny_model() -> tuple[VisionTransformer, zoo.ModelSpec]:
+    config = ViTConfig(
+        image_size=32, patch_size=4, num_classes=10, embed_dim=32, depth=2, num_heads=4, class_names=CIFAR10_CLASSES
+    )
+    torch.manual_seed(0)
+    model = VisionTransformer(config).eval()
+    spec = zoo.ModelSpec(
+        name="tiny", title="tiny", source="random", config=config, trained=False, offline=True, description="tiny"
+    )
+    return model, spec
+
+
+def test_the_numbers_in_the_file_are_the_traces() -> None:
+    model, spec = tiny_model()
+    data = CAT.read_bytes()
+    text = handout.build(model, spec, data, "en", image_name="cat-chelsea.jpg")
+    figures = plotted(text)
+    pixels = to_tensor(load_image(data), model.config.preprocess)
+    with torch.inference_mode():
+        trace = model.explain(pixels)
+    depth, heads = trace.depth, trace.num_heads
+
+    # the selectors' maps: every layer and head, and the mean of the heads, to their 4 digits
+    maps = np.asarray(embedded(text, "attention-data")["maps"])
+    assert maps.shape == (depth, heads + 1, 8, 8)  # the readout rows only, never (T, T)
+    for layer in range(depth):
+        readout = analysis.readout_attention(trace, layer)[0].numpy()  # (heads, 8, 8)
+        np.testing.assert_allclose(maps[layer, :heads], readout, rtol=5e-4, atol=1e-9)
+        np.testing.assert_allclose(maps[layer, heads], readout.mean(0), rtol=5e-4, atol=1e-9)
+    first = analysis.readout_attention(trace, 0)[0].numpy()
+    np.testing.assert_allclose(figure_array(figures["fig-attention"][0][1]["z"]), first.mean(0), rtol=1e-6)
+    for head, panel in enumerate(figures["fig-attention-heads"][0]):
+        np.testing.assert_allclose(figure_array(panel["z"]), first[head], rtol=1e-6)
+
+    rollout = analysis.rollout_map(trace)[0].numpy()
+    np.testing.assert_allclose(figure_array(figures["fig-attention-rollout"][0][1]["z"]), rollout, rtol=1e-6)
+    distances = analysis.mean_attention_distance(trace, model.config.token_size).numpy()  # (depth, heads)
+    dots = [figure_array(d["y"]) for d in figures["fig-attention-distance"][0] if d.get("mode") == "markers"]
+    np.testing.assert_allclose(np.stack(dots, axis=1), distances, rtol=1e-6)
+
+    probs = trace.logits[0].softmax(-1)
+    best = probs.topk(5)
+    bars = figures["fig-prediction-topk"][0][0]
+    np.testing.assert_allclose(figure_array(bars["x"]), best.values.numpy(), rtol=1e-6)
+    assert list(bars["y"]) == [CIFAR10_CLASSES[i] for i in best.indices]
+
+    lens = analysis.logit_lens(model, trace).float()
+    tracked, scores = analysis.logit_lens_tracks(lens, k=5)
+    lines = figures["fig-prediction-lens"][0]
+    assert [line["name"] for line in lines] == [CIFAR10_CLASSES[int(c)] for c in tracked]
+    np.testing.assert_allclose(np.stack([figure_array(line["y"]) for line in lines], 1), scores.numpy(), rtol=1e-5)
+
+    steps = analysis.occlusion_steps(model)
+    curves = figures["fig-prediction-occlusion"][0]
+    for kind, curve in zip(analysis.OCCLUSION_ORDERS, curves, strict=True):
+        order = analysis.occlusion_order(trace, kind)
+        with torch.inference_mode():
+            expected = analysis.occlusion_curve(model, trace.pixels, order, steps, target=int(probs.argmax()))
+        np.testing.assert_allclose(figure_array(curve["y"]), expected.numpy(), rtol=1e-5, atol=1e-7)
+
+    similarity = analysis.pos_embed_similarity(model.pos_embed.detach()[0], trace.grid_size, 1).numpy()
+    mosaic = figure_array(figures["fig-tokens-mosaic"][0][0]["z"])
+    np.testing.assert_allclose(mosaic, plots.similarity_mosaic(similarity), rtol=1e-6, equal_nan=True)
+    centre = 4 * 8 + 4
+    token = figure_array(figures["fig-vectors-token"][0][0]["y"])
+    np.testing.assert_allclose(token, trace.patch_tokens[0, centre].numpy(), rtol=1e-6)
+
+
+def test_the_attention_step_has_a_selector_per_layer_and_head_and_the_sentences_are_the_apps() -> None:
+    model, spec = tiny_model()
+    text = handout.build(model, spec, CAT.read_bytes(), "ko", image_name="cat")
+    layers = re.search(r'<select id="attention-layer">(.*?)</select>', text).group(1)
+    heads = re.search(r'<select id="attention-head">(.*?)</select>', text).group(1)
+    assert re.findall(r">([^<]+)</option>", layers) == [t("attention.layer_n", "ko", n=n) for n in (1, 2)]
+    assert re.findall(r">([^<]+)</option>", heads) == [
+        *(t("attention.head_n", "ko", n=n) for n in range(1, 5)),
+        t("attention.mean_heads", "ko"),
+    ]
+    titles = re.findall(r"<h2>([^<]+)</h2>", text)
+    assert titles[:3] == [t(key, "ko") for key in ("page.home", "page.input", "page.patches")]
+    assert t("page.card", "ko") in titles
+    assert '<html lang="ko">' in text
+    # no English left in the figures' labels, beyond the terms Korean ML texts keep (as the app's pages)
+    texts = [
+        label for data, layout in plotted(text).values() for label in figure_texts({"data": data, "layout": layout})
+    ]
+    leaks = sorted({f"{word!r} in {label[:60]!r}" for label in texts for word in english_words(label)})
+    assert leaks == [], leaks
+    # a title in a figure half the column wide is broken to that width, not cut at its edge
+    narrow = [layout for _, layout in plotted(text).values() if layout["width"] == handout.HALF]
+    lines = [line for layout in narrow if "title" in layout for line in layout["title"]["text"].split("<br>")]
+    assert len(narrow) >= 6 and any("<br>" in layout["title"]["text"] for layout in narrow if "title" in layout)
+    assert max(plots.ems(line) for line in lines) * plots.TITLE_PX[False] <= handout.HALF - 24
+
+
+def test_a_file_that_loads_nothing_holds_plotly_once_and_the_image() -> None:
+    model, spec = tiny_model()
+    text = handout.build(model, spec, CAT.read_bytes(), "en", image_name="cat")
+    assert text.count(plotly_js_banner()) == 1
+    assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=[\"']?(https?:)?//", text)
+    assert "<link" not in text and "@import" not in text and "url(http" not in text
+    assert 'src="data:image/jpeg;base64,' in text  # the photo itself, 451 x 300 px
+    assert len(plotted(text)) == text.count('class="plotly-graph-div"') >= 20
+
+
+def plotly_js_banner() -> str:
+    import plotly.offline
+
+    return plotly.offline.get_plotlyjs()[:200]
+
+
+def test_the_cifar_handout_is_under_6_mb() -> None:
+    model, spec = zoo.load("cifar10-vit", device="cpu")
+    cnn = zoo.load(handout.matching_cnn(model.config.class_names), device="cpu").model
+    text = handout.build(model, spec, CAT.read_bytes(), "en", image_name="cat-chelsea.jpg", cnn=cnn)
+    assert "fig-compare-gradcam" in plotted(text)  # the ViT-vs-CNN step is in it
+    assert len(text.encode()) <= 6e6
+
+
+@pytest.mark.slow  # a ViT-B/16: about 20 CPU-seconds
+def test_a_vit_b16_handout_is_under_20_mb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A randomly initialised ViT-B/16 (the zoo's config, no download). Its occlusion curves are
+    cut to 2 points here (20 numbers of a 7 MB file) to spare the test ViT-B/16's 14 forward passes."""
+    monkeypatch.setattr(analysis, "occlusion_steps", lambda model: 1)
+    model, spec = zoo.load("untrained-vit-b16", device="cpu")
+    text = handout.build(model, spec, CAT.read_bytes(), "en", image_name="cat-chelsea.jpg")
+    maps = np.asarray(embedded(text, "attention-data")["maps"])
+    assert maps.shape == (12, 13, 14, 14)
+    assert len(text.encode()) <= 20e6
+
+
+def test_markdown() -> None:
+    assert (
+        handout.markdown("**a** `b` *c* <script>")
+        == "<p><strong>a</strong> <code>b</code> <em>c</em> &lt;script&gt;</p>"
+    )
+    assert handout.markdown("- one\n- two\nend") == "<ul><li>one</li><li>two</li></ul>\n<p>end</p>"
+
+
+# ---- the command line -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def test_folder(tmp_path: Path) -> Path:
+    """A CIFAR-10 ImageFolder of two images a class."""
+    root = tmp_path / "cifar"
+    rng = np.random.default_rng(0)
+    for name in CIFAR10_CLASSES:
+        (root / "test" / name).mkdir(parents=True)
+        for index in range(2):
+            Image.fromarray(rng.integers(0, 256, (32, 32, 3), dtype=np.uint8)).save(
+                root / "test" / name / f"{index}.png"
+            )
+    return root
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = handout.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    ("image", "extra", "key", "values"),
+    [
+        ("nope.jpg", [], "handout.no_image", {"name": "nope.jpg", "samples": ", ".join(handout.sample_names())}),
+        ("test=cat", [], "handout.test_form", {"given": "cat"}),
+        (
+            "test=unicorn/0",
+            ["--data", "FOLDER"],
+            "handout.test_class",
+            {"name": "unicorn", "classes": ", ".join(CIFAR10_CLASSES)},
+        ),
+        ("test=cat/7", ["--data", "FOLDER"], "handout.test_index", {"name": "cat", "count": 2, "last": 1}),
+        ("test=cat/0", ["--data", "EMPTY"], "handout.no_test", {}),
+        ("cat-chelsea", ["--model", "cifar10-cnn"], "handout.cnn_model", {"name": "cifar10-cnn"}),
+    ],
+)
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_wrong_argument_gets_a_sentence_not_a_traceback(
+    capsys, tmp_path, test_folder, image, extra, key, values, lang
+) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    extra = [{"FOLDER": str(test_folder), "EMPTY": str(empty)}.get(arg, arg) for arg in extra]
+    out = tmp_path / "out.html"
+    code, _, err = run(capsys, image, *extra, "--lang", lang, "-o", str(out))
+    assert code == 2 and not out.exists()
+    assert "Traceback" not in err
+    assert err.strip() == f"error: {t(key, lang, **values)}"
+
+
+def test_files_and_folders_that_do_not_work_get_a_sentence(capsys, tmp_path) -> None:
+    not_an_image = tmp_path / "notes.jpg"
+    not_an_image.write_text("hello")
+    code, _, err = run(capsys, str(not_an_image), "-o", str(tmp_path / "a.html"))
+    assert code == 2 and err.startswith("error: ") and "Traceback" not in err
+    code, _, err = run(capsys, "cat-chelsea", "-o", str(tmp_path / "missing" / "a.html"))
+    assert code == 2 and err.strip() == "error: " + t("handout.no_folder", path=str(tmp_path / "missing" / "a.html"))
+    code, _, err = run(capsys, "cat-chelsea", "--model", "no-such-model", "-o", str(tmp_path / "a.html"))
+    assert code == 2 and err.startswith("error: ") and "no-such-model" in err and "Traceback" not in err
+    for argv in (["cat-chelsea"], ["cat-chelsea", "--lang", "fr", "-o", "x.html"], []):
+        with pytest.raises(SystemExit) as stopped:
+            handout.main(argv)
+        err = capsys.readouterr().err
+        assert stopped.value.code == 2 and "error:" in err and "Traceback" not in err
+
+
+def test_a_test_image_by_class_and_index(capsys, tmp_path, test_folder) -> None:
+    out = tmp_path / "tour.html"
+    code, said, err = run(
+        capsys, "test=dog/1", "--model", "untrained-cifar10-vit", "--data", str(test_folder), "-o", str(out)
+    )
+    assert code == 0, err
+    assert said.startswith(f"Wrote {out} (") and said.rstrip().endswith("on test=dog/1.")
+    text = out.read_text(encoding="utf-8")
+    assert "test=dog/1" in text
+    assert text.count("True class (CIFAR-10 test set): <strong>dog</strong>") == 2  # the overview and step 7
+    # the image the sidebar's picker would open: the class's second file, as a data: URI
+    pixels = np.asarray(Image.open(test_folder / "test" / "dog" / "1.png"))
+    shown = re.search(r'<img src="data:image/png;base64,([^"]+)"', text).group(1)
+    import base64
+    import io
+
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(base64.b64decode(shown)))), pixels)
+
+
+def test_a_sample_by_its_name_or_stem() -> None:
+    assert handout.choose_image("cat-chelsea", CIFAR10_CLASSES).data == CAT.read_bytes()
+    assert handout.choose_image("cat-chelsea.jpg", CIFAR10_CLASSES).name == "cat-chelsea.jpg"
+    assert handout.choose_image(str(CAT), CIFAR10_CLASSES).truth is None
+    assert handout.file_name("cifar10-vit", "test=T-shirt/top/3", "ko") == "vitviz-cifar10-vit-t-shirt-top-3-ko.html"
+
+
+# ---- the app's button -------------------------------------------------------------------------
+
+
+def test_the_sidebar_offers_the_tour_made_when_clicked() -> None:
+    from tests.apptest import open_page
+
+    at = open_page(None, lang="ko")
+    buttons = [b for b in at.sidebar.get("download_button") if b.proto.label == t("handout.button", "ko")]
+    assert len(buttons) == 1 and buttons[0].proto.HasField("deferred_file_id")  # nothing built until clicked
+
+
+def test_the_button_writes_the_sessions_image_model_and_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from vitviz.app import ui
+
+    photo = CAT.read_bytes()
+    monkeypatch.setattr(ui, "model_name", lambda: zoo.SHIPPED)
+    monkeypatch.setattr(ui, "image_bytes", lambda: photo)
+    monkeypatch.setattr(ui, "lang", lambda: "ko")
+    monkeypatch.setattr(ui, "chosen_test_image", lambda: ("cat", 3))  # as if it were test image cat/3
+    monkeypatch.setattr(ui, "test_images", lambda: SimpleNamespace(split=SimpleNamespace(label="CIFAR-10")))
+    offered = {}
+    ui.handout_button(
+        SimpleNamespace(download_button=lambda label, data, **kw: offered.update(label=label, data=data, **kw))
+    )
+    assert offered["label"] == t("handout.button", "ko") and offered["file_name"] == "vitviz-cifar10-vit-cat-3-ko.html"
+    text = offered["data"]().decode("utf-8")
+    model, spec = zoo.load(zoo.SHIPPED, device="cpu")
+    cnn = zoo.load(handout.matching_cnn(model.config.class_names), device="cpu").model
+    truth = handout.Truth("cat", "CIFAR-10")
+    assert text == handout.build(model, spec, photo, "ko", image_name="test=cat/3", truth=truth, cnn=cnn)
+    assert '<html lang="ko">' in text and "(CIFAR-10 테스트 세트)" in text

@@ -1,0 +1,392 @@
+"""Plant bugs in vitviz's core one at a time and check that the unit tests catch each one.
+
+    python tools/mutants.py              # every mutant (a few minutes on 2 cores)
+    python tools/mutants.py --list       # their names, files and tests
+    python tools/mutants.py -k ig,grid   # only the mutants whose name contains "ig" or "grid"
+
+Each mutant is one plausible bug written as a text replacement in vitviz/analysis.py,
+vitviz/patches.py or vitviz/compare.py, with the unit tests that should catch it. The work tree
+is never touched: its files (tracked and untracked, not ignored) are copied to a temporary folder
+once, every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
+put back. A mutant is "killed" when a test fails, "survived" when every test passes, and
+"stale" when its text is no longer in the file (the code moved on: mend the list).
+
+The exit status is 0 when every mutant is killed or is a known survivor (``survives`` says why
+it cannot be caught, e.g. an equivalent change), 1 otherwise. docs/mutants.md has the routine
+and the last run's result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIG = 1_000_000  # bytes: larger files (the shipped weights) are linked into the copy, not copied
+TIMEOUT_S = 300  # a mutant that makes its tests hang counts as killed
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # relative to the repository
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]  # pytest arguments: files, node ids, -k expressions
+    survives: str = ""  # why a test cannot catch it (an equivalent change); empty: it must be killed
+
+
+ANALYSIS, PATCHES, COMPARE = "vitviz/analysis.py", "vitviz/patches.py", "vitviz/compare.py"
+T_ANALYSIS, T_LAB, T_PATCHES = "tests/unit/test_analysis.py", "tests/unit/test_lab.py", "tests/unit/test_patches.py"
+T_COMPARE = "tests/unit/test_compare.py"
+
+MUTANTS = (
+    # ---- attention rollout and what the pooled token reads
+    Mutant(
+        "rollout-later-blocks-on-the-right",
+        ANALYSIS,
+        "rollout = fused if rollout is None else fused @ rollout",
+        "rollout = fused if rollout is None else rollout @ fused",
+        (T_ANALYSIS, "-k", "rollout"),
+    ),
+    Mutant(
+        "rollout-halves-instead-of-renormalising",
+        ANALYSIS,
+        "fused = fused / row_sums  # (B, T, T), rows sum to 1",
+        "fused = fused / 2  # (B, T, T), rows sum to 1",
+        (T_ANALYSIS, "-k", "rollout"),
+    ),
+    Mutant(
+        "rollout-discards-the-strongest",
+        ANALYSIS,
+        "fused.topk(num_discard, dim=-1, largest=False)",
+        "fused.topk(num_discard, dim=-1, largest=True)",
+        (T_ANALYSIS, "-k", "rollout"),
+    ),
+    Mutant(
+        "rollout-max-fusion-is-the-mean",
+        ANALYSIS,
+        "fused = attention.amax(dim=1)",
+        "fused = attention.mean(dim=1)",
+        (T_ANALYSIS, "-k", "rollout or no_cls"),
+    ),
+    Mutant(
+        "pooled-row-of-the-first-patch",
+        ANALYSIS,
+        "return matrix[:, 0, prefix:]",
+        "return matrix[:, prefix, prefix:]",
+        (T_ANALYSIS, T_LAB, "-k", "rollout"),
+    ),
+    Mutant(
+        "no-cls-pooled-row-flat",  # issue 39: the mean over the keys' axis gives 1/N everywhere
+        ANALYSIS,
+        "matrix[:, prefix:, prefix:].mean(dim=1)",
+        "matrix[:, prefix:, prefix:].mean(dim=2)",
+        (T_ANALYSIS, T_LAB, "-k", "rollout or no_cls"),
+    ),
+    Mutant(
+        "grad-rollout-keeps-negative-links",
+        ANALYSIS,
+        "(grad * attention.detach()).clamp_min(0.0).mean(dim=1, keepdim=True)",
+        "(grad * attention.detach()).mean(dim=1, keepdim=True)",
+        (T_LAB, "-k", "grad_rollout"),
+    ),
+    Mutant(
+        "grad-rollout-gradient-alone",
+        ANALYSIS,
+        "(grad * attention.detach()).clamp_min(0.0)",
+        "grad.clamp_min(0.0)",
+        (T_LAB, "-k", "grad_rollout"),
+    ),
+    # ---- mean attention distance
+    Mutant(
+        "distance-normalised-over-the-keys-axis",  # issue 39: symmetric fixtures let it pass
+        ANALYSIS,
+        "weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-12)",
+        "weights = weights / weights.sum(dim=-2, keepdim=True).clamp_min(1e-12)",
+        (T_ANALYSIS, "-k", "distance"),
+    ),
+    Mutant(
+        "distance-keeps-the-prefix-weight",
+        ANALYSIS,
+        "weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-12)",
+        "weights = weights",
+        (T_ANALYSIS, "-k", "distance"),
+    ),
+    Mutant(
+        "distance-from-patch-corners",
+        ANALYSIS,
+        "+ 0.5) * patch_size  # (N, 2)",
+        ") * patch_size  # (N, 2)",
+        (T_ANALYSIS, "-k", "distance"),
+        survives="equivalent: moving every centre by half a patch changes no distance between two of them",
+    ),
+    # ---- logit lens ranks
+    Mutant(
+        "class-rank-counts-ties-above",
+        ANALYSIS,
+        "return (lens > score).sum(dim=-1)  # (L+1, B)",
+        "return (lens >= score).sum(dim=-1) - 1  # (L+1, B)",
+        (T_ANALYSIS, "-k", "rank"),
+    ),
+    # ---- patches
+    Mutant(
+        "grid-size-ignores-the-width",  # issue 39
+        PATCHES,
+        "if height % patch_size or width % patch_size:",
+        "if height % patch_size:",
+        (T_PATCHES,),
+    ),
+    Mutant(
+        "grid-size-width-first",
+        PATCHES,
+        "return (height // patch_size, width // patch_size)",
+        "return (width // patch_size, height // patch_size)",
+        (T_PATCHES,),
+    ),
+    Mutant(
+        "patchify-channels-last",
+        PATCHES,
+        '"b c (gh p1) (gw p2) -> b (gh gw) (c p1 p2)", p1=patch_size',
+        '"b c (gh p1) (gw p2) -> b (gh gw) (p1 p2 c)", p1=patch_size',
+        (T_PATCHES,),
+    ),
+    Mutant(
+        "unfold-route-column-major",
+        PATCHES,
+        "x = x.permute(0, 2, 3, 1, 4, 5)  # (B, grid_h, grid_w, C, P, P)",
+        "x = x.permute(0, 3, 2, 1, 4, 5)  # (B, grid_h, grid_w, C, P, P)",
+        (T_PATCHES,),
+    ),
+    Mutant(
+        "loop-route-forgets-the-bias",
+        PATCHES,
+        "tokens.append(token if bias is None else token + bias)",
+        "tokens.append(token)",
+        (T_PATCHES,),
+    ),
+    Mutant(
+        "patch-boxes-transposed",
+        PATCHES,
+        "(row * patch_size, col * patch_size, (row + 1) * patch_size, (col + 1) * patch_size)",
+        "(col * patch_size, row * patch_size, (col + 1) * patch_size, (row + 1) * patch_size)",
+        (T_PATCHES,),
+    ),
+    Mutant(
+        "tiles-not-unnormalised-by-std",
+        PATCHES,
+        "(tiles * torch.tensor(std) + torch.tensor(mean))",
+        "(tiles + torch.tensor(mean))",
+        (T_PATCHES,),
+    ),
+    # ---- compare: Grad-CAM, integrated gradients, the experiments' inputs
+    Mutant(
+        "ig-explains-class-0",  # issue 39
+        COMPARE,
+        "target=class_index, n_steps=steps",
+        "target=0, n_steps=steps",
+        (T_COMPARE, "-k", "integrated"),
+    ),
+    Mutant(
+        "ig-ignores-the-steps",  # issue 39
+        COMPARE,
+        "n_steps=steps, internal_batch_size=steps",
+        "n_steps=32, internal_batch_size=32",
+        (T_COMPARE, "-k", "integrated"),
+    ),
+    Mutant(
+        "ig-abs-before-the-channel-sum",
+        COMPARE,
+        "attribution[0].sum(dim=0).abs()",
+        "attribution[0].abs().sum(dim=0)",
+        (T_COMPARE, "-k", "integrated"),
+    ),
+    Mutant(
+        "gradcam-without-relu",
+        COMPARE,
+        "relu_attributions=True",
+        "relu_attributions=False",
+        (T_COMPARE, "-k", "gradcam"),
+    ),
+    Mutant(
+        "gradcam-mirror-not-flipped-back",
+        COMPARE,
+        "one_view(pixels.flip(-1)).flip(-1)",
+        "one_view(pixels.flip(-1))",
+        (T_COMPARE, "-k", "gradcam"),
+    ),
+    Mutant(
+        "shuffle-applies-the-inverse",
+        COMPARE,
+        "patches[:, permutation]",
+        "patches[:, permutation.argsort()]",
+        (T_COMPARE, "-k", "shuffle or experiments"),
+    ),
+    Mutant(
+        "shift-swaps-the-axes",
+        COMPARE,
+        "shifts=(dy, dx), dims=(-2, -1)",
+        "shifts=(dx, dy), dims=(-2, -1)",
+        (T_COMPARE, "-k", "shift or experiments"),
+    ),
+    Mutant(
+        "mean-position-keeps-every-position",
+        COMPARE,
+        "x = x + model.pos_embed.mean(dim=1, keepdim=True)",
+        "x = x + model.pos_embed",
+        (T_COMPARE, "-k", "position or experiments"),
+    ),
+)
+
+
+def copy_tree(destination: Path) -> None:
+    """The work tree's files, as git would see them (tracked and untracked, ignored ones left out)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if not source.is_file():  # deleted in the work tree, not yet in git
+            continue
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.stat().st_size > BIG:
+            target.symlink_to(source)
+        else:
+            shutil.copy2(source, target)
+
+
+# Imported once by this process and shared with every forked test run: importing torch alone
+# takes seconds, the tests of one mutant often less. vitviz and the tests are never imported here,
+# so each run reads the (mutated) copy afresh.
+WARM = ("torch", "numpy", "einops", "PIL.Image", "safetensors.torch", "captum.attr", "plotly.graph_objects", "pytest")
+
+
+def warm_up() -> None:
+    sys.dont_write_bytecode = True  # a mutant and the original can share a size and a second: no stale .pyc
+    for name in WARM:
+        with contextlib.suppress(ImportError):  # the tests that need it will say so
+            importlib.import_module(name)
+
+
+def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[bool, str]:
+    """Run pytest on ``tests`` in the copy, in a forked child of this (warm) process.
+
+    Returns:
+        (passed, the first failing test or a short reason).
+    """
+    import pytest
+
+    log = tree / ".mutant-log"
+    pid = os.fork()
+    if pid == 0:  # the child: forget any vitviz or tests module, run pytest in the copy, exit
+        code = 1
+        try:
+            os.chdir(tree)
+            sys.path.insert(0, str(tree))
+            for name in [n for n in sys.modules if n.split(".")[0] in ("vitviz", "tests")]:
+                del sys.modules[name]
+            with open(log, "w", encoding="utf-8") as out:
+                os.dup2(out.fileno(), 1)
+                os.dup2(out.fileno(), 2)
+                code = int(pytest.main(["-x", "-q", "-rf", "--no-header", "-p", "no:warnings", *tests]))
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    deadline = time.monotonic() + TIMEOUT_S
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return False, f"timed out after {TIMEOUT_S} s"
+        time.sleep(0.05)
+    code = os.waitstatus_to_exitcode(done[1])
+    output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    if code == 0:
+        return True, ""
+    failed = re.search(r"^(?:FAILED|ERROR) (\S+)", output, re.MULTILINE)
+    if failed:
+        return False, failed[1]
+    if code == 5:  # no test selected: a wrong -k, not a caught bug
+        raise SystemExit(f"No test was selected by {' '.join(tests)}: mend the mutant's tests.")
+    lines = output.strip().splitlines()
+    return False, (lines[-1] if lines else f"exit status {code}")[:120]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="only the mutants whose name contains this (or one of a,b,c)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and stop")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if any(part in m.name for part in args.k.split(","))]
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:42} {m.path:20} {' '.join(m.tests)}")
+        return 0
+    if not chosen:
+        raise SystemExit(f"No mutant's name contains {args.k!r}.")
+
+    started = time.perf_counter()
+    warm_up()
+    with tempfile.TemporaryDirectory(prefix="vitviz-mutants-") as folder:
+        tree = Path(folder)
+        copy_tree(tree)
+        every_test = tuple(dict.fromkeys(t for m in chosen for t in m.tests if t.startswith("tests/")))
+        passed, why = run_tests(tree, every_test)
+        if not passed:
+            raise SystemExit(f"The tests fail without any mutant ({why}): fix them first.")
+
+        rows, unexpected = [], 0
+        for m in chosen:
+            file = tree / m.path
+            original = file.read_text(encoding="utf-8")
+            if original.count(m.old) != 1:
+                rows.append((m.name, "stale", f"found {original.count(m.old)} times in {m.path}", 0.0))
+                unexpected += 1
+                continue
+            file.write_text(original.replace(m.old, m.new), encoding="utf-8")
+            cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+            try:
+                passed, why = run_tests(tree, m.tests)
+            finally:
+                file.write_text(original, encoding="utf-8")
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
+            seconds = used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime  # CPU: comparable on a busy machine
+            if not passed:
+                rows.append((m.name, "killed", why, seconds))
+            elif m.survives:
+                rows.append((m.name, "survived (known)", m.survives, seconds))
+            else:
+                rows.append((m.name, "SURVIVED", "no test failed: write one that does", seconds))
+                unexpected += 1
+            print(f"{rows[-1][1]:17} {m.name}", file=sys.stderr, flush=True)
+
+    width = max(len(r[0]) for r in rows)
+    print(f"\n{'mutant':{width}}  {'result':17} {'cpu s':>5}  by / why")
+    for name, result, why, seconds in rows:
+        print(f"{name:{width}}  {result:17} {seconds:5.1f}  {why}")
+    killed = sum(r[1] == "killed" for r in rows)
+    total = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = total.ru_utime + total.ru_stime + children.ru_utime + children.ru_stime
+    print(f"\n{killed} of {len(rows)} killed; {time.perf_counter() - started:.0f} s in all ({cpu:.0f} s of CPU).")
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,437 @@
+"""Sentences that state a fact about the model or the image on screen, read from the numbers.
+
+A page never asserts what a trained ViT *usually* does ("some heads stay local", "after
+LayerNorm the tokens have the same length"): it asks this module, which reads the numbers the
+figure beside the sentence shows and returns the ``Claim`` that is true for them, an i18n key
+and the values that fill it. ``text(claim, lang)`` writes it in either language. Every function
+has a unit test with numbers made so that the opposite is true, and docs/claims.md lists every
+such sentence of the app with the numbers that decide it.
+
+Thresholds are module constants, named and documented here, so a sentence's meaning ("local",
+"rises", "nearly the same") is defined once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vitviz.analysis import occlusion_reading
+from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
+
+# Mean attention distance. A head is *local* when its mean distance is under LOCAL_SHARE of the
+# distance of uniform attention (about a quarter of a square image's side, since uniform
+# attention over a square grid averages about 0.52 of the side); *near uniform* when it is
+# within NEAR_UNIFORM of it (either side).
+LOCAL_SHARE = 0.5
+NEAR_UNIFORM = 0.15
+# Layer 1 and the last layer "look about as far" when their means differ by under this share of
+# the uniform distance.
+DEPTH_SAME = 0.1
+MOST_LISTED = 6  # heads named one by one; more are counted
+
+# Occlusion. A curve *rises* when it climbs more than RISE above its start; it *falls* at the
+# first step under FALL_SHARE of its start; the two areas differ when their means differ by more
+# than AREA_MARGIN.
+RISE = 0.05
+FALL_SHARE = 0.5
+AREA_MARGIN = 0.05
+
+# The normalised input is centred "near 0" when its mean is within NEAR_ZERO of 0 (in units of
+# the training pixels' standard deviation).
+NEAR_ZERO = 0.25
+
+# LayerNorm. Token lengths are *nearly equal* when their coefficient of variation (std / mean
+# over the tokens) is under EQUAL_SPREAD; LayerNorm *narrows* them when it divides the spread by
+# at least NARROWER.
+EQUAL_SPREAD = 0.02
+NARROWER = 1.5
+
+# Principal components of the patch filters: those that carry VARIANCE_SHARE of the variance are
+# shown (at most MOST_COMPONENTS tiles, the paper's 28); the variance is *spread evenly*, as in
+# random filters, when they are at least EVEN_SHARE of all components. The paper's Fig. 7 (left)
+# shows ViT-L/32's filters, PAPER_PATCH pixels a side; a tile under SMOOTH_SIDE pixels a side is
+# too coarse to show its smooth blobs and stripes.
+VARIANCE_SHARE = 0.95
+MOST_COMPONENTS = 28
+EVEN_SHARE = 0.8
+PAPER_PATCH = 32
+SMOOTH_SIDE = 8
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One sentence: its i18n key and the values that fill it. A value may itself be a Claim, a
+    ``ClassName`` (written in the reader's language) or a tuple of them (joined by ``claims.join``)."""
+
+    key: str
+    values: dict[str, object] = field(default_factory=dict)
+
+
+def text(sentences: Claim | Sequence[Claim], lang: str = DEFAULT_LANGUAGE) -> str:
+    """The sentence(s) in ``lang``; several are joined by a space, as one paragraph."""
+    if isinstance(sentences, Claim):
+        values = {name: _written(value, lang) for name, value in sentences.values.items()}
+        return t(sentences.key, lang, **values)
+    return " ".join(text(claim, lang) for claim in sentences)
+
+
+def _written(value: object, lang: str) -> object:
+    if isinstance(value, Claim):
+        return text(value, lang)
+    if isinstance(value, ClassName):
+        return class_label(value.name, lang)
+    if isinstance(value, tuple) and value and all(isinstance(v, Claim | ClassName) for v in value):
+        return t("claims.join", lang).join(str(_written(v, lang)) for v in value)
+    return value
+
+
+# --------------------------------------------------------------------------------------------
+# Page 5: mean attention distance
+# --------------------------------------------------------------------------------------------
+
+
+def attention_distance(distances: np.ndarray, uniform: float, image_side: int) -> list[Claim]:
+    """Which heads are local, and how far from uniform attention they all are.
+
+    Args:
+        distances: (depth, heads) mean attention distance in pixels (``analysis.mean_attention_distance``).
+        uniform: the distance of attention spread evenly (``analysis.uniform_attention_distance``).
+        image_side: the longer side of the model's input in pixels.
+
+    Returns:
+        The definition of "local" for this model, then which heads are local (none, some: named,
+        or all) with the range of distances as shares of ``uniform``, then (for more than one
+        layer) whether the last layer looks farther than the first.
+    """
+    distances = np.asarray(distances, dtype=np.float64)
+    depth, heads = distances.shape
+    limit = LOCAL_SHARE * uniform
+    claims = [
+        Claim(
+            "claims.distance.local_means",
+            {"limit": limit, "limit_share": limit / image_side, "side": image_side, "uniform": uniform},
+        )
+    ]
+    local = distances < limit
+    count, total = int(local.sum()), depth * heads
+    others = distances[~local]
+    nearest = np.unravel_index(int(distances.argmin()), distances.shape)
+    spread = {
+        "n": total,
+        "low": float(distances.min()),
+        "high": float(distances.max()),
+        "low_pct": float(distances.min()) / uniform,
+        "high_pct": float(distances.max()) / uniform,
+        "uniform": uniform,
+        "nearest": Claim("claims.layer_head", {"layer": int(nearest[0]) + 1, "head": int(nearest[1]) + 1}),
+        "nearest_px": float(distances.min()),
+    }
+    if count == 0:
+        near = bool((np.abs(distances / uniform - 1) <= NEAR_UNIFORM).all())
+        claims.append(Claim("claims.distance.none_near" if near else "claims.distance.none", spread))
+    elif count == total:
+        claims.append(Claim("claims.distance.all", spread))
+    else:
+        named = tuple(
+            Claim("claims.layer_head", {"layer": int(layer) + 1, "head": int(head) + 1})
+            for layer, head in np.argwhere(local)[:MOST_LISTED]
+        )
+        claims.append(
+            Claim(
+                "claims.distance.some" if count <= MOST_LISTED else "claims.distance.some_more",
+                {
+                    "k": count,
+                    "n": total,
+                    "heads": named,
+                    "more": count - len(named),
+                    "low": float(others.min()),
+                    "high": float(others.max()),
+                    "low_pct": float(others.min()) / uniform,
+                    "high_pct": float(others.max()) / uniform,
+                    "uniform": uniform,
+                },
+            )
+        )
+    if depth > 1:
+        first, last = float(distances[0].mean()), float(distances[-1].mean())
+        trend = "same" if abs(last - first) < DEPTH_SAME * uniform else "farther" if last > first else "nearer"
+        claims.append(Claim(f"claims.distance.depth_{trend}", {"first": first, "last": last, "depth": depth}))
+    return claims
+
+
+# --------------------------------------------------------------------------------------------
+# Page 7: occlusion
+# --------------------------------------------------------------------------------------------
+
+
+def _rise(curve: np.ndarray, fractions: np.ndarray) -> tuple[bool, float, float]:
+    """(rises first, peak, hidden share at the peak): the peak before the curve first drops more
+    than RISE under its start, and whether it is more than RISE over the start."""
+    dropped = np.flatnonzero(curve < curve[0] - RISE)
+    before = curve[: dropped[0] if dropped.size else curve.size]
+    peak = int(before.argmax())
+    return bool(before[peak] > curve[0] + RISE), float(before[peak]), float(fractions[peak])
+
+
+def _fall(curve: np.ndarray, fractions: np.ndarray) -> float | None:
+    """The hidden share at the first step under FALL_SHARE of the start, or None."""
+    below = np.flatnonzero(curve < FALL_SHARE * curve[0])
+    return float(fractions[below[0]]) if below.size else None
+
+
+def occlusion(fractions: np.ndarray, rollout_curve: np.ndarray, random_curve: np.ndarray) -> list[Claim]:
+    """What the two occlusion curves show, read over their whole length.
+
+    Args:
+        fractions: (S + 1,) share of the patches hidden at each step, from 0 to 1.
+        rollout_curve: (S + 1,) probability of the predicted class, patches hidden in rollout's order.
+        random_curve: (S + 1,) the same in a random order.
+
+    Returns:
+        Whether either curve first rises (and to what), where each falls under half its start,
+        and which has the smaller area (mean probability over the evenly spaced steps), with
+        what that says about rollout's ranking.
+    """
+    fractions = np.asarray(fractions, dtype=np.float64)
+    red = np.asarray(rollout_curve, dtype=np.float64)
+    grey = np.asarray(random_curve, dtype=np.float64)
+    start = float(red[0])
+    claims = []
+    red_rises, red_peak, red_at = _rise(red, fractions)
+    grey_rises, grey_peak, grey_at = _rise(grey, fractions)
+    rise = {"start": start, "red_peak": red_peak, "red_at": red_at, "grey_peak": grey_peak, "grey_at": grey_at}
+    if red_rises and grey_rises:
+        claims.append(Claim("claims.occlusion.rise_both", rise))
+    elif red_rises:
+        claims.append(Claim("claims.occlusion.rise_red", rise))
+    elif grey_rises:
+        claims.append(Claim("claims.occlusion.rise_grey", rise))
+    red_fall, grey_fall = _fall(red, fractions), _fall(grey, fractions)
+    fall = {"half": FALL_SHARE * start, "red_at": red_fall, "grey_at": grey_fall}
+    if red_fall is not None and red_fall == grey_fall:
+        claims.append(Claim("claims.occlusion.fall_together", fall))
+    elif red_fall is not None and grey_fall is not None:
+        claims.append(Claim("claims.occlusion.fall_both", fall))
+    elif red_fall is not None:
+        claims.append(Claim("claims.occlusion.fall_red", fall))
+    elif grey_fall is not None:
+        claims.append(Claim("claims.occlusion.fall_grey", fall))
+    else:
+        claims.append(Claim("claims.occlusion.fall_none", fall))
+    faster, red_area, grey_area = occlusion_reading(red, grey, AREA_MARGIN)
+    area = {"rollout_faster": "red_lower", "random_faster": "grey_lower", "similar": "similar"}[faster]
+    claims.append(Claim(f"claims.occlusion.area_{area}", {"red": red_area, "grey": grey_area}))
+    return claims
+
+
+# --------------------------------------------------------------------------------------------
+# Page 6: what LayerNorm does to the tokens' lengths
+# --------------------------------------------------------------------------------------------
+
+
+def spread(lengths: np.ndarray) -> float:
+    """Coefficient of variation: standard deviation / mean (0 when every value is the same)."""
+    lengths = np.asarray(lengths, dtype=np.float64)
+    mean = float(lengths.mean())
+    return float(lengths.std()) / mean if mean > 0 else 0.0
+
+
+def layer_norm_lengths(before: np.ndarray, after: np.ndarray) -> Claim:
+    """How alike the tokens' lengths are before and after a LayerNorm.
+
+    Args:
+        before: (T,) ||x|| of every token.
+        after: (T,) ||norm(x)|| of every token.
+
+    Returns:
+        "nearly the same length", "more alike but not equal" or "not more alike", with both
+        ranges and both spreads (coefficient of variation over the tokens).
+    """
+    before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    cv_before, cv_after = spread(before), spread(after)
+    values = {
+        "tokens": before.size,
+        "before_low": float(before.min()),
+        "before_high": float(before.max()),
+        "after_low": float(after.min()),
+        "after_high": float(after.max()),
+        "cv_before": cv_before,
+        "cv_after": cv_after,
+        "times": cv_before / cv_after if cv_after > 0 else float("inf"),
+    }
+    if cv_after < EQUAL_SPREAD:
+        return Claim("claims.layernorm.equal", values)
+    if cv_after * NARROWER <= cv_before:
+        return Claim("claims.layernorm.narrower", values)
+    return Claim("claims.layernorm.not_narrower", values)
+
+
+def token_axis(num_prefix_tokens: int) -> Claim:
+    """The title of an axis of token indices: what index 0 is for this model."""
+    return Claim("claims.token_axis.cls" if num_prefix_tokens else "claims.token_axis.no_cls")
+
+
+# --------------------------------------------------------------------------------------------
+# Page 3: principal components of the patch filters
+# --------------------------------------------------------------------------------------------
+
+
+def components_needed(ratios: np.ndarray) -> int:
+    """How many leading components carry VARIANCE_SHARE of the variance."""
+    ratios = np.asarray(ratios, dtype=np.float64)
+    return min(int(np.searchsorted(np.cumsum(ratios), VARIANCE_SHARE - 1e-9)) + 1, ratios.size)
+
+
+def components_to_show(ratios: np.ndarray) -> int:
+    """``components_needed``, at most MOST_COMPONENTS tiles."""
+    return max(1, min(components_needed(ratios), MOST_COMPONENTS))
+
+
+def filter_components(ratios: np.ndarray, patch_size: int) -> dict[str, Claim]:
+    """What the components of the patch filters carry, and what they can look like.
+
+    Args:
+        ratios: every component's share of the variance, largest first (all of them: the
+            second output of ``analysis.patch_embed_components`` with k = all).
+        patch_size: the filters' side P in pixels.
+
+    Returns:
+        "title": how many components are shown and the share they carry; "spread": how many
+        of all components carry VARIANCE_SHARE (few: the filters vary along a few patterns;
+        most: spread evenly, as in random filters); "size": whether P x P tiles are fine enough
+        to look like the paper's smooth patterns.
+    """
+    ratios = np.asarray(ratios, dtype=np.float64)
+    total = ratios.size
+    needed = components_needed(ratios)
+    shown = components_to_show(ratios)
+    values = {
+        "shown": shown,
+        "needed": needed,
+        "total": total,
+        "share": VARIANCE_SHARE,
+        "carried": float(ratios[:shown].sum()),
+        "last": float(ratios[shown - 1]),
+        "p": patch_size,
+        "pp": patch_size * patch_size,
+        "paper_p": PAPER_PATCH,
+    }
+    return {
+        "title": Claim("claims.filters.title" if shown == needed else "claims.filters.title_capped", values),
+        "spread": Claim("claims.filters.even" if needed >= EVEN_SHARE * total else "claims.filters.few", values),
+        "size": Claim("claims.filters.small" if patch_size < SMOOTH_SIDE else "claims.filters.paper_size", values),
+    }
+
+
+def gelu_inputs(preactivations: np.ndarray) -> Claim:
+    """How many of the numbers GELU receives for one token are negative (the histogram beside it)."""
+    pre = np.asarray(preactivations, dtype=np.float64)
+    return Claim("block.gelu_caption", {"hidden": pre.size, "negative": float((pre < 0).mean())})
+
+
+def depth_trend(
+    residual_norm: np.ndarray, attn_ratio: np.ndarray, mlp_ratio: np.ndarray, cosine: np.ndarray
+) -> list[Claim]:
+    """How the stream and the two branches change over the layers (the "layer by layer" charts).
+
+    Args:
+        residual_norm: (depth,) mean ||x|| of the tokens entering each block.
+        attn_ratio, mlp_ratio: (depth,) mean ||branch|| / ||stream|| in each block.
+        cosine: (depth,) mean cosine of each block's output with its input.
+
+    Returns:
+        Whether the stream grows, shrinks or stays (its last layer's size against its first's,
+        DEPTH_SAME apart), whether every branch is smaller than the stream it is added to (or
+        in which layers one is not), and the range of the cosines.
+    """
+    residual_norm = np.asarray(residual_norm, dtype=np.float64)
+    per_layer = np.maximum(np.asarray(attn_ratio, dtype=np.float64), np.asarray(mlp_ratio, dtype=np.float64))
+    ratios = np.concatenate([np.asarray(attn_ratio, dtype=np.float64), np.asarray(mlp_ratio, dtype=np.float64)])
+    cosine = np.asarray(cosine, dtype=np.float64)
+    first, last = float(residual_norm[0]), float(residual_norm[-1])
+    change = (last - first) / max(first, last, 1e-12)
+    stream = "same" if abs(change) < DEPTH_SAME else "grows" if change > 0 else "shrinks"
+    branches = "smaller" if float(ratios.max()) < 1 else "larger"
+    values = {
+        "first": first,
+        "last": last,
+        "depth": residual_norm.size,
+        "ratio_low": float(ratios.min()),
+        "ratio_high": float(ratios.max()),
+        "cos_low": float(cosine.min()),
+        "cos_high": float(cosine.max()),
+        "layers": ", ".join(str(layer + 1) for layer in np.flatnonzero(per_layer >= 1)),
+    }
+    return [Claim(f"claims.depth.stream_{stream}", values), Claim(f"claims.depth.branches_{branches}", values)]
+
+
+@dataclass(frozen=True)
+class ClassName:
+    """A class name as the model spells it, written in the reader's language by ``text``."""
+
+    name: str
+
+
+def logit_lens(top1: Sequence[int], final_class: int, class_names: Sequence[str] | None) -> Claim:
+    """After which layer the final answer takes the lead for good (the logit lens table).
+
+    Args:
+        top1: (depth + 1,) the class on top after each block (entry 0: the embeddings).
+        final_class: the model's answer (the last entry of ``top1``).
+        class_names: the model's class names, or None (classes are then numbered).
+
+    Returns:
+        "only at the end", "from layer l on" (or "from the embeddings on"), with the classes
+        that led before, in the order they first led.
+    """
+    top1 = [int(c) for c in top1]
+    steady = len(top1) - 1
+    while steady > 0 and top1[steady - 1] == final_class:
+        steady -= 1
+
+    def name(index: int) -> ClassName | Claim:
+        return ClassName(class_names[index]) if class_names else Claim("prediction.class_n", {"n": index})
+
+    others = tuple(name(c) for c in dict.fromkeys(top1[:steady]) if c != final_class)
+    values = {"name": name(final_class), "layer": steady, "depth": len(top1) - 1, "others": others}
+    if steady == 0:
+        return Claim("claims.lens.from_embeddings", values)
+    if steady == len(top1) - 1:
+        return Claim("claims.lens.only_last", values)
+    return Claim("claims.lens.from_layer", values)
+
+
+def normalised_input(values: np.ndarray) -> Claim:
+    """The title of the histogram of the normalised input: where its values are centred.
+
+    The training mean and standard deviation centre the *training set* near 0; a dark or bright
+    image is not. Centred "near 0" means a mean within NEAR_ZERO of it (a quarter of a standard
+    deviation of the training pixels).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    mean = float(values.mean())
+    where = "near" if abs(mean) < NEAR_ZERO else "below" if mean < 0 else "above"
+    return Claim(f"claims.input.{where}", {"mean": mean, "std": float(values.std())})
+
+
+def routes(differences: dict[str, float], tolerance: float) -> Claim:
+    """Whether every route to the patch tokens agrees with the model's Conv2d (page 3's table)."""
+    worst = max(differences.values())
+    key = "vectors.check_ok" if worst < tolerance else "vectors.check_fail"
+    return Claim(key, {"diff": f"{worst:.1e}", "tol": f"{tolerance:.0e}"})
+
+
+def reach(fields: Sequence[tuple[str, int]], distances: np.ndarray, side: int) -> Claim:
+    """The ViT's farthest-looking head of layer 1 against the CNN's first receptive field, and the
+    first CNN layer whose receptive field covers the image (page 8's reach chart)."""
+    covering = next((name for name, size in fields if size >= side), None)
+    values = {
+        "vit": float(np.asarray(distances, dtype=np.float64)[0].max()),
+        "cnn": fields[0][1],
+        "side": side,
+        "layer": f"`{covering}`" if covering else Claim("compare.reach_never"),
+    }
+    return Claim("compare.reach_reading", values)
