@@ -69,7 +69,7 @@ class_labels = [ui.label(c) for c in classes]  # as the user reads them
 num_classes = len(classes)
 m1, m2, m3 = st.columns(3)
 m1.metric(ui.tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
-m2.metric(ui.tr("mistakes.misclassified"), ui.tr("mistakes.of", m=f"{result.misclassified:,}", n=f"{result.n:,}"))
+m2.metric(ui.tr("mistakes.misclassified", n=f"{result.n:,}"), ui.tr("mistakes.of", m=f"{result.misclassified:,}"))
 m3.metric(ui.tr("mistakes.speed"), ui.tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}"))
 st.caption(
     ui.tr("mistakes.data", dataset=ui.dataset_text(vdata.dataset_label(data)), n=f"{len(data):,}")
