@@ -17,11 +17,17 @@ part-way slows both contenders alike.
 4. Test-set evaluation throughput of the default CIFAR model, and its fraction of the FLOP bound.
 5. The app: a cached rerun of the attention page after changing the head, the server's cold start
    to its first healthy answer, and the server's peak resident memory after a browser has visited
-   every page.
+   every page. A class (``classroom``): 30 students, each on a CIFAR-10 test image of their own,
+   press Next within the same second through the whole tour, 29 of them as light clients that
+   speak Streamlit's websocket protocol (``benchmarks/light_client.py``: a class's browsers run on
+   the students' machines) and one in Chromium; the server's CPU seconds per step, the steps' p50
+   and p95, errors and wrong images. Then 100 light-client students arriving over 10 minutes.
+6. The handout: seconds to build one image's tour as one offline HTML file for the default CIFAR
+   model (with its CNN), its size, and the size for a randomly initialised ViT-B/16.
 
 ``--quick`` shrinks everything (ViT-Ti-like contenders at 64 px, CIFAR batch 32, 5 timed runs,
-500 evaluation images, one cold start) but runs every code path. With ``--json`` the last line
-printed is one JSON object holding every figure.
+500 evaluation images, one cold start, a class of 3, 100 students over 60 s) but runs every code
+path. With ``--json`` the last line printed is one JSON object holding every figure.
 """
 
 from __future__ import annotations
@@ -43,13 +49,14 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 import torch
 from torch import Tensor, nn
 
+from benchmarks.light_client import Expected, LightStudent
 from vitviz import precision, tour, zoo
 from vitviz.app import STARTUP_DONE
 from vitviz.config import ViTConfig, cifar10_vit_config
@@ -88,6 +95,8 @@ TARGETS: list[tuple[str, str, float]] = [
     ("ours_over_timm", "<=", 1.05),
     ("ours_over_hf", "<=", 1.05),
     ("explain_bf16_over_fp32", "<=", 0.6),
+    ("explain_bf16_over_forward_bf16", "<=", 1.1),
+    ("explain_bf16_over_forward_bf16_cifar", "<=", 1.1),
     ("train_step_explicit_over_fused", "<=", 1.0),
     ("train_step_explicit_over_fused_d9", "<=", 1.0),
     ("bf16_top1_unchanged", ">=", 1.0),
@@ -102,9 +111,16 @@ TARGETS: list[tuple[str, str, float]] = [
     ("upload_to_view_s", "<=", 1.5),
     ("upload_to_view_s_b16", "<=", 3.0),
     ("rss_after_20_uploads_mb_b16", "<=", 2500.0),
-    ("class_30_step_p95_s", "<=", 4.0),
+    ("class_30_server_cpu_per_step_s", "<=", 0.08),
+    ("class_30_step_p95_s", "<=", 2.0),
     ("class_30_errors", "<=", 0),
     ("class_30_wrong_image", "<=", 0),
+    ("class_100_step_p95_s", "<=", 1.0),
+    ("class_100_errors", "<=", 0),
+    ("class_100_wrong_image", "<=", 0),
+    ("handout_build_s", "<=", 3.0),
+    ("handout_mb", "<=", 6.0),
+    ("handout_mb_b16", "<=", 20.0),
 ]
 BROWSER_KEYS = (
     "first_view_s",
@@ -125,6 +141,9 @@ REQUIRED_KEYS = (
     "cached_rerun_ms",
     "cold_start_s",
     "app_peak_rss_mb",
+    "handout_build_s",
+    "handout_mb",
+    "handout_mb_b16",
     *BROWSER_KEYS,
 )
 
@@ -150,7 +169,9 @@ class Plan:
         cold_starts: server launches whose time to health is measured.
         tour_laps: walks through the tour with Next, every step timed in Chromium.
         uploads: different photos uploaded through ViT-B/16 (the CIFAR model gets 3).
-        class_size: students walking the tour at once, each in a browser context of their own.
+        class_size: students pressing Next together through the tour (``classroom``).
+        staggered_size: students arriving one after another (``staggered``) ...
+        staggered_over_s: ... evenly over this many seconds.
     """
 
     quick: bool
@@ -164,6 +185,8 @@ class Plan:
     tour_laps: int
     uploads: int
     class_size: int
+    staggered_size: int
+    staggered_over_s: float
 
 
 FULL = Plan(
@@ -178,6 +201,8 @@ FULL = Plan(
     tour_laps=3,
     uploads=20,
     class_size=30,
+    staggered_size=100,
+    staggered_over_s=600.0,
 )
 QUICK = Plan(
     quick=True,
@@ -191,6 +216,8 @@ QUICK = Plan(
     tour_laps=1,
     uploads=3,
     class_size=3,
+    staggered_size=100,
+    staggered_over_s=60.0,
 )
 
 
@@ -464,6 +491,38 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
     report.figures["bf16_max_attention_diff"] = worst_served
     report.figures["bf16_max_attention_diff_any_model"] = worst
     report.figures["bf16_served_models"] = served_in_bf16
+
+
+def bf16_forward(model: nn.Module, pixels: Tensor) -> Tensor:
+    """The fused forward pass under bf16 autocast, without gradients: what ``precision.explain``
+    in bf16 is compared with."""
+    with torch.no_grad(), torch.autocast(pixels.device.type, dtype=torch.bfloat16):
+        return model(pixels)
+
+
+def bf16_explain_vs_forward(report: Report, plan: Plan) -> None:
+    """What the app pays for its explanation in bf16: ``precision.explain`` in bf16 (every
+    intermediate kept, handed on in float32) over the fused forward pass in bf16, at batch 1 on
+    the plan's ViT and on the shipped CIFAR ViT (whose few milliseconds get five times the runs)."""
+    if not precision.native_bf16(DEVICE):
+        report.note("no native bf16 on this machine: explain in bf16 over forward in bf16 is not timed")
+        return
+    models = {
+        "explain_bf16_over_forward_bf16": ("bf16_b1", contender_model(plan), plan),
+        "explain_bf16_over_forward_bf16_cifar": (
+            "bf16_cifar_b1",
+            zoo.load(zoo.default_name(), device=DEVICE).model,
+            replace(plan, runs=5 * plan.runs),
+        ),
+    }
+    for figure, (label, model, timing) in models.items():
+        pixels = random_pixels(model.config, 1)
+        contenders = {
+            "forward": lambda model=model, pixels=pixels: bf16_forward(model, pixels),
+            "explain": lambda model=model, pixels=pixels: precision.explain(model, pixels, torch.bfloat16),
+        }
+        times = race(report, label, contenders, timing)
+        report.figures[figure] = times["explain"] / times["forward"]
 
 
 def training_step(report: Report, plan: Plan) -> None:
@@ -766,6 +825,30 @@ def cold_start_s(report: Report, plan: Plan) -> None:
     report.figures["cold_start_runs_s"] = [round(s, 3) for s in starts]
 
 
+def handout_figures(report: Report, plan: Plan) -> None:
+    """The handout (``vitviz.handout``) of the cat photo: seconds to build it for the default CIFAR
+    model with its CNN (models loaded, the trace not: what the app's button and the command line do
+    after loading; median of a few builds), the file's size, and the size for a randomly
+    initialised ViT-B/16 from the zoo's config."""
+    from vitviz import handout
+
+    photo = (handout.SAMPLES / "cat-chelsea.jpg").read_bytes()
+    model, spec = zoo.load(zoo.default_name(), device=DEVICE)
+    cnn_name = handout.matching_cnn(model.config.class_names)
+    cnn = zoo.load(cnn_name, device=DEVICE).model if cnn_name else None
+    made: list[str] = []
+    seconds = alternate(
+        {"handout": lambda: made.append(handout.build(model, spec, photo, image_name="cat", cnn=cnn))},
+        runs=min(plan.runs, 3),
+        warmup=1,
+    )["handout"]
+    report.medians_ms["handout.build"] = round(statistics.median(seconds) * 1e3, 3)
+    report.figures["handout_build_s"] = statistics.median(seconds)
+    report.figures["handout_mb"] = len(made[-1].encode()) / 1e6
+    model, spec = zoo.load("untrained-vit-b16", device=DEVICE)
+    report.figures["handout_mb_b16"] = len(handout.build(model, spec, photo, image_name="cat").encode()) / 1e6
+
+
 def url_path(script: str) -> str:
     """app_pages/5_attention.py -> "attention"; the home page (0_...) is the root."""
     stem = Path(script).stem
@@ -1045,82 +1128,267 @@ async def wait_ready_async(page: Any, old_title: str | None = None, timeout_ms: 
     return ready
 
 
-async def student(browser: Any, url: str, image: str, laps: int) -> tuple[list[float], int, int]:
-    """One student in a context of their own: open the app on their test image and walk the tour
-    with Next. Returns (step seconds, pages with an exception, pages whose URL lost the image)."""
-    from urllib.parse import parse_qs, urlparse
-
+async def chromium_student(browser: Any, url: str, image: str) -> tuple[Any, Any]:
+    """A student in a Chromium context of their own, on their test image, with the overview open
+    and ready: (context, page)."""
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
     page = await context.new_page()
-    steps, errors, wrong = [], 0, 0
-    try:
-        for _ in range(laps):  # a page that never gets ready (an exception, say) is an error, and ends the walk
-            await page.goto(f"{url}/?test={image}", wait_until="domcontentloaded")
-            await wait_ready_async(page)
-            for _ in range(len(tour.TOUR) - 1):
-                title = await page.locator("h1").first.inner_text()
-                started = time.perf_counter()
-                await page.locator(".st-key-nav_next button").click()
-                steps.append(await wait_ready_async(page, old_title=title) - started)
-                errors += int(await page.locator("[data-testid='stException']").count() > 0)
-                wrong += int(parse_qs(urlparse(page.url).query).get("test") != [image])
-    except TimeoutError:
-        errors += 1
-    finally:
-        await context.close()
-    return steps, errors, wrong
+    await page.goto(f"{url}/?test={image}", wait_until="domcontentloaded")
+    await wait_ready_async(page)
+    return context, page
+
+
+async def chromium_walk(page: Any, image: str, steps: int, before_step: Callable[[], Any]) -> Walk:
+    """Press Next ``steps`` times in Chromium (``before_step`` awaited before each press): seconds
+    from the click to the next page ready (``wait_ready_async``), pages that showed an exception or
+    whose URL lost the image. A page that never gets ready is an error, and ends the walk."""
+    from urllib.parse import parse_qs, urlparse
+
+    from playwright.async_api import Error as PlaywrightError
+
+    walk = Walk()
+    for _ in range(steps):
+        await before_step()
+        walk.pressed += 1
+        try:
+            title = await page.locator("h1").first.inner_text()
+            started = time.perf_counter()
+            await page.locator(".st-key-nav_next button").click()
+            walk.seconds.append(await wait_ready_async(page, old_title=title) - started)
+        except (TimeoutError, PlaywrightError) as err:
+            walk.note(f"Chromium, {image}: {type(err).__name__}: {str(err)[:200]}")
+            break
+        walk.errors += int(await page.locator("[data-testid='stException']").count() > 0)
+        walk.wrong_image += int(parse_qs(urlparse(page.url).query).get("test") != [image])
+    return walk
+
+
+async def light_walk(student: LightStudent, steps: int, before_step: Callable[[], Any]) -> Walk:
+    """Press Next ``steps`` times with a light client (``before_step`` awaited before each press):
+    seconds from the press to the end of the run it starts. A closed connection, a run past the
+    client's timeout or a page without Next is an error, and ends the walk."""
+    import websockets
+
+    walk = Walk()
+    for _ in range(steps):
+        await before_step()
+        walk.pressed += 1
+        try:
+            walk.seconds.append((await student.press("nav_next")).seconds)
+        except (websockets.ConnectionClosed, OSError, TimeoutError, LookupError) as err:
+            walk.note(f"light client, {student.image}: {type(err).__name__}: {str(err)[:200]}")
+            break
+    walk.errors += student.errors
+    walk.wrong_image += student.wrong_image
+    walk.problems += [f"light client, {student.image}: {problem}" for problem in student.problems]
+    return walk
+
+
+@dataclass
+class Walk:
+    """One student's steps: seconds each, pages with an exception, pages that lost their image,
+    and the presses made (a walk that broke off counts one error)."""
+
+    seconds: list[float] = field(default_factory=list)
+    errors: int = 0
+    wrong_image: int = 0
+    pressed: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def note(self, problem: str) -> None:
+        self.errors += 1
+        self.problems.append(problem)
+
+
+class Lockstep:
+    """A class that presses Next together: a step begins when every student has finished the last
+    one (or given up: a walk that broke off still comes to every step), and each student then
+    presses within ``spread`` seconds."""
+
+    def __init__(self, students: int, spread: float, seed: int = 0) -> None:
+        import asyncio
+        import random
+
+        self.barrier, self.spread, self.random = asyncio.Barrier(students), spread, random.Random(seed)
+
+    async def step(self) -> None:
+        import asyncio
+
+        await self.barrier.wait()
+        await asyncio.sleep(self.random.uniform(0, self.spread))
+
+    async def finish(self, walk: Walk, steps: int) -> Walk:
+        """Come to the steps a broken walk left (so the others do not wait for it)."""
+        for _ in range(steps - walk.pressed):
+            await self.barrier.wait()
+        return walk
+
+
+def class_images(count: int) -> list[str]:
+    """``count`` different CIFAR-10 test images, "class/index": the classes in turn."""
+    from vitviz.config import CIFAR10_CLASSES
+
+    return [f"{CIFAR10_CLASSES[i % 10]}/{i // 10}" for i in range(count)]
+
+
+def expected_answers(images: list[str], folder: Path) -> dict[str, Expected]:
+    """What the default model's verdict may say of each test image (its class; the model's answer
+    and the probability of the true class in percent, explained in float32 and in bf16, the
+    precisions the server may choose), computed here as the app does."""
+    from vitviz.data import folder_image_bytes
+    from vitviz.prediction import verdict
+
+    model = zoo.load(zoo.default_name(), device=DEVICE).model
+    answers = {}
+    for image in images:
+        cls, _, index = image.rpartition("/")
+        pixels = to_tensor(load_image(folder_image_bytes(folder, cls, int(index))), model.config.preprocess)
+        found = [
+            verdict(
+                precision.explain(model, pixels, dtype).logits[0].float().softmax(dim=-1), model.config.class_names, cls
+            )
+            for dtype in (torch.float32, torch.bfloat16)
+        ]
+        answers[image] = Expected(cls, tuple((f.predicted, round(100 * f.probability, 1)) for f in found))
+    return answers
+
+
+def class_figures(report: Report, key: str, walks: list[Walk], cpu: float) -> None:
+    """A class's steps' p50 / p95, errors, wrong images and the server's CPU seconds per step."""
+    steps = [seconds for walk in walks for seconds in walk.seconds]
+    for problem in [p for walk in walks for p in walk.problems][:5]:
+        report.note(f"{key}: {problem}")
+    report.figures.update(
+        {
+            f"{key}_step_p50_s": percentile(steps, 50) if steps else None,
+            f"{key}_step_p95_s": percentile(steps, 95) if steps else None,
+            f"{key}_errors": sum(walk.errors for walk in walks),
+            f"{key}_wrong_image": sum(walk.wrong_image for walk in walks),
+            f"{key}_steps_timed": len(steps),
+            f"{key}_server_cpu_per_step_s": cpu / max(len(steps), 1),
+        }
+    )
 
 
 def classroom(report: Report, plan: Plan) -> None:
-    """``plan.class_size`` students at once (browser contexts on this machine, loopback only), each
-    on a test image of their own, walk the tour; the steps' p50 / p95, the pages that showed an
-    exception or lost their student's image, and the server's peak memory. Bounded: one lap each,
-    at most 15 minutes in all."""
+    """``plan.class_size`` students, each on a CIFAR-10 test image of their own, walk the whole tour
+    pressing Next within the same second (``Lockstep``): one in Chromium (what a student feels,
+    drawing included) and the others as light clients (``benchmarks.light_client``: a class's
+    browsers run on the students' machines, not on the server's cores). Then the same class on one
+    image (``one_image``) and a staggered class (``staggered``). Every student's session is open
+    before the server's CPU time is counted."""
     import asyncio
 
     from playwright.async_api import async_playwright
 
-    from vitviz.config import CIFAR10_CLASSES
     from vitviz.data import find_cifar_test_folder
 
-    missing = chromium_missing() or (None if find_cifar_test_folder() else "no CIFAR-10 test folder")
+    folder = find_cifar_test_folder()
+    missing = chromium_missing() or (None if folder else "no CIFAR-10 test folder")
     if missing:
         report.note(f"no classroom figures: {missing}")
         return
-    size = plan.class_size
-    images = [f"{CIFAR10_CLASSES[i % 10]}/{i // 10}" for i in range(size)]  # a test image each, all different
+    size, steps = plan.class_size, len(tour.TOUR) - 1
+    images = class_images(max(size, plan.staggered_size))
+    expected = expected_answers(images, folder)
 
-    async def lesson(url: str) -> list[tuple[list[float], int, int]]:
+    async def lesson(server: Server) -> tuple[list[Walk], float]:
+        lockstep = Lockstep(size, spread=1.0)
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
-                walks = [student(browser, url, image, laps=1) for image in images]
-                return await asyncio.wait_for(asyncio.gather(*walks), timeout=900)
+                context, page = await chromium_student(browser, server.url, images[0])
+                students = [LightStudent(server.url, image, expected[image]) for image in images[1:size]]
+                await asyncio.gather(*(student.open() for student in students))
+                before = cpu_seconds(server.process.pid)
+                walks = [chromium_walk(page, images[0], steps, lockstep.step)]
+                walks += [light_walk(student, steps, lockstep.step) for student in students]
+                walks = [lockstep_walk(lockstep, walk, steps) for walk in walks]
+                done = await asyncio.wait_for(asyncio.gather(*walks), timeout=900)
+                cpu = cpu_seconds(server.process.pid) - before
+                await asyncio.gather(*(student.close() for student in students), context.close())
+                return done, cpu
             finally:
                 await browser.close()
 
     with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
-        cpu_before, started = cpu_seconds(server.process.pid), time.perf_counter()
-        walked = asyncio.run(lesson(server.url))
-        wall, cpu = time.perf_counter() - started, cpu_seconds(server.process.pid) - cpu_before
-        peak = peak_rss_mb(server.process.pid)
-    steps = [seconds for walk, _, _ in walked for seconds in walk]
-    key = f"class_{size}"
-    report.figures.update(
-        {
-            f"{key}_step_p50_s": percentile(steps, 50),
-            f"{key}_step_p95_s": percentile(steps, 95),
-            f"{key}_errors": sum(errors for _, errors, _ in walked),
-            f"{key}_wrong_image": sum(wrong for _, _, wrong in walked),
-            f"{key}_server_peak_rss_mb": peak,
-            f"{key}_steps_timed": len(steps),
-            f"{key}_wall_s": wall,
-            # the server's share of the machine's CPU time over the lesson: the rest went to the
-            # students' browsers, which run on the same cores here and not in a real classroom
-            f"{key}_server_cpu_share": cpu / (wall * (os.cpu_count() or 1)),
-            f"{key}_server_cpu_s_per_step": cpu / max(len(steps), 1),
-        }
-    )
+        server.wait_for_output(STARTUP_DONE)
+        walks, cpu = asyncio.run(lesson(server))
+        class_figures(report, f"class_{size}", walks, cpu)
+        felt = walks[0].seconds  # the Chromium student's steps: drawing included
+        report.figures[f"class_{size}_chromium_step_p50_s"] = percentile(felt, 50) if felt else None
+        report.figures[f"class_{size}_chromium_step_p95_s"] = percentile(felt, 95) if felt else None
+        report.figures[f"class_{size}_server_peak_rss_mb"] = peak_rss_mb(server.process.pid)
+    report.figures[f"class_{size}_students"] = f"1 Chromium + {size - 1} light clients, Next within 1 s"
+    one_image(report, plan, images[0], expected[images[0]])
+    staggered(report, plan, images[: plan.staggered_size], expected)
+
+
+def one_image(report: Report, plan: Plan, image: str, expected: Expected) -> None:
+    """The class of ``classroom`` all on one test image (a teacher's sample on the projector and
+    every student's screen), light clients only, on a fresh server: the server's CPU seconds per
+    step when the sessions share every figure (``vitviz.app.charts``)."""
+    import asyncio
+
+    size, steps = plan.class_size, len(tour.TOUR) - 1
+
+    async def lesson(server: Server) -> tuple[list[Walk], float]:
+        lockstep = Lockstep(size, spread=1.0)
+        students = [LightStudent(server.url, image, expected) for _ in range(size)]
+        await asyncio.gather(*(student.open() for student in students))
+        before = cpu_seconds(server.process.pid)
+        walks = [lockstep_walk(lockstep, light_walk(student, steps, lockstep.step), steps) for student in students]
+        done = await asyncio.wait_for(asyncio.gather(*walks), timeout=900)
+        cpu = cpu_seconds(server.process.pid) - before
+        await asyncio.gather(*(student.close() for student in students))
+        return done, cpu
+
+    with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+        server.wait_for_output(STARTUP_DONE)
+        walks, cpu = asyncio.run(lesson(server))
+    class_figures(report, f"class_{size}_one_image", walks, cpu)
+
+
+async def lockstep_walk(lockstep: Lockstep, walk: Any, steps: int) -> Walk:
+    return await lockstep.finish(await walk, steps)
+
+
+def staggered(report: Report, plan: Plan, images: list[str], expected: Mapping[str, Expected]) -> None:
+    """``plan.staggered_size`` light-client students arriving evenly over ``plan.staggered_over_s``
+    on a fresh server, each reading every page 2-8 s before pressing Next; every step timed,
+    opening the session included (a student's first wait)."""
+    import asyncio
+    import random
+
+    size, steps, over = plan.staggered_size, len(tour.TOUR) - 1, plan.staggered_over_s
+    rng = random.Random(1)
+
+    async def reading() -> None:
+        await asyncio.sleep(rng.uniform(2.0, 8.0))
+
+    async def one(url: str, index: int) -> Walk:
+        await asyncio.sleep(index * over / size)
+        student = LightStudent(url, images[index], expected[images[index]])
+        try:
+            opened = await student.open()
+        except Exception as err:  # noqa: BLE001 (any failure to open is this student's error)
+            walk = Walk()
+            walk.note(f"light client, {student.image} did not open: {type(err).__name__}: {str(err)[:200]}")
+            return walk
+        walk = await light_walk(student, steps, reading)
+        walk.seconds.insert(0, opened.seconds)
+        await student.close()
+        return walk
+
+    async def lesson(url: str) -> list[Walk]:
+        return await asyncio.wait_for(asyncio.gather(*(one(url, i) for i in range(size))), timeout=over + 900)
+
+    with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+        server.wait_for_output(STARTUP_DONE)
+        before = cpu_seconds(server.process.pid)
+        walks = asyncio.run(lesson(server.url))
+        class_figures(report, f"class_{size}", walks, cpu_seconds(server.process.pid) - before)
+    report.figures[f"class_{size}_students"] = f"{size} light clients arriving over {over:.0f} s, reading 2-8 s a page"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -1264,6 +1532,7 @@ def _describe(config: ViTConfig) -> str:
 STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("explain vs forward", explain_vs_forward),
     ("bf16 vs float32", bf16_vs_fp32),
+    ("bf16 explain vs forward", bf16_explain_vs_forward),
     ("a training step", training_step),
     ("ours vs timm", against_timm),
     ("ours vs Hugging Face", against_hf),
@@ -1274,6 +1543,7 @@ STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("app peak RSS", app_peak_rss),
     ("the tour in a browser", browser_speed),
     ("a classroom", classroom),
+    ("a handout", handout_figures),
 ]
 
 

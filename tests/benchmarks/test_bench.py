@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -14,6 +15,8 @@ import pytest
 import torch
 
 from benchmarks import bench
+from benchmarks.light_client import Expected, LightStudent, button_key
+from vitviz import precision, tour
 from vitviz.config import ViTConfig
 from vitviz.convert import from_hf, from_timm
 
@@ -87,6 +90,23 @@ def test_attention_check_refuses_different_maps(tiny: ViTConfig) -> None:
         bench.check_same_attention(report, "other", maps, [m + 1e-3 for m in maps])
     with pytest.raises(ValueError, match="number or shape"):
         bench.max_attention_difference(maps, maps[:1])
+
+
+def test_bf16_explain_is_timed_against_the_bf16_forward_on_both_vits(monkeypatch, tiny: ViTConfig) -> None:
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)  # emulated elsewhere: slower, same path
+    explained = []
+    real_explain = precision.explain
+    monkeypatch.setattr(
+        precision, "explain", lambda model, pixels, dtype: explained.append(dtype) or real_explain(model, pixels, dtype)
+    )
+    plan = dataclasses.replace(bench.QUICK, vit=tiny, runs=2, warmup=1)
+    report = bench.Report()
+    bench.bf16_explain_vs_forward(report, plan)
+    for figure in ("explain_bf16_over_forward_bf16", "explain_bf16_over_forward_bf16_cifar"):
+        assert 0 < report.figures[figure] < 100, figure
+    assert set(explained) == {torch.bfloat16} and len(explained) == (2 + 1) + (10 + 1)  # the CIFAR ViT: 5x the runs
+    assert {"bf16_b1.forward", "bf16_b1.explain", "bf16_cifar_b1.explain"} <= report.medians_ms.keys()
+    assert {name for name, _, _ in bench.TARGETS} >= {"explain_bf16_over_forward_bf16"}
 
 
 def test_square_matmul_has_about_the_flops_asked_for() -> None:
@@ -165,8 +185,17 @@ def test_quick_bench_reports_every_figure() -> None:
     assert report["eval_data"]
     assert all(_finite_positive(v) for v in report["medians_ms"].values())
     assert not [note for note in report["notes"] if " failed after " in note]
-    if not missing_chromium:
-        assert 0 < report["class_3_server_cpu_share"] <= 1 and report["class_3_server_cpu_s_per_step"] > 0
+    if precision.native_bf16(torch.device("cpu")):
+        assert (
+            0 < report["explain_bf16_over_forward_bf16"] < 100
+            and 0 < report["explain_bf16_over_forward_bf16_cifar"] < 100
+        )
+    if not missing_chromium:  # 1 Chromium + 2 light clients, then 100 light clients over 60 s
+        for key in ("class_3", "class_3_one_image", "class_100"):
+            assert report[f"{key}_server_cpu_per_step_s"] > 0 and report[f"{key}_step_p95_s"] > 0, key
+            assert report[f"{key}_errors"] == 0 and report[f"{key}_wrong_image"] == 0, key
+        assert report["class_3_steps_timed"] == 3 * (len(tour.TOUR) - 1)
+        assert report["class_100_steps_timed"] == 100 * len(tour.TOUR)  # opening the session, then every Next
 
 
 def test_cpu_seconds_counts_this_process_working():
@@ -290,3 +319,37 @@ def test_a_failing_measurement_is_noted_and_the_others_still_run(monkeypatch):
     report = bench.run(bench.QUICK)
     assert ran == [bench.QUICK] and report.figures["after"] == 1.0
     assert any(note.startswith("broken failed") and "TimeoutError" in note for note in report.notes)
+
+
+def test_a_button_key_is_read_from_its_widget_id():
+    assert button_key("$$ID-99068b8cb33f522422396445dcebc2d7-nav_next") == "nav_next"
+    assert button_key("$$ID-8350a887e0cdfd0cdc0cd99ef5c7ae09-test_random") == "test_random"
+    assert button_key("$$ID-8350a887e0cdfd0cdc0cd99ef5c7ae09-None") is None  # a button without a key
+
+
+@pytest.mark.cifar10
+def test_a_light_client_walks_the_tour_on_its_own_image_and_sees_a_wrong_one():
+    import asyncio
+
+    from vitviz.data import find_cifar_test_folder
+
+    mine, other = bench.class_images(12)[1], bench.class_images(12)[11]  # automobile/0, automobile/1
+    expected = bench.expected_answers([mine, other], find_cifar_test_folder())
+
+    async def walk(url: str, image: str, answer: Expected) -> tuple[LightStudent, list[str]]:
+        student = LightStudent(url, image, answer)
+        titles = [(await student.open()).title]
+        while "nav_next" in student.last.buttons:
+            titles.append((await student.press("nav_next")).title)
+        await student.close()
+        return student, titles
+
+    with bench.app_server() as server:
+        student, titles = asyncio.run(walk(server.url, mine, expected[mine]))
+        assert student.errors == 0 and student.wrong_image == 0
+        assert len(titles) == len(tour.TOUR) and len(set(titles)) == len(titles)  # every page, each once
+        assert student.query_string.count(f"test={mine.replace('/', '%2F')}") == 1
+        # told to expect another image of its class: the verdicts (overview, prediction, comparison) differ
+        assert expected[other] != expected[mine]
+        fooled, _ = asyncio.run(walk(server.url, mine, expected[other]))
+        assert fooled.errors == 0 and fooled.wrong_image == 3

@@ -1,0 +1,187 @@
+"""A student's browser reduced to Streamlit's own websocket protocol, for the classroom bench.
+
+A class's browsers run on the students' machines, not on the server: measured on the server's own
+cores, thirty Chromiums mostly measure their own drawing. ``LightStudent`` costs a few
+milliseconds a step instead. It does what Streamlit's frontend does on the wire: it opens
+``/_stcore/stream``, asks for a run with the URL's query string (``test=class/index``), and
+presses a button by sending a rerun whose widget states hold the button's trigger, with the
+page's script hash and the query string the server last sent, and the hashes of the cached
+messages it already holds (the server then sends a reference instead of the message again, as
+it does to a browser). A run ends at ``script_finished`` (a run that ``st.switch_page`` cut short
+for the next one ends with ``FINISHED_EARLY_FOR_RERUN`` and is not the end).
+
+It draws nothing: what it checks is what the server sent. An exception element or a closed
+connection is an error; a run whose query string lost the student's image, or whose verdict
+(the coloured sentence under a prediction) names another image's class or probability, shows a
+wrong image.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs
+
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ClientState_pb2 import ClientState
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
+# "Right. True class (CIFAR-10 test set): **cat**; the model says **dog** with 61.2%." and its
+# "Wrong. ..." twin (vitviz/locales/en.json, verdict.right / verdict.wrong)
+VERDICT = re.compile(r"True class \([^)]*\): \*\*(?P<truth>[^*]+)\*\*; the model says \*\*(?P<pred>[^*]+)\*\*")
+PROBABILITY = re.compile(r"(\d+(?:\.\d+)?)%")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What a student's pages must say about their image: its class, and the model's answers
+    (class, the probability it gives the true class in percent) that the server may give, one per
+    precision it may compute in (float32, bf16), when the bench knows them."""
+
+    truth: str
+    answers: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass
+class Run:
+    """What the server sent during one script run."""
+
+    seconds: float = 0.0
+    title: str | None = None
+    texts: list[str] = field(default_factory=list)  # headings, markdown, captions, alerts
+    buttons: dict[str, str] = field(default_factory=dict)  # widget key -> widget id
+    exceptions: list[str] = field(default_factory=list)
+    compile_error: bool = False
+    messages: int = 0
+    received_bytes: int = 0
+
+
+def button_key(widget_id: str) -> str | None:
+    """The user key of a widget id ("$$ID-<hash>-nav_next" -> "nav_next"), None without one."""
+    head, _, key = widget_id.rpartition("-")
+    return key if head.startswith("$$ID") and key and key != "None" else None
+
+
+def element_text(element) -> str | None:  # element: streamlit.proto.Element_pb2.Element
+    kind = element.WhichOneof("type")
+    if kind in ("markdown", "heading", "alert", "text", "caption"):
+        return getattr(element, kind).body
+    return None
+
+
+class LightStudent:
+    """One student's session on a Streamlit server, over its websocket.
+
+    Args:
+        url: the server, "http://host:port".
+        image: the student's test image, "class/index" (the URL's ``test=``).
+        expected: what the verdicts must say about that image (None: only the URL is checked).
+        timeout: seconds a run may take before it counts as an error.
+    """
+
+    def __init__(self, url: str, image: str, expected: Expected | None = None, timeout: float = 300.0) -> None:
+        self.url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/_stcore/stream"
+        self.image, self.expected, self.timeout = image, expected, timeout
+        self.query_string = f"test={image}"
+        self.page_script_hash = ""
+        self.cached: dict[str, ForwardMsg] = {}  # hash -> a cacheable message, as a browser keeps them
+        self.errors = 0
+        self.wrong_image = 0
+        self.problems: list[str] = []  # what each error or wrong image was, briefly
+        self.last: Run | None = None
+        self._socket = None
+
+    async def open(self, page_name: str = "") -> Run:
+        """Connect and run the app as a browser opening ``/<page_name>?test=<image>`` does."""
+        import websockets
+
+        self._socket = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None)
+        return await self._rerun(ClientState(query_string=self.query_string, page_name=page_name))
+
+    async def press(self, key: str) -> Run:
+        """Click the button with this key on the page shown now (a trigger value, as the frontend
+        sends for st.button) and wait for the run it starts to end."""
+        if self.last is None or key not in self.last.buttons:
+            raise LookupError(f"no button {key!r} on this page")
+        state = ClientState(query_string=self.query_string, page_script_hash=self.page_script_hash)
+        widget = state.widget_states.widgets.add()
+        widget.id, widget.trigger_value = self.last.buttons[key], True
+        return await self._rerun(state)
+
+    async def close(self) -> None:
+        if self._socket is not None:
+            await self._socket.close()
+
+    async def _rerun(self, state: ClientState) -> Run:
+        state.cached_message_hashes.extend(self.cached)
+        message = BackMsg()
+        message.rerun_script.CopyFrom(state)
+        run, started = Run(), time.perf_counter()
+        await self._socket.send(message.SerializeToString())
+        async with asyncio.timeout(self.timeout):
+            while not self._read(await self._socket.recv(), run):
+                pass
+        run.seconds = time.perf_counter() - started
+        self.last = run
+        self.errors += len(run.exceptions) + run.compile_error
+        self.problems += [f"{run.title}: {text[:200]}" for text in run.exceptions]
+        if not self.shows_own_image(run):
+            self.wrong_image += 1
+            shown = [text[:160] for text in run.texts if VERDICT.search(text)]
+            self.problems.append(f"{run.title}: not {self.image} ({self.query_string}; {shown})")
+        return run
+
+    def _read(self, data: bytes, run: Run) -> bool:
+        """Take in one ForwardMsg; True at the end of the run."""
+        message = ForwardMsg()
+        message.ParseFromString(data)
+        run.messages += 1
+        run.received_bytes += len(data)
+        if message.ref_hash:  # a message this client has: the server sent only its hash
+            message = self.cached.get(message.ref_hash, message)
+        elif message.metadata.cacheable and message.hash:
+            self.cached[message.hash] = message
+        kind = message.WhichOneof("type")
+        if kind == "new_session":
+            self.page_script_hash = message.new_session.page_script_hash
+        elif kind == "page_info_changed":
+            self.query_string = message.page_info_changed.query_string
+        elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
+            element = message.delta.new_element
+            what = element.WhichOneof("type")
+            if what == "exception":
+                run.exceptions.append(f"{element.exception.type}: {element.exception.message}")
+            elif what == "button" and (key := button_key(element.button.id)):
+                run.buttons[key] = element.button.id
+            elif (text := element_text(element)) is not None:
+                run.texts.append(text)
+                if what == "heading" and run.title is None and element.heading.tag == "h1":
+                    run.title = text
+        elif kind == "script_finished":
+            run.compile_error = message.script_finished == FINISHED_WITH_COMPILE_ERROR
+            return message.script_finished != FINISHED_EARLY_FOR_RERUN
+        return False
+
+    def shows_own_image(self, run: Run) -> bool:
+        """The URL still names the student's image, every verdict of the run names its class, and
+        the first (the ViT's: the comparison page's CNN comes second) one of the model's answers
+        for it when known (its probability as shown, to one decimal)."""
+        if parse_qs(self.query_string).get("test") != [self.image]:
+            return False
+        if self.expected is None:
+            return True
+        verdicts = [(found, text) for text in run.texts if (found := VERDICT.search(text))]
+        if any(found["truth"] != self.expected.truth for found, _ in verdicts):
+            return False
+        if not verdicts or not self.expected.answers:
+            return True
+        found, text = verdicts[0]
+        percent = PROBABILITY.findall(text[found.end() :])
+        return bool(percent) and any(
+            found["pred"] == predicted and abs(float(percent[-1]) - expected) <= 0.15
+            for predicted, expected in self.expected.answers
+        )
