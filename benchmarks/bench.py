@@ -1005,9 +1005,11 @@ def upload_seconds(page: Any, url: str, photos: list[Path], server_pid: int | No
     """
     page.goto(url, wait_until="domcontentloaded")
     wait_ready(page)
-    page.get_by_text("Upload", exact=True).click()  # the page then asks for a file: no figure to wait for
-    page.wait_for_selector("[data-testid='stFileUploader']", timeout=60_000)
-    chooser = page.locator("[data-testid='stFileUploader'] input[type=file]")
+    page.locator(".st-key-source").get_by_text(
+        "Upload", exact=True
+    ).click()  # the page then asks for a file: no figure to wait for
+    page.wait_for_selector(".st-key-upload [data-testid='stFileUploader']", timeout=60_000)
+    chooser = page.locator(".st-key-upload input[type=file]")
     measured = []
     for photo in photos:
         before = page.evaluate(FIGURES_SIGNATURE)
