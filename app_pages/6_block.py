@@ -27,20 +27,6 @@ layer = ui.int_choice("layer", 0, 0, depth - 1)  # 0-based
 query = ui.int_choice("query", centre, 0, num_tokens - 1)  # token index: [CLS] (if any) is 0
 ui.header("page.block", "block.intro", shape=tuple(trace.hidden_states[layer + 1].shape))
 
-KIND = {
-    "input": "stream",
-    "norm1": "norm",
-    "qkv": "attention",
-    "attention": "attention",
-    "attn_proj": "attention",
-    "add1": "add",
-    "norm2": "norm",
-    "fc1": "mlp",
-    "gelu": "mlp",
-    "fc2": "mlp",
-    "add2": "add",
-}
-
 
 def shape_text(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, shape)) + ")"
@@ -56,7 +42,7 @@ def token_label(token: int) -> str:
 # ---- the diagram ------------------------------------------------------------------------------
 st.subheader(ui.tr("block.diagram"))
 steps = analysis.block_shapes(model, trace)
-boxes = [(ui.tr(f"block.step.{step}"), shape_text(shape), KIND[step]) for step, shape in steps]
+boxes = [(ui.tr(f"block.step.{step}"), shape_text(shape), plots.BLOCK_KINDS[step]) for step, shape in steps]
 add1, add2 = analysis.BLOCK_STEPS.index("add1"), analysis.BLOCK_STEPS.index("add2")
 left, right = st.columns([1, 1])
 left.plotly_chart(

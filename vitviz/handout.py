@@ -561,27 +561,12 @@ def _attention(page: _Page, tour: _Tour, total: int) -> None:
     page.text(claims.text(claims.attention_distance(distances, uniform, max(trace.pixels.shape[-2:])), page.lang))
 
 
-BLOCK_KINDS = {
-    "input": "stream",
-    "norm1": "norm",
-    "qkv": "attention",
-    "attention": "attention",
-    "attn_proj": "attention",
-    "add1": "add",
-    "norm2": "norm",
-    "fc1": "mlp",
-    "gelu": "mlp",
-    "fc2": "mlp",
-    "add2": "add",
-}
-
-
 def _block(page: _Page, tour: _Tour, total: int) -> None:
     trace, model = tour.trace, tour.model
     depth, prefix = trace.depth, trace.num_prefix_tokens
     page.step(6, total, "page.block", page.tr("block.intro"), _shape(trace.hidden_states[1].shape))
     steps = analysis.block_shapes(model, trace)
-    boxes = [(page.tr(f"block.step.{step}"), _shape(shape), BLOCK_KINDS[step]) for step, shape in steps]
+    boxes = [(page.tr(f"block.step.{step}"), _shape(shape), plots.BLOCK_KINDS[step]) for step, shape in steps]
     add1, add2 = analysis.BLOCK_STEPS.index("add1"), analysis.BLOCK_STEPS.index("add2")
     dim = trace.hidden_states[0].shape[-1]
     page.heading(page.tr("block.diagram"))

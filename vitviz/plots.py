@@ -1181,6 +1181,22 @@ def key_weights(
 BLOCK_COLOURS = {"stream": "#e8e8e8", "norm": "#fff2b3", "attention": "#cfe3f7", "mlp": "#d4efd0", "add": "#ffffff"}
 
 
+# The colour group of each box of the encoder-block diagram (block_diagram's boxes), by step.
+BLOCK_KINDS = {
+    "input": "stream",
+    "norm1": "norm",
+    "qkv": "attention",
+    "attention": "attention",
+    "attn_proj": "attention",
+    "add1": "add",
+    "norm2": "norm",
+    "fc1": "mlp",
+    "gelu": "mlp",
+    "fc2": "mlp",
+    "add2": "add",
+}
+
+
 def block_diagram(
     boxes: Sequence[tuple[str, str, str]],
     residuals: Sequence[tuple[int, int]] = (),
