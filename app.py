@@ -19,31 +19,31 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st  # noqa: E402
 
-from vitviz import tour  # noqa: E402
-from vitviz.app import load_ui, warm_up  # noqa: E402
+from vitviz.app import load_app, warm_up  # noqa: E402
 
 
 def main() -> None:
-    ui = load_ui()  # before any page: the first sessions of a cold server import one at a time
+    load_app()  # before any page: the first sessions of a cold server import one at a time
+    from vitviz.app import navigation, presenter, sidebar, state
+    from vitviz.app.text import tr
+    from vitviz.app.tour import LAB, ROOT, TOUR
 
     st.set_page_config(
-        page_title="vitviz: inside a Vision Transformer", page_icon=str(ui.ROOT / "assets" / "icon.png"), layout="wide"
+        page_title="vitviz: inside a Vision Transformer", page_icon=str(ROOT / "assets" / "icon.png"), layout="wide"
     )
-    ui.init_state()
-    ui.theme_charts()  # every figure drawn through plots.theme: larger in presenter mode, never zoomed
+    state.init()
+    presenter.theme_charts()  # every figure drawn through plots.theme: larger in presenter mode, never zoomed
 
     steps = [
-        st.Page(f, title=ui.tr(k), icon=i, default=(n == 0))
-        for n, (f, k, i) in enumerate(tour.TOUR)
-        if (tour.ROOT / f).exists()
+        st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if (ROOT / f).exists()
     ]
-    lab = [st.Page(f, title=ui.tr(k), icon=i) for f, k, i in tour.LAB if (tour.ROOT / f).exists()]
-    page = st.navigation({ui.tr("nav.tour"): steps, ui.tr("nav.lab"): lab} if lab else steps)
-    ui.follow_asked_step()  # Previous / Next: straight to the step, without drawing the page clicked on again
+    lab = [st.Page(f, title=tr(k), icon=i) for f, k, i in LAB if (ROOT / f).exists()]
+    page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps)
+    navigation.follow_asked_step()  # Previous / Next: straight to the step, without drawing the page clicked on again
 
-    ui.sidebar()
-    ui.follow_step_link(page)
-    ui.open_at_the_top(page)
+    sidebar.sidebar()
+    navigation.follow_step_link(page)
+    navigation.open_at_the_top(page)
     page.run()
 
 

@@ -3,14 +3,15 @@
 import streamlit as st
 
 from vitviz import plots
-from vitviz.app import ui
+from vitviz.app import current, furniture, navigation
+from vitviz.app.text import tr
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
 from vitviz.trace import forward_steps
 
-cur = ui.current()
+cur = current.current()
 config = cur.model.config
-ui.header("page.home", "home.intro", shape=tuple(cur.trace.pixels.shape))
+furniture.header("page.home", "home.intro", shape=tuple(cur.trace.pixels.shape))
 
 left, right = st.columns([1, 1])
 model_input = denormalize(cur.trace.pixels[0], config.preprocess)
@@ -18,21 +19,21 @@ left.plotly_chart(plots.patch_grid(model_input, config.token_size, height=360), 
 ranked = top_k(config.class_names, cur.trace.logits, 5)
 labels = [name for name, _ in ranked]
 right.plotly_chart(
-    ui.class_bars(labels, [p for _, p in ranked], ui.tr("home.prediction"), cur.verdict, height=360),
+    current.class_bars(labels, [p for _, p in ranked], tr("home.prediction"), cur.verdict, height=360),
     width="stretch",
     key="home_topk",
 )
-ui.show_verdict(cur.verdict, right)
-ui.show_known_classes(config, cur.verdict, right)
+current.show_verdict(cur.verdict, right)
+current.show_known_classes(config, cur.verdict, right)
 
-st.subheader(ui.tr("home.pipeline"))
+st.subheader(tr("home.pipeline"))
 rows = [
     {
-        ui.tr("home.col.step"): code,
-        ui.tr("home.col.shape"): "(" + ", ".join(map(str, shape)) + ")",
-        ui.tr("home.col.meaning"): ui.tr(f"home.step.{step}"),
+        tr("home.col.step"): code,
+        tr("home.col.shape"): "(" + ", ".join(map(str, shape)) + ")",
+        tr("home.col.meaning"): tr(f"home.step.{step}"),
     }
     for step, code, shape in forward_steps(config, cur.trace)
 ]
 st.dataframe(rows, hide_index=True, width="stretch")
-ui.nav("app_pages/0_home.py")
+navigation.nav("app_pages/0_home.py")

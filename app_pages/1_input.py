@@ -4,13 +4,14 @@ import streamlit as st
 from PIL import Image
 
 from vitviz import claims, plots
-from vitviz.app import ui
+from vitviz.app import current, furniture, navigation
+from vitviz.app.text import lang, tr
 from vitviz.data import denormalize, input_pixels, inverts
 
-cur = ui.current()
+cur = current.current()
 config = cur.model.config
 pre = config.preprocess
-ui.header("page.input", "input.intro", shape=tuple(cur.trace.pixels.shape))
+furniture.header("page.input", "input.intro", shape=tuple(cur.trace.pixels.shape))
 
 original = cur.image
 picture = Image.fromarray(original)
@@ -19,47 +20,45 @@ gray = config.in_chans == 1
 inverted = inverts(picture, pre, config.in_chans)
 normalised = cur.trace.pixels[0].numpy()  # (C, H, W)
 if gray:
-    st.info(ui.tr("input.gray_note"))
+    st.info(tr("input.gray_note"))
 
 a, b = st.columns(2)
 a.plotly_chart(
-    plots.image(original, ui.tr("input.original", width=original.shape[1], height=original.shape[0])),
+    plots.image(original, tr("input.original", width=original.shape[1], height=original.shape[0])),
     width="stretch",
     key="input_original",
 )
 title = "input.resized_gray_inverted" if inverted else "input.resized_gray" if gray else "input.resized"
 b.plotly_chart(
-    plots.image(resized, ui.tr(title, width=resized.shape[1], height=resized.shape[0])),
+    plots.image(resized, tr(title, width=resized.shape[1], height=resized.shape[0])),
     width="stretch",
     key="input_resized",
 )
 
-st.subheader(ui.tr("input.recipe"))
+st.subheader(tr("input.recipe"))
 resize = (
-    ui.tr("input.shorter_side", size=pre.resize)
-    if isinstance(pre.resize, int)
-    else f"{pre.resize[0]} x {pre.resize[1]}"
+    tr("input.shorter_side", size=pre.resize) if isinstance(pre.resize, int) else f"{pre.resize[0]} x {pre.resize[1]}"
 )
 means, stds = ", ".join(f"{m:.4g}" for m in pre.mean), ", ".join(f"{s:.4g}" for s in pre.std)
 steps = [
-    (ui.tr("input.step.resize"), f"{resize}, {pre.interpolation}"),
-    (ui.tr("input.step.crop"), "-" if pre.crop is None else f"{pre.crop[0]} x {pre.crop[1]}"),
+    (tr("input.step.resize"), f"{resize}, {pre.interpolation}"),
+    (tr("input.step.crop"), "-" if pre.crop is None else f"{pre.crop[0]} x {pre.crop[1]}"),
 ]
 if gray:
-    steps.append((ui.tr("input.step.gray"), ui.tr("input.step.gray_value")))
+    steps.append((tr("input.step.gray"), tr("input.step.gray_value")))
 if pre.dark_background:
-    steps.append((ui.tr("input.step.invert"), ui.tr("input.step.invert_yes" if inverted else "input.step.invert_no")))
+    steps.append((tr("input.step.invert"), tr("input.step.invert_yes" if inverted else "input.step.invert_no")))
 steps += [
-    (ui.tr("input.step.scale"), ui.tr("input.step.scale_value")),
-    (ui.tr("input.step.normalise"), f"(x - mean) / std, mean=({means}), std=({stds})"),
+    (tr("input.step.scale"), tr("input.step.scale_value")),
+    (tr("input.step.normalise"), f"(x - mean) / std, mean=({means}), std=({stds})"),
 ]
 st.dataframe(
-    [{ui.tr("input.col.step"): step, ui.tr("input.col.value"): value} for step, value in steps],
+    [{tr("input.col.step"): step, tr("input.col.value"): value} for step, value in steps],
     hide_index=True,
     width="stretch",
 )
 
-st.subheader(ui.tr("input.channels"))
+st.subheader(tr("input.channels"))
 names = ["R", "G", "B"] if len(normalised) == 3 else ["L"]
 st.plotly_chart(
     plots.channel_maps(
@@ -69,25 +68,25 @@ st.plotly_chart(
     key="input_channels",
 )
 before = {f"{n} / 255": resized[..., i] / 255.0 for i, n in enumerate(names)}
-after = {ui.tr("input.normalised_channel", channel=n): normalised[i] for i, n in enumerate(names)}
+after = {tr("input.normalised_channel", channel=n): normalised[i] for i, n in enumerate(names)}
 c, d = st.columns(2)
-count = ui.tr("input.hist_y")
+count = tr("input.hist_y")
 c.plotly_chart(
-    plots.histogram(before, ui.tr("input.hist_before"), x_title=ui.tr("input.hist_x_before"), y_title=count),
+    plots.histogram(before, tr("input.hist_before"), x_title=tr("input.hist_x_before"), y_title=count),
     width="stretch",
     key="input_hist_before",
 )
 d.plotly_chart(
     plots.histogram(
         after,
-        claims.text(claims.normalised_input(normalised), ui.lang()),
-        x_title=ui.tr("input.hist_x_after"),
+        claims.text(claims.normalised_input(normalised), lang()),
+        x_title=tr("input.hist_x_after"),
         y_title=count,
     ),
     width="stretch",
     key="input_hist_after",
 )
-ui.download_npz(
+furniture.download_npz(
     "download.npz",
     "model_input.npz",
     "input_npz",
@@ -95,4 +94,4 @@ ui.download_npz(
     resized=resized,
     model_input=denormalize(cur.trace.pixels[0], pre),
 )
-ui.nav("app_pages/1_input.py")
+navigation.nav("app_pages/1_input.py")

@@ -4,29 +4,32 @@ import numpy as np
 import streamlit as st
 
 from vitviz import analysis, patches, plots
-from vitviz.app import ui
+from vitviz.app import current, furniture, navigation
+from vitviz.app.text import tr
 
-cur = ui.current()
+cur = current.current()
 config = cur.model.config
 trace = cur.trace
 prefix = trace.num_prefix_tokens
 grid_h, grid_w = trace.grid_size
 count = grid_h * grid_w
 dim = config.embed_dim
-ui.header("page.tokens", "tokens.intro", shape=f"{tuple(trace.patch_tokens.shape)} → {tuple(trace.tokens.shape)}")
+furniture.header(
+    "page.tokens", "tokens.intro", shape=f"{tuple(trace.patch_tokens.shape)} → {tuple(trace.tokens.shape)}"
+)
 
-st.subheader(ui.tr("tokens.sequence"))
+st.subheader(tr("tokens.sequence"))
 cls_row = {0: "[CLS]"} if prefix else None
 if not prefix:
-    st.info(ui.tr("tokens.no_cls"))
+    st.info(tr("tokens.no_cls"))
 # Rows are named by what they are, so one patch has one name (and one height) in both maps.
-patch_rows = [ui.tr("tokens.row_patch", n=n) for n in range(1, count + 1)]
+patch_rows = [tr("tokens.row_patch", n=n) for n in range(1, count + 1)]
 token_rows = ["[CLS]"] * prefix + patch_rows
 ticks = patch_rows[:: grid_w * -(-grid_h // 16)]  # each image row's first patch (16 at most); [CLS] has its arrow
 axes = dict(
-    y_title=ui.tr("tokens.axis_token"),
-    x_title=ui.tr("tokens.axis_channel"),
-    channel_word=ui.tr("hover.channel"),
+    y_title=tr("tokens.axis_token"),
+    x_title=tr("tokens.axis_channel"),
+    channel_word=tr("hover.channel"),
     rows=token_rows,
     ticks=ticks,
 )
@@ -34,13 +37,13 @@ left, right = st.columns(2)
 before = plots.token_matrix(  # [CLS]'s slot left empty
     trace.patch_tokens[0].numpy(),
     patch_rows,
-    title=ui.tr("tokens.before", n=count, d=dim),
+    title=tr("tokens.before", n=count, d=dim),
     **axes,
 )
 after = plots.token_matrix(
     trace.tokens[0].numpy(),
     token_rows,
-    title=ui.tr("tokens.after", t=trace.tokens.shape[1], d=dim),
+    title=tr("tokens.after", t=trace.tokens.shape[1], d=dim),
     marked=cls_row,
     **axes,
 )
@@ -50,27 +53,27 @@ cls_tex = r"x_\mathrm{class};\; " if prefix else ""
 patches_tex = rf"x_p^1 W;\; x_p^2 W;\; \dots;\; x_p^{{{count}}} W"
 st.latex(r"z_0 = [\," + cls_tex + patches_tex + r"\,] + E_\mathrm{pos}")  # the paper's eq. 1, with our W
 if prefix:
-    st.caption(ui.tr("tokens.formula_note", n=count))
+    st.caption(tr("tokens.formula_note", n=count))
 
-st.subheader(ui.tr("tokens.pos"))
+st.subheader(tr("tokens.pos"))
 if config.pos_embed == "sincos2d":
-    st.markdown(ui.tr("tokens.pos_fixed"))
+    st.markdown(tr("tokens.pos_fixed"))
 else:
     st.markdown(
-        ui.tr(
+        tr(
             "tokens.pos_learned",
             first=patches.patch_number(0, 0, trace.grid_size),
             below=patches.patch_number(1, 0, trace.grid_size),
         )
     )
     if not cur.spec.trained:
-        st.info(ui.tr("tokens.pos_untrained"))
+        st.info(tr("tokens.pos_untrained"))
 pos_embed = cur.model.pos_embed.detach()[0].cpu()  # (T, D)
 st.plotly_chart(
     plots.token_matrix(
         pos_embed.numpy(),
         token_rows,
-        title=ui.tr("tokens.pos_title", t=pos_embed.shape[0], d=dim),
+        title=tr("tokens.pos_title", t=pos_embed.shape[0], d=dim),
         marked=cls_row,
         **axes,
     ),
@@ -78,49 +81,49 @@ st.plotly_chart(
     key="tokens_pos_embed",
 )
 
-st.subheader(ui.tr("tokens.similarity"))
-st.markdown(ui.tr("tokens.similarity_intro"))
+st.subheader(tr("tokens.similarity"))
+st.markdown(tr("tokens.similarity_intro"))
 similarities = {k: v.numpy() for k, v in analysis.position_similarities(pos_embed, trace.grid_size, prefix).items()}
 
 
 left, right = st.columns([3, 2])
-pos = ui.patch_picker(right, "tokens.choose_pos", "pos", (grid_h, grid_w))
+pos = furniture.patch_picker(right, "tokens.choose_pos", "pos", (grid_h, grid_w))
 row, col = divmod(pos, grid_w)
 left.plotly_chart(
-    plots.similarity_grid(similarities["model"], title=ui.tr("tokens.mosaic_title", h=grid_h, w=grid_w), selected=pos),
+    plots.similarity_grid(similarities["model"], title=tr("tokens.mosaic_title", h=grid_h, w=grid_w), selected=pos),
     width="stretch",
     key="tokens_mosaic",
-    on_select=ui.choose_clicked_patch("tokens_mosaic", "pos", count),
+    on_select=furniture.choose_clicked_patch("tokens_mosaic", "pos", count),
     selection_mode="points",
 )
-large_title = ui.tr("tokens.large_title", index=pos + 1, row=row + 1, col=col + 1)
+large_title = tr("tokens.large_title", index=pos + 1, row=row + 1, col=col + 1)
 right.plotly_chart(
     plots.similarity_maps(
-        similarities["model"][row, col][None], [large_title], marked=(row, col), height=460, hover=ui.grid_hover()
+        similarities["model"][row, col][None], [large_title], marked=(row, col), height=460, hover=current.grid_hover()
     ),
     width="stretch",
     key="tokens_large",
 )
-right.caption(ui.tr("tokens.large_note"))
+right.caption(tr("tokens.large_note"))
 
-st.subheader(ui.tr("tokens.compare"))
-st.markdown(ui.tr("tokens.compare_intro"))
+st.subheader(tr("tokens.compare"))
+st.markdown(tr("tokens.compare_intro"))
 own = "tokens.kind.fixed" if config.pos_embed == "sincos2d" else "tokens.kind.learned"
 kinds = {"model": own, "sincos_1d": "tokens.kind.sincos_1d", "sincos_2d": "tokens.kind.sincos_2d"}
 st.plotly_chart(
     plots.similarity_maps(
         np.stack([similarities[k][row, col] for k in kinds]),
-        [ui.tr(v) for v in kinds.values()],
+        [tr(v) for v in kinds.values()],
         marked=(row, col),
         own_range=True,
-        hover=ui.grid_hover(),
+        hover=current.grid_hover(),
         height=360,
     ),
     width="stretch",
     key="tokens_compare",
 )
-st.caption(ui.tr("tokens.own_range_note"))
-ui.download_npz(
+st.caption(tr("tokens.own_range_note"))
+furniture.download_npz(
     "tokens.download",
     "pos_embed_similarity.npz",
     "tokens_npz",
@@ -129,4 +132,4 @@ ui.download_npz(
     similarity_sincos_1d=similarities["sincos_1d"],
     similarity_sincos_2d=similarities["sincos_2d"],
 )
-ui.nav("app_pages/4_tokens.py")
+navigation.nav("app_pages/4_tokens.py")

@@ -2,7 +2,7 @@
 
 The logit lens is indexed by block: 0 is the embedded tokens before any block, l the output of
 layer l (1-based, as on the attention page). Occlusion curves are cached per (model, image, order
-kind, steps) by ui.cached_occlusion.
+kind, steps) by caches.cached_occlusion.
 """
 
 import numpy as np
@@ -10,26 +10,27 @@ import streamlit as st
 import torch
 
 from vitviz import analysis, claims, plots, tables
-from vitviz.app import ui
+from vitviz.app import caches, current, furniture, navigation
+from vitviz.app.text import label, lang, tr
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
 
-cur = ui.current()
+cur = current.current()
 trace, model = cur.trace, cur.model
 config = model.config
 if config.num_classes == 0:
-    ui.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
-    st.info(ui.tr("prediction.no_head"))
-    ui.nav("app_pages/7_prediction.py")
+    furniture.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
+    st.info(tr("prediction.no_head"))
+    navigation.nav("app_pages/7_prediction.py")
     st.stop()
-ui.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
+furniture.header("page.prediction", "prediction.intro", shape=tuple(trace.logits.shape))
 prefix = trace.num_prefix_tokens
 num_classes = config.num_classes
 names = config.class_names
 
 
 def class_name(index: int) -> str:
-    return ui.label(names[index]) if names else ui.tr("prediction.class_n", n=index)
+    return label(names[index]) if names else tr("prediction.class_n", n=index)
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
@@ -37,10 +38,10 @@ def shape_text(shape: tuple[int, ...]) -> str:
 
 
 # ---- the head and the top-k classes -----------------------------------------------------------
-st.subheader(ui.tr("prediction.topk_title"))
+st.subheader(tr("prediction.topk_title"))
 sentence = "prediction.head_cls" if config.global_pool == "token" else "prediction.head_avg"
 st.markdown(
-    ui.tr(
+    tr(
         sentence,
         tokens=shape_text(tuple(trace.hidden_states[-1].shape)),
         pre=shape_text(tuple(trace.pre_logits.shape)),
@@ -50,34 +51,34 @@ st.markdown(
     )
 )
 max_k = min(20, num_classes)
-k = st.slider(ui.tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, max_k), key="topk")
+k = st.slider(tr("prediction.k"), min_value=1, max_value=max_k, value=min(5, max_k), key="topk")
 ranked = top_k(model.config.class_names, trace.logits, k)
 labels = [name for name, _ in ranked]
 st.plotly_chart(
-    ui.class_bars(labels, [p for _, p in ranked], ui.tr("prediction.topk_chart", k=k), cur.verdict, height=90 + 36 * k),
+    current.class_bars(
+        labels, [p for _, p in ranked], tr("prediction.topk_chart", k=k), cur.verdict, height=90 + 36 * k
+    ),
     width="stretch",
     key="prediction_topk",
 )
-ui.show_verdict(cur.verdict)
-ui.show_known_classes(config, cur.verdict)
+current.show_verdict(cur.verdict)
+current.show_known_classes(config, cur.verdict)
 
 # ---- the logit lens ---------------------------------------------------------------------------
-st.subheader(ui.tr("prediction.lens_title"))
-st.markdown(ui.tr("prediction.lens_intro_cls" if config.global_pool == "token" else "prediction.lens_intro_avg"))
+st.subheader(tr("prediction.lens_title"))
+st.markdown(tr("prediction.lens_intro_cls" if config.global_pool == "token" else "prediction.lens_intro_avg"))
 lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, B, K) probabilities
 depth = trace.depth
 blocks = np.arange(depth + 1)
-after = [
-    ui.tr("prediction.after_embed") if i == 0 else ui.tr("prediction.after_layer", n=i, index=i - 1) for i in blocks
-]
+after = [tr("prediction.after_embed") if i == 0 else tr("prediction.after_layer", n=i, index=i - 1) for i in blocks]
 tracked, scores = analysis.logit_lens_tracks(lens, k=min(5, num_classes))  # (m,), (depth + 1, m): every top-1 too
 st.plotly_chart(
     plots.multi_line(
         blocks,
         {class_name(int(c)): scores[:, j].numpy() for j, c in enumerate(tracked)},
-        title=ui.tr("prediction.lens_chart"),
-        x_title=ui.tr("prediction.x_block"),
-        y_title=ui.tr("prediction.y_prob"),
+        title=tr("prediction.lens_chart"),
+        x_title=tr("prediction.x_block"),
+        y_title=tr("prediction.y_prob"),
         percent=True,
         hover_text=after,
     ),
@@ -86,15 +87,15 @@ st.plotly_chart(
 )
 top1, top1_prob = analysis.logit_lens_top1(lens)  # (depth + 1,) each
 final_class = int(trace.logits[0].argmax())
-st.markdown(claims.text(claims.logit_lens(top1.tolist(), final_class, names), ui.lang()))
+st.markdown(claims.text(claims.logit_lens(top1.tolist(), final_class, names), lang()))
 final_rank = analysis.class_rank_by_layer(lens, final_class)[:, 0]  # (depth + 1,)
 st.dataframe(
     [
         {
-            ui.tr("prediction.col.after"): after[i],
-            ui.tr("prediction.col.top1"): class_name(int(top1[i])),
-            ui.tr("prediction.col.prob"): f"{float(top1_prob[i]):.1%}",
-            ui.tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]) + 1,
+            tr("prediction.col.after"): after[i],
+            tr("prediction.col.top1"): class_name(int(top1[i])),
+            tr("prediction.col.prob"): f"{float(top1_prob[i]):.1%}",
+            tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]) + 1,
         }
         for i in blocks
     ],
@@ -104,29 +105,29 @@ st.dataframe(
 )
 
 # ---- occlusion --------------------------------------------------------------------------------
-st.subheader(ui.tr("prediction.occlusion_title"))
-st.markdown(ui.tr("prediction.occlusion_intro"))
+st.subheader(tr("prediction.occlusion_title"))
+st.markdown(tr("prediction.occlusion_intro"))
 num_patches = config.num_patches
 steps = analysis.occlusion_steps(model)
-with st.spinner(ui.tr("prediction.occlusion_running")):
+with st.spinner(tr("prediction.occlusion_running")):
     occlusion = {
-        kind: ui.cached_occlusion(cur.name, cur.image_bytes, kind, steps) for kind in analysis.OCCLUSION_ORDERS
+        kind: caches.cached_occlusion(cur.name, cur.image_bytes, kind, steps) for kind in analysis.OCCLUSION_ORDERS
     }
 counts = analysis.occlusion_counts(num_patches, steps).numpy()  # (steps + 1,)
 fractions = counts / num_patches
-curve_names = {kind: ui.tr(f"prediction.order.{kind}") for kind in analysis.OCCLUSION_ORDERS}
+curve_names = {kind: tr(f"prediction.order.{kind}") for kind in analysis.OCCLUSION_ORDERS}
 left, right = st.columns([3, 2])
 left.plotly_chart(
     plots.multi_line(
         fractions,
         {curve_names[kind]: curve for kind, (_, curve) in occlusion.items()},
-        title=ui.tr("prediction.occlusion_chart", name=class_name(final_class)),
-        x_title=ui.tr("prediction.x_hidden"),
-        y_title=ui.tr("prediction.y_prob"),
+        title=tr("prediction.occlusion_chart", name=class_name(final_class)),
+        x_title=tr("prediction.x_hidden"),
+        y_title=tr("prediction.y_prob"),
         percent=True,
         x_percent=True,
         colours={curve_names["rollout"]: "#d62728", curve_names["random"]: "#7f7f7f"},
-        hover_text=[ui.tr("prediction.hidden_n", n=int(c), total=num_patches) for c in counts],
+        hover_text=[tr("prediction.hidden_n", n=int(c), total=num_patches) for c in counts],
     ),
     width="stretch",
     key="prediction_occlusion",
@@ -135,14 +136,14 @@ model_input = denormalize(trace.pixels[0], config.preprocess)
 rollout = analysis.rollout_map(trace)[0].numpy()  # (grid_h, grid_w)
 right.plotly_chart(
     plots.heatmap_overlay(
-        model_input, rollout, title=ui.tr("prediction.rollout_title"), height=360, hover=ui.grid_hover()
+        model_input, rollout, title=tr("prediction.rollout_title"), height=360, hover=current.grid_hover()
     ),
     width="stretch",
     key="prediction_rollout",
 )
 reading = claims.occlusion(fractions, occlusion["rollout"][1], occlusion["random"][1])
-st.markdown(claims.text(reading, ui.lang()))
-st.caption(ui.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
+st.markdown(claims.text(reading, lang()))
+st.caption(tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
 
 rollout_order = torch.as_tensor(occlusion["rollout"][0])
 shown = sorted({round(steps * f) for f in (0.0, 0.25, 0.5, 0.75)})
@@ -152,7 +153,7 @@ curve = occlusion["rollout"][1]
 st.plotly_chart(
     plots.image_row(
         [denormalize(image, config.preprocess) for image in occluded],
-        [ui.tr("prediction.occluded_n", n=int(counts[s]), p=f"{float(curve[s]):.1%}") for s in shown],
+        [tr("prediction.occluded_n", n=int(counts[s]), p=f"{float(curve[s]):.1%}") for s in shown],
     ),
     width="stretch",
     key="prediction_occluded",
@@ -171,18 +172,18 @@ occlusion_columns = {
 }
 d1, d2, d3 = st.columns(3)
 with d1:
-    ui.download_csv(
+    furniture.download_csv(
         "prediction.download_lens", "logit_lens.csv", "prediction_lens_csv", lambda: tables.columns_csv(lens_columns)
     )
 with d2:
-    ui.download_csv(
+    furniture.download_csv(
         "prediction.download_occlusion",
         "occlusion.csv",
         "prediction_occlusion_csv",
         lambda: tables.columns_csv(occlusion_columns),
     )
 with d3:
-    ui.download_npz(
+    furniture.download_npz(
         "download.npz",
         "prediction.npz",
         "prediction_npz",
@@ -192,4 +193,4 @@ with d3:
         **{f"occlusion_{kind}": curve for kind, (_, curve) in occlusion.items()},
         **{f"order_{kind}": order for kind, (order, _) in occlusion.items()},
     )
-ui.nav("app_pages/7_prediction.py")
+navigation.nav("app_pages/7_prediction.py")

@@ -1,9 +1,9 @@
 """Lab: misclassification. Browse the test images the model gets wrong (CIFAR-10, Fashion-MNIST, ...).
 
-The test set and the evaluation sit in ``ui.cached_test_set`` / ``ui.cached_evaluation``
+The test set and the evaluation sit in ``caches.cached_test_set`` / ``caches.cached_evaluation``
 (st.cache_resource keyed by folder and by (model name, folder)), so changing a filter never runs
 the model over the test set again. Filtering, paging and thumbnails are ``vitviz.lab`` functions;
-one image up close is ``lab.inspect_mistake`` (cached per image by ``ui.cached_mistake``).
+one image up close is ``lab.inspect_mistake`` (cached per image by ``caches.cached_mistake``).
 """
 
 import numpy as np
@@ -11,13 +11,14 @@ import streamlit as st
 
 from vitviz import clicks, lab, plots, tables, zoo
 from vitviz import data as vdata
-from vitviz.app import ui
+from vitviz.app import caches, current, furniture, models, navigation, session, state, text
+from vitviz.app.text import label, lang, tr
 from vitviz.prediction import verdict
 
 CONFUSION = "mistakes_confusion"
 ANY = -1  # the class filters' "(any)" option (None would show as an empty selectbox)
 
-chosen = ui.current_model()
+chosen = current.current_model()
 model = chosen.model
 head = st.container()  # the title goes here once the result's shape is known
 
@@ -25,7 +26,7 @@ head = st.container()  # the title goes here once the result's shape is known
 def stop_with(message: str) -> None:
     """Title, introduction and one sentence, then nothing else."""
     with head:
-        ui.header("page.mistakes", "mistakes.intro")
+        furniture.header("page.mistakes", "mistakes.intro")
     st.info(message)
     st.stop()
 
@@ -34,58 +35,58 @@ def stop_with(message: str) -> None:
 # The model's own dataset (Fashion-MNIST's test split for a Fashion-MNIST model), else the server's
 # folder (streamlit run app.py -- --data FOLDER, or VITVIZ_DATA): a visitor can neither see nor
 # change where it is.
-split = ui.test_split(chosen.name)
+split = caches.test_split(chosen.name)
 if split is None:
     with head:
-        ui.header("page.mistakes", "mistakes.intro")
+        furniture.header("page.mistakes", "mistakes.intro")
     named = vdata.named_dataset(model.config.class_names)  # "fashion-mnist", "mnist" or None (CIFAR-10)
     shown = vdata.named_label(named) if named else ""
-    st.info(ui.tr("mistakes.no_data_named", dataset=shown) if named else ui.tr("mistakes.no_data"))
-    download = ui.tr("mistakes.download_named", dataset=shown) if named else ui.tr("mistakes.download")
+    st.info(tr("mistakes.no_data_named", dataset=shown) if named else tr("mistakes.no_data"))
+    download = tr("mistakes.download_named", dataset=shown) if named else tr("mistakes.download")
     if st.button(download, key="mistakes_download"):
-        with st.spinner(ui.tr("mistakes.downloading")):
+        with st.spinner(tr("mistakes.downloading")):
             try:  # torchvision's download: MNIST or Fashion-MNIST into the cache folder, else CIFAR-10
                 vdata.load_split(named or lab.default_test_root(), "test")
             except FileNotFoundError as err:
-                st.info(ui.tr("mistakes.download_failed", message=str(err)))
+                st.info(tr("mistakes.download_failed", message=str(err)))
             else:
                 st.rerun()
     st.stop()
 location = split.location
 try:
-    with st.spinner(ui.tr("mistakes.loading")):
-        data = ui.cached_test_set(location)
+    with st.spinner(tr("mistakes.loading")):
+        data = caches.cached_test_set(location)
 except (FileNotFoundError, ValueError) as err:  # no images after all, or a damaged one
-    stop_with(ui.tr("mistakes.bad_data", message=str(err)))
+    stop_with(tr("mistakes.bad_data", message=str(err)))
 with head:  # the shape of EvalResult.probs: one probability per image and class
-    ui.header("page.mistakes", "mistakes.intro", shape=(len(data), model.config.num_classes))
+    furniture.header("page.mistakes", "mistakes.intro", shape=(len(data), model.config.num_classes))
 try:
-    result = ui.cached_evaluation(chosen.name, location)  # a progress bar the first time
+    result = caches.cached_evaluation(chosen.name, location)  # a progress bar the first time
 except ValueError as err:  # the model's classes differ from the dataset's
-    st.info(ui.tr("mistakes.mismatch", message=str(err)))
+    st.info(tr("mistakes.mismatch", message=str(err)))
     st.stop()
 classes = result.classes  # as the model and the folders spell them
-class_labels = [ui.label(c) for c in classes]  # as the user reads them
+class_labels = [label(c) for c in classes]  # as the user reads them
 num_classes = len(classes)
 m1, m2, m3 = st.columns(3)
-m1.metric(ui.tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
-m2.metric(ui.tr("mistakes.misclassified", n=f"{result.n:,}"), ui.tr("mistakes.of", m=f"{result.misclassified:,}"))
-m3.metric(ui.tr("mistakes.speed"), ui.tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}"))
+m1.metric(tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
+m2.metric(tr("mistakes.misclassified", n=f"{result.n:,}"), tr("mistakes.of", m=f"{result.misclassified:,}"))
+m3.metric(tr("mistakes.speed"), tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}"))
 st.caption(
-    ui.tr("mistakes.data", dataset=ui.dataset_text(vdata.dataset_label(data)), n=f"{len(data):,}")
-    + (" " + ui.tr("mistakes.stored") if result.cached else "")
+    tr("mistakes.data", dataset=text.dataset_text(vdata.dataset_label(data)), n=f"{len(data):,}")
+    + (" " + tr("mistakes.stored") if result.cached else "")
 )
 
 # ---- a click on the confusion matrix sets the two class filters --------------------------------
 options = [ANY, *range(num_classes)]
-clicked = clicks.cell_from_selection(st.session_state.get(CONFUSION), num_classes)
-if clicked is not None and clicked != st.session_state.get("_mistakes_clicked"):
-    st.session_state["mistakes_true"], st.session_state["mistakes_predicted"] = clicked
-st.session_state["_mistakes_clicked"] = clicked
+clicked = clicks.cell_from_selection(session.selection(CONFUSION), num_classes)
+if clicked is not None and clicked != session.recall("mistakes_clicked"):
+    state.set(mistakes_true=clicked[0], mistakes_predicted=clicked[1])
+session.keep("mistakes_clicked", clicked)
 for key in ("mistakes_true", "mistakes_predicted"):
-    if key not in st.session_state or st.session_state[key] not in options:
-        st.session_state[key] = ANY
-cell = (st.session_state["mistakes_true"], st.session_state["mistakes_predicted"])
+    if state.get(key) not in options:
+        state.set(**{key: ANY})
+cell = (state.get("mistakes_true"), state.get("mistakes_predicted"))
 cell = cell if ANY not in cell else None
 
 left, right = st.columns([2, 3])
@@ -93,7 +94,7 @@ left.plotly_chart(
     plots.bars(
         class_labels,
         result.per_class_accuracy(),
-        title=ui.tr("mistakes.per_class_title"),
+        title=tr("mistakes.per_class_title"),
         height=160 + 42 * min(num_classes, 20),
     ),
     width="stretch",
@@ -103,9 +104,9 @@ right.plotly_chart(
     plots.confusion_matrix(
         result.confusion().numpy(),
         class_labels,
-        title=ui.tr("mistakes.confusion_title"),
-        x_title=ui.tr("mistakes.axis_predicted"),
-        y_title=ui.tr("mistakes.axis_true"),
+        title=tr("mistakes.confusion_title"),
+        x_title=tr("mistakes.axis_predicted"),
+        y_title=tr("mistakes.axis_true"),
         selected=cell,
     ),
     width="stretch",
@@ -117,61 +118,62 @@ right.plotly_chart(
 
 # ---- filters ----------------------------------------------------------------------------------
 def any_or_name(option: int) -> str:
-    return ui.tr("mistakes.any") if option == ANY else ui.label(classes[option])
+    return tr("mistakes.any") if option == ANY else label(classes[option])
 
 
-st.subheader(ui.tr("mistakes.filters"))
+st.subheader(tr("mistakes.filters"))
 f1, f2, f3 = st.columns([1, 1, 2])
-true_filter = f1.selectbox(ui.tr("mistakes.filter_true"), options, format_func=any_or_name, key="mistakes_true")
-predicted_filter = f2.selectbox(
-    ui.tr("mistakes.filter_predicted"), options, format_func=any_or_name, key="mistakes_predicted"
+true_filter = state.widget(f1.selectbox, "mistakes_true", tr("mistakes.filter_true"), options, format_func=any_or_name)
+predicted_filter = state.widget(
+    f2.selectbox, "mistakes_predicted", tr("mistakes.filter_predicted"), options, format_func=any_or_name
 )
 true_filter = None if true_filter == ANY else true_filter
 predicted_filter = None if predicted_filter == ANY else predicted_filter
-st.session_state.setdefault("mistakes_range", (0.0, 1.0))
-low, high = f3.slider(  # one confidence filter: "confidently wrong" is its left end raised
-    ui.tr("mistakes.confidence"), 0.0, 1.0, step=0.01, key="mistakes_range", help=ui.tr("mistakes.confidence_help")
+state.default("mistakes_range", (0.0, 1.0))
+low, high = state.widget(  # one confidence filter: "confidently wrong" is its left end raised
+    f3.slider, "mistakes_range", tr("mistakes.confidence"), 0.0, 1.0, step=0.01, help=tr("mistakes.confidence_help")
 )
 
 # A second model on the same images (issue 18): which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
-pair = ui.lab_pair(chosen.name)
+pair = models.lab_pair(chosen.name)
 if pair in others:  # the shipped pair, side by side from the start
-    st.session_state.setdefault("mistakes_other", pair)
+    state.default("mistakes_other", pair)
 o1, o2 = st.columns(2)
-picked_other = o1.selectbox(
-    ui.tr("mistakes.other"),
+picked_other = state.widget(
+    o1.selectbox,
+    "mistakes_other",
+    tr("mistakes.other"),
     ["", *others],
-    key="mistakes_other",
-    format_func=lambda n: ui.tr("mistakes.other_none") if not n else zoo.REGISTRY[n].title_in(ui.lang()),
+    format_func=lambda n: tr("mistakes.other_none") if not n else zoo.REGISTRY[n].title_in(lang()),
 )
-other_name = (
-    o2.text_input(ui.tr("mistakes.other_path"), key="mistakes_other_path", on_change=ui.forget_tries).strip()
-    or picked_other
+typed_other = state.widget(
+    o2.text_input, "mistakes_other_path", tr("mistakes.other_path"), on_change=models.forget_tries
 )
+other_name = typed_other.strip() or picked_other
 other, which = None, "first_wrong"
 if other_name:
     try:
-        if (problem := ui.try_model(other_name)) is not None:  # with a spinner; tried once
+        if (problem := models.try_model(other_name)) is not None:  # with a spinner; tried once
             raise problem
-        other = ui.cached_evaluation(other_name, location)  # a progress bar the first time
+        other = caches.cached_evaluation(other_name, location)  # a progress bar the first time
     except (zoo.ModelLoadError, ValueError) as err:
-        message = err.sentence(ui.lang()) if isinstance(err, zoo.ModelLoadError) else str(err)
-        st.info(ui.tr("mistakes.other_failed", message=message))
+        message = err.sentence(lang()) if isinstance(err, zoo.ModelLoadError) else str(err)
+        st.info(tr("mistakes.other_failed", message=message))
 if other is not None:
     counts = lab.agreement(result, other).tolist()  # rows: this model right / wrong; columns: the second model
     a1, a2 = st.columns([3, 2])
     a1.markdown(
         tables.markdown_table(
-            ["", ui.tr("mistakes.agree.second_right"), ui.tr("mistakes.agree.second_wrong")],
+            ["", tr("mistakes.agree.second_right"), tr("mistakes.agree.second_wrong")],
             [
-                [ui.tr(f"mistakes.agree.first_{row}"), f"{counts[i][0]:,}", f"{counts[i][1]:,}"]
+                [tr(f"mistakes.agree.first_{row}"), f"{counts[i][0]:,}", f"{counts[i][1]:,}"]
                 for i, row in enumerate(("right", "wrong"))
             ],
         )
     )
-    which = a2.radio(
-        ui.tr("mistakes.pair"), lab.PAIRS, key="mistakes_pair", format_func=lambda k: ui.tr(f"mistakes.pair.{k}")
+    which = state.widget(
+        a2.radio, "mistakes_pair", tr("mistakes.pair"), lab.PAIRS, format_func=lambda k: tr(f"mistakes.pair.{k}")
     )
 diagonal = true_filter is not None and true_filter == predicted_filter
 keep = lab.pair_mask(result, other, which) if other is not None and which != "first_wrong" else None
@@ -186,16 +188,17 @@ indices = lab.filter_mistakes(
 )  # (m,) most confident first
 count = len(indices)
 filters = (chosen.name, location, true_filter, predicted_filter, low, high, other_name, which)
-if st.session_state.get("_mistakes_filters") != filters:  # new filters: back to the first page and image
-    st.session_state["_mistakes_filters"] = filters
-    st.session_state["mistakes_page"] = 1
-    st.session_state["mistake"] = 1
+if session.recall("mistakes_filters") != filters:  # new filters: back to the first page and image
+    session.keep("mistakes_filters", filters)
+    state.set(mistakes_page=1, mistake=1)
 if diagonal:
-    st.caption(ui.tr("mistakes.correct_cell", name=ui.label(classes[true_filter])))
-st.markdown(ui.tr("mistakes.count", m=f"{count:,}"))
-ui.download_csv("mistakes.download_csv", "mistakes.csv", "mistakes_csv", lambda: lab.mistakes_csv(result, indices))
+    st.caption(tr("mistakes.correct_cell", name=label(classes[true_filter])))
+st.markdown(tr("mistakes.count", m=f"{count:,}"))
+furniture.download_csv(
+    "mistakes.download_csv", "mistakes.csv", "mistakes_csv", lambda: lab.mistakes_csv(result, indices)
+)
 if count == 0:
-    st.info(ui.tr("mistakes.none"))
+    st.info(tr("mistakes.none"))
     st.stop()
 
 # ---- the gallery: a click on a thumbnail opens that image below and scrolls to it ----------------
@@ -203,46 +206,46 @@ labels, predictions, confidence = result.labels, result.predictions, result.conf
 
 
 def caption(number: int, index: int) -> str:
-    return ui.tr(
+    return tr(
         "mistakes.caption",
         n=number,
-        true=ui.label(classes[int(labels[index])], short=True),
-        predicted=ui.label(classes[int(predictions[index])], short=True),
+        true=label(classes[int(labels[index])], short=True),
+        predicted=label(classes[int(predictions[index])], short=True),
         confidence=f"{float(confidence[index]):.0%}",
     )
 
 
 def show(number: int) -> None:
     """A button's callback (before the widgets exist): open image #number and its gallery page."""
-    ui.remember(mistake=number, mistakes_page=(number - 1) // lab.PER_PAGE + 1)
+    state.set(mistake=number, mistakes_page=(number - 1) // lab.PER_PAGE + 1)
 
 
 def open_up_close(number: int) -> None:
     """A thumbnail's callback: open image #number and scroll to it, below the gallery."""
     show(number)
-    st.session_state["_mistakes_scroll"] = True
+    session.keep("mistakes_scroll", True)
 
 
 def follow() -> None:
     """The number box's callback: the gallery turns to the page of the image typed in."""
-    show(st.session_state["mistake"])
+    show(state.get("mistake"))
 
 
 def turn(page: int) -> None:
     """A button's callback: show gallery page ``page``."""
-    ui.remember(mistakes_page=page)
+    state.set(mistakes_page=page)
 
 
-st.subheader(ui.tr("mistakes.gallery"))
-number = ui.int_choice("mistake", 1, 1, count)  # the image shown up close, #1 = the most confident
+st.subheader(tr("mistakes.gallery"))
+number = state.clip("mistake", 1, 1, count)  # the image shown up close, #1 = the most confident
 pages = lab.page_bounds(count, 1, lab.PER_PAGE)[2]
-page = ui.int_choice("mistakes_page", 1, 1, pages)
+page = state.clip("mistakes_page", 1, 1, pages)
 start, end, pages = lab.page_bounds(count, page, lab.PER_PAGE)
 back, where, forward = st.columns([1, 4, 1], vertical_alignment="center")
-ui.back_and_forward(
-    (back, forward), (ui.tr("mistakes.page_back"), ui.tr("mistakes.page_forward")), "mistakes_page", turn, page, pages
+furniture.back_and_forward(
+    (back, forward), (tr("mistakes.page_back"), tr("mistakes.page_forward")), "mistakes_page", turn, page, pages
 )
-where.caption(ui.tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=f"{count:,}"))
+where.caption(tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=f"{count:,}"))
 shown = indices[start:end].tolist()  # never more than lab.PER_PAGE thumbnails, however many mistakes
 pictures = lab.thumbnails(data.images[shown])
 with st.container(key="mistakes_gallery"):
@@ -251,7 +254,7 @@ with st.container(key="mistakes_gallery"):
             st.columns(lab.PER_ROW), range(row, min(row + lab.PER_ROW, len(shown))), strict=False
         ):  # the last row may be short
             picked = start + j + 1
-            column.image(ui.png_bytes(pictures[j]), width="stretch", output_format="PNG")
+            column.image(furniture.png_bytes(pictures[j]), width="stretch", output_format="PNG")
             column.button(
                 caption(picked, shown[j]),
                 key=f"mistakes_thumb_{j}",
@@ -262,31 +265,33 @@ with st.container(key="mistakes_gallery"):
             )
 
 # ---- one image up close -----------------------------------------------------------------------
-st.container(key="mistakes_detail").subheader(ui.tr("mistakes.detail"))  # what a thumbnail's click scrolls to
-if st.session_state.pop("_mistakes_scroll", False):
-    ui.scroll_to("mistakes_detail")
+st.container(key="mistakes_detail").subheader(tr("mistakes.detail"))  # what a thumbnail's click scrolls to
+if session.forget("mistakes_scroll", False):
+    navigation.scroll_to("mistakes_detail")
 back, choose, forward = st.columns([3, 5, 3], vertical_alignment="bottom")  # wide enough for "◀ Previous image"
-ui.back_and_forward(
+furniture.back_and_forward(
     (back, forward),
-    (ui.tr("mistakes.image_back"), ui.tr("mistakes.image_forward")),
+    (tr("mistakes.image_back"), tr("mistakes.image_forward")),
     "mistakes_image",
     show,
     number,
     count,
 )
-choose.number_input(ui.tr("mistakes.choose"), min_value=1, max_value=count, step=1, key="mistake", on_change=follow)
+state.widget(
+    choose.number_input, "mistake", tr("mistakes.choose"), min_value=1, max_value=count, step=1, on_change=follow
+)
 index = int(indices[number - 1])
 true_class, predicted_class = int(labels[index]), int(predictions[index])
 true_name, predicted_name = classes[true_class], classes[predicted_class]  # as the model and folders spell them
-true_label, predicted_label = ui.label(true_name), ui.label(predicted_name)  # as the user reads them
+true_label, predicted_label = label(true_name), label(predicted_name)  # as the user reads them
 probs = result.probs[index]  # (K,)
 
 left, right = st.columns([1, 2])
 with left:
     large = lab.thumbnails(data.images[index : index + 1], 2 * lab.THUMBNAIL)[0]
-    st.image(ui.png_bytes(large), caption=caption(number, index), output_format="PNG")
+    st.image(furniture.png_bytes(large), caption=caption(number, index), output_format="PNG")
     st.markdown(
-        ui.tr(
+        tr(
             "mistakes.verdict",
             file=result.files[index],
             true=true_label,
@@ -297,17 +302,17 @@ with left:
     if other is not None:  # the second model's answer on the same image
         other_class = int(other.predictions[index])
         st.markdown(
-            ui.tr(
+            tr(
                 "mistakes.other_answer",
-                predicted=ui.label(classes[other_class]),
+                predicted=label(classes[other_class]),
                 confidence=f"{float(other.confidence[index]):.1%}",
-                verdict=ui.tr("mistakes.other_right" if other_class == true_class else "mistakes.other_wrong"),
+                verdict=tr("mistakes.other_right" if other_class == true_class else "mistakes.other_wrong"),
             )
         )
 
     def open_in_tour(class_name: str, index_in_class: int) -> None:
         """Make this image the sidebar's test image (before the sidebar's widgets exist)."""
-        ui.remember(
+        state.set(
             source="test",
             test=f"{class_name}/{index_in_class}",
             test_class=class_name,
@@ -316,62 +321,62 @@ with left:
         )
 
     if st.button(
-        ui.tr("mistakes.open_tour"),
+        tr("mistakes.open_tour"),
         key="mistakes_open_tour",
-        help=ui.tr("mistakes.open_tour_help"),
+        help=tr("mistakes.open_tour_help"),
         on_click=open_in_tour,
         args=lab.class_position(data, index),
         type="primary",
     ):
-        ui.go_to(0)
+        navigation.go_to(0)
 k = min(5, num_classes)
 top_values, top_classes = probs.topk(k)
 top_names = [classes[c] for c in top_classes.tolist()]
 found = verdict(probs, classes, true_name)
 right.plotly_chart(
-    ui.class_bars(top_names, top_values.tolist(), ui.tr("mistakes.top5_title"), found, height=90 + 40 * k),
+    current.class_bars(top_names, top_values.tolist(), tr("mistakes.top5_title"), found, height=90 + 40 * k),
     width="stretch",
     key="mistakes_top5",
 )
-right.caption(ui.tr("mistakes.true_rank", name=true_label, rank=found.rank, k=num_classes))
+right.caption(tr("mistakes.true_rank", name=true_label, rank=found.rank, k=num_classes))
 
 # Where the model looked for the predicted class and for the true class.
-st.markdown(f"#### {ui.tr('mistakes.maps_title')}")
-st.markdown(ui.tr("mistakes.maps_intro"))
+st.markdown(f"#### {tr('mistakes.maps_title')}")
+st.markdown(tr("mistakes.maps_intro"))
 if model.num_prefix_tokens == 0:
-    st.caption(ui.tr("mistakes.maps_no_cls"))
+    st.caption(tr("mistakes.maps_no_cls"))
 picture = data.images[index].permute(1, 2, 0).numpy()  # (H, W, C) uint8, C = 1 or 3
-inspected = ui.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
+inspected = caches.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
 maps = {"predicted": inspected["map_predicted"], "true": inspected["map_true"]}  # (grid_h, grid_w)
 for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label), strict=True):
     column.plotly_chart(
         plots.heatmap_overlay(
-            picture, maps[which], title=ui.tr(f"mistakes.map_{which}", name=name), height=380, hover=ui.grid_hover()
+            picture, maps[which], title=tr(f"mistakes.map_{which}", name=name), height=380, hover=current.grid_hover()
         ),
         width="stretch",
         key=f"mistakes_map_{which}",
     )
 
 # When the true class lost: the logit lens of this image.
-st.markdown(f"#### {ui.tr('mistakes.lens_title')}")
-st.markdown(ui.tr("mistakes.lens_intro"))
+st.markdown(f"#### {tr('mistakes.lens_title')}")
+st.markdown(tr("mistakes.lens_intro"))
 lens = inspected["logit_lens"]  # (depth + 1, K) probabilities
 rank_true, rank_predicted = inspected["rank_true"], inspected["rank_predicted"]  # (depth + 1,)
 blocks = np.arange(len(lens))
 depth = len(lens) - 1
-series_true = ui.tr("mistakes.series_true", name=true_label)
-series_predicted = ui.tr("mistakes.series_predicted", name=predicted_label)
+series_true = tr("mistakes.series_true", name=true_label)
+series_predicted = tr("mistakes.series_predicted", name=predicted_label)
 st.plotly_chart(
     plots.multi_line(
         blocks,
         {series_true: lens[:, true_class], series_predicted: lens[:, predicted_class]},
-        title=ui.tr("mistakes.lens_chart"),
-        x_title=ui.tr("mistakes.x_block"),
-        y_title=ui.tr("mistakes.y_prob"),
+        title=tr("mistakes.lens_chart"),
+        x_title=tr("mistakes.x_block"),
+        y_title=tr("mistakes.y_prob"),
         percent=True,
         colours={series_true: plots.TRUE_COLOUR, series_predicted: plots.PREDICTED_COLOUR},
         hover_text=[
-            ui.tr(
+            tr(
                 "mistakes.hover" if b else "mistakes.hover_embed",  # no "after layer 0": layers count from 1
                 block=b,
                 true=true_label,
@@ -387,16 +392,16 @@ st.plotly_chart(
 )
 last_top = lab.last_top_block(rank_true)
 if last_top is None:
-    st.markdown(ui.tr("mistakes.never_top", name=true_label))
+    st.markdown(tr("mistakes.never_top", name=true_label))
 elif last_top == 0:
-    st.markdown(ui.tr("mistakes.lost_at_embed", name=true_label))
+    st.markdown(tr("mistakes.lost_at_embed", name=true_label))
 elif last_top < depth:
-    st.markdown(ui.tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1, index=last_top))
-ui.download_npz(
+    st.markdown(tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1, index=last_top))
+furniture.download_npz(
     "download.npz",
     "mistake.npz",
     "mistakes_npz",
     probs=probs.numpy(),
     **inspected,
 )
-ui.nav("app_pages/9_mistakes.py")
+navigation.nav("app_pages/9_mistakes.py")

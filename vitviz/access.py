@@ -81,6 +81,14 @@ def _flag(text: str | None) -> bool | None:
     return text.strip().lower() in ("1", "true", "yes", "on")
 
 
+def data_flag(argv: Sequence[str]) -> str | None:
+    """The test images' folder given on the server's command line, ``streamlit run app.py -- --data
+    FOLDER`` (the app reads it and passes it down; a visitor can neither see nor change it)."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--data", default=None)
+    return parser.parse_known_args(list(argv))[0].data or None
+
+
 def server_policy(argv: Sequence[str], environ: Mapping[str, str], address: str | None) -> Policy:
     """The policy a server was started with: flags in ``argv`` win over ``environ``'s variables.
 

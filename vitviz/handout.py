@@ -104,7 +104,7 @@ def _test_image(spec: str, class_names: Sequence[str], data_root: Path | str | N
     cls, _, index = spec.rpartition("/")  # class names may hold "/" ("T-shirt/top/3")
     if not cls or not index.isdigit():
         raise HandoutError("handout.test_form", given=spec)
-    root = lab.default_test_root([] if data_root is None else ["--data", str(data_root)])
+    root = lab.default_test_root(data_root)
     split = lab.test_split_for(class_names, root)
     if split is None:
         raise HandoutError("handout.no_test")

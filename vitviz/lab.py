@@ -8,11 +8,9 @@ in ``vitviz.ui`` (``cached_test_set``, ``cached_evaluation``); nothing here talk
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import random
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,22 +39,13 @@ DataKind = Literal["folder", "torchvision", "named"]
 # ---------------------------------------------------------------------------------------------
 
 
-def data_flag(argv: Sequence[str]) -> str | None:
-    """The folder given on the server's command line, ``streamlit run app.py -- --data FOLDER``."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--data", default=None)
-    return parser.parse_known_args(list(argv))[0].data or None
-
-
-def default_test_root(argv: Sequence[str] | None = None) -> Path:
-    """The server's test images, chosen by whoever runs it and never by a visitor: the folder of
-    ``--data`` on the command line (``argv``, default ``sys.argv[1:]``), else a CIFAR-10 test
-    ImageFolder found on this machine (``vitviz.data.find_cifar_test_folder``: VITVIZ_DATA, then
-    ``../shared/data/cifar10-jpeg``), else VITVIZ_DATA or the cache folder where torchvision
-    would download CIFAR-10."""
-    flag = data_flag(sys.argv[1:] if argv is None else argv)
-    if flag:
-        return Path(flag).expanduser()
+def default_test_root(data: Path | str | None = None) -> Path:
+    """The server's test images, chosen by whoever runs it and never by a visitor: ``data`` (the
+    folder the server was started with, ``--data``), else a CIFAR-10 test ImageFolder found on this
+    machine (``vitviz.data.find_cifar_test_folder``: VITVIZ_DATA, then ``../shared/data/cifar10-jpeg``),
+    else VITVIZ_DATA or the cache folder where torchvision would download CIFAR-10."""
+    if data:
+        return Path(data).expanduser()
     folder = vdata.find_cifar_test_folder()
     return folder if folder is not None else vdata.default_data_dir()
 

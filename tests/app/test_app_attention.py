@@ -11,7 +11,7 @@ from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
 from vitviz import zoo
-from vitviz.app import ui
+from vitviz.app import caches
 from vitviz.model import VisionTransformer
 
 PAGE = "app_pages/5_attention.py"
@@ -46,7 +46,7 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
         return original(self, pixels)
 
     monkeypatch.setattr(VisionTransformer, "explain", counting)
-    ui.cached_trace.clear()  # so the first run really explains the image
+    caches.cached_trace.clear()  # so the first run really explains the image
     at = open_page(PAGE)
     assert errors(at) == []
     assert at.select_slider(key="layer").value == 0

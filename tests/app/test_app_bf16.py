@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page
-from vitviz import precision, tour
-from vitviz.app import ui
+from vitviz import precision
+from vitviz.app import caches, tour
 
 
 @pytest.fixture
@@ -24,9 +24,9 @@ def bf16_traces(monkeypatch):
         return made[-1]
 
     monkeypatch.setattr(precision, "explain", keep)
-    ui.cached_precision.clear(), ui.cached_trace.clear()
+    caches.cached_precision.clear(), caches.cached_trace.clear()
     yield made
-    ui.cached_precision.clear(), ui.cached_trace.clear()
+    caches.cached_precision.clear(), caches.cached_trace.clear()
 
 
 def still_bf16(tensors) -> int:

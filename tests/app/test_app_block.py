@@ -19,8 +19,8 @@ from tests.apptest import TIMEOUT, errors, open_page, open_page_in_one_run
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.figure_reading import residual_skips
-from vitviz import analysis, i18n, plots, tables, tour, zoo
-from vitviz.app import ui
+from vitviz import analysis, i18n, plots, tables, zoo
+from vitviz.app import tour
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer, flops_per_image
 from vitviz.trace import Trace
@@ -344,12 +344,12 @@ def _standalone(page: str, model_path: str, lang: str = "en") -> AppTest:
     """Open one page through a shared link (?step=...) in one run: AppTest formats widget options
     outside the script, in English, so a Korean page is only run once (as in test_app_attention)."""
     step = [script for script, _, _ in tour.TOUR].index(page)
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(tour.ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["step"] = str(step)
     at.query_params["lang"] = lang
     at.session_state["custom_model"] = model_path
     at.run()
-    assert any(t.value == ui.t(tour.TOUR[step][1], lang) for t in at.title), "the page did not open"
+    assert any(t.value == i18n.t(tour.TOUR[step][1], lang) for t in at.title), "the page did not open"
     return at
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from tests.apptest import errors, figure, open_page_in_one_run
 from vitviz import analysis, claims, zoo
-from vitviz.app import ui
+from vitviz.app import caches, models
 from vitviz.i18n import class_label
 
 MODELS = [zoo.default_name(), "untrained-cifar10-vit"]
@@ -20,7 +20,7 @@ LANGS = ["en", "ko"]
 
 
 def trace_of(model_name: str):
-    return ui.cached_trace(model_name, (ui.SAMPLES / ui.DEFAULT_SAMPLE).read_bytes())
+    return caches.cached_trace(model_name, (caches.SAMPLES / caches.DEFAULT_SAMPLE).read_bytes())
 
 
 def shown(at) -> list[str]:
@@ -32,7 +32,7 @@ def shown(at) -> list[str]:
 def test_attention_page_reads_its_distance_chart(model_name, lang):
     at = open_page_in_one_run("app_pages/5_attention.py", model=model_name, lang=lang)
     assert errors(at) == []
-    model, trace = ui.cached_model(model_name).model, trace_of(model_name)
+    model, trace = models.cached_model(model_name).model, trace_of(model_name)
     size = model.config.token_size
     distances = analysis.mean_attention_distance(trace, size).numpy()
     uniform = analysis.uniform_attention_distance(trace.grid_size, size)
@@ -46,8 +46,8 @@ def test_attention_page_reads_its_distance_chart(model_name, lang):
 def test_vectors_page_shows_the_components_that_carry_the_variance(model_name, lang):
     at = open_page_in_one_run("app_pages/3_vectors.py", model=model_name, lang=lang)
     assert errors(at) == []
-    _, ratios = ui.cached_filter_components(model_name)
-    reading = claims.filter_components(ratios, ui.cached_model(model_name).model.config.patch_size)
+    _, ratios = caches.cached_filter_components(model_name)
+    reading = claims.filter_components(ratios, models.cached_model(model_name).model.config.patch_size)
     assert claims.text(reading["title"], lang) in shown(at)
     assert claims.text([reading["spread"], reading["size"]], lang) in shown(at)
     tiles = [t for t in figure(at, "vectors_components")["data"] if t["type"] == "image"]
@@ -59,7 +59,7 @@ def test_vectors_page_shows_the_components_that_carry_the_variance(model_name, l
 def test_block_page_measures_what_layer_norm_does_and_names_token_zero(model_name, lang):
     at = open_page_in_one_run("app_pages/6_block.py", model=model_name, lang=lang)
     assert errors(at) == []
-    norms = analysis.block_token_norms(ui.cached_model(model_name).model, trace_of(model_name), 0)
+    norms = analysis.block_token_norms(models.cached_model(model_name).model, trace_of(model_name), 0)
     expected = claims.layer_norm_lengths(norms["input"].numpy(), norms["norm1"].numpy())
     assert claims.text(expected, lang) in shown(at)
     for key in ("block_token_norms", "block_token_ratios"):
@@ -71,7 +71,7 @@ def test_prediction_page_follows_every_leader_and_reads_the_whole_occlusion_curv
     name = zoo.default_name()
     at = open_page_in_one_run("app_pages/7_prediction.py", lang=lang)
     assert errors(at) == []
-    model = ui.cached_model(name).model
+    model = models.cached_model(name).model
     lens = analysis.logit_lens(model, trace_of(name))
     leaders = {int(c) for c in analysis.logit_lens_top1(lens)[0]}
     drawn = {t["name"] for t in figure(at, "prediction_lens")["data"]}
@@ -80,8 +80,8 @@ def test_prediction_page_follows_every_leader_and_reads_the_whole_occlusion_curv
         axis = figure(at, key)["layout"]["yaxis"]
         assert axis.get("rangemode") == "tozero" or axis.get("range", [None])[0] == 0  # drawn from 0
     steps = analysis.occlusion_steps(model)
-    image = (ui.SAMPLES / ui.DEFAULT_SAMPLE).read_bytes()
-    curves = {kind: ui.cached_occlusion(name, image, kind, steps)[1] for kind in analysis.OCCLUSION_ORDERS}
+    image = (caches.SAMPLES / caches.DEFAULT_SAMPLE).read_bytes()
+    curves = {kind: caches.cached_occlusion(name, image, kind, steps)[1] for kind in analysis.OCCLUSION_ORDERS}
     fractions = analysis.occlusion_counts(model.config.num_patches, steps).numpy() / model.config.num_patches
     expected = claims.occlusion(fractions, curves["rollout"], curves["random"])
     assert claims.text(expected, lang) in shown(at)

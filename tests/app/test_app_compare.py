@@ -13,7 +13,8 @@ import torch
 from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
 from tests.helpers import CLASSES
 from vitviz import compare, zoo
-from vitviz.app import ui
+from vitviz.app import caches
+from vitviz.app import models as app_models
 from vitviz.cnn import ConvNet
 from vitviz.config import CNNConfig, ViTConfig
 from vitviz.data import load_image, to_tensor
@@ -22,7 +23,7 @@ from vitviz.model import VisionTransformer
 torch.set_num_threads(1)
 
 PAGE = "app_pages/8_compare.py"
-SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "samples" / ui.DEFAULT_SAMPLE
+SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "samples" / caches.DEFAULT_SAMPLE
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +137,7 @@ def test_korean(models) -> None:
 
 
 def test_without_a_cnn_or_with_a_vit_in_its_place_the_page_says_so(models, monkeypatch) -> None:
-    monkeypatch.setattr(ui, "cnn_models", lambda: [])  # nothing shipped yet
+    monkeypatch.setattr(app_models, "cnn_models", lambda: [])  # nothing shipped yet
     at = open_page(PAGE, custom_model=str(models[0]))
     assert errors(at) == []
     assert any("No CNN is in the model list" in info.value for info in at.info)
@@ -186,7 +187,7 @@ def test_an_experiment_runs_the_models_once_per_image_and_setting(models, monkey
     ran = []
     real = compare.run_experiment
     monkeypatch.setattr(compare, "run_experiment", lambda kind, *a, **k: ran.append(kind) or real(kind, *a, **k))
-    ui.cached_experiment.clear()
+    caches.cached_experiment.clear()
     at = _open(models)  # the first experiment, the patch shuffle with seed 0
     assert errors(at) == [] and ran == ["shuffle"]
     shown = _table(at)

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
-from vitviz import tour, zoo
-from vitviz.app import ui
+from vitviz import zoo
+from vitviz.app import caches, furniture, models, navigation, state, text, tour
 from vitviz.card import ModelCard
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
@@ -37,8 +37,10 @@ def test_home_shows_the_pipeline_and_a_next_button():
 
 def test_next_and_previous_open_the_step_without_drawing_the_page_clicked_on_again(monkeypatch):
     drawn = []
-    nav = ui.nav
-    monkeypatch.setattr(ui, "nav", lambda script: (drawn.append(script), nav(script)))  # every page ends with it
+    nav = navigation.nav
+    monkeypatch.setattr(
+        navigation, "nav", lambda script: (drawn.append(script), nav(script))
+    )  # every page ends with it
     at = open_page("app_pages/2_patches.py")
     drawn.clear()
     at.button(key="nav_next").click().run()
@@ -87,8 +89,8 @@ def test_korean_and_url_parameters():
     assert at.query_params["lang"] in ("ko", ["ko"])
     assert at.query_params["step"] in ("0", ["0"])
     model_box = at.sidebar.selectbox(key="model")
-    assert model_box.options == [zoo.REGISTRY[n].title_in("ko") for n in ui.tour_models()]  # the ViTs
-    assert "학습 전" in model_box.options[ui.tour_models().index(zoo.UNTRAINED)]
+    assert model_box.options == [zoo.REGISTRY[n].title_in("ko") for n in models.tour_models()]  # the ViTs
+    assert "학습 전" in model_box.options[models.tour_models().index(zoo.UNTRAINED)]
 
 
 def _truncated_jpeg() -> bytes:
@@ -135,7 +137,7 @@ def test_no_page_writes_into_the_shared_trace(monkeypatch):
         return made[-1]
 
     monkeypatch.setattr(VisionTransformer, "explain", keep)
-    ui.cached_trace.clear()
+    caches.cached_trace.clear()
     at = open_page(sample="astronaut.jpg")
     shared = made[0]  # the cached trace's tensors are views of this one's
     before = {f.name: copy.deepcopy(getattr(shared, f.name)) for f in dataclasses.fields(shared)}
@@ -156,19 +158,17 @@ def test_an_upload_is_decoded_once(monkeypatch):
     import numpy as np
     from PIL import Image
 
-    from vitviz.app import ui
-
     pixels = np.random.default_rng(7).integers(0, 256, (48, 64, 3), dtype=np.uint8)  # new bytes: no cache hit
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG")
     calls = []
-    original = ui.load_image
+    original = caches.load_image
 
     def counting(data):
         calls.append(1)
         return original(data)
 
-    monkeypatch.setattr(ui, "load_image", counting)
+    monkeypatch.setattr(caches, "load_image", counting)
     at = open_page(source="upload", upload_bytes=buffer.getvalue())
     for page in ("app_pages/1_input.py", "app_pages/2_patches.py", "app_pages/0_home.py"):
         at.switch_page(page).run()
@@ -304,7 +304,7 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     facts = dict(zip(at.table[0].value["Fact"], at.table[0].value["Value"], strict=True))
     assert facts["Epochs"] == "5"
     here = ModelCard.read(tmp_path / "second" / "second.json").hardware
-    assert facts["Hardware"] == ui.hardware_text(here) and "Hardware (stage 1)" not in facts  # one machine
+    assert facts["Hardware"] == text.hardware_text(here) and "Hardware (stage 1)" not in facts  # one machine
 
     # the first stage trained on a GPU elsewhere: each machine is named with its stages
     card = ModelCard.read(tmp_path / "second" / "second.json")
@@ -313,7 +313,7 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     shutil.copy(tmp_path / "second" / "second.safetensors", tmp_path / "second" / "moved.safetensors")
     at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "moved.safetensors"))
     facts = dict(zip(at.table[0].value["Fact"], at.table[0].value["Value"], strict=True))
-    assert facts["Hardware (stage 1)"] == "NVIDIA H200" and facts["Hardware (stage 2)"] == ui.hardware_text(here)
+    assert facts["Hardware (stage 1)"] == "NVIDIA H200" and facts["Hardware (stage 2)"] == text.hardware_text(here)
     assert "Hardware" not in facts
 
     # the first stage was written before stages kept their machine: the card claims only what it knows
@@ -373,24 +373,22 @@ def test_choices_refuse_a_translated_label_in_place_of_an_option():
     """After a language switch, a selectbox or radio with translated labels sends the label it
     showed (the model's English title, "업로드") instead of its option; Choices refuses such a
     value and keeps the last valid one (the browser journey test_c walks the real thing)."""
-    from vitviz.app import ui
 
     name = zoo.default_name()
-    assert ui._is_valid("model", name) and not ui._is_valid("model", zoo.REGISTRY[name].title_in("en"))
-    assert ui._is_valid("source", "upload") and not ui._is_valid("source", "업로드")
-    assert ui._is_valid("lang", "ko") and not ui._is_valid("lang", "한국어")
-    assert ui._is_valid("layer", 2) and not ui._is_valid("layer", "3층") and not ui._is_valid("layer", True)
-    assert ui._is_valid("sample", "coffee.jpg") and not ui._is_valid("sample", "../app.py")
-    assert ui._is_valid("present", True) and not ui._is_valid("present", "1")
+    assert state.is_valid("model", name) and not state.is_valid("model", zoo.REGISTRY[name].title_in("en"))
+    assert state.is_valid("source", "upload") and not state.is_valid("source", "업로드")
+    assert state.is_valid("lang", "ko") and not state.is_valid("lang", "한국어")
+    assert state.is_valid("layer", 2) and not state.is_valid("layer", "3층") and not state.is_valid("layer", True)
+    assert state.is_valid("sample", "coffee.jpg") and not state.is_valid("sample", "../app.py")
+    assert state.is_valid("present", True) and not state.is_valid("present", "1")
 
 
 def test_the_tour_lists_vits_only(monkeypatch):
-    from vitviz.app import ui
     from vitviz.config import cifar10_cnn_config
 
     cnn = zoo.ModelSpec("some-cnn", "A CNN", "shipped", cifar10_cnn_config(), True, True, "a CNN")
     monkeypatch.setitem(zoo.REGISTRY, "some-cnn", cnn)
-    assert "some-cnn" not in ui.tour_models() and zoo.default_name() in ui.tour_models()
+    assert "some-cnn" not in models.tour_models() and zoo.default_name() in models.tour_models()
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -423,9 +421,9 @@ def measured_precision(monkeypatch):
 
     monkeypatch.setattr(precision, "choose", timed)
     monkeypatch.setattr(precision, "explain", recording)
-    ui.cached_precision.clear(), ui.cached_trace.clear()
+    caches.cached_precision.clear(), caches.cached_trace.clear()
     yield used
-    ui.cached_precision.clear(), ui.cached_trace.clear()
+    caches.cached_precision.clear(), caches.cached_trace.clear()
 
 
 @pytest.mark.parametrize(("lang", "shown"), [("en", "bfloat16, 3.0x as fast as float32 here"), ("ko", "3.0배 빠름")])
@@ -561,9 +559,9 @@ def test_the_card_page_names_the_teacher_of_each_stage(tmp_path):
 
 def test_an_npz_download_is_made_when_clicked_and_holds_the_arrays(monkeypatch):
     offered = {}
-    monkeypatch.setattr(ui.st, "download_button", lambda label, data, **kw: offered.update(data=data, **kw))
+    monkeypatch.setattr(furniture.st, "download_button", lambda label, data, **kw: offered.update(data=data, **kw))
     vector = torch.arange(6, dtype=torch.float32).numpy()
-    ui.download_npz("vectors.download_vector", "v.npz", "v_npz", vector=vector, patch=3)
+    furniture.download_npz("vectors.download_vector", "v.npz", "v_npz", vector=vector, patch=3)
     assert callable(offered["data"]) and offered["file_name"] == "v.npz"  # nothing compressed until asked
     with np.load(io.BytesIO(offered["data"]())) as npz:
         assert npz["vector"].tolist() == vector.tolist() and int(npz["patch"]) == 3

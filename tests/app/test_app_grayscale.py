@@ -17,8 +17,8 @@ from tests.app.test_korean_pages import english_words, page_labels
 from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder, write_idx
 from vitviz import data as vdata
-from vitviz import tour, zoo
-from vitviz.app import ui
+from vitviz import zoo
+from vitviz.app import caches, state, tour
 from vitviz.config import FASHION_MNIST_CLASSES, Preprocess, ViTConfig
 from vitviz.model import VisionTransformer
 from vitviz.train import SEED_MNIST_VIT
@@ -65,7 +65,7 @@ def serve(fashion, monkeypatch: pytest.MonkeyPatch) -> None:
     """This server's Fashion-MNIST is the small one made here (never Debian's, if installed)."""
     monkeypatch.setenv("VITVIZ_CACHE", str(fashion[0]))
     monkeypatch.setattr(vdata, "DEBIAN_FOLDERS", {})
-    ui.cached_test_set.clear()
+    caches.cached_test_set.clear()
 
 
 def dataset_image(class_name: str, index: int) -> np.ndarray:
@@ -109,7 +109,7 @@ def test_the_sidebar_picks_fashion_test_images_and_the_verdict_names_the_dataset
     assert not [c for c in at.caption if "inverted" in c.value]  # the dataset's own pictures never are
 
 
-SOURCE_TEST = ui.SOURCES.index("test")
+SOURCE_TEST = state.SOURCES.index("test")
 
 
 def test_the_input_page_shows_one_grey_channel(fashion):
@@ -201,7 +201,7 @@ def test_switching_from_a_colour_model_to_the_grey_one_moves_the_picker_to_fashi
 
 def test_no_fashion_mnist_on_the_server_gets_a_sentence_and_a_download_button(fashion, monkeypatch, tmp_path):
     monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path))  # neither Debian's copy nor a download here
-    ui.cached_test_set.clear()
+    caches.cached_test_set.clear()
     at = open_page(None, custom_model=str(fashion[1]), source="test", test="Bag/0")
     assert errors(at) == []
     assert any("No test images of this model's dataset" in info.value for info in at.sidebar.info)

@@ -7,7 +7,7 @@ import pytest
 
 from tests.app.test_korean_pages import english_words, page_labels
 from tests.apptest import errors, figure, open_page, open_page_in_one_run
-from vitviz import tour
+from vitviz.app import tour
 
 HYBRID = "untrained-vit-r26-s32"  # timm's R26+ViT-S/32 layout, random weights: 224 px -> 7 x 7 x 2048
 

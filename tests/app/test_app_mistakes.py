@@ -26,7 +26,7 @@ from tests.conftest import SHARED_DATA
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
 from vitviz import i18n, lab, plots, zoo
-from vitviz.app import ui
+from vitviz.app import furniture
 from vitviz.config import ViTConfig
 from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions, save_predictions
 from vitviz.model import VisionTransformer
@@ -63,15 +63,15 @@ def serve(lab_setup: tuple[Path, Path, EvalResult], monkeypatch: pytest.MonkeyPa
 
 @pytest.fixture
 def csv_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The text of every ui.download_csv button, by widget key (AppTest keeps no media files)."""
+    """The text of every furniture.download_csv button, by widget key (AppTest keeps no media files)."""
     texts: dict[str, str] = {}
-    original = ui.download_csv
+    original = furniture.download_csv
 
     def recording(label_key: str, file_name: str, key: str, text: Callable[[], str]) -> None:
         texts[key] = text()  # what a click on the button would download
         original(label_key, file_name, key, text)
 
-    monkeypatch.setattr(ui, "download_csv", recording)
+    monkeypatch.setattr(furniture, "download_csv", recording)
     return texts
 
 

@@ -1,4 +1,4 @@
-"""Presenter mode draws every figure larger through one hook (ui.theme_charts), never by zooming
+"""Presenter mode draws every figure larger through one hook (presenter.theme_charts), never by zooming
 the page (issue 39). The browser test (tests/browser/test_presenter.py) checks that nothing is cut."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.apptest import errors, open_page
-from vitviz.app import ui
+from vitviz.app import web
 
 
 def _charts(present: bool) -> dict[str, tuple[dict, str]]:
@@ -27,4 +27,5 @@ def test_every_chart_of_a_page_is_drawn_larger_in_presenter_mode_and_no_page_is_
         assert layout["font"]["size"] >= 18 and before["font"]["size"] >= 14, key
         if before.get("height"):
             assert layout["height"] > before["height"], key  # drawn larger
-    assert "zoom" not in ui._PRESENTER  # a zoomed page cut the figures at their column's edge
+    presenting = web.page_text("presenter.css", root_px="20") + web.page_text("presenter.js", marker="m")
+    assert "zoom:" not in presenting.replace(" ", "")  # a zoomed page cut the figures at their column's edge

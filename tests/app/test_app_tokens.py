@@ -11,7 +11,7 @@ from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
 from vitviz import analysis, claims, patches, plots, zoo
-from vitviz.app import ui
+from vitviz.app import caches
 from vitviz.model import sincos_2d
 
 VECTORS = "app_pages/3_vectors.py"
@@ -45,7 +45,7 @@ def test_vectors_page_runs(model: str | None) -> None:
     flat = _figure(at, "vectors_flat")
     assert [trace["name"] for trace in flat["data"]] == ["R", "G", "B"]
     components = _figure(at, "vectors_components")
-    _, ratios = ui.cached_filter_components(model or zoo.default_name())
+    _, ratios = caches.cached_filter_components(model or zoo.default_name())
     assert len(components["data"]) == claims.components_to_show(ratios)  # those that carry 95% of the variance
     assert _array(planes["data"][0]["z"]).shape == (patch_size, patch_size)
     assert sum(_array(trace["y"]).size for trace in flat["data"]) == 3 * patch_size * patch_size

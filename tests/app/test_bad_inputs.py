@@ -18,8 +18,8 @@ from PIL import Image
 from tests.apptest import errors, figure, figure_array, open_page
 from tests.bad_inputs import CASES, model_table, table
 from tests.conftest import SHARED_DATA
-from vitviz import tour, zoo
-from vitviz.app import ui
+from vitviz import zoo
+from vitviz.app import caches, models, text, tour
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
 
@@ -110,18 +110,18 @@ def test_fuzz_only_image_errors_and_rgb_uint8(data):
 
 def test_caches_are_bounded():
     for cached in (
-        ui.cached_model,
-        ui.cached_trace,
-        ui.cached_image,
-        ui.cached_test_set,
-        ui.cached_evaluation,
+        models.cached_model,
+        caches.cached_trace,
+        caches.cached_image,
+        caches.cached_test_set,
+        caches.cached_evaluation,
     ):
         assert cached._info.max_entries is not None, cached
-    assert ui.cached_trace._info.ttl is not None
+    assert caches.cached_trace._info.ttl is not None
 
 
 def test_a_full_tour_never_changes_the_cached_model():
-    model, _ = ui.cached_model(zoo.default_name())  # the model the sessions below use
+    model, _ = models.cached_model(zoo.default_name())  # the model the sessions below use
     before = weights_hash(model)
     at = open_page()
     for script, _, _ in tour.TOUR:
@@ -175,7 +175,7 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
         (ROOT / "assets" / "samples" / n).read_bytes()
         for n in ("cat-chelsea.jpg", "coffee.jpg", "rocket.jpg", "astronaut.jpg")
     ]
-    model, spec = ui.cached_model(zoo.default_name())  # the model the sessions below use
+    model, spec = models.cached_model(zoo.default_name())  # the model the sessions below use
 
     def expected(data: bytes) -> tuple[str, float]:
         pixels = to_tensor(load_image(data), model.config.preprocess)
@@ -241,7 +241,7 @@ def test_every_offered_name_in_the_sidebars_model_box(allow_hub, monkeypatch):
         assert figure(at, "home_topk")["data"], name  # the tour goes on, with one model or another
         if _is_cnn(name):
             assert f"{name} is a CNN: page 8 sets it beside the ViT." in warned, name
-            assert f"The tour goes on with {ui.model_title(zoo.default_name())}" in warned
+            assert f"The tour goes on with {text.model_title(zoo.default_name())}" in warned
         elif _hub(name):
             sentence = "could not be downloaded" if allow_hub == "1" else "This server does not download models"
             assert sentence in warned and "Error" not in warned, (name, warned)
@@ -350,7 +350,7 @@ def test_an_uploaded_checkpoint_is_in_use_and_a_broken_one_says_why(tmp_path):
     model = zoo.load(zoo.UNTRAINED, device="cpu").model
     zoo.save(model, tmp_path / "mine.safetensors")
     files = {p.name: p.read_bytes() for p in (tmp_path / "mine.safetensors", tmp_path / "mine.json")}
-    name = ui.keep_upload(files)  # what the sidebar's uploader does with the files it receives
+    name = models.keep_upload(files)  # what the sidebar's uploader does with the files it receives
     at = open_page(model_upload=name)
     assert errors(at) == [] and "In use: your upload mine.safetensors." in _texts(at.sidebar.caption)
     assert at.button(key="model_upload_clear") is not None
@@ -359,7 +359,7 @@ def test_an_uploaded_checkpoint_is_in_use_and_a_broken_one_says_why(tmp_path):
     at.button(key="model_upload_clear").click().run()
     assert "In use: your upload" not in _texts(at.sidebar.caption)
 
-    broken = ui.keep_upload({"broken.safetensors": b"\x00" * 64})
+    broken = models.keep_upload({"broken.safetensors": b"\x00" * 64})
     at = open_page(model_upload=broken)
     assert errors(at) == []
     assert "broken.safetensors is not a valid safetensors file" in _texts(at.warning)

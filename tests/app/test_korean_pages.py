@@ -18,8 +18,8 @@ import pytest
 
 from tests.apptest import open_page_in_one_run
 from tests.conftest import SHARED_DATA
-from vitviz import i18n, tour, zoo
-from vitviz.app import ui
+from vitviz import i18n, zoo
+from vitviz.app import text, tour
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 # code spans, HTML tags, plotly fields, maths, quotations, and glosses in parentheses after Korean
@@ -101,13 +101,13 @@ def test_the_model_card_names_its_data_and_hardware_in_korean():
     cpu = [value for value in hardware.values() if value.startswith("CPU (")]
     assert cpu, hardware  # the shipped ViT's first stages ran on this project's CPUs
     assert all(value.endswith("스레드 2개)") for value in cpu)  # the card says 2 threads, in Korean
-    assert ui.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written
+    assert text.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written
 
 
 def test_a_stage_that_moved_between_machines_names_both_in_korean(monkeypatch):
-    monkeypatch.setattr(ui, "lang", lambda: "ko")
+    monkeypatch.setattr(text, "lang", lambda: "ko")
     moved = "NVIDIA H200 + CPU (AMD EPYC, 2 threads)"  # begun on a lent GPU, finished on the CPU
-    assert ui.hardware_text(moved) == "NVIDIA H200 + CPU (AMD EPYC, 스레드 2개)"
+    assert text.hardware_text(moved) == "NVIDIA H200 + CPU (AMD EPYC, 스레드 2개)"
 
 
 def test_patch_maps_hover_in_korean_counting_from_one():

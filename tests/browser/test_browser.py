@@ -14,7 +14,7 @@ import pytest
 
 from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS, app_server, url_path
 from tests.conftest import SHARED_DATA
-from vitviz import tour
+from vitviz.app import tour
 
 pytestmark = pytest.mark.cifar10  # the server's lab browses a copy of the test split
 

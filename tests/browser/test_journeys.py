@@ -23,7 +23,8 @@ from PIL import Image
 from benchmarks.bench import url_path, wait_ready
 from tests.app.test_app_grayscale import FASHION
 from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
-from vitviz import tour, zoo
+from vitviz import zoo
+from vitviz.app import tour
 from vitviz.model import VisionTransformer
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server

@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS, url_path
 from tests.browser.test_browser import server  # noqa: F401  (the fixture: one server for this module too)
-from vitviz import tour
+from vitviz.app import tour
 
 pytestmark = pytest.mark.cifar10  # the server's lab browses a copy of the test split
 

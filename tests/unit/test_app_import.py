@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from vitviz.app import load_ui
+from vitviz.app import load_app
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
-def test_load_ui_freezes_the_startup_heap_once():
-    ui = load_ui()
-    assert ui.__name__ == "vitviz.app.ui"
+def test_load_app_freezes_the_startup_heap_once():
+    glue = load_app()
+    assert glue.__name__ == "vitviz.app.sidebar"
     frozen = gc.get_freeze_count()
     assert frozen > 100_000  # torch, Plotly, pandas, Streamlit: objects that live as long as the server
-    assert load_ui() is ui and gc.get_freeze_count() == frozen  # later runs freeze nothing more
+    assert load_app() is glue and gc.get_freeze_count() == frozen  # later runs freeze nothing more
 
 
 @pytest.mark.parametrize(("asked", "spin"), [(None, "0"), ("ACTIVE", "30000000000")])
@@ -65,26 +65,30 @@ def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, m
     from tests.helpers import make_image_folder
     from vitviz import precision, zoo
 
-    ui = load_ui()
+    load_app()
+    from vitviz.app import caches, models
+
     monkeypatch.setenv("VITVIZ_DATA", str(make_image_folder(tmp_path / "data", per_class=2)))
-    for cache in (ui.cached_model, ui.cached_precision, ui.cached_test_set, ui.cached_evaluation):
+    for cache in (models.cached_model, caches.cached_precision, caches.cached_test_set, caches.cached_evaluation):
         cache.clear()
     loads, choices, reads, evaluations = [], [], [], []
-    real_load, real_choose, real_read = zoo.load, precision.choose, ui.vdata.load_split
+    real_load, real_choose, real_read = zoo.load, precision.choose, caches.vdata.load_split
     monkeypatch.setattr(zoo, "load", lambda name, *a, **k: loads.append(name) or real_load(name, *a, **k))
     monkeypatch.setattr(precision, "choose", lambda *a, **k: choices.append(1) or real_choose(*a, **k))
-    monkeypatch.setattr(ui.vdata, "load_split", lambda root, *a, **k: reads.append(root) or real_read(root, *a, **k))
-    real_evaluate = ui.evaluate  # reading what is stored is allowed; running the model is not
     monkeypatch.setattr(
-        ui, "evaluate", lambda *a, **k: real_evaluate(*a, **k) if k.get("run") is False else evaluations.append(1)
+        caches.vdata, "load_split", lambda root, *a, **k: reads.append(root) or real_read(root, *a, **k)
+    )
+    real_evaluate = caches.evaluate  # reading what is stored is allowed; running the model is not
+    monkeypatch.setattr(
+        caches, "evaluate", lambda *a, **k: real_evaluate(*a, **k) if k.get("run") is False else evaluations.append(1)
     )
     start_the_server_s_startup()
     name = zoo.default_name()
-    split = ui.test_split(name)
-    models = [name, ui.lab_pair(name)]  # and the model the lab sets beside it
+    split = caches.test_split(name)
+    models = [name, models.lab_pair(name)]  # and the model the lab sets beside it
     assert loads == models and choices == [1] and split is not None and reads == [split.location]
-    ui.cached_precision(name)  # a visitor's first run: everything is there already
-    ui.cached_test_set(split.location)
+    caches.cached_precision(name)  # a visitor's first run: everything is there already
+    caches.cached_test_set(split.location)
     assert loads == models and choices == [1] and reads == [split.location]
     # random images are not the ones the shipped predictions were made on: no evaluation at startup
     assert evaluations == []
@@ -95,17 +99,19 @@ def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
     from tests.conftest import CIFAR10
     from vitviz import zoo
 
-    ui = load_ui()
+    load_app()
+    from vitviz.app import caches, models
+
     monkeypatch.setenv("VITVIZ_DATA", str(CIFAR10))
-    for cache in (ui.cached_test_set, ui.cached_evaluation):
+    for cache in (caches.cached_test_set, caches.cached_evaluation):
         cache.clear()
-    evaluations, real_evaluate = [], ui.evaluate
-    monkeypatch.setattr(ui, "evaluate", lambda *a, **k: evaluations.append(k["name"]) or real_evaluate(*a, **k))
+    evaluations, real_evaluate = [], caches.evaluate
+    monkeypatch.setattr(caches, "evaluate", lambda *a, **k: evaluations.append(k["name"]) or real_evaluate(*a, **k))
     start_the_server_s_startup()
     name = zoo.default_name()
-    assert evaluations == [name, ui.lab_pair(name)] == [zoo.SHIPPED, zoo.SHIPPED_CNN]
+    assert evaluations == [name, models.lab_pair(name)] == [zoo.SHIPPED, zoo.SHIPPED_CNN]
     for model_name in evaluations:  # the lab's first open: the model and the one beside it
-        result = ui.cached_evaluation(model_name, ui.test_split(name).location)
+        result = caches.cached_evaluation(model_name, caches.test_split(name).location)
         assert result.cached and len(result.labels) == 10_000
         assert abs(result.accuracy - zoo.load(model_name).spec.card.test_accuracy) < 1e-9
     assert len(evaluations) == 2

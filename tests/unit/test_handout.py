@@ -289,16 +289,16 @@ def test_the_sidebar_offers_the_tour_made_when_clicked() -> None:
 def test_the_button_writes_the_sessions_image_model_and_language(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from vitviz.app import ui
+    from vitviz.app import sidebar
 
     photo = CAT.read_bytes()
-    monkeypatch.setattr(ui, "model_name", lambda: zoo.SHIPPED)
-    monkeypatch.setattr(ui, "image_bytes", lambda: photo)
-    monkeypatch.setattr(ui, "lang", lambda: "ko")
-    monkeypatch.setattr(ui, "chosen_test_image", lambda: ("cat", 3))  # as if it were test image cat/3
-    monkeypatch.setattr(ui, "test_images", lambda: SimpleNamespace(split=SimpleNamespace(label="CIFAR-10")))
+    monkeypatch.setattr(sidebar, "model_name", lambda: zoo.SHIPPED)
+    monkeypatch.setattr(sidebar, "image_bytes", lambda: photo)
+    monkeypatch.setattr(sidebar, "lang", lambda: "ko")
+    monkeypatch.setattr(sidebar, "chosen_test_image", lambda: ("cat", 3))  # as if it were test image cat/3
+    monkeypatch.setattr(sidebar, "test_images", lambda: SimpleNamespace(split=SimpleNamespace(label="CIFAR-10")))
     offered = {}
-    ui.handout_button(
+    sidebar.handout_button(
         SimpleNamespace(download_button=lambda label, data, **kw: offered.update(label=label, data=data, **kw))
     )
     assert offered["label"] == t("handout.button", "ko") and offered["file_name"] == "vitviz-cifar10-vit-cat-3-ko.html"

@@ -195,13 +195,19 @@ def test_locate_test_data(tmp_path: Path) -> None:
 def test_default_test_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: None)
     monkeypatch.setenv("VITVIZ_DATA", str(tmp_path))
-    assert lab.default_test_root([]) == tmp_path
+    assert lab.default_test_root() == tmp_path
     monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: tmp_path / "found")
-    assert lab.default_test_root([]) == tmp_path / "found"
-    # the server's command line wins: streamlit run app.py -- --data FOLDER
-    assert lab.default_test_root(["--data", str(tmp_path / "flag")]) == tmp_path / "flag"
-    assert lab.default_test_root(["--other", "x", f"--data={tmp_path / 'flag'}"]) == tmp_path / "flag"
-    assert lab.data_flag(["--dataset", "x"]) is None and lab.data_flag([]) is None
+    assert lab.default_test_root() == tmp_path / "found"
+    assert lab.default_test_root(tmp_path / "flag") == tmp_path / "flag"  # the server's --data wins
+
+
+def test_the_server_s_data_flag_is_read_by_the_app_not_the_library() -> None:
+    from vitviz import access
+
+    assert access.data_flag(["--other", "x", "--data=/srv/cifar"]) == "/srv/cifar"
+    assert access.data_flag(["--data", "d"]) == "d"
+    assert access.data_flag(["--dataset", "x"]) is None and access.data_flag([]) is None
+    assert "sys.argv" not in (Path(lab.__file__)).read_text()  # the library never reads the command line
 
 
 def test_class_position_opens_the_same_image_in_the_picker(tmp_path: Path) -> None:

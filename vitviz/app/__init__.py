@@ -24,8 +24,9 @@ _LAZY = ("pandas", "plotly.graph_objects", "plotly.io", "pyarrow")
 _frozen = False
 
 
-def load_ui() -> ModuleType:
-    """``vitviz.app.ui`` and the libraries it needs, imported by one session at a time.
+def load_app() -> ModuleType:
+    """The app's glue (``vitviz.app.sidebar``, which imports the rest) and the libraries it needs,
+    imported by one session at a time.
 
     After the first import the garbage collector is told to leave everything that exists then
     (torch, Plotly's validators, pandas: objects that live as long as the server) out of its
@@ -35,11 +36,11 @@ def load_ui() -> ModuleType:
     with _IMPORTING:
         for name in _LAZY:
             importlib.import_module(name)
-        ui = importlib.import_module("vitviz.app.ui")
+        glue = importlib.import_module("vitviz.app.sidebar")
         if not _frozen:
             gc.freeze()
             _frozen = True
-        return ui
+        return glue
 
 
 @contextlib.asynccontextmanager
@@ -65,13 +66,15 @@ STARTUP_DONE = "startup done"  # the last line the startup logs (the benchmark w
 def _warm() -> None:
     started = time.perf_counter()
     try:
-        ui = load_ui()
-        ui.warm_model()
+        load_app()
+        from vitviz.app import caches
+
+        caches.warm_model()
         log.info(
             "ready for visitors: the libraries, the default model and its precision in %.1f s",
             time.perf_counter() - started,
         )
-        ui.warm_test_split()
+        caches.warm_test_split()
     except Exception:  # the pages say what went wrong, in the user's language
         log.exception("loading the default model or its test split at startup failed")
     log.info("%s in %.1f s", STARTUP_DONE, time.perf_counter() - started)

@@ -1,11 +1,11 @@
 """The app's pages, in order, as data: what app.py navigates, the journeys walk and the
-benchmarks time. Nothing here needs Streamlit."""
+benchmarks time."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: app.py and app_pages/ sit there
 
 # (script, title key in vitviz.i18n, icon): the tour in order, then the lab.
 TOUR = [

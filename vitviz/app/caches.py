@@ -1,0 +1,266 @@
+"""What the pages compute, cached for the whole server: traces, maps, experiments, the test set
+and its evaluation, keyed by what they depend on (model name, image bytes, setting).
+
+Models sit in ``st.cache_resource`` (vitviz.app.models); traces too (one shared read-only object,
+not a copy unpickled on every rerun); small arrays in ``st.cache_data``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+import torch
+from PIL import Image
+
+from vitviz import access, analysis, compare, lab, plots, precision, zoo
+from vitviz import data as vdata
+from vitviz.app.models import cached_model, lab_pair
+from vitviz.app.text import tr
+from vitviz.data import image_notes, load_image, to_tensor
+from vitviz.evaluate import EvalResult, evaluate, predictions_path
+from vitviz.model import VisionTransformer, on_weights
+from vitviz.patches import compare_routes
+from vitviz.trace import Trace
+
+log = logging.getLogger(__name__)
+
+SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "samples"
+DEFAULT_SAMPLE = "cat-chelsea.jpg"  # a CIFAR-10 class, so the shipped model has a fair first try
+
+
+def sample_names() -> list[str]:
+    """Sample photos, the default first."""
+    names = sorted(p.name for p in SAMPLES.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    return sorted(names, key=lambda n: n != DEFAULT_SAMPLE)
+
+
+def server_data() -> str | None:
+    """The test images' folder the server was started with (``streamlit run app.py -- --data
+    FOLDER``), read here and passed down: the library never reads the command line."""
+    return access.data_flag(sys.argv[1:])
+
+
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def decoded_image(image_bytes: bytes) -> Image.Image:
+    """load_image once per image for the whole server (read-only: every step makes new images)."""
+    return load_image(image_bytes)
+
+
+# A resource, not data: every rerun gets the same Trace object instead of unpickling a copy (a
+# ViT-B/16 trace is about 48 MB, some 95 ms to unpickle). Pages only read it (tests/app/test_app_core
+# walks the tour and compares the cached trace with a fresh one). 12 entries bound the memory to
+# about 0.6 GB at ViT-B/16's size.
+@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
+def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
+    """The explained forward pass of one image, on the CPU in float32, keyed by (model name, image
+    bytes), computed in the model's precision (``cached_precision``). Read-only: never change its
+    tensors in place."""
+    model, _ = cached_model(model_name)
+    image = decoded_image(image_bytes)
+    pixels = on_weights(to_tensor(image, model.config.preprocess, model.config.in_chans), model)
+    return precision.explain(model, pixels, cached_precision(model_name).dtype)
+
+
+@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def cached_precision(model_name: str) -> precision.Precision:
+    """bf16 or float32 for a model's explained pass, measured once per model for the server
+    (``precision.choose`` on the sample photos; the server's VITVIZ_PRECISION, "auto" by default,
+    can decide instead)."""
+    model, _ = cached_model(model_name)
+    if not isinstance(model, VisionTransformer):  # the tour's pages say what they need
+        return precision.Precision()
+    setting = os.environ.get("VITVIZ_PRECISION", "auto")
+    if setting not in precision.SETTINGS:
+        log.warning("VITVIZ_PRECISION=%s is not one of %s: measuring (auto)", setting, precision.SETTINGS)
+        setting = "auto"
+    config = model.config
+    photos = [(SAMPLES / name).read_bytes() for name in sample_names()]
+    probes = torch.cat([to_tensor(load_image(photo), config.preprocess, config.in_chans) for photo in photos])
+    return precision.choose(model, on_weights(probes, model), setting)
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """One occlusion curve, keyed by (model name, image bytes, order kind, steps).
+
+    Returns:
+        order: (N,) the patches in the order they are hidden (``analysis.occlusion_order``).
+        curve: (steps + 1,) the probability of the unoccluded top class at every step.
+    """
+    model, _ = cached_model(model_name)
+    trace = cached_trace(model_name, image_bytes)
+    order = analysis.occlusion_order(trace, order_kind)  # type: ignore[arg-type]
+    target = int(trace.logits[0].argmax())
+    curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=target)
+    return order.numpy(), curve.numpy()
+
+
+@st.cache_data(max_entries=16, ttl=3600, show_spinner=False)
+def cached_comparison(
+    vit_name: str, cnn_name: str, image_bytes: bytes, class_index: int, with_ig: bool
+) -> dict[str, np.ndarray]:
+    """The ViT-vs-CNN page's arrays for one image and class, keyed by (models, image, class, IG on).
+
+    Returns:
+        "cnn_logits" (K,), "rollout" and "grad_rollout" (grid_h, grid_w), "gradcam" (H, W) of
+        the CNN's input, and with ``with_ig`` "ig_vit" and "ig_cnn" (the inputs' H, W).
+    """
+    vit, _ = cached_model(vit_name)
+    cnn, _ = cached_model(cnn_name)
+    image = decoded_image(image_bytes)
+    vit_pixels = on_weights(to_tensor(image, vit.config.preprocess, vit.config.in_chans), vit)
+    cnn_pixels = on_weights(to_tensor(image, cnn.config.preprocess, cnn.config.in_chans), cnn)
+    with torch.no_grad():
+        cnn_logits = cnn(cnn_pixels)[0].float().cpu().numpy()
+    trace = cached_trace(vit_name, image_bytes)
+    arrays = {
+        "cnn_logits": cnn_logits,
+        "rollout": analysis.rollout_map(trace)[0].float().cpu().numpy(),
+        "grad_rollout": analysis.grad_rollout(vit, vit_pixels, class_index).numpy(),
+        "gradcam": compare.gradcam(cnn, cnn_pixels, class_index).numpy(),
+    }
+    if with_ig:
+        arrays["ig_vit"] = compare.integrated_gradients(vit, vit_pixels, class_index).numpy()
+        arrays["ig_cnn"] = compare.integrated_gradients(cnn, cnn_pixels, class_index).numpy()
+    return arrays
+
+
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
+def cached_experiment(
+    vit_name: str, cnn_name: str, image_bytes: bytes, kind: str, shift: int, seed: int, hidden: tuple[int, ...]
+) -> compare.Experiment:
+    """``compare.run_experiment`` on one image, keyed by (models, image, experiment, its setting):
+    the page's reruns (another map, the next student on the same sample) run neither model."""
+    vit, _ = cached_model(vit_name)
+    cnn, _ = cached_model(cnn_name)
+    cnn_pixels = to_tensor(decoded_image(image_bytes), cnn.config.preprocess, cnn.config.in_chans)
+    pixels = cached_trace(vit_name, image_bytes).pixels
+    return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_filter_components(model_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every component of ``analysis.patch_embed_components`` of a model's patch embedding, once
+    per model: an SVD of ViT-B/16's 768 x 768 filters takes seconds here, and the weights never
+    change (read-only). All of them, so that their shares decide how many a page shows."""
+    model, _ = cached_model(model_name)
+    components, ratios = analysis.patch_embed_components(model.patch_embed.proj.weight, k=None)
+    return components.cpu().numpy(), ratios.cpu().numpy()
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def cached_component_tiles(model_name: str, k: int) -> plots.Figure:
+    """``plots.component_tiles`` of the first ``k`` of ``cached_filter_components``: it depends on
+    the model alone, and 28 small subplots took a tenth of a second to lay out on every rerun of
+    page 3. Shared by every session: ``st.plotly_chart`` only reads it (``to_dict``, then JSON)."""
+    components, ratios = cached_filter_components(model_name)
+    return plots.component_tiles(components[:k], ratios[:k])
+
+
+@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+def cached_routes(model_name: str, image_bytes: bytes) -> dict[str, float]:
+    """``patches.compare_routes`` on one image's (pixels or hybrid features) and the model's
+    patch embedding, keyed by (model name, image bytes)."""
+    model, _ = cached_model(model_name)
+    trace = cached_trace(model_name, image_bytes)
+    proj = model.patch_embed.proj
+    return compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
+
+
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
+def cached_image(image_bytes: bytes, language: str) -> tuple[np.ndarray, list[str]]:
+    """The decoded upload as an (H, W, 3) uint8 array, and load_image's notes in a language."""
+    image = decoded_image(image_bytes)
+    return np.asarray(image), image_notes(image, language)
+
+
+def test_split(model_name: str) -> lab.TestSplit | None:
+    """The test split that goes with a model (``lab.test_split_for``: Fashion-MNIST's for a
+    Fashion-MNIST model, else the server's data), which the sidebar's picker and the lab both
+    read; None when there is none here, or the model does not load (the page says why)."""
+    try:
+        model, _ = cached_model(model_name)
+    except zoo.ModelLoadError:
+        return None
+    return lab.test_split_for(model.config.class_names, lab.default_test_root(server_data()))
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def cached_test_set(root: str) -> vdata.ImageSet:
+    """The lab's test images in memory, keyed by folder (read-only; shared by every session)."""
+    return vdata.load_split(root, "test", download=False)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_evaluation(model_name: str, root: str, _on_page: bool = True, _stored_only: bool = False) -> EvalResult:
+    """Every test image's class probabilities, keyed by (model name, data folder) (read-only).
+
+    A model that ships its test-split predictions beside its weights opens at once when they
+    match these weights and this folder; otherwise the first call shows a progress bar while the
+    model runs (or reads evaluate's disk cache). The bar is made and emptied inside this
+    function, so a cache hit replays nothing visible. The server's startup, outside any page,
+    asks with ``_on_page=False`` (no bar) and ``_stored_only=True`` (read what is stored, never
+    run the model); neither is part of the cache's key.
+
+    Raises:
+        ValueError: the model does not predict the dataset's classes (a sentence to show).
+        LookupError: with ``_stored_only``, where nothing is stored (nothing is cached then).
+    """
+    model, spec = cached_model(model_name)
+    data = cached_test_set(root)
+    holder = st.empty() if _on_page else None
+    try:
+        return evaluate(
+            model,
+            data,
+            name=model_name,
+            shipped=predictions_path(spec.path) if spec.path else None,
+            run=not _stored_only,
+            progress=None
+            if holder is None
+            else lambda done, total: holder.progress(
+                done / max(total, 1), text=tr("mistakes.evaluating", done=done, total=total)
+            ),
+        )
+    finally:
+        if holder is not None:
+            holder.empty()
+
+
+def warm_model() -> None:
+    """The default model and its precision in the caches (at the server's startup, before anyone
+    asks: ``vitviz.app.warm_up``)."""
+    cached_precision(zoo.default_name())
+
+
+def warm_test_split() -> None:
+    """The default model's test split in the cache and, for it and the model the lab sets beside
+    it, the evaluation where it is stored (the shipped predictions of these weights on these
+    images, or an earlier evaluation's disk cache): read, never run here, since an evaluation takes
+    minutes and shows its progress to whoever opens the lab."""
+    name = zoo.default_name()
+    split = test_split(name)
+    if split is None:
+        return
+    cached_test_set(split.location)
+    for model_name in filter(None, (name, lab_pair(name))):
+        try:
+            cached_evaluation(model_name, split.location, _on_page=False, _stored_only=True)
+        except (LookupError, ValueError):  # nothing stored, or other classes than the data's: the
+            continue  # lab evaluates, or says why it cannot in the user's language, on its first visit
+
+
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
+def cached_mistake(model_name: str, location: str, index: int) -> dict[str, np.ndarray]:
+    """``lab.inspect_mistake`` of test image ``index``, keyed by (model name, data, index): the
+    lab's maps and logit lens, computed once per image rather than on every click."""
+    model, _ = cached_model(model_name)
+    result = cached_evaluation(model_name, location)
+    data = cached_test_set(location)
+    predicted, true = int(result.predictions[index]), int(result.labels[index])
+    return lab.inspect_mistake(model, data.images[index : index + 1], predicted, true)

@@ -1,0 +1,196 @@
+"""What every page needs: the model and image the session is looking at, their trace, and the
+sentences that read a prediction against the image's known class."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from vitviz import data as vdata
+from vitviz import lab, plots, zoo
+from vitviz.app import session, state
+from vitviz.app.caches import (
+    SAMPLES,
+    cached_image,
+    cached_test_set,
+    cached_trace,
+    decoded_image,
+    sample_names,
+    test_split,
+)
+from vitviz.app.models import cached_model, tour_problem
+from vitviz.app.text import dataset_text, label, lang, tr
+from vitviz.config import ViTConfig
+from vitviz.data import ImageError
+from vitviz.model import VisionTransformer
+from vitviz.prediction import Verdict, verdict
+from vitviz.trace import Trace
+
+
+def uploaded_model() -> str | None:
+    """The name of the checkpoint this visitor uploaded and uses, if any."""
+    return session.model_upload()
+
+
+def test_images() -> lab.TestImages | None:
+    """The sidebar model's test images, by class and index within the class, or None."""
+    split = test_split(model_name())
+    return lab.TestImages(split, cached_test_set) if split else None
+
+
+def wanted_model() -> str:
+    """The model the visitor asked for instead of the list's: their upload, else the typed name."""
+    return uploaded_model() or str(state.get("custom_model", "")).strip()
+
+
+def model_name() -> str:
+    """The ViT the tour explains: the upload or the typed name once it has loaded as a ViT, else
+    the list's choice, else (a download from the list that failed) the default model."""
+    wanted = wanted_model()
+    if wanted and tour_problem(wanted) is None:
+        return wanted
+    picked = state.get("model", zoo.default_name())
+    if picked in zoo.REGISTRY and tour_problem(picked) is None:
+        return picked
+    return zoo.default_name()
+
+
+def image_bytes() -> bytes | None:
+    """The bytes of the chosen image, or None (with a message shown) when there is none."""
+    source = state.get("source", "sample")
+    if source == "upload":
+        upload = session.uploaded_image()
+        return upload[1] if upload else None
+    if source == "test":
+        images, chosen = test_images(), chosen_test_image()
+        if images is None or chosen is None:
+            return None
+        return images.image_bytes(*chosen)
+    name = state.get("sample") or sample_names()[0]
+    path = SAMPLES / Path(name).name
+    return path.read_bytes() if path.exists() else None
+
+
+@dataclass
+class Current:
+    """The model and image this session is looking at, and the cached trace of the pair."""
+
+    name: str
+    model: VisionTransformer
+    spec: zoo.ModelSpec
+    image: np.ndarray  # (H, W, 3) uint8 as uploaded, upright
+    image_bytes: bytes
+    trace: Trace
+    verdict: Verdict | None = None  # the prediction against the image's known class, if any
+
+
+@dataclass
+class CurrentModel:
+    """The chosen model alone, for pages that need no image."""
+
+    name: str
+    model: VisionTransformer
+    spec: zoo.ModelSpec
+
+
+def current_model() -> CurrentModel:
+    """The sidebar's model (marked there when its weights are random); on a load error show one
+    sentence and stop the page."""
+    name = model_name()
+    try:
+        model, spec = cached_model(name)
+    except zoo.ModelLoadError as err:
+        st.error(tr("error.model", message=err.sentence(lang())))
+        st.stop()
+    if not spec.trained:
+        st.sidebar.warning(tr("sidebar.untrained"))
+    return CurrentModel(name, model, spec)
+
+
+def current() -> Current:
+    """Load what the sidebar chose; on a user error (or no image yet) show one sentence and stop the page."""
+    chosen = current_model()
+    name, model, spec = chosen.name, chosen.model, chosen.spec
+    data = image_bytes()
+    if data is None:
+        st.info(tr("sidebar.no_image"))
+        st.stop()
+    try:
+        array, notes = cached_image(data, lang())
+        trace = cached_trace(name, data)
+    except ImageError as err:
+        st.error(err.sentence(lang()))
+        st.stop()
+    for note in notes:
+        st.caption(tr("note.image", message=note))
+    if vdata.inverts(decoded_image(data), model.config.preprocess, model.config.in_chans):
+        st.caption(tr("note.inverted"))
+    probs = trace.logits[0].float().softmax(dim=-1)  # (K,)
+    return Current(name, model, spec, array, data, trace, verdict(probs, model.config.class_names, true_class()))
+
+
+def chosen_test_image() -> tuple[str, int] | None:
+    """The chosen test image as (class, index within the class), or None when the image comes from elsewhere."""
+    if state.get("source") != "test" or state.get("test") is None:
+        return None
+    cls, _, index = str(state.get("test")).rpartition("/")  # "T-shirt/top/3": the last "/" ends the class
+    return (cls, int(index)) if cls and index.isdigit() else None
+
+
+def true_class() -> str | None:
+    """The known class of the chosen image: its class when it is a test image."""
+    chosen = chosen_test_image()
+    return chosen[0] if chosen else None
+
+
+def show_verdict(found: Verdict | None, where=None) -> None:
+    """One coloured sentence: right or wrong, and where the true class ranks (nothing when unknown)."""
+    if found is None:
+        return
+    where = where or st
+    values = {
+        "truth": label(found.true_class),
+        "pred": label(found.predicted),
+        "p": f"{found.probability:.1%}",
+        "rank": found.rank,
+        "n": found.num_classes,
+        "dataset": dataset_text(images.split.label) if (images := test_images()) else "",
+    }
+    if found.correct:
+        where.success(tr("verdict.right", **values), icon=":material/check_circle:")
+    else:
+        where.warning(tr("verdict.wrong", **values), icon=":material/cancel:")
+
+
+def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> None:
+    """Under a prediction of an image with no known class: a model with a short list of classes
+    (CIFAR-10's 10) gives every image one of them, whatever the image shows."""
+    names = config.class_names
+    if found is not None or not names or len(names) > 20:
+        return
+    (where or st).caption(tr("prediction.known_classes", n=len(names), names=", ".join(map(label, names))))
+
+
+def grid_hover() -> str:
+    """A patch map's hover in the user's language ("patch 5 (row 2, col 1): 0.1234"; "패치 5 (2행 1열)")."""
+    where = tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
+    return f"{tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
+
+
+def bar_title(title: str, found: Verdict | None) -> str:
+    """A top-k chart's title, with what its colours mean when the true class is known."""
+    if found is None:
+        return title
+    return f"{title} ({tr('verdict.legend_right' if found.correct else 'verdict.legend_wrong')})"
+
+
+def class_bars(names: list[str], values: list[float], title: str, found: Verdict | None, height: int):  # -> go.Figure
+    """Top-k probabilities, best first, as bars labelled in the user's language: the answer in red
+    and, when the image's class is known, the true class in green (the title says so)."""
+    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
+    return plots.bars(
+        [label(n) for n in names], values, title=bar_title(title, found), height=height, highlight=0, correct=correct
+    )

@@ -1,0 +1,132 @@
+"""The models a session may look at: the server's policy, the shared model cache, visitors'
+uploads, and loading with a spinner that says what is happening."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from vitviz import access, zoo
+from vitviz.app import web
+from vitviz.app.text import model_title, tr
+
+
+def server_policy() -> access.Policy:
+    """What this server lets its visitors load, set by whoever starts it (``streamlit run app.py
+    -- --models DIR --allow-hub``, or VITVIZ_MODELS, VITVIZ_ALLOW_HUB, ...; see vitviz.access):
+    hub downloads are allowed by default only where Streamlit's server.address is loopback."""
+    return access.server_policy(sys.argv[1:], os.environ, st.get_option("server.address"))
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def cached_model(name: str) -> zoo.Loaded:
+    """One loaded model per name for the whole server (read-only: never train or edit it),
+    loaded as the server's policy allows; an uploaded one from ``uploaded_models``."""
+    if name.startswith(zoo.UPLOAD):
+        files = uploaded_models().get(name)
+        if files is None:
+            raise zoo.ModelLoadError("model.upload_gone")
+        return zoo.load_upload(files, server_policy().max_upload_mb)[1]
+    return zoo.load(name, policy=server_policy())
+
+
+UPLOADS_KEPT = 8  # uploaded checkpoints the server keeps in memory (never on disk)
+
+
+@st.cache_resource(show_spinner=False)
+def uploaded_models() -> dict[str, dict[str, bytes]]:
+    """The checkpoints visitors uploaded, by their ``zoo.upload_name``: file name -> bytes, the
+    last UPLOADS_KEPT of them, in this process's memory only."""
+    return {}
+
+
+def keep_upload(files: dict[str, bytes]) -> str:
+    """Keep an upload in ``uploaded_models`` and return its name.
+
+    Raises:
+        zoo.ModelLoadError: when the files are not one .safetensors (and perhaps its .json).
+    """
+    name = zoo.upload_name(files)
+    store = uploaded_models()
+    store.pop(name, None)
+    store[name] = files
+    while len(store) > UPLOADS_KEPT:
+        store.pop(next(iter(store)), None)
+    return name
+
+
+@contextmanager
+def loading(name: str) -> Iterator[None]:
+    """A spinner that says what is loading (a download, or a file), with the last run's page
+    hidden under it until the load ends."""
+    holder = st.empty()
+    download = name.startswith(access.HUB_PREFIXES)
+    text = (
+        tr("model.downloading", name=model_title(name), seconds=round(server_policy().load_timeout_s))
+        if download
+        else tr("model.loading", name=model_title(name))
+    )
+    with holder.container():
+        st.html(web.style("hide_stale.css"))  # the last model's answer is not this one's
+        with st.spinner(text, show_time=True):
+            yield
+    holder.empty()
+
+
+def try_model(name: str) -> zoo.ModelLoadError | None:
+    """Why ``name`` does not load (None when it does), tried once per session and name, with a
+    spinner (a registry model that needs no download is not tried: it always loads). A failed
+    download is not tried again on every rerun; typing the name anew tries again."""
+    spec = zoo.REGISTRY.get(name)
+    if spec is not None and spec.offline:
+        return None
+    tried = st.session_state.setdefault("_models_tried", {})
+    if name not in tried:
+        try:
+            with loading(name):
+                cached_model(name)
+            tried[name] = None
+        except zoo.ModelLoadError as err:
+            tried[name] = err
+    return tried[name]
+
+
+def forget_tries() -> None:
+    """A model box's on_change: the next name is tried afresh (a download that failed offline may work now)."""
+    st.session_state.pop("_models_tried", None)
+
+
+def model_spec(name: str) -> zoo.ModelSpec:
+    """A model's spec: the registry's, else the loaded model's (``try_model`` first)."""
+    spec = zoo.REGISTRY.get(name)
+    return spec if spec is not None and spec.offline else cached_model(name).spec
+
+
+def tour_problem(name: str) -> zoo.ModelLoadError | None:
+    """Why the tour cannot explain ``name`` (it does not load, or it is a CNN), or None."""
+    problem = try_model(name)
+    if problem is None and model_spec(name).is_cnn:
+        return zoo.ModelLoadError("model.is_cnn", name=model_title(name) if name.startswith(zoo.UPLOAD) else name)
+    return problem
+
+
+def tour_models() -> list[str]:
+    """The registry's ViTs: the tour explains patches, tokens and attention, which a CNN has not
+    (those that download only where the server allows downloads)."""
+    hub = server_policy().allow_hub
+    return [name for name, spec in zoo.REGISTRY.items() if not spec.is_cnn and (spec.offline or hub)]
+
+
+def cnn_models() -> list[str]:
+    """The registry's CNNs, for the page that sets one beside the ViT."""
+    return [name for name, spec in zoo.REGISTRY.items() if spec.is_cnn]
+
+
+def lab_pair(model_name: str) -> str | None:
+    """The second model the lab sets beside a model from its first view: the shipped CNN beside
+    the shipped ViT (the page offers it only when it predicts the same classes)."""
+    return zoo.SHIPPED_CNN if model_name == zoo.SHIPPED else None

@@ -1,0 +1,85 @@
+"""Moving through the tour: Previous / Next, a shared link's step, the lab's "Open in the tour",
+and where a page opens (its top, or a container the run brings into view)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from vitviz.app import state, web
+from vitviz.app.text import tr
+from vitviz.app.tour import TOUR
+
+
+def nav(script: str) -> None:
+    """Previous / Next buttons that walk the tour in order (``ask_step``)."""
+    files = [f for f, _, _ in TOUR]
+    if script not in files:
+        return
+    index = files.index(script)
+    st.divider()
+    left, middle, right = st.columns([1, 2, 1])
+    if index > 0:
+        left.button(f"← {tr('nav.previous')}", key="nav_prev", width="stretch", on_click=ask_step, args=(index - 1,))
+    middle.markdown(
+        f"<div style='text-align:center;padding-top:0.4rem'>{tr('nav.step', index=index, total=len(files) - 1)}</div>",
+        unsafe_allow_html=True,
+    )
+    if index < len(files) - 1:
+        right.button(
+            f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary", on_click=ask_step, args=(index + 1,)
+        )
+
+
+def ask_step(step: int) -> None:
+    """Previous / Next's callback, run before the run their click starts: that run opens the step
+    (``follow_asked_step``) instead of drawing the page the click came from once more."""
+    st.session_state["_asked_step"] = step
+
+
+def follow_asked_step() -> None:
+    """app.py, right after st.navigation: open the step a Previous / Next click asked for."""
+    step = st.session_state.pop("_asked_step", None)
+    if step is not None:
+        go_to(step)
+
+
+def open_at_the_top(page) -> None:
+    """app.py, before a page runs: a page the session arrives at (Next at the foot of the last one,
+    Previous, a sidebar link, the lab's "Open in the tour") opens at its title. Streamlit keeps
+    the scroll box where the last page left it when the new one is as tall, so a class would see
+    the middle of the next page. Reruns on the same page (a slider, a language switch) stay put."""
+    if st.session_state.get("_page_shown") != page.url_path:
+        st.session_state["_page_shown"] = page.url_path
+        # a body of its own each time: Streamlit runs an st.html's script when its body is new
+        st.session_state["_arrivals"] = arrivals = st.session_state.get("_arrivals", 0) + 1
+        # in the sidebar, after its last widget: in the page it would push the title down by a gap
+        st.sidebar.html(web.script("after_run.js", f"arrival {arrivals}", target=""), unsafe_allow_javascript=True)
+
+
+def scroll_to(key: str) -> None:
+    """Bring the container ``st.container(key=key)`` into view at the end of this run (in the
+    sidebar, like ``open_at_the_top``'s script, so the page gets no gap)."""
+    target = web.key_selector(key)  # refuses anything but letters, digits, - and _
+    st.session_state["_scrolls"] = scrolls = st.session_state.get("_scrolls", 0) + 1  # a new body runs anew
+    st.sidebar.html(web.script("after_run.js", f"scroll {scrolls}", target=target), unsafe_allow_javascript=True)
+
+
+def go_to(step: int) -> None:
+    """Open a tour page, keeping the session's choices (and the URL's copy of them)."""
+    state.set(step=step)
+    st.switch_page(TOUR[step][0], query_params={**state.url_params(), "step": str(step)})
+
+
+def follow_step_link(page) -> None:
+    """Open the page a shared link's ``step`` parameter asks for (once, on the session's first
+    run at the root URL; a page's own URL opens it directly), then track the page in the URL."""
+    files = [f for f, _, _ in TOUR]
+    step = st.session_state.get("step")
+    if not st.session_state.get("_step_followed"):
+        st.session_state["_step_followed"] = True
+        if isinstance(step, int) and 0 < step < len(files) and page.url_path == "":
+            st.switch_page(files[step])
+    titles = [tr(k) for _, k, _ in TOUR]
+    index = titles.index(page.title) if page.title in titles else None
+    state.set(step=index)
+    state.set_param("step", index)

@@ -1,0 +1,54 @@
+"""The session's language, and every sentence and name the app writes in it."""
+
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from vitviz import zoo
+from vitviz.card import MACHINES_JOIN
+from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
+
+DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
+
+
+def lang() -> str:
+    """The session's language code ("en", "ko")."""
+    return st.session_state.get("lang", DEFAULT_LANGUAGE)
+
+
+def tr(key: str, **values: object) -> str:
+    """The sentence for ``key`` in the user's language."""
+    return t(key, lang(), **values)
+
+
+def label(class_name: str, short: bool = False) -> str:
+    """A class name in the user's language ("고양이 (cat)", or "고양이" when ``short``), or as the
+    model spells it."""
+    return class_label(class_name, lang(), short)
+
+
+def model_title(name: str) -> str:
+    """A registry model's title in the user's language; an upload's file name; any other name as
+    it was typed."""
+    if name.startswith(zoo.UPLOAD):
+        return name.split(":", 2)[-1]
+    return zoo.REGISTRY[name].title_in(lang()) if name in zoo.REGISTRY else name
+
+
+def dataset_text(label: str) -> str:
+    """A dataset's name as ``vitviz.data.dataset_label`` and model cards write it, in the user's language."""
+    key = DATASET_KEYS.get(label)
+    return tr(key) if key else label
+
+
+def hardware_text(label: str) -> str:
+    """A card's hardware ("CPU (Intel(R) Xeon(R) Processor, 2 threads)", as ``train.hardware_label``
+    writes it, or the machines a run moved between, joined by ``MACHINES_JOIN``) in the user's
+    language; other labels as written."""
+    texts = []
+    for machine in label.split(MACHINES_JOIN):
+        found = re.fullmatch(r"CPU \((.+), (\d+) threads\)", machine)
+        texts.append(tr("card.hardware_cpu", name=found[1], threads=found[2]) if found else machine)
+    return MACHINES_JOIN.join(texts)
