@@ -1,4 +1,4 @@
-"""ViT against CNN on the same image: where each looked, and what each needs (issue 18).
+"""ViT against CNN on the same image: where each looked, and what each needs.
 
 Attribution comes from Captum (PyTorch's attribution library) rather than hooks of our own:
 ``gradcam`` is Captum's LayerGradCam on a CNN's last feature map, and ``integrated_gradients``
@@ -54,7 +54,7 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
     Returns:
         (H, W) float on the CPU, >= 0, in the units of the feature map (not normalised).
     """
-    from captum.attr import LayerAttribution, LayerGradCam  # 1.2 s to import, measured: only when asked
+    from captum.attr import LayerAttribution, LayerGradCam  # slow to import (docs/benchmarks.md): only when asked
 
     pixels = on_weights(_one_image(pixels).detach(), model)
     # Captum hooks the layer it explains, and the app shares one cached model among all its

@@ -327,9 +327,9 @@ class ViTConfig:
 def cifar10_vit_config(**changes: Any) -> ViTConfig:
     """The shipped model's architecture: 32x32 input, 4x4 patches, 6 blocks of width 192, 3 heads.
 
-    Measured on the 2-core development CPU with bf16 autocast (batch 128, train step): this
-    shape runs at about 124 images/s, while 9 blocks of 12 heads with an MLP ratio of 2 (the
-    same parameter count) run at 59, because attention with 16-wide heads is slow there.
+    Not 9 blocks of 12 heads with an MLP ratio of 2, which has the same parameter count:
+    attention with 16-wide heads is slow on the CPU, where that shape trained at half this one's
+    speed (docs/training.md).
     """
     base = ViTConfig(
         image_size=32,

@@ -417,7 +417,7 @@ def save_atomic(obj: object, path: Path) -> None:
 
 def load_torchvision_cifar10(root: Path, split: str, download: bool = True) -> ImageSet:
     """CIFAR-10 through torchvision (downloads the original files when allowed)."""
-    from torchvision.datasets import CIFAR10  # 4 s to import, measured: only for a download
+    from torchvision.datasets import CIFAR10  # slow to import (docs/benchmarks.md): only for a download
 
     dataset = CIFAR10(str(root), train=(split == "train"), download=download)
     images = torch.from_numpy(dataset.data).permute(0, 3, 1, 2).contiguous()  # (N, 3, 32, 32)

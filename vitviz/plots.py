@@ -157,9 +157,9 @@ def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
     done, before = getattr(fig, "_vitviz_theme", (None, []))
     if done == mode:
         return fig
-    # The figure's own JSON, written directly: plotly's setters validate every value again, which
-    # took a tenth of a second for the block diagram's labels, on every rerun. Only sizes, colours
-    # and the template change, to values of the right type.
+    # The figure's own JSON, written directly: plotly's setters validate every value again, on
+    # every rerun (docs/benchmarks.md). Only sizes, colours and the template change, to values of
+    # the right type.
     specs = [fig._layout, *fig._data]  # the layout, then every trace
     for (target, path), value in before:  # themed for the other mode: back to how it was built
         _put(specs[target], path, value)
@@ -1505,7 +1505,7 @@ def training_curves(
     fig.update_yaxes(title_text=text["lr_axis"], row=1, col=3)
     # every other stage shaded in each panel, and each stage's number centred over its band where
     # the band is wide enough for it, as plain layout entries in one update: add_vrect validates
-    # every shape again on each call (180 ms for the shipped ViT's stages, on every rerun)
+    # every shape again on each call, on every rerun (docs/benchmarks.md)
     shapes, stage_labels = [], []
     last = max(total_epochs or 0, max(epochs, default=0))
     bounds = [1, *stage_starts, last + 1]  # stage n runs from bounds[n - 1] to bounds[n] - 1

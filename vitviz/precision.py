@@ -46,7 +46,7 @@ def native_bf16(device: torch.device) -> bool:
 
 
 BF16_WORTH = 0.8  # bf16 at most this fraction of float32's time
-ATTENTION_TOLERANCE = 1e-2  # the most bf16 may move an attention weight (issue 20)
+ATTENTION_TOLERANCE = 1e-2  # the most bf16 may move an attention weight
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,8 @@ class Float32Tensors(Sequence[Tensor]):
 
     A trace made under bf16 autocast holds depth x 4 per-block tensors, and a page reads a few of
     them (one layer's attention, one token's path through the blocks): converting them all for
-    every new image cost as much as the bf16 forward pass itself on a Xeon with AMX (issue 40;
-    docs/benchmarks.md has this CPU's figures). Slicing returns a
-    plain list of float32 tensors. C code that wants a real list (``torch.stack``) gets a
+    every new image can cost as much as the bf16 forward pass itself (docs/benchmarks.md).
+    Slicing returns a plain list of float32 tensors. C code that wants a real list (``torch.stack``) gets a
     TypeError here rather than bf16 tensors: give it ``list(tensors)``.
     """
 

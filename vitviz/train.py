@@ -43,7 +43,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -151,78 +151,129 @@ class TrainConfig:
         return cifar10_vit_config(**overrides)
 
 
-# The seed notes' MNIST ViT: 28x28 grayscale, 7x7 patches (16 of them, 49 numbers each), D = 128,
-# 3 encoder blocks. No random crops and no erasing: measured on Fashion-MNIST, crops of the padded
-# picture held this ViT to 81% of its training images and 80.6% of the test split after 13
-# epochs, and one epoch without them reached 87.3% (docs/training.md).
-SEED_MNIST_VIT = {"image_size": 28, "patch_size": 7, "in_chans": 1, "embed_dim": 128, "depth": 3, "num_heads": 4}
-_SMALL_RECIPE = dict(
-    epochs=30, batch_size=128, lr=1e-3, min_lr=1e-5, warmup_epochs=2, weight_decay=0.05, label_smoothing=0.1,
-    augment="none", mixup_alpha=0.0, cutmix_alpha=0.0, random_erasing=0.0, crop_padding=0, eval_every=2,
-)  # fmt: skip
-# Keller Jordan's cifar10-airbench recipe (airbench94), rewritten for a mean loss: its lr 11.5 and
-# weight decay 0.0153 "per 1024 examples" with momentum 0.85 are SGD's lr 1.5 and weight decay
-# 0.00133 on the batch's mean loss. Flip and 2-pixel shifts, label smoothing 0.2, no mixing.
+# ---------------------------------------------------------------------------------------------
+# Presets: named recipes (``--preset NAME``; a flag given beside one overrides it). Each reads
+# like airbench's ``hyp``: the recipe a preset starts from, then every knob it sets, with why.
+# ---------------------------------------------------------------------------------------------
+
+# Keller Jordan's cifar10-airbench (airbench94): its ``hyp`` in our loop, for the CNN presets.
 AIRBENCH_RECIPE = dict(
-    arch="cnn", optimizer="sgd", momentum=0.85, batch_size=1024, lr=1.5, weight_decay=0.00133,
-    schedule="triangle", norm_lr_scale=64.0, cnn_init="airbench", whiten_bias_epochs=3, lookahead=True,
-    label_smoothing=0.2, augment="none", crop_padding=2, mixup_alpha=0.0, cutmix_alpha=0.0,
-    random_erasing=0.0, grad_clip=0.0, warmup_epochs=0,
-)  # fmt: skip
+    arch="cnn",
+    # opt: SGD with Nesterov momentum. airbench states lr and weight decay "per 1024 examples" on
+    # a summed loss, decoupled from the momentum (its 11.5 and 0.0153 at momentum 0.85); on the
+    # batch's mean loss they are these.
+    optimizer="sgd",
+    momentum=0.85,
+    batch_size=1024,
+    lr=1.5,
+    weight_decay=0.00133,
+    norm_lr_scale=64.0,  # airbench's bias_scaler: BatchNorm biases learn 64x faster (their scales stay at 1)
+    lookahead=True,  # every 5 steps the weights go back to an average whose memory grows, and end as it
+    grad_clip=0.0,  # airbench does not clip
+    # schedule
+    schedule="triangle",  # 0.2 lr up to lr over the first 23% of the steps, then down to 0.07 lr
+    warmup_epochs=0,  # the triangle's rise is its warmup
+    # net: how it starts, and what stays fixed
+    cnn_init="airbench",  # a 2x2 stem that whitens the patches (fixed), convolutions that start as the identity
+    whiten_bias_epochs=3,  # the stem's bias learns for 3 epochs, then freezes too
+    # aug: airbench's flip and translate only
+    crop_padding=2,  # shifts of up to 2 pixels (flips are TrainConfig's default)
+    augment="none",
+    mixup_alpha=0.0,
+    cutmix_alpha=0.0,
+    random_erasing=0.0,
+    # loss
+    label_smoothing=0.2,
+)
+# airbench94's net: its BatchNorm momentum 0.6 is torch's 0.4 (torch weighs the new batch, airbench
+# the running average), fast enough for lookahead to help; logits scaled by 1/9 (its scaling_factor)
+AIRBENCH_NET = {"batchnorm_momentum": 0.4, "logit_scale": 1 / 9}
+
+# The seed notes' MNIST ViT: 28x28 grayscale, 7x7 patches (16 of them, 49 numbers each), D = 128,
+# 3 encoder blocks.
+SEED_MNIST_VIT = {"image_size": 28, "patch_size": 7, "in_chans": 1, "embed_dim": 128, "depth": 3, "num_heads": 4}
+# Its recipe: AdamW, a short warmup, cosine, label smoothing, and no augmentation but flips. No
+# random crops and no erasing: a shift of up to 4 of 28 pixels moves a garment by more than half a
+# 7-pixel patch, and a ViT this small, with no convolution to share what it learns across
+# positions, underfit with them (docs/training.md).
+SEED_VIT_RECIPE = dict(
+    # opt
+    batch_size=128,
+    lr=1e-3,
+    min_lr=1e-5,
+    weight_decay=0.05,
+    # schedule
+    epochs=30,
+    warmup_epochs=2,
+    # aug: flips only (TrainConfig's default)
+    augment="none",
+    crop_padding=0,
+    random_erasing=0.0,
+    mixup_alpha=0.0,
+    cutmix_alpha=0.0,
+    # loss
+    label_smoothing=0.1,
+    # run
+    eval_every=2,
+)
+# Fashion-MNIST's and MNIST's pixels: their training split's mean and spread; light things on a dark ground
+FASHION_MNIST_PIXELS = {"resize": [28, 28], "mean": [0.2860], "std": [0.3530], "dark_background": True}
+MNIST_PIXELS = {"resize": [28, 28], "mean": [0.1307], "std": [0.3081], "dark_background": True}
+
 PRESETS: dict[str, dict[str, Any]] = {
+    # airbench94: its net and recipe, over 18 epochs where it has 9.9
     "cifar10-cnn": dict(
         AIRBENCH_RECIPE,
         name="cifar10-cnn",
         epochs=18,
         eval_every=2,
-        model={"batchnorm_momentum": 0.4, "logit_scale": 1 / 9},
+        model=dict(AIRBENCH_NET),
     ),
-    # airbench96 (legacy/airbench96.py): groups of 128/384/512 with a third, residual convolution,
-    # lr 9 and weight decay 0.012 per 1024 examples (SGD's 1.174 and 0.00133 on a mean loss),
-    # translations of up to 4 pixels and a 12-pixel cutout, 37 epochs: about 4.9 PFLOPs, some two
-    # hours on 2 CPU cores. The shipped cifar10-cnn (92.61% with the mirror, docs/training.md).
+    # airbench96 (legacy/airbench96.py), the shipped CNN: wider groups with a third, residual
+    # convolution, and more augmentation to go with them (docs/training.md)
     "cifar10-cnn-96": dict(
         AIRBENCH_RECIPE,
         name="cifar10-cnn-96",
-        lr=1.174,
-        weight_decay=0.00133,
-        crop_padding=4,
-        cutout=12,
-        epochs=37,
+        lr=1.174,  # airbench96's 9 per 1024 examples
+        weight_decay=0.00133,  # its 0.012 per 1024 examples
+        crop_padding=4,  # translations of up to 4 pixels
+        cutout=12,  # a 12-pixel square of every training image set to the mean colour
+        epochs=37,  # airbench96 has 45
         eval_every=3,
         model={
-            "batchnorm_momentum": 0.4,
-            "logit_scale": 1 / 9,
+            **AIRBENCH_NET,
             "widths": [128, 384, 512],
-            "group_convs": 3,
-            "test_flip": True,
+            "group_convs": 3,  # the third convolution adds its output to the group's after the first
+            "test_flip": True,  # answer with the mean of the image's and its mirror image's logits
         },
     ),
-    # airbench95: groups of 128/384/384 (about 2.5x the compute), lr 10 and the same decay per
-    # step (0.0153 per 1024 examples), 15 epochs: on the JPEG copy airbench94 is 4 points under its
-    # published figure, so a 91% teacher needs the wider net and, like airbench, the mean of its
-    # answers for the image and its mirror image (docs/training.md).
+    # airbench95: groups of 128/384/384, about 2.5x airbench94's compute. On the JPEG copy
+    # airbench94 lands well under its published figure, so a teacher needs the wider net and,
+    # like airbench, the mean of its answers for the image and its mirror image (docs/training.md).
     "cifar10-cnn-wide": dict(
         AIRBENCH_RECIPE,
         name="cifar10-cnn-wide",
-        lr=1.304,
-        weight_decay=0.00153,
+        lr=1.304,  # airbench95's 10 per 1024 examples
+        weight_decay=0.00153,  # the same decay per step as airbench94 (0.0153 per 1024 examples)
         epochs=15,
         eval_every=3,
-        model={"batchnorm_momentum": 0.4, "logit_scale": 1 / 9, "widths": [128, 384, 384], "test_flip": True},
+        model={**AIRBENCH_NET, "widths": [128, 384, 384], "test_flip": True},
     ),
-    # Lee, Lee & Song 2021 ("Vision Transformer for Small-Size Datasets"): issue 17's same-cost
-    # shape from scratch, 93.58% on CIFAR-10 in the paper after 300 passes (docs/training.md).
+    # Lee, Lee & Song 2021 ("Vision Transformer for Small-Size Datasets"), from scratch and with no
+    # teacher: a deeper ViT of narrower heads at the shipped shape's cost, the recipe that reaches
+    # 93.58% on CIFAR-10 in their paper (docs/training.md has what it reached here).
     "cifar10-vit-lee": dict(
         name="cifar10-vit-lee",
         model={"depth": 9, "num_heads": 12, "mlp_ratio": 2.0},  # 2.7 M parameters, the shipped shape's FLOPs
-        epochs=300,
-        warmup_epochs=15,  # then cosine to min_lr
-        batch_size=256,
-        lr=1e-3,  # AdamW; stochastic depth 0.1 is the config's default
+        # opt: AdamW (stochastic depth 0.1 is the config's default)
+        batch_size=256,  # the paper's 128 doubled, as a lent GPU ran it: half the steps
+        lr=1e-3,
         min_lr=1e-5,
         weight_decay=0.05,
-        label_smoothing=0.1,
+        # schedule: the paper's 300 passes
+        epochs=300,
+        warmup_epochs=15,  # then cosine to min_lr
+        # aug: crops, flips, AutoAugment, mixing and erasing, as the paper has them
         augment="autoaugment",
         crop_padding=4,
         flip=True,
@@ -230,26 +281,56 @@ PRESETS: dict[str, dict[str, Any]] = {
         cutmix_alpha=1.0,
         mix_prob=0.5,
         random_erasing=0.25,
+        # loss
+        label_smoothing=0.1,
+        # run
         eval_every=5,
     ),
+    # The seed notes' grey ViT on Fashion-MNIST
     "fashion-mnist-vit": dict(
-        _SMALL_RECIPE,
+        SEED_VIT_RECIPE,
         name="fashion-mnist-vit",
         data="fashion-mnist",
+        model={**SEED_MNIST_VIT, "preprocess": FASHION_MNIST_PIXELS},
+    ),
+    # The grey ViT's teacher: airbench94's net on one channel, flips and 2-pixel shifts (docs/training.md).
+    "fashion-mnist-cnn": dict(
+        AIRBENCH_RECIPE,
+        name="fashion-mnist-cnn",
+        data="fashion-mnist",
+        epochs=10,
+        eval_every=2,
         model={
-            **SEED_MNIST_VIT,
-            "preprocess": {"resize": [28, 28], "mean": [0.2860], "std": [0.3530], "dark_background": True},
+            "image_size": 28,
+            "in_chans": 1,
+            "stem_width": 8,  # the whitening stem: 2 * C * 2 * 2
+            **AIRBENCH_NET,
+            "test_flip": True,
+            "preprocess": FASHION_MNIST_PIXELS,
         },
     ),
+    # The shipped grey ViT's third stage: the same shape, taught by fashion-mnist-cnn (DeiT's hard
+    # distillation) with shifts and random erasing, from the shipped weights.
+    "fashion-mnist-vit-kd": dict(
+        SEED_VIT_RECIPE,
+        name="fashion-mnist-vit-kd",
+        data="fashion-mnist",
+        teacher="fashion-mnist-cnn",
+        distill="hard",
+        epochs=26,
+        warmup_epochs=1,
+        lr=5e-4,  # a later stage from trained weights: half the first stage's rate
+        crop_padding=2,
+        random_erasing=0.25,
+        model={**SEED_MNIST_VIT, "preprocess": FASHION_MNIST_PIXELS},
+    ),
+    # The same ViT and recipe on handwritten digits
     "mnist-vit": dict(
-        _SMALL_RECIPE,
+        SEED_VIT_RECIPE,
         name="mnist-vit",
         data="mnist",
         flip=False,  # a mirrored digit is another glyph
-        model={
-            **SEED_MNIST_VIT,
-            "preprocess": {"resize": [28, 28], "mean": [0.1307], "std": [0.3081], "dark_background": True},
-        },
+        model={**SEED_MNIST_VIT, "preprocess": MNIST_PIXELS},
     ),
 }
 
@@ -478,7 +559,7 @@ class TrainingBatches(torch.utils.data.Dataset):
 
     Every batch draws from its own seeds, so it comes out the same whichever process builds it:
     with ``--workers`` DataLoader processes build the next batches while the model trains (on a
-    GPU one process, building some 2,000-7,000 images a second, would hold the model back).
+    GPU one process would hold the model back: docs/training.md).
     """
 
     def __init__(
@@ -675,10 +756,9 @@ def learning_rate(step: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
 def choose_attention_path(model: nn.Module, device: torch.device) -> None:
     """On a CPU, every Attention in ``model`` computes softmax(Q K^T / sqrt(d)) V explicitly
     (``fused_attn = False``); on a GPU, with ``scaled_dot_product_attention``. PyTorch's CPU
-    kernel for the fused call is slow to differentiate at these lengths (65 tokens): a training
-    step at batch 256 in bf16 on 2 threads (AVX-512 BF16, 2026-11-26) took 1.02 s fused and 0.60 s
-    explicit for the shipped shape, 2.43 s and 0.85 s for the depth-9, 12-head shape
-    (``python -m vitviz.bench`` measures it again: train_step_explicit_over_fused)."""
+    kernel for the fused call is slow to differentiate at these lengths (65 tokens), so the
+    explicit path makes a training step faster there (docs/training.md; the bench measures it
+    again as train_step_explicit_over_fused)."""
     set_fused_attention(model, fused=device.type != "cpu")
 
 
@@ -819,8 +899,258 @@ class Lookahead:
 
 
 # ---------------------------------------------------------------------------------------------
-# The loop
+# The loop, in phases (``train`` calls them in this order): init (data, model, teacher), the
+# optimiser, resume, the epoch and its steps, evaluation and checkpoint, the end
 # ---------------------------------------------------------------------------------------------
+
+
+def load_data(cfg: TrainConfig) -> tuple[ImageSet, ImageSet, tuple[int, int]]:
+    """The training and test splits at the model's input size, and that size; ``limit_train``
+    keeps a random subset drawn from the seed, ``limit_test`` one spread over the classes."""
+    size = (32, 32)
+    model_size = cfg.model.get("image_size", 32)
+    if model_size:
+        size = (model_size, model_size) if isinstance(model_size, int) else tuple(model_size)
+    train_set = load_split(cfg.data, "train", size)
+    test_set = load_split(cfg.data, "test", size)
+    if cfg.limit_train:
+        train_set = train_set.subset(
+            torch.randperm(len(train_set), generator=torch.Generator().manual_seed(cfg.seed))[: cfg.limit_train]
+        )
+    if cfg.limit_test:
+        test_set = spread_subset(test_set, cfg.limit_test)
+    return train_set, test_set, size
+
+
+def starting_point(
+    cfg: TrainConfig, classes: list[str]
+) -> tuple[ModelConfig, dict[str, Tensor] | None, dict[str, Any] | None]:
+    """The model's config and, with ``--init-from``, the weights it starts from and the stages
+    before it (its lineage); without it, ``cfg``'s config, no weights and no lineage.
+
+    Raises:
+        ValueError: when ``--model`` would change the model it continues, or that model knows
+            other classes than the data's.
+    """
+    vit_config = cfg.model_config(classes)  # a ViTConfig or, with --arch cnn, a CNNConfig
+    if not cfg.init_from:
+        return vit_config, None, None
+    asked = vit_config.to_dict()  # --model (or a preset's model) as the config writes it: 28 -> [28, 28]
+    start_weights, vit_config, parent = read_run(cfg.init_from)
+    kept = vit_config.to_dict()
+    changed = sorted(k for k in cfg.model if _jsonable(kept.get(k)) != _jsonable(asked.get(k)))
+    if changed:
+        raise ValueError(
+            f"--model cannot change a model that --init-from continues ({', '.join(changed)}): it keeps its config."
+        )
+    if list(vit_config.class_names) != list(classes):
+        raise ValueError(f"{cfg.init_from} knows the classes {list(vit_config.class_names)}, the data has {classes}.")
+    return vit_config, start_weights, _as_parent(parent, str(cfg.init_from))
+
+
+def build_student(
+    cfg: TrainConfig,
+    vit_config: ModelConfig,
+    start_weights: dict[str, Tensor] | None,
+    train_set: ImageSet,
+    device: torch.device,
+) -> tuple[nn.Module, torch.memory_format]:
+    """The model to train, on ``device``: from ``start_weights``, else freshly initialised from
+    the seed (airbench's CNN whitens its stem on the training images), with the recipe's fixed
+    parameters frozen; and the memory format its batches take."""
+    torch.manual_seed(cfg.seed)
+    model = build_model(vit_config).to(device)
+    choose_attention_path(model, device)
+    if start_weights is not None:
+        load_state_dict_strict(model, start_weights)
+    elif cfg.cnn_init == "airbench" and isinstance(model, ConvNet):
+        pixels = normalise(spread_subset(train_set, 5000).images, vit_config.preprocess)  # every class
+        init_airbench(model, pixels.to(device))
+    freeze_for_recipe(model, cfg, epoch=0)
+    # channels_last for the CNN: its convolutions run faster in that layout on the CPU (docs/training.md)
+    memory_format = torch.channels_last if getattr(vit_config, "arch", "vit") == "cnn" else torch.contiguous_format
+    return model.to(memory_format=memory_format), memory_format
+
+
+def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) -> torch.optim.Optimizer:
+    """SGD with Nesterov momentum, or AdamW, over ``parameter_groups`` (each step sets a group's
+    learning rate to the schedule's times its ``lr_scale``)."""
+    groups = parameter_groups(model, cfg)
+    if cfg.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
+    # fused on a GPU: one kernel updates every tensor, where a small model's step waits on launches
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999), fused=device.type == "cuda")
+
+
+@dataclass
+class Progress:
+    """How far a run has come: what its checkpoint keeps besides the weights and the optimiser."""
+
+    epoch: int = 0  # epochs of this stage done
+    history: list[dict] = field(default_factory=list)  # one row per epoch, numbered from the first stage
+    wall: float = 0.0  # seconds of work (``WorkClock``) so far
+    machines: list[str] = field(default_factory=list)  # where it trained, in order: a run may move
+    lineage: dict[str, Any] | None = None  # the stages before it (``--init-from``)
+
+
+def resume(
+    path: Path,
+    cfg: TrainConfig,
+    progress: Progress,
+    train_set: ImageSet,
+    teacher_card: dict[str, Any] | None,
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    lookahead: Lookahead | None,
+    device: torch.device,
+) -> tuple[TrainConfig, Progress]:
+    """Load the run's own checkpoint into the model, the optimiser, lookahead and torch's random
+    state; returns the recipe as the run began (``as_begun``) and its progress.
+
+    Raises:
+        ValueError: when the checkpoint's recipe is not ``cfg`` (data and teacher may have moved
+            to another folder with the same bytes), or its teacher's weights changed since.
+    """
+    out = path.parent
+    state = torch.load(path, weights_only=True, map_location=device)
+    same_data = state.get("train_fingerprint") == train_set.fingerprint
+    taught_by = (state.get("teacher") or {}).get("weights_sha256")
+    same_teacher = bool(teacher_card and taught_by == teacher_card["weights_sha256"])
+    cfg = as_begun(state["train_config"], cfg)
+    if not same_recipe(state["train_config"], cfg, same_data, same_teacher):
+        raise ValueError(
+            f"A run named {cfg.name!r} with a different recipe exists at {out}: "
+            "resume it with the same flags, or choose another --name."
+        )
+    if teacher_card and taught_by and taught_by != teacher_card["weights_sha256"]:
+        raise ValueError(
+            f"The run {cfg.name!r} at {out} was taught by {cfg.teacher} with weights {taught_by[:12]}; "
+            f"{cfg.teacher} now has weights {teacher_card['weights_sha256'][:12]}. Resume it with the same "
+            "teacher, or start another --name."
+        )
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    before = checkpoint_machines(state)
+    machines = before if before[-1:] == progress.machines else before + progress.machines
+    if lookahead is not None:
+        lookahead.average = state["lookahead"]
+    torch.set_rng_state(state["rng"])
+    return cfg, Progress(state["epoch"], state["history"], state["wall_s"], machines, state.get("lineage"))
+
+
+@dataclass
+class Step:
+    """What every training step works with, fixed for the run."""
+
+    cfg: TrainConfig
+    model: nn.Module  # the parameters: clipped, averaged by lookahead, evaluated and saved
+    student: nn.Module  # the model as the step calls it (DistributedDataParallel, torch.compile)
+    optimizer: torch.optim.Optimizer
+    lookahead: Lookahead | None
+    criterion: nn.Module
+    teacher: nn.Module | None  # its config and class say what its input needs
+    teach: nn.Module | None  # the teacher as the step calls it (torch.compile)
+    pre: Preprocess  # the student's normalisation, undone for the teacher
+    num_classes: int
+    steps_per_epoch: int
+    memory_format: torch.memory_format
+    dtype: torch.dtype | None  # autocast's, or None for full precision
+    device: torch.device
+
+
+def train_step(
+    step: Step, pixels: Tensor, labels: Tensor, epoch: int, index: int, generator: torch.Generator
+) -> tuple[Tensor, Tensor, float]:
+    """One optimiser step on one batch on the device (mixed there, at the schedule's learning
+    rate, taught where there is a teacher); returns (loss, logits, learning rate)."""
+    cfg, device = step.cfg, step.device
+    pixels, targets = mix_batch(pixels, labels, step.num_classes, cfg, generator)
+    pixels = pixels.contiguous(memory_format=step.memory_format)
+    lr = learning_rate(epoch * step.steps_per_epoch + index, step.steps_per_epoch, cfg)
+    for group in step.optimizer.param_groups:
+        group["lr"] = lr * group.get("lr_scale", 1.0)
+    dtype = step.dtype
+    with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        logits = step.student(pixels)
+        if step.teacher is not None:
+            with torch.no_grad():
+                config = step.teacher.config
+                teacher_input = renormalise(pixels, step.pre, config.preprocess, config.image_size)
+                if isinstance(step.teacher, ConvNet):
+                    teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
+                teacher_logits = step.teach(teacher_input).float()
+    loss = step.criterion(logits.float(), targets)
+    if step.teacher is not None:
+        taught = distillation_loss(logits.float(), teacher_logits, cfg.distill, cfg.distill_tau)
+        loss = (1 - cfg.distill_alpha) * loss + cfg.distill_alpha * taught
+    step.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if cfg.grad_clip:
+        nn.utils.clip_grad_norm_(step.model.parameters(), cfg.grad_clip)
+    step.optimizer.step()
+    if step.lookahead is not None:
+        step.lookahead.step(step.model, epoch * step.steps_per_epoch + index + 1)
+    return loss, logits, lr
+
+
+def train_epoch(
+    step: Step, batches: Iterator[tuple[Tensor, Tensor]], epoch: int, rank: int = 0
+) -> tuple[float, float, float, float]:
+    """One pass over the training split, from the epoch's own seeds; returns (summed loss,
+    correct answers, images) over every process, and the last step's learning rate."""
+    cfg = step.cfg
+    freeze_for_recipe(step.model, cfg, epoch)
+    generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
+    torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # stochastic depth's and mixing's draws
+    step.student.train()
+    totals, seen = torch.zeros(2, device=step.device), 0  # summed loss, correct answers
+    bar = tqdm(
+        range(step.steps_per_epoch),
+        desc=f"epoch {epoch + 1}/{cfg.epochs}",
+        disable=rank != 0,
+        mininterval=1.0 if sys.stderr.isatty() else 60.0,
+        leave=sys.stderr.isatty(),
+    )
+    for index in bar:
+        pixels, labels = next(batches)
+        # to the device while the batch is still in pinned memory, then mixed there: mixed on the
+        # CPU, a GPU's batch would wait for the mixing and then be copied from pageable memory
+        pixels, labels = pixels.to(step.device, non_blocking=True), labels.to(step.device, non_blocking=True)
+        loss, logits, lr = train_step(step, pixels, labels, epoch, index, generator)
+        # summed where they are: reading them every step would make a GPU wait for each batch
+        totals += torch.stack([loss.detach() * len(labels), (logits.argmax(-1) == labels).sum()])
+        seen += len(labels)
+        if index % 50 == 0 or index + 1 == step.steps_per_epoch:
+            bar.set_postfix(loss=f"{totals[0].item() / seen:.3f}", lr=f"{lr:.2e}", refresh=False)
+    loss_sum, correct, seen = _all_sum([*totals.tolist(), seen], step.device)
+    return loss_sum, correct, seen, lr
+
+
+def checkpoint_state(
+    cfg: TrainConfig,
+    vit_config: ModelConfig,
+    step: Step,
+    progress: Progress,
+    train_set: ImageSet,
+    teacher_card: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """What a checkpoint holds: enough to resume the run exactly (``resume``) and to build its
+    card (``read_run``)."""
+    return {
+        "model": step.model.state_dict(),
+        "optimizer": step.optimizer.state_dict(),
+        "epoch": progress.epoch,
+        "history": progress.history,
+        "wall_s": progress.wall,
+        "rng": torch.get_rng_state(),
+        "train_config": _jsonable(dataclasses.asdict(cfg)),
+        "vit_config": vit_config.to_dict(),
+        "lineage": progress.lineage,
+        "machines": progress.machines,
+        "train_fingerprint": train_set.fingerprint,
+        **({"teacher": teacher_card} if teacher_card else {}),
+        **({"lookahead": step.lookahead.average} if step.lookahead is not None else {}),
+    }
 
 
 def train(
@@ -840,6 +1170,7 @@ def train(
         on_checkpoint: called with the run folder after each checkpoint is written (a lease
             copies it where the device brings files back).
     """
+    # -- init: processes, device, data, the model and its teacher ----------------------------
     rank, world = _dist_setup()
     device = torch.device(f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":
@@ -847,160 +1178,56 @@ def train(
     out = Path(out) if out is not None else run_dir(cfg.name)
     if rank == 0:
         out.mkdir(parents=True, exist_ok=True)
-
-    size = (32, 32)
-    model_size = cfg.model.get("image_size", 32)
-    if model_size:
-        size = (model_size, model_size) if isinstance(model_size, int) else tuple(model_size)
-    train_set = load_split(cfg.data, "train", size)
-    test_set = load_split(cfg.data, "test", size)
-    if cfg.limit_train:
-        train_set = train_set.subset(
-            torch.randperm(len(train_set), generator=torch.Generator().manual_seed(cfg.seed))[: cfg.limit_train]
-        )
-    if cfg.limit_test:
-        test_set = spread_subset(test_set, cfg.limit_test)
-    vit_config = cfg.model_config(train_set.classes)  # a ViTConfig or, with --arch cnn, a CNNConfig
-    start_weights, lineage = None, None
-    if cfg.init_from:
-        asked = vit_config.to_dict()  # --model (or a preset's model) as the config writes it: 28 -> [28, 28]
-        start_weights, vit_config, parent = read_run(cfg.init_from)
-        kept = vit_config.to_dict()
-        changed = sorted(k for k in cfg.model if _jsonable(kept.get(k)) != _jsonable(asked.get(k)))
-        if changed:
-            raise ValueError(
-                f"--model cannot change a model that --init-from continues ({', '.join(changed)}): it keeps its config."
-            )
-        if list(vit_config.class_names) != list(train_set.classes):
-            raise ValueError(
-                f"{cfg.init_from} knows the classes {list(vit_config.class_names)}, the data has {train_set.classes}."
-            )
-        lineage = _as_parent(parent, str(cfg.init_from))
+    train_set, test_set, size = load_data(cfg)
+    vit_config, start_weights, lineage = starting_point(cfg, train_set.classes)
     pre = vit_config.preprocess
-
-    torch.manual_seed(cfg.seed)
-    model = build_model(vit_config).to(device)
-    choose_attention_path(model, device)
-    if start_weights is not None:
-        load_state_dict_strict(model, start_weights)
-    elif cfg.cnn_init == "airbench" and isinstance(model, ConvNet):
-        init_airbench(model, normalise(spread_subset(train_set, 5000).images, pre).to(device))  # every class
-    freeze_for_recipe(model, cfg, epoch=0)
-    # channels_last: measured 1.4x faster for the CNN's convolutions on the CPU (docs/training.md)
-    memory_format = torch.channels_last if getattr(vit_config, "arch", "vit") == "cnn" else torch.contiguous_format
-    model = model.to(memory_format=memory_format)
+    model, memory_format = build_student(cfg, vit_config, start_weights, train_set, device)
     teacher, teacher_card = load_teacher(cfg.teacher, train_set.classes, device) if cfg.teacher else (None, None)
-    groups = parameter_groups(model, cfg)
-    if cfg.optimizer == "sgd":
-        optimizer: torch.optim.Optimizer = torch.optim.SGD(groups, lr=cfg.lr, momentum=cfg.momentum, nesterov=True)
-    else:  # adamw
-        # fused on a GPU: one kernel for every tensor's update (measured on an H200: a 29 ms step
-        # of batch 256 instead of 34, docs/training.md)
-        optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999), fused=device.type == "cuda")
+
+    # -- optimiser ----------------------------------------------------------------------------
+    optimizer = build_optimizer(model, cfg, device)
     dtype = autocast_dtype(cfg.amp, device)
     steps_per_epoch = len(train_set) // (cfg.batch_size * world)
     if steps_per_epoch == 0:
         raise ValueError(f"{len(train_set)} training images are fewer than one batch of {cfg.batch_size * world}.")
-
     lookahead = Lookahead(model, cfg.epochs * steps_per_epoch) if cfg.lookahead else None
-    start_epoch, history, wall = 0, [], 0.0
-    machines = [hardware_label()]  # where this run trained, in order: a resumed run may have moved
+
+    # -- resume: this run's own checkpoint, where one exists ----------------------------------
+    progress = Progress(machines=[hardware_label()], lineage=lineage)
     checkpoint_path = out / "checkpoint.pt"
     if checkpoint_path.exists():
-        state = torch.load(checkpoint_path, weights_only=True, map_location=device)
-        same_data = state.get("train_fingerprint") == train_set.fingerprint
-        taught_by = (state.get("teacher") or {}).get("weights_sha256")
-        same_teacher = bool(teacher_card and taught_by == teacher_card["weights_sha256"])
-        cfg = as_begun(state["train_config"], cfg)
-        if not same_recipe(state["train_config"], cfg, same_data, same_teacher):
-            raise ValueError(
-                f"A run named {cfg.name!r} with a different recipe exists at {out}: "
-                "resume it with the same flags, or choose another --name."
-            )
-        if teacher_card and taught_by and taught_by != teacher_card["weights_sha256"]:
-            raise ValueError(
-                f"The run {cfg.name!r} at {out} was taught by {cfg.teacher} with weights {taught_by[:12]}; "
-                f"{cfg.teacher} now has weights {teacher_card['weights_sha256'][:12]}. Resume it with the same "
-                "teacher, or start another --name."
-            )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        start_epoch, history, wall = state["epoch"], state["history"], state["wall_s"]
-        before = checkpoint_machines(state)
-        machines = before if before[-1:] == machines else before + machines
-        if lookahead is not None:
-            lookahead.average = state["lookahead"]
-        lineage = state.get("lineage")
-        torch.set_rng_state(state["rng"])
+        cfg, progress = resume(
+            checkpoint_path, cfg, progress, train_set, teacher_card, model, optimizer, lookahead, device
+        )
         if rank == 0:
-            log.info("resumed %s at epoch %d", out, start_epoch)
-    ddp_model: nn.Module = model
+            log.info("resumed %s at epoch %d", out, progress.epoch)
+
+    # -- the step: the student wrapped for several processes and compiled if asked (evaluation
+    # runs the model as it is), the teacher beside it
+    student: nn.Module = model
     if world > 1:
-        ddp_model = nn.parallel.DistributedDataParallel(
+        student = nn.parallel.DistributedDataParallel(
             model, device_ids=[device.index] if device.type == "cuda" else None
         )
-    ddp_model = compiled(ddp_model, cfg.compile)  # the step's modules; evaluation runs the model as it is
-    teach = compiled(teacher, cfg.compile) if teacher is not None else None
+    step = Step(
+        cfg, model, compiled(student, cfg.compile), optimizer, lookahead,
+        criterion=nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing),
+        teacher=teacher, teach=compiled(teacher, cfg.compile) if teacher is not None else None,
+        pre=pre, num_classes=vit_config.num_classes, steps_per_epoch=steps_per_epoch,
+        memory_format=memory_format, dtype=dtype, device=device,
+    )  # fmt: skip
 
-    offset = lineage["epochs"] if lineage else 0  # epochs are counted from the first stage
-    batches = iter(training_batches(train_set, cfg, size, pre, steps_per_epoch, device, start_epoch, rank, world))
-    criterion = nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing)
+    # -- the epochs ---------------------------------------------------------------------------
+    offset = progress.lineage["epochs"] if progress.lineage else 0  # epochs are counted from the first stage
+    start = progress.epoch
+    batches = iter(training_batches(train_set, cfg, size, pre, steps_per_epoch, device, start, rank, world))
     stopped = False  # for time (``deadline``), before the schedule's end
     with WorkClock() as clock:  # an epoch's seconds leave out the time the run was paused
-        for epoch in range(start_epoch, cfg.epochs):
-            began = time.monotonic()
-            freeze_for_recipe(model, cfg, epoch)
-            generator = torch.Generator().manual_seed(cfg.seed * 100_003 + epoch)
-            torch.manual_seed(cfg.seed * 100_003 + epoch * 7 + rank)  # stochastic depth's and mixing's draws
-            ddp_model.train()
-            started = clock.now()
-            totals, seen = torch.zeros(2, device=device), 0  # summed loss, correct answers
-            bar = tqdm(
-                range(steps_per_epoch),
-                desc=f"epoch {epoch + 1}/{cfg.epochs}",
-                disable=rank != 0,
-                mininterval=1.0 if sys.stderr.isatty() else 60.0,
-                leave=sys.stderr.isatty(),
-            )
-            for step in bar:
-                pixels, labels = next(batches)
-                # to the device while the batch is still in pinned memory, then mixed there: mixed on the
-                # CPU, a GPU's batch would wait for the mixing and then be copied from pageable memory
-                pixels, labels = pixels.to(device, non_blocking=True), labels.to(device, non_blocking=True)
-                pixels, targets = mix_batch(pixels, labels, vit_config.num_classes, cfg, generator)
-                pixels = pixels.contiguous(memory_format=memory_format)
-                lr = learning_rate(epoch * steps_per_epoch + step, steps_per_epoch, cfg)
-                for group in optimizer.param_groups:
-                    group["lr"] = lr * group.get("lr_scale", 1.0)
-                with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                    logits = ddp_model(pixels)
-                    if teacher is not None:
-                        with torch.no_grad():
-                            teacher_input = renormalise(
-                                pixels, pre, teacher.config.preprocess, teacher.config.image_size
-                            )
-                            if isinstance(teacher, ConvNet):
-                                teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
-                            teacher_logits = teach(teacher_input).float()
-                loss = criterion(logits.float(), targets)
-                if teacher is not None:
-                    taught = distillation_loss(logits.float(), teacher_logits, cfg.distill, cfg.distill_tau)
-                    loss = (1 - cfg.distill_alpha) * loss + cfg.distill_alpha * taught
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.grad_clip:
-                    nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                optimizer.step()
-                if lookahead is not None:
-                    lookahead.step(model, epoch * steps_per_epoch + step + 1)
-                # summed where they are: reading them every step would make a GPU wait for each batch
-                totals += torch.stack([loss.detach() * len(labels), (logits.argmax(-1) == labels).sum()])
-                seen += len(labels)
-                if step % 50 == 0 or step + 1 == steps_per_epoch:
-                    bar.set_postfix(loss=f"{totals[0].item() / seen:.3f}", lr=f"{lr:.2e}", refresh=False)
-            loss_sum, correct, seen = _all_sum([*totals.tolist(), seen], device)
+        for epoch in range(start, cfg.epochs):
+            began, started = time.monotonic(), clock.now()
+            loss_sum, correct, seen, lr = train_epoch(step, batches, epoch, rank)
             seconds = clock.now() - started
-            wall += seconds
+            progress.epoch, progress.wall = epoch + 1, progress.wall + seconds
             row: dict[str, Any] = {
                 "epoch": offset + epoch + 1,
                 "train_loss": loss_sum / seen,
@@ -1009,38 +1236,23 @@ def train(
                 "seconds": round(seconds, 1),
                 "images_per_s": round(seen / seconds, 1),
             }
-            if (epoch + 1) % cfg.eval_every == 0 or epoch + 1 == cfg.epochs:
+
+            # -- evaluation and checkpoint --------------------------------------------------
+            last = epoch + 1 == cfg.epochs
+            if (epoch + 1) % cfg.eval_every == 0 or last:
                 acc, test_loss = evaluate_accuracy(
                     model, test_set, pre, device, dtype, rank=rank, world=world, memory_format=memory_format
                 )
                 row.update(test_accuracy=acc, test_loss=test_loss)
-            history.append(row)
-            last = epoch + 1 == cfg.epochs
+            progress.history.append(row)
             if deadline is not None and not last:  # would another epoch (and its evaluation) end in time?
                 late = time.monotonic() + (time.monotonic() - began) > deadline
                 stopped = _all_sum([float(late)], device)[0] > 0  # every rank stops at the same epoch
             if rank == 0:
                 log.info("epoch %s", json.dumps(row))
             if rank == 0 and ((epoch + 1) % cfg.checkpoint_every == 0 or last or stopped):
-                save_atomic(
-                    {
-                        "model": model.state_dict(),
-                        "optimizer": optimizer.state_dict(),
-                        "epoch": epoch + 1,
-                        "history": history,
-                        "wall_s": wall,
-                        "rng": torch.get_rng_state(),
-                        "train_config": _jsonable(dataclasses.asdict(cfg)),
-                        "vit_config": vit_config.to_dict(),
-                        "lineage": lineage,
-                        "machines": machines,
-                        "train_fingerprint": train_set.fingerprint,
-                        **({"teacher": teacher_card} if teacher_card else {}),
-                        **({"lookahead": lookahead.average} if lookahead is not None else {}),
-                    },
-                    checkpoint_path,
-                )
-                (out / "history.json").write_text(json.dumps(history, indent=1))
+                save_atomic(checkpoint_state(cfg, vit_config, step, progress, train_set, teacher_card), checkpoint_path)
+                (out / "history.json").write_text(json.dumps(progress.history, indent=1))
                 if on_checkpoint is not None:
                     on_checkpoint(out)
             if dist.is_initialized():
@@ -1049,7 +1261,11 @@ def train(
                 log.info("stopped for time after epoch %d of %d; the same command resumes it", epoch + 1, cfg.epochs)
                 break
 
-    card = _card(cfg, vit_config, history, wall, lineage, train_set, test_set, world, dtype, teacher_card, machines)
+    # -- the end: the card, and the final weights unless the run stopped for time --------------
+    card = _card(
+        cfg, vit_config, progress.history, progress.wall, progress.lineage, train_set, test_set, world, dtype,
+        teacher_card, progress.machines,
+    )  # fmt: skip
     if stopped:
         card.interim = f"checkpoint after epoch {card.epochs} of {card.planned_epochs}"
     elif rank == 0:
@@ -1066,8 +1282,8 @@ def train(
 def compiled(module: nn.Module, mode: str) -> nn.Module:
     """``module`` for the training step: as it is ("off"), or torch.compile'd in ``mode``.
 
-    Measured on the 2-core CPU it does not pay (docs/training.md); on a lent GPU, where a small
-    model's step waits on kernel launches, fused kernels and CUDA graphs ("reduce-overhead") may.
+    On the CPU it does not pay (docs/training.md); on a GPU, where a small model's step waits on
+    kernel launches, fused kernels and CUDA graphs ("reduce-overhead") may.
     """
     return module if mode == "off" else torch.compile(module, mode=mode)
 

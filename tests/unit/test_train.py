@@ -674,3 +674,76 @@ def test_a_taught_run_resumes_with_its_teacher_moved_to_another_folder(dataset, 
     shutil.copy(teacher_file.with_suffix(".json"), moved.with_suffix(".json"))
     card = train(dataclasses.replace(recipe, teacher=str(moved)), out=tmp_path / "taught")
     assert [row["epoch"] for row in card.history] == [1, 2] and card.recipe["teacher"] == str(moved)
+
+
+def test_every_preset_resolves_to_the_recipe_it_had():
+    """Each preset's whole recipe, as ``--preset NAME`` resolves it, against train_presets.json
+    (written when the presets became commented recipes): a preset changes only on purpose (then
+    write its new values there), and a new preset needs an entry."""
+    expected = json.loads((Path(__file__).parent / "train_presets.json").read_text())
+    resolved = {
+        name: json.loads(json.dumps(dataclasses.asdict(dataclasses.replace(TrainConfig(), **preset))))
+        for name, preset in PRESETS.items()
+    }
+    assert sorted(resolved) == sorted(expected)
+    for name, recipe in expected.items():
+        assert resolved[name] == recipe, name
+
+
+def _tiny_step(cfg: TrainConfig, steps_per_epoch: int = 4) -> train_module.Step:
+    model = build_model(cfg.model_config(["red", "green", "blue"]))
+    optimizer = train_module.build_optimizer(model, cfg, torch.device("cpu"))
+    return train_module.Step(
+        cfg, model, model, optimizer, lookahead=None, criterion=torch.nn.CrossEntropyLoss(), teacher=None,
+        teach=None, pre=model.config.preprocess, num_classes=3, steps_per_epoch=steps_per_epoch,
+        memory_format=torch.contiguous_format, dtype=None, device=torch.device("cpu"),
+    )  # fmt: skip
+
+
+def test_the_optimiser_phase_gives_airbench_its_sgd_and_the_vit_adamw():
+    cnn = tiny_recipe(Path("unused"), **{k: v for k, v in PRESETS["cifar10-cnn"].items() if k != "model"})
+    cnn = dataclasses.replace(cnn, model=AIRBENCH_CNN)
+    model = build_model(cnn.model_config(["red", "green", "blue"]))
+    train_module.freeze_for_recipe(model, cnn, epoch=0)
+    sgd = train_module.build_optimizer(model, cnn, torch.device("cpu"))
+    assert isinstance(sgd, torch.optim.SGD) and sgd.defaults["nesterov"] and sgd.defaults["momentum"] == 0.85
+    assert [g["lr_scale"] for g in sgd.param_groups] == [1.0, 1.0, 64.0]  # BatchNorm biases learn 64x faster
+    assert not any(p is model.stem.weight for g in sgd.param_groups for p in g["params"])  # fixed for good
+
+    adamw = _tiny_step(tiny_recipe(Path("unused"))).optimizer
+    assert isinstance(adamw, torch.optim.AdamW) and not adamw.defaults["fused"]  # fused only on a GPU
+    assert [g["weight_decay"] for g in adamw.param_groups] == [0.05, 0.0]
+
+
+def test_a_step_and_an_epoch_follow_the_schedule_and_move_the_weights():
+    cfg = tiny_recipe(Path("unused"), epochs=2, warmup_epochs=1, norm_lr_scale=4.0)
+    step = _tiny_step(cfg)
+    before = [p.detach().clone() for p in step.model.parameters()]
+    pixels, labels = torch.randn(8, 3, 32, 32), torch.arange(8) % 3
+    loss, logits, lr = train_module.train_step(step, pixels, labels, 1, 2, torch.Generator().manual_seed(0))
+    assert lr == learning_rate(1 * 4 + 2, 4, cfg) and logits.shape == (8, 3) and torch.isfinite(loss)
+    assert [g["lr"] for g in step.optimizer.param_groups] == [lr, lr, 4 * lr]
+    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters(), strict=True))
+
+    loss_sum, correct, seen, last_lr = train_module.train_epoch(step, iter([(pixels, labels)] * 4), epoch=1)
+    assert seen == 32 and 0 <= correct <= 32 and loss_sum > 0 and last_lr == learning_rate(1 * 4 + 3, 4, cfg)
+
+
+def test_resume_reads_back_what_a_checkpoint_holds_and_refuses_another_recipe(tmp_path):
+    cfg = tiny_recipe(tmp_path, epochs=3)
+    step = _tiny_step(cfg)
+    data = type("Data", (), {"fingerprint": "the same bytes"})()
+    progress = train_module.Progress(epoch=1, history=[{"epoch": 1}], wall=2.0, machines=["NVIDIA H200"])
+    state = train_module.checkpoint_state(cfg, step.model.config, step, progress, data, teacher_card=None)
+    torch.save(state, tmp_path / "checkpoint.pt")
+
+    fresh = _tiny_step(cfg)
+    here = train_module.Progress(machines=["CPU (2 threads)"])
+    args = (here, data, None, fresh.model, fresh.optimizer, None, torch.device("cpu"))
+    again, resumed = train_module.resume(tmp_path / "checkpoint.pt", cfg, *args)
+    assert again == cfg and (resumed.epoch, resumed.history, resumed.wall) == (1, [{"epoch": 1}], 2.0)
+    assert resumed.machines == ["NVIDIA H200", "CPU (2 threads)"]  # it moved: both, in order
+    for a, b in zip(step.model.state_dict().values(), fresh.model.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="different recipe"):
+        train_module.resume(tmp_path / "checkpoint.pt", dataclasses.replace(cfg, lr=1e-4), *args)
