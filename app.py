@@ -24,12 +24,13 @@ from vitviz.app import load_app, warm_up  # noqa: E402
 
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
+    from vitviz import zoo
     from vitviz.app import navigation, presenter, sidebar, state
     from vitviz.app.text import tr
     from vitviz.app.tour import LAB, ROOT, TOUR
 
     st.set_page_config(
-        page_title="vitviz: inside a Vision Transformer", page_icon=str(ROOT / "assets" / "icon.png"), layout="wide"
+        page_title="vitviz: inside a Vision Transformer", page_icon=str(zoo.ASSETS / "icon.png"), layout="wide"
     )
     state.init()
     presenter.theme_charts()  # every figure drawn through plots.theme: larger in presenter mode, never zoomed

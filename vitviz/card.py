@@ -1,6 +1,6 @@
 """The model card: what a trained model says about itself, read and written in one place.
 
-A card is the json beside a model's weights (``assets/models/cifar10-vit.json``): the config the
+A card is the json beside a model's weights (``vitviz/assets/models/cifar10-vit.json``): the config the
 weights fit, the training recipe of every stage, the per-epoch history, where the data came from,
 and what the test split gave. ``vitviz.train`` writes one at the end of a run, ``vitviz.ship``
 adds the measured accuracy, ``vitviz.zoo`` reads it to build a model, and the app's card page

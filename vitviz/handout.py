@@ -2,7 +2,7 @@
 
     python -m vitviz.handout IMAGE [--model NAME] [--lang en|ko] [--data FOLDER] -o FILE.html
 
-IMAGE is an image file, a sample photo's name (assets/samples/, with or without its extension)
+IMAGE is an image file, a sample photo's name (vitviz/assets/samples/, with or without its extension)
 or ``test=class/index``: a test image of the model's dataset, found as the app's sidebar finds it
 (``vitviz.lab.test_split_for``; ``--data`` plays the part of the server's ``--data``).
 
@@ -981,7 +981,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m vitviz.handout", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("image", help="an image file, a sample photo's name (assets/samples/), or test=class/index")
+    parser.add_argument(
+        "image", help="an image file, a sample photo's name (vitviz/assets/samples/), or test=class/index"
+    )
     parser.add_argument(
         "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
     )

@@ -51,7 +51,7 @@ from vitviz.model import VisionTransformer, build_model
 
 log = logging.getLogger(__name__)
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSETS = Path(__file__).resolve().parent / "assets"  # package data: a wheel carries it
 MODELS_DIR = ASSETS / "models"
 SHIPPED = "cifar10-vit"
 SHIPPED_CNN = "cifar10-cnn"

@@ -23,7 +23,7 @@ from vitviz.model import VisionTransformer
 torch.set_num_threads(1)
 
 PAGE = "app_pages/8_compare.py"
-SAMPLE = Path(__file__).resolve().parents[2] / "assets" / "samples" / caches.DEFAULT_SAMPLE
+SAMPLE = caches.SAMPLES / caches.DEFAULT_SAMPLE
 
 
 @pytest.fixture(scope="module")

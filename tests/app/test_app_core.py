@@ -94,9 +94,8 @@ def test_korean_and_url_parameters():
 
 
 def _truncated_jpeg() -> bytes:
-    from pathlib import Path
 
-    data = (Path(__file__).resolve().parents[2] / "assets" / "samples" / "coffee.jpg").read_bytes()
+    data = (zoo.ASSETS / "samples" / "coffee.jpg").read_bytes()
     return data[: len(data) // 3]
 
 

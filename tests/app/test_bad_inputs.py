@@ -172,7 +172,7 @@ def shared_test_runtime(monkeypatch):
 @pytest.mark.cifar10
 def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_runtime):
     images = _cifar_images(4) + [
-        (ROOT / "assets" / "samples" / n).read_bytes()
+        (zoo.ASSETS / "samples" / n).read_bytes()
         for n in ("cat-chelsea.jpg", "coffee.jpg", "rocket.jpg", "astronaut.jpg")
     ]
     model, spec = models.cached_model(zoo.default_name())  # the model the sessions below use

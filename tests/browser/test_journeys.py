@@ -29,7 +29,7 @@ from vitviz.model import VisionTransformer
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets" / "samples"
+ASSETS = zoo.ASSETS / "samples"
 NO_IMAGE = "Choose an image"
 HANGUL = re.compile("[\uac00-\ud7a3]")
 SCROLL_TOP = "() => document.querySelector(\"[data-testid='stMain']\").scrollTop"

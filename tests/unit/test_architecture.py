@@ -26,7 +26,7 @@ LAYERS = {
     # 3: weights and datasets on disk
     "zoo": 3, "evaluate": 3, "lab": 3,
     # 4: the command lines
-    "train": 4, "ship": 4, "explain": 4, "handout": 4, "lease": 4,
+    "train": 4, "ship": 4, "explain": 4, "handout": 4, "lease": 4, "cli": 4,
     "faithfulness": 3, "ablation": 3, "projection": 3,  # issue 43's analyses: computed, stored beside the weights, commands
     # figures: numpy and Plotly only
     "plots": 0,

@@ -1,9 +1,7 @@
-from pathlib import Path
-
 from vitviz import zoo
 from vitviz.explain import main
 
-SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "samples"
+SAMPLES = zoo.ASSETS / "samples"
 
 
 def test_prints_top5_and_every_shape(tmp_path, tiny_config, capsys):

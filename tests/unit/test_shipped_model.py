@@ -2,7 +2,7 @@
 each measured on its own test split: the CIFAR-10 (JPEG copy) in ../shared, Fashion-MNIST from
 Debian's package.
 
-These tests need the real weights in assets/models/ and the datasets; both are there on the
+These tests need the real weights in vitviz/assets/models/ and the datasets; both are there on the
 development machines and in CI, so a missing one is a failure, not a skip (a clone alone has its
 dataset tests deselected with a sentence, tests/conftest.py).
 """

@@ -7,10 +7,10 @@ not a copy unpickled on every rerun); small arrays in ``st.cache_data``.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -29,7 +29,7 @@ from vitviz.trace import Trace
 
 log = logging.getLogger(__name__)
 
-SAMPLES = Path(__file__).resolve().parents[2] / "assets" / "samples"
+SAMPLES = zoo.ASSETS / "samples"
 DEFAULT_SAMPLE = "cat-chelsea.jpg"  # a CIFAR-10 class, so the shipped model has a fair first try
 
 
@@ -42,7 +42,12 @@ def sample_names() -> list[str]:
 def server_data() -> str | None:
     """The test images' folder the server was started with (``streamlit run app.py -- --data
     FOLDER``), read here and passed down: the library never reads the command line."""
-    return access.data_flag(sys.argv[1:])
+    return _data_flag(tuple(sys.argv[1:]))
+
+
+@functools.lru_cache(maxsize=4)
+def _data_flag(argv: tuple[str, ...]) -> str | None:
+    return access.data_flag(argv)
 
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
@@ -187,7 +192,14 @@ def test_split(model_name: str) -> lab.TestSplit | None:
         model, _ = cached_model(model_name)
     except zoo.ModelLoadError:
         return None
-    return lab.test_split_for(model.config.class_names, lab.default_test_root(server_data()))
+    return _split_for(tuple(model.config.class_names), server_data(), os.environ.get("VITVIZ_DATA"))
+
+
+@functools.lru_cache(maxsize=16)
+def _split_for(classes: tuple[str, ...], data: str | None, _data_variable: str | None) -> lab.TestSplit | None:
+    """Where a model's test split is, looked up once per server setting (the sidebar and the lab
+    ask on every run; the folders do not move while the server runs, and the lookup walked them)."""
+    return lab.test_split_for(classes, lab.default_test_root(data))
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)

@@ -3,6 +3,7 @@ uploads, and loading with a spinner that says what is happening."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -19,7 +20,26 @@ def server_policy() -> access.Policy:
     """What this server lets its visitors load, set by whoever starts it (``streamlit run app.py
     -- --models DIR --allow-hub``, or VITVIZ_MODELS, VITVIZ_ALLOW_HUB, ...; see vitviz.access):
     hub downloads are allowed by default only where Streamlit's server.address is loopback."""
-    return access.server_policy(sys.argv[1:], os.environ, st.get_option("server.address"))
+    settings = tuple(os.environ.get(name) for name in POLICY_ENVIRONMENT)
+    return _policy(tuple(sys.argv[1:]), settings, st.get_option("server.address"))
+
+
+POLICY_ENVIRONMENT = (
+    "VITVIZ_MODELS",
+    "VITVIZ_ALLOW_HUB",
+    "VITVIZ_MAX_MODEL_MB",
+    "VITVIZ_MAX_UPLOAD_MB",
+    "VITVIZ_LOAD_TIMEOUT_S",
+)
+
+
+@functools.lru_cache(maxsize=16)
+def _policy(argv: tuple[str, ...], settings: tuple[str | None, ...], address: str | None) -> access.Policy:
+    """The policy for one set of server settings, worked out once: every run of every session asks
+    for it, and parsing the options and resolving the folders each time was a few percent of a
+    class's server CPU (docs/benchmarks.md)."""
+    environ = {name: value for name, value in zip(POLICY_ENVIRONMENT, settings, strict=True) if value is not None}
+    return access.server_policy(argv, environ, address)
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)

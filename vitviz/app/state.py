@@ -79,7 +79,7 @@ CHOICES = (
     Choice("model", str, url=True, options=tour_models),  # the URL's "model" may be any name: see sidebar
     Choice("custom_model", str),  # a typed name (timm:, hf:, a path the server allows)
     Choice("source", str, options=lambda: SOURCES),
-    Choice("sample", str, url=True, options=sample_names),  # a file name in assets/samples
+    Choice("sample", str, url=True, options=sample_names),  # a file name in vitviz/assets/samples
     Choice("test", str, url=True),  # a test image as "class/index" ("cat/3", "T-shirt/top/0")
     Choice("test_class", str, options=_test_classes),
     Choice("test_index", int),
@@ -225,11 +225,7 @@ def from_url(key: str, text: str) -> object:
 
 def url_params() -> dict[str, str]:
     """The URL's query parameters for the session's choices."""
-    return {
-        key: to_url(key, st.session_state[key])
-        for key in URL_KEYS
-        if not _absent(st.session_state.get(key))
-    }
+    return {key: to_url(key, st.session_state[key]) for key in URL_KEYS if not _absent(st.session_state.get(key))}
 
 
 def _absent(value: object) -> bool:

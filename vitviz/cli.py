@@ -1,0 +1,92 @@
+"""The ``vitviz`` command: the app and the library's command lines under one name.
+
+    vitviz app [--data FOLDER] [--models DIR] [--allow-hub] [--server.port 8501 ...]
+    vitviz explain photo.jpg [--model NAME]
+    vitviz evaluate | train | ship | handout | faithfulness | ablation | projection ...
+
+``vitviz app`` starts the Streamlit app from any folder: the app's script and pages come from the
+clone this package runs from, or, installed from a wheel, from where the wheel put them
+(``share/vitviz`` under the environment). Streamlit's own options (a dot in the name:
+``--server.port``) go to Streamlit; the others are the server's (vitviz.access, ``--data``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+COMMANDS = {
+    "explain": "vitviz.explain",
+    "evaluate": "vitviz.evaluate",
+    "train": "vitviz.train",
+    "ship": "vitviz.ship",
+    "handout": "vitviz.handout",
+    "faithfulness": "vitviz.faithfulness",
+    "ablation": "vitviz.ablation",
+    "projection": "vitviz.projection",
+    "lease": "vitviz.lease",
+}
+PATH_OPTIONS = (
+    "--data",
+    "--models",
+)  # folders the server reads: made absolute before the app's folder becomes the working one
+
+
+def app_folder() -> Path:
+    """Where app.py and app_pages/ are: the clone's root, else the installed copy."""
+    clone = Path(__file__).resolve().parents[1]
+    if (clone / "app.py").is_file() and (clone / "app_pages").is_dir():
+        return clone
+    installed = Path(sysconfig.get_path("data")) / "share" / "vitviz"
+    if (installed / "app.py").is_file():
+        return installed
+    raise FileNotFoundError(f"vitviz's app.py is in neither {clone} nor {installed}: reinstall vitviz.")
+
+
+def _options(argv: list[str]) -> list[tuple[str, str | None]]:
+    """``--name value``, ``--name=value`` and ``--flag`` as (name, value or None)."""
+    pairs, i = [], 0
+    while i < len(argv):
+        name, _, value = argv[i].partition("=")
+        if not value and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            i, value = i + 1, argv[i + 1]
+        pairs.append((name, value or None))
+        i += 1
+    return pairs
+
+
+def streamlit_command(argv: list[str], folder: Path) -> list[str]:
+    """``streamlit run`` for the app in ``folder``: Streamlit's options (a dot in the name) before
+    ``--``, the server's after it, its folders made absolute."""
+    theirs, ours = [], []
+    for name, value in _options(argv):
+        if name in PATH_OPTIONS and value is not None:
+            value = str(Path(value).expanduser().resolve())
+        (theirs if "." in name else ours).append(name if value is None else f"{name}={value}")
+    return [sys.executable, "-m", "streamlit", "run", str(folder / "app.py"), *theirs, "--", *ours]
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    command, rest = argv[0], argv[1:]
+    if command == "app":
+        folder = app_folder()
+        run = streamlit_command(rest, folder)
+        os.chdir(folder)  # Streamlit reads .streamlit/config.toml from the working folder
+        os.execv(run[0], run)
+    if command not in COMMANDS:
+        print(f"vitviz: no command {command!r}; try one of: app, {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    sys.argv = [f"vitviz {command}", *rest]
+    result = importlib.import_module(COMMANDS[command]).main(rest)
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
