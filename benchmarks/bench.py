@@ -1,6 +1,6 @@
 """How fast vitviz is, against itself, its peers, the hardware and its users' patience.
 
-    python -m vitviz.bench [--json] [--quick]     (from a clone: this harness lives in benchmarks/)
+    python -m benchmarks.bench [--json] [--quick]     (from a clone: the harness is not in the package)
 
 Everything is measured in one process, on the CPU, in float32, with torch's current number of
 threads, under ``torch.inference_mode``. Two contenders are timed in alternation (A, B, A, B, ...)
@@ -24,6 +24,8 @@ part-way slows both contenders alike.
    and p95, errors and wrong images. Then 100 light-client students arriving over 10 minutes.
 6. The handout: seconds to build one image's tour as one offline HTML file for the default CIFAR
    model (with its CNN), its size, and the size for a randomly initialised ViT-B/16.
+7. Which explanation can you trust (issue 43): seconds for one image's deletion and insertion
+   curves of every ranking, and for one ablated explained pass, on the default CIFAR model.
 
 ``--quick`` shrinks everything (ViT-Ti-like contenders at 64 px, CIFAR batch 32, 5 timed runs,
 500 evaluation images, one cold start, a class of 3, 100 students over 60 s) but runs every code
@@ -57,8 +59,8 @@ import torch
 from torch import Tensor, nn
 
 from benchmarks.light_client import Expected, LightStudent
-from vitviz import precision, tour, zoo
-from vitviz.app import STARTUP_DONE
+from vitviz import precision, zoo
+from vitviz.app import STARTUP_DONE, tour
 from vitviz.config import ViTConfig, cifar10_vit_config
 from vitviz.data import ImageSet, load_image, to_tensor
 from vitviz.model import VisionTransformer, flops_per_image, set_fused_attention
@@ -121,6 +123,7 @@ TARGETS: list[tuple[str, str, float]] = [
     ("handout_build_s", "<=", 3.0),
     ("handout_mb", "<=", 6.0),
     ("handout_mb_b16", "<=", 20.0),
+    ("faithfulness_image_s", "<=", 2.0),
 ]
 BROWSER_KEYS = (
     "first_view_s",
@@ -144,6 +147,7 @@ REQUIRED_KEYS = (
     "handout_build_s",
     "handout_mb",
     "handout_mb_b16",
+    "faithfulness_image_s",
     *BROWSER_KEYS,
 )
 
@@ -472,7 +476,7 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
     same, pairs, worst, worst_served, served_in_bf16 = 0, 0, 0.0, 0.0, []
     for name, served in (("contender", model), (zoo.default_name(), zoo.load(zoo.default_name(), device=DEVICE).model)):
         config = served.config
-        samples = sorted((ROOT / "assets" / "samples").glob("*.jpg"))
+        samples = sorted((zoo.ASSETS / "samples").glob("*.jpg"))
         probes = [to_tensor(load_image(path.read_bytes()), config.preprocess, config.in_chans) for path in samples]
         chosen = precision.choose(served, torch.cat(probes))  # what the app would serve it in
         if chosen.dtype == torch.bfloat16:
@@ -527,9 +531,9 @@ def bf16_explain_vs_forward(report: Report, plan: Plan) -> None:
 
 def training_step(report: Report, plan: Plan) -> None:
     """A training step (forward, backward, AdamW) at the CIFAR batch, of the shipped ViT's shape
-    and of issue 17's depth-9, 12-head shape, with the fused attention kernel and with the
-    explicit path that ``vitviz.train`` takes on a CPU (``choose_attention_path``): the ratio says
-    whether that choice still holds here."""
+    and of the depth-9, 12-head shape (``--preset cifar10-vit-lee``), with the fused attention
+    kernel and with the explicit path that ``vitviz.train`` takes on a CPU
+    (``choose_attention_path``): the ratio says whether that choice still holds here."""
     dtype = torch.bfloat16 if precision.native_bf16(DEVICE) else None
     shapes = {"": {}, "_d9": {"depth": 9, "num_heads": 12, "mlp_ratio": 2.0}}
     for suffix, overrides in shapes.items():
@@ -849,6 +853,35 @@ def handout_figures(report: Report, plan: Plan) -> None:
     report.figures["handout_mb_b16"] = len(handout.build(model, spec, photo, image_name="cat").encode()) / 1e6
 
 
+def faithfulness_figures(report: Report, plan: Plan) -> None:
+    """Issue 43 on the default CIFAR model and the cat photo. ``faithfulness_image_s``: every
+    ranking's deletion and insertion curves for one image from its pixels alone (the trace,
+    gradient rollout and integrated gradients included, as when the app has none of them cached;
+    ``vitviz.faithfulness``'s default steps and random orders). ``ablation_explain_s``: a private
+    copy with one head switched off, and its explained pass (what one click of the ablation costs).
+    Medians of a few runs."""
+    from vitviz import ablation, faithfulness
+
+    model, _ = zoo.load(zoo.default_name(), device=DEVICE)
+    photo = (zoo.ASSETS / "samples" / "cat-chelsea.jpg").read_bytes()
+    pixels = to_tensor(load_image(photo), model.config.preprocess, model.config.in_chans)
+    off = ablation.Ablation.of([(model.config.depth - 1, 0)])
+
+    def ablated_explain() -> None:
+        with torch.no_grad():
+            ablation.ablated(model, off).explain(pixels)
+
+    seconds = alternate(
+        {"faithfulness": lambda: faithfulness.faithfulness(model, pixels), "ablation": ablated_explain},
+        runs=min(plan.runs, 3),
+        warmup=1,
+    )
+    for name, runs in seconds.items():
+        report.medians_ms[f"issue43.{name}"] = round(statistics.median(runs) * 1e3, 3)
+    report.figures["faithfulness_image_s"] = statistics.median(seconds["faithfulness"])
+    report.figures["ablation_explain_s"] = statistics.median(seconds["ablation"])
+
+
 def url_path(script: str) -> str:
     """app_pages/5_attention.py -> "attention"; the home page (0_...) is the root."""
     stem = Path(script).stem
@@ -1031,7 +1064,7 @@ def distinct_photos(count: int, into: Path) -> list[Path]:
     two share a cache entry."""
     from PIL import Image, ImageEnhance, ImageOps
 
-    samples = sorted((ROOT / "assets" / "samples").glob("*.jpg"))
+    samples = sorted((zoo.ASSETS / "samples").glob("*.jpg"))
     made = []
     for i in range(count):
         image = Image.open(samples[i % len(samples)]).convert("RGB")
@@ -1090,7 +1123,7 @@ def browser_speed(report: Report, plan: Plan) -> None:
                     if not suffix:  # what a new browser downloads for it (a classroom shares one Wi-Fi)
                         report.figures["first_view_transfer_mb"] = page.evaluate(TRANSFERRED) / 1e6
                     steps = tour_step_seconds(page, f"{server.url}/?model={model}", plan.tour_laps)
-                    with tempfile.TemporaryDirectory(prefix="vitviz-bench-") as tmp:
+                    with tempfile.TemporaryDirectory(prefix="benchmarks-bench-") as tmp:
                         photos = distinct_photos(plan.uploads if suffix else 3, Path(tmp))
                         uploads = upload_seconds(page, f"{server.url}/?model={model}", photos, server.process.pid)
                     page.close()
@@ -1460,7 +1493,7 @@ def server_data(plan: Plan) -> Iterator[dict[str, str]]:
     if folder is None:
         yield {}
         return
-    with tempfile.TemporaryDirectory(prefix="vitviz-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="benchmarks-bench-") as tmp:
         per_class = max(1, (plan.eval_images or 500) // 10)
         yield {"VITVIZ_DATA": str(small_test_folder(folder, per_class, Path(tmp)))}
 
@@ -1546,6 +1579,7 @@ STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("the tour in a browser", browser_speed),
     ("a classroom", classroom),
     ("a handout", handout_figures),
+    ("faithfulness and ablation", faithfulness_figures),
 ]
 
 
@@ -1599,7 +1633,7 @@ def table(report: Report) -> str:
     """The readable report: figures with targets first (met / missed), then the rest."""
     figures = report.figures
     lines = [
-        f"vitviz bench{' --quick' if figures.get('quick') else ''}: {figures.get('machine')}, "
+        f"python -m benchmarks.bench{' --quick' if figures.get('quick') else ''}: {figures.get('machine')}, "
         f"{figures.get('threads')} threads, torch {figures.get('torch')}, {figures.get('dtype')}",
         "",
     ]
@@ -1623,7 +1657,7 @@ def table(report: Report) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vitviz.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m benchmarks.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     parser.add_argument("--quick", action="store_true", help="small sizes and few runs; every code path still runs")

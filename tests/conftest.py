@@ -85,6 +85,17 @@ def _served_models_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     monkeypatch.setenv("VITVIZ_MODELS", str(tmp_path_factory.getbasetemp()))
 
 
+@pytest.fixture(autouse=True)
+def _server_lookups_afresh() -> None:
+    """The app works out where its test split is once per server setting (vitviz.app.caches.split_for);
+    tests move the data (monkeypatched finders, VITVIZ_CACHE) within one process, so each starts afresh."""
+    import sys
+
+    caches = sys.modules.get("vitviz.app.caches")
+    if caches is not None:
+        caches.split_for.cache_clear()
+
+
 @pytest.fixture
 def tiny_config() -> ViTConfig:
     return ViTConfig(image_size=32, patch_size=4, num_classes=10, embed_dim=32, depth=2, num_heads=4)

@@ -336,7 +336,11 @@ def grad_rollout(model: VisionTransformer, pixels: Tensor, class_index: int) -> 
     pixels = on_weights(pixels.detach(), model).requires_grad_(True)
     with torch.enable_grad():
         trace = model.explain(pixels)
-        grads = torch.autograd.grad(trace.logits[0, class_index], trace.attentions)  # depth x (1, heads, T, T)
+        # a block that is skipped (vitviz.ablation) returns an attention map the logits do not use:
+        # its gradient is 0, not an error
+        grads = torch.autograd.grad(
+            trace.logits[0, class_index], trace.attentions, allow_unused=True, materialize_grads=True
+        )  # depth x (1, heads, T, T)
     weighted = [
         (grad * attention.detach()).clamp_min(0.0).mean(dim=1, keepdim=True)  # (1, 1, T, T)
         for grad, attention in zip(grads, trace.attentions, strict=True)
@@ -580,8 +584,9 @@ def worked_attention(
     weights = scores.softmax(dim=-1)  # (T,)
     output = weights @ values  # (head_dim,)
     expected = trace.attentions[layer][batch_index, head, query].to(weights.device)  # (T,)
-    # a trace computed in bf16 differs from this float32 recomputation by up to about 1e-2
-    # (0.004 measured on the shipped ViT); one from another model or image by far more
+    # a trace computed in bf16 differs from this float32 recomputation by up to about 1e-2 (the
+    # most the app lets bf16 move an attention weight; docs/benchmarks.md); one from another model
+    # or image by far more
     atol = 2e-2 if trace.computed_in == "bfloat16" else max(1e-5, 10 * torch.finfo(weights.dtype).eps)
     if not torch.allclose(weights, expected.to(weights.dtype), atol=atol, rtol=1e-3):
         raise RuntimeError(
@@ -1020,7 +1025,7 @@ def occlusion_steps(
     """How many occlusion steps one batched forward pass can afford.
 
     (steps + 1) images cost ``flops_per_image(model.config)`` each; the answer keeps that under
-    ``budget_gflop`` (7 images of ViT-B/16, about 4 s on two CPU cores at ~60 GFLOP/s),
+    ``budget_gflop`` (7 images of ViT-B/16: a few seconds on two CPU cores, docs/benchmarks.md),
     clipped to [min_steps, max_steps] and to the number of patches.
     """
     images = int(budget_gflop * 1e9 // max(flops_per_image(model.config), 1))

@@ -435,3 +435,96 @@ def reach(fields: Sequence[tuple[str, int]], distances: np.ndarray, side: int) -
         "layer": f"`{covering}`" if covering else Claim("compare.reach_never"),
     }
     return Claim("compare.reach_reading", values)
+
+
+# --------------------------------------------------------------------------------------------
+# The lab's trust page: the test set's table, a switched-off head, the costliest head
+# --------------------------------------------------------------------------------------------
+
+
+def trust_over_images(summary: dict) -> list[Claim]:
+    """What the shipped faithfulness table says over its images: the ranking with the highest mean
+    insertion area minus deletion area, and the one that beats every random order on the most
+    images (``vitviz.faithfulness.over_images``'s table).
+    """
+    rows = {m: row for m, row in summary["methods"].items() if "beats_random" in row}
+    if not rows:
+        return []
+    margin = {m: row["insertion_auc"] - row["deletion_auc"] for m, row in rows.items()}
+    best = max(rows, key=lambda m: margin[m])
+    beats = max(rows, key=lambda m: rows[m]["beats_random"])
+    values = {
+        "method": Claim(f"trust.method.{best}"),
+        "margin": margin[best],
+        "images": summary["images"],
+        "beats_method": Claim(f"trust.method.{beats}"),
+        "beats": f"{rows[beats]['beats_random']:.0%}",
+    }
+    return [Claim("trust.set_reading", values)]
+
+
+def ablation_answer(
+    before: np.ndarray, after: np.ndarray, class_names: Sequence[str], heads: int, layers: int
+) -> Claim:
+    """What switching heads or layers off did to the answer: nothing switched off, the same answer
+    (its probability before and after), or another answer."""
+    first, then = int(np.argmax(before)), int(np.argmax(after))
+    values = {
+        "heads": heads,
+        "layers": layers,
+        "before": ClassName(class_names[first]),
+        "p_before": f"{float(before[first]):.1%}",
+        "after": ClassName(class_names[then]),
+        "p_after": f"{float(after[then]):.1%}",
+        "p_kept": f"{float(after[first]):.1%}",
+    }
+    if heads == 0 and layers == 0:
+        return Claim("trust.ablation_none", values)
+    return Claim("trust.ablation_same" if first == then else "trust.ablation_changed", values)
+
+
+def costliest_head(drops: np.ndarray, accuracy: float, images: int, mode: str) -> Claim:
+    """Which head, switched off alone, costs the test set the most accuracy (layers and heads
+    counted from 1), and how many heads cost less than one image in a hundred."""
+    drops = np.asarray(drops, dtype=np.float64)
+    layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)
+    values = {
+        "layer": int(layer) + 1,
+        "head": int(head) + 1,
+        "drop": f"{float(drops[layer, head]):.1%}",
+        "accuracy": f"{accuracy:.1%}",
+        "images": f"{images:,}",
+        "small": int((drops < SMALL_DROP).sum()),
+        "total": drops.size,
+        "mode": Claim(f"trust.mode.{mode}"),
+    }
+    return Claim("trust.costliest" if float(drops.max()) >= SMALL_DROP else "trust.costliest_none", values)
+
+
+SMALL_DROP = 0.01  # a head whose removal costs under 1% of the test images' accuracy "costs little"
+
+
+def neighbour_agreement(points: np.ndarray, labels: np.ndarray, chunk: int = 1024) -> float:
+    """The share of points whose nearest other point (in the plane) has the same label."""
+    points = np.asarray(points, dtype=np.float32)
+    labels = np.asarray(labels)
+    same = 0
+    squared = (points**2).sum(axis=1)
+    for start in range(0, len(points), chunk):
+        block = points[start : start + chunk]  # (c, 2)
+        distances = squared[start : start + chunk, None] - 2 * block @ points.T + squared[None, :]  # (c, n)
+        distances[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf  # not itself
+        same += int((labels[distances.argmin(axis=1)] == labels[start : start + chunk]).sum())
+    return same / max(len(points), 1)
+
+
+def test_set_map(points: np.ndarray, labels: np.ndarray, predictions: np.ndarray) -> Claim:
+    """What the map of the test set shows: how many images are answered right, and how often a
+    point's nearest neighbour on the map has its class (how well the projection keeps classes apart)."""
+    labels, predictions = np.asarray(labels), np.asarray(predictions)
+    values = {
+        "right": f"{int((labels == predictions).sum()):,}",
+        "count": f"{len(labels):,}",
+        "same": f"{neighbour_agreement(points, labels):.0%}",
+    }
+    return Claim("map.reading", values)

@@ -136,10 +136,17 @@ def inference(model: torch.nn.Module) -> str:
     return "image and mirror" if getattr(model.config, "test_flip", False) else "image"
 
 
+def shipped_path(weights: Path, suffix: str) -> Path:
+    """Where a file made from the weights file ``weights`` ships: beside it, named after it
+    ("cifar10-vit.safetensors" + ".predictions.safetensors" -> "cifar10-vit.predictions.safetensors").
+    Every such file (predictions, faithfulness, head ablation, projection) is named by this rule."""
+    weights = Path(weights)
+    return weights.with_name(weights.name.removesuffix(".safetensors") + suffix)
+
+
 def predictions_path(weights: Path) -> Path:
     """Where the shipped test-split predictions of the weights file ``weights`` sit: beside it."""
-    weights = Path(weights)
-    return weights.with_name(weights.name.removesuffix(".safetensors") + PREDICTIONS_SUFFIX)
+    return shipped_path(weights, PREDICTIONS_SUFFIX)
 
 
 def save_predictions(result: EvalResult, path: Path, model: torch.nn.Module, fingerprint: str) -> None:

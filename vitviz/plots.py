@@ -1609,3 +1609,148 @@ def confusion_matrix(
 
 
 # (end of lab: misclassification)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which explanation can you trust (the lab's trust page)
+# ---------------------------------------------------------------------------------------------
+
+
+def curves_with_band(
+    x: Sequence[float] | np.ndarray,
+    series: dict[str, np.ndarray],
+    band: tuple[np.ndarray, np.ndarray],
+    band_name: str,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    height: int = 380,
+) -> go.Figure:
+    """Probability curves (one per ranking) over a grey band: the lowest and highest of several
+    random orders at each x, what a ranking must leave to do better than chance.
+
+    Args:
+        x: (n,) shares of the patches removed or revealed.
+        series: name -> (n,) probabilities, one line each.
+        band: (low, high), each (n,).
+        band_name: the band's legend entry ("random orders (8): lowest to highest").
+    """
+    low, high = (np.asarray(v, dtype=np.float64) for v in band)
+    x = np.asarray(x, dtype=np.float64)
+    colours = {name: PALETTE[i % len(PALETTE)] for i, name in enumerate(series)}
+    fig = multi_line(x, series, title, x_title, y_title, height, colours=colours, percent=True, x_percent=True)
+    fig.add_trace(
+        go.Scatter(
+            x=np.concatenate([x, x[::-1]]),
+            y=np.concatenate([high, low[::-1]]),
+            mode="lines",
+            fill="toself",
+            fillcolor="rgba(120, 120, 120, 0.25)",
+            line=dict(width=0),
+            name=band_name,
+            hoverinfo="skip",
+        )
+    )
+    fig.data = (fig.data[-1], *fig.data[:-1])  # the band under the lines
+    return fig
+
+
+def head_grid(
+    values: np.ndarray,
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    value_title: str | None = None,
+    marked: Sequence[tuple[int, int]] = (),
+    height: int | None = None,
+) -> go.Figure:
+    """A (depth, heads) grid of one number per head (the accuracy lost when it alone is
+    switched off), layers and heads counted from 1, the value written in each cell as a percent.
+
+    Args:
+        values: (depth, heads).
+        marked: (layer, head) cells, from 0, outlined (the heads switched off now).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    depth, heads = values.shape
+    peak = max(float(np.abs(values).max()), 1e-9)
+    fig = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=list(range(1, heads + 1)),
+            y=list(range(1, depth + 1)),
+            colorscale="Reds",
+            zmin=0,
+            zmax=peak,
+            text=[[f"{v:.1%}" for v in row] for row in values],
+            texttemplate="%{text}",
+            textfont=dict(size=14),
+            colorbar=dict(title=value_title, tickformat=".0%"),
+            hovertemplate=f"{y_title or 'layer'} %{{y}}, {x_title or 'head'} %{{x}}: %{{text}}<extra></extra>",
+        )
+    )
+    for layer, head in marked:
+        outline = dict(color="#0072B2", width=3)
+        fig.add_shape(type="rect", x0=head + 0.5, x1=head + 1.5, y0=layer + 0.5, y1=layer + 1.5, line=outline)
+    fig.update_xaxes(title=x_title, dtick=1, showgrid=False)
+    fig.update_yaxes(title=y_title, dtick=1, autorange="reversed", showgrid=False)
+    fig.update_layout(
+        height=height or 140 + 40 * depth,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        title=_title(title),
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def test_set_map(
+    points: np.ndarray,
+    groups: np.ndarray,
+    group_names: Sequence[str],
+    hover: Sequence[str],
+    title: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    height: int = 560,
+) -> go.Figure:
+    """Every test image as a point, coloured by its group (its true class, or right / wrong), one
+    legend entry per group; a click selects a point, whose ``customdata`` is its image index.
+
+    Args:
+        points: (n, 2) projected coordinates.
+        groups: (n,) group index of every point.
+        group_names: the groups' names, by index.
+        hover: (n,) what a point says under the pointer.
+    """
+    points = np.asarray(points, dtype=np.float64)
+    groups = np.asarray(groups)
+    fig = go.Figure()
+    for index, name in enumerate(group_names):
+        chosen = np.flatnonzero(groups == index)
+        fig.add_trace(
+            go.Scattergl(
+                x=points[chosen, 0],
+                y=points[chosen, 1],
+                mode="markers",
+                name=name,
+                marker=dict(
+                    size=5, color=PALETTE[index % len(PALETTE)], symbol=SYMBOLS[index // len(PALETTE) % len(SYMBOLS)]
+                ),
+                customdata=chosen,
+                text=[hover[i] for i in chosen],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(title=x_title, showticklabels=False, zeroline=False)
+    fig.update_yaxes(title=y_title, showticklabels=False, zeroline=False, scaleanchor="x")
+    fig.update_layout(
+        height=height,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        title=_title(title),
+        legend=dict(itemsizing="constant"),
+        clickmode="event+select",
+        dragmode="pan",
+    )
+    return fig

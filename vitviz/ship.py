@@ -1,23 +1,26 @@
-"""Ship a trained run as the offline default: assets/models/<name>.safetensors + <name>.json.
+"""Ship a trained run as the offline default: vitviz/assets/models/<name>.safetensors + <name>.json.
 
     python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
     python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-cnn --name cifar10-cnn --data ...
     python -m vitviz.ship --predictions-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
-    python -m vitviz.ship assets/models/cifar10-cnn.safetensors --name cifar10-cnn --test-flip --data ...
+    python -m vitviz.ship --analyses-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m vitviz.ship vitviz/assets/models/cifar10-cnn.safetensors --name cifar10-cnn --test-flip --data ...
 
 The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint;
 or a .safetensors file with its json card beside it) are evaluated on the whole test split with
 vitviz.evaluate, so the accuracy in the json card is exactly what ``python -m vitviz.evaluate``
 prints. They replace the shipped model only when they reach the accuracy floor of their name
-(the ViT 80% on the test split, issue 3; the CNN 91%, issue 17; the Fashion-MNIST ViT 88%,
-issue 19), beat the shipped model and stay under the size limit; otherwise nothing is written.
+(``FLOORS``: the ViT 80% on the test split, the CNN 91%, the Fashion-MNIST ViT 88%), beat the
+shipped model and stay under the size limit; otherwise nothing is written.
 ``--test-flip`` ships a CNN that answers with the mean of its logits for the image and for its
 mirror image (airbench's test-time augmentation); its card's config says so.
 
 Beside the weights goes ``<name>.predictions.safetensors``: every test image's class
 probabilities (float32, keyed by the weights hash, what the model looks at and the test split's
 fingerprint), so the app's misclassification lab opens at once. ``--predictions-only`` writes it
-again for the model already shipped.
+again for the model already shipped. ``--analyses-only`` writes what issue 43's pages read beside
+the weights: ``<name>.faithfulness.json``, and for a ViT ``<name>.ablation.json`` and
+``<name>.projection.safetensors`` (``write_analyses``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 import torch
 
-from vitviz import zoo
+from vitviz import ablation, faithfulness, projection, zoo
 from vitviz.card import ModelCard
 from vitviz.cnn import ConvNet
 from vitviz.convert import load_state_dict_strict
@@ -44,9 +47,9 @@ log = logging.getLogger(__name__)
 
 MAX_BYTES = 20_000_000
 FLOOR = 0.80  # the offline default never lands below 80% top-1 on the test split
-# The CNN (the ViT's counterpart on page 8 and in the lab, and its teacher) ships from issue 17's
-# 91% (target 93%): airbench96's net reaches 91.97% from the image alone, 92.61% averaged with
-# its mirror image on the JPEG copy.
+# The CNN (the ViT's counterpart on page 8 and in the lab, and its teacher) ships from 91%, the
+# grey Fashion-MNIST ViT from 88%: the floors the project set for them (docs/training.md has the
+# targets, and what each shipped model reached).
 FLOORS = {zoo.SHIPPED: FLOOR, zoo.SHIPPED_CNN: 0.91, zoo.SHIPPED_FASHION: 0.88}
 
 
@@ -261,6 +264,40 @@ def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DI
     return path
 
 
+ANALYSIS_IMAGES = 500  # issue 43's N: the faithfulness table is measured on 500 evenly strided test images
+
+
+def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) -> list[Path]:
+    """Measure the shipped model ``name`` and write what the app reads beside its weights (issue 43):
+    the faithfulness table (``vitviz.faithfulness``, 500 test images), and for a ViT the head
+    ablation grid (``vitviz.ablation``, the whole test split) and the map of the test set
+    (``vitviz.projection``). Each command records the weights hash, so a model shipped later makes
+    them stale rather than wrong. This takes tens of minutes on a CPU.
+
+    Raises:
+        ShipError: ``name`` has no shipped weights in ``out_dir``, or a command failed.
+    """
+    weights = Path(out_dir) / f"{name}.safetensors"
+    if not weights.exists():
+        raise ShipError(f"There is no shipped model {weights}: ship a run first.")
+    model_name = name if Path(out_dir).resolve() == zoo.MODELS_DIR.resolve() else str(weights)
+    common = ["--model", model_name, *(["--data", data] if data else [])]
+    model, _ = zoo.load(str(weights))
+    runs = [(faithfulness.main, faithfulness.faithfulness_path(weights), ["--images", str(ANALYSIS_IMAGES)])]
+    if not isinstance(model, ConvNet):
+        runs += [
+            (ablation.main, ablation.ablation_path(weights), []),
+            (projection.main, projection.projection_path(weights), []),
+        ]
+    written = []
+    for command, path, extra in runs:
+        log.info("writing %s", path.name)
+        if command([*common, *extra, "--out", str(path)]) != 0:
+            raise ShipError(f"{path.name} could not be written (the error above says why).")
+        written.append(path)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m vitviz.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -294,8 +331,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--predictions-only", action="store_true", help="only write the shipped model's test-split predictions again"
     )
+    parser.add_argument(
+        "--analyses-only",
+        action="store_true",
+        help="only write the shipped model's faithfulness table, head ablation grid and test-set map again",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
+    if args.analyses_only:
+        try:
+            paths = write_analyses(args.name, args.data, args.out)
+        except (ShipError, zoo.ModelLoadError, FileNotFoundError, ValueError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"{args.name}: wrote " + ", ".join(f"{p.name} ({p.stat().st_size:,} bytes)" for p in paths))
+        return 0
     if args.predictions_only:
         try:
             path = write_predictions(args.name, args.data, args.out)

@@ -98,3 +98,20 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
 
     rule = "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|"
     return "\n".join([cells(header), rule, *(cells(row) for row in rows)])
+
+
+def trust_rows(reading, methods: Sequence[str]) -> list[tuple[str, float, float, float, str]]:
+    """(method, deletion area, insertion area, insertion minus deletion, verdict) per ranking, in
+    ``methods``' order, from ``vitviz.faithfulness.read``; the random orders' mean first."""
+    rows = [("random", reading.deletion["random"], reading.insertion["random"], reading.margins["random"], "chance")]
+    for method in methods:
+        rows.append(
+            (
+                method,
+                reading.deletion[method],
+                reading.insertion[method],
+                reading.margins[method],
+                reading.verdicts[method],
+            )
+        )
+    return rows

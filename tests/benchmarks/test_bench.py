@@ -16,7 +16,8 @@ import torch
 
 from benchmarks import bench
 from benchmarks.light_client import Expected, LightStudent, button_key
-from vitviz import precision, tour
+from vitviz import precision
+from vitviz.app import tour
 from vitviz.config import ViTConfig
 from vitviz.convert import from_hf, from_timm
 
@@ -158,7 +159,7 @@ def _finite_positive(value: object) -> bool:
 @pytest.mark.cifar10
 def test_quick_bench_reports_every_figure() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "vitviz.bench", "--quick", "--json"],
+        [sys.executable, "-m", "benchmarks.bench", "--quick", "--json"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -278,12 +279,10 @@ def test_more_quiet_polls_wait_longer_and_the_async_twin_agrees(monkeypatch):
         asyncio.run(bench.wait_ready_async(page, old_title="1. Image", timeout_ms=20_000))
 
 
-def test_the_command_outside_a_clone_says_where_the_harness_is(monkeypatch, capsys):
-    from vitviz import bench as command
-
-    monkeypatch.setitem(sys.modules, "benchmarks", None)  # an installed vitviz, no benchmarks/ beside it
-    assert command.main(["--quick"]) == 2
-    assert "benchmarks/" in capsys.readouterr().err
+def test_the_bench_says_it_runs_from_the_benchmarks_folder(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--help"])
+    assert "usage: python -m benchmarks.bench" in capsys.readouterr().out
 
 
 def test_a_page_that_only_says_something_is_ready_and_one_still_drawing_is_not():
@@ -353,3 +352,13 @@ def test_a_light_client_walks_the_tour_on_its_own_image_and_sees_a_wrong_one():
         assert expected[other] != expected[mine]
         fooled, _ = asyncio.run(walk(server.url, mine, expected[other]))
         assert fooled.errors == 0 and fooled.wrong_image == 3
+
+
+def test_the_faithfulness_figures_time_one_image_and_one_ablated_pass():
+    plan = dataclasses.replace(bench.QUICK, runs=1)
+    report = bench.Report()
+    bench.faithfulness_figures(report, plan)
+    assert _finite_positive(report.figures["faithfulness_image_s"])
+    assert _finite_positive(report.figures["ablation_explain_s"])
+    assert {"issue43.faithfulness", "issue43.ablation"} <= report.medians_ms.keys()
+    assert ("faithfulness_image_s", "<=", 2.0) in bench.TARGETS and "faithfulness_image_s" in bench.REQUIRED_KEYS

@@ -423,3 +423,32 @@ def test_j_a_thumbnail_in_the_lab_brings_its_image_up_close_into_view(server, pa
     settle(page)
     assert page.evaluate(IN_VIEW, ".st-key-mistakes_detail") and problems(page) == []
     assert page.locator(".st-key-mistake input").input_value() == "6"  # the thumbnail's image is the one up close
+
+
+def test_k_a_point_on_the_test_set_map_opens_its_image_in_the_tour(server, page):  # noqa: F811
+    """Lab, map of the test set: a click on a point shows that test image, and "Open in the tour"
+    makes it the tour's image (issue 43)."""
+    page.goto(f"{server}/map", wait_until="domcontentloaded")  # PCA, the first projection
+    page.wait_for_selector(".js-plotly-plot", timeout=600_000)  # the map is computed once if it does not ship
+    settle(page)
+    assert problems(page) == []
+    # the pixel position of the first point of the first trace, read from Plotly's own axes
+    where = page.evaluate(
+        """() => {
+          const plot = document.querySelector(".js-plotly-plot");
+          const trace = plot.data[0], layout = plot._fullLayout, box = plot.getBoundingClientRect();
+          return {x: box.left + layout._size.l + layout.xaxis.l2p(trace.x[0]),
+                  y: box.top + layout._size.t + layout.yaxis.l2p(trace.y[0]),
+                  index: trace.customdata[0]};
+        }"""
+    )
+    page.mouse.click(where["x"], where["y"])
+    page.get_by_role("button", name="Open in the tour").wait_for(timeout=60_000)
+    settle(page)
+    picked = page.locator("[data-testid='stMain'] p", has_text="the true class is").first.inner_text()
+    click_button(page, "^Open in the tour$")
+    assert title(page).startswith("Overview") and problems(page) == []
+    test = query(page)["test"]
+    assert page.get_by_role("radio", name=re.compile("Test image")).is_checked()
+    cls, _, _ = test.rpartition("/")
+    assert f"the true class is {cls}" in picked  # the tour opened the image the map showed

@@ -370,3 +370,54 @@ def test_the_component_tiles_fill_their_rows_evenly():
     assert grid(16) == (2, 8)  # the shipped model's 16 components: not 7 + 7 + 2
     assert grid(28) == (4, 7)
     assert grid(3) == (1, 3)
+
+
+# ---- the lab's trust page and map -------------------------------------------------------------
+
+
+def test_the_ablation_sentence_says_whether_the_answer_changed():
+    names = ["cat", "dog", "bird"]
+    before = np.array([0.7, 0.2, 0.1])
+    assert claims.ablation_answer(before, before, names, 0, 0).key == "trust.ablation_none"
+    same = claims.ablation_answer(before, np.array([0.5, 0.4, 0.1]), names, 2, 0)
+    changed = claims.ablation_answer(before, np.array([0.3, 0.6, 0.1]), names, 2, 0)
+    assert same.key == "trust.ablation_same" and changed.key == "trust.ablation_changed"
+    assert "dog (60.0%)" in claims.text(changed) and "cat keeps 30.0%" in claims.text(changed)
+    assert "50.0% after" in claims.text(same)
+    assert "고양이" in claims.text(changed, "ko")
+
+
+def test_the_costliest_head_is_read_from_the_grid():
+    drops = np.zeros((3, 4))
+    drops[2, 1] = 0.05  # layer 3, head 2
+    said = claims.text(claims.costliest_head(drops, 0.85, 1000, "zero"))
+    assert "head 2 of layer 3" in said and "5.0%" in said and "11 of the 12 heads" in said
+    flat = claims.costliest_head(np.full((3, 4), 0.001), 0.85, 1000, "mean")
+    assert flat.key == "trust.costliest_none"  # no head costs 1%: the opposite sentence
+
+
+def test_the_test_set_table_names_the_ranking_with_the_best_margin():
+    row = {"deletion_auc_std": 0.1, "insertion_auc_std": 0.1, "below_random": 0.0}
+    summary = {
+        "images": 500,
+        "methods": {
+            "random": {"deletion_auc": 0.5, "insertion_auc": 0.5},
+            "rollout": {**row, "deletion_auc": 0.5, "insertion_auc": 0.55, "beats_random": 0.7},
+            "occlusion": {**row, "deletion_auc": 0.2, "insertion_auc": 0.8, "beats_random": 0.4},
+        },
+    }
+    said = claims.text(claims.trust_over_images(summary))
+    assert "follows occlusion (each patch hidden alone) best" in said and "attention rollout beats" in said
+    summary["methods"]["rollout"].update(deletion_auc=0.1, insertion_auc=0.95)  # now rollout's margin is the larger
+    assert "follows attention rollout best" in claims.text(claims.trust_over_images(summary))
+
+
+def test_the_map_reads_how_often_a_neighbour_shares_the_class():
+    rng = np.random.default_rng(0)
+    labels = np.repeat([0, 1], 50)
+    apart = np.concatenate([rng.normal(0, 0.1, (50, 2)), rng.normal(10, 0.1, (50, 2))])
+    mixed = rng.normal(0, 1, (100, 2))
+    assert claims.neighbour_agreement(apart, labels) == 1.0
+    assert claims.neighbour_agreement(mixed, labels) < 0.8
+    said = claims.text(claims.test_set_map(apart, labels, np.where(np.arange(100) < 90, labels, 1 - labels)))
+    assert "90 of 100 images" in said and "100%" in said

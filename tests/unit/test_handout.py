@@ -289,12 +289,13 @@ def test_the_sidebar_offers_the_tour_made_when_clicked() -> None:
 def test_the_button_writes_the_sessions_image_model_and_language(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from vitviz.app import sidebar
+    from vitviz.app import sidebar, text
 
     photo = CAT.read_bytes()
     monkeypatch.setattr(sidebar, "model_name", lambda: zoo.SHIPPED)
     monkeypatch.setattr(sidebar, "image_bytes", lambda: photo)
     monkeypatch.setattr(sidebar, "lang", lambda: "ko")
+    monkeypatch.setattr(text, "lang", lambda: "ko")  # the button's own label, through tr
     monkeypatch.setattr(sidebar, "chosen_test_image", lambda: ("cat", 3))  # as if it were test image cat/3
     monkeypatch.setattr(sidebar, "test_images", lambda: SimpleNamespace(split=SimpleNamespace(label="CIFAR-10")))
     offered = {}

@@ -168,6 +168,21 @@ BUILDERS = {
     "confusion_matrix": lambda: plots.confusion_matrix(
         np.arange(9).reshape(3, 3), ["cat", "dog", "bird"], "Confusion", "predicted", "true", selected=(0, 1)
     ),
+    "curves_with_band": lambda: plots.curves_with_band(
+        [0, 0.5, 1],
+        {"attention rollout": np.array([0.9, 0.4, 0.1]), "occlusion": np.array([0.9, 0.2, 0.1])},
+        (np.array([0.9, 0.5, 0.1]), np.array([0.9, 0.7, 0.1])),
+        "random orders (8): lowest to highest",
+        "Deletion",
+        "share of patches removed",
+        "p(cat)",
+    ),
+    "head_grid": lambda: plots.head_grid(
+        np.random.rand(3, 4) * 0.05, "Accuracy lost", "head", "layer", "lost", marked=[(0, 1)]
+    ),
+    "test_set_map": lambda: plots.test_set_map(
+        np.random.randn(20, 2), np.arange(20) % 3, ["cat", "dog", "bird"], [f"image {i}" for i in range(20)], "Map"
+    ),
 }
 
 

@@ -192,11 +192,11 @@ def test_split(model_name: str) -> lab.TestSplit | None:
         model, _ = cached_model(model_name)
     except zoo.ModelLoadError:
         return None
-    return _split_for(tuple(model.config.class_names), server_data(), os.environ.get("VITVIZ_DATA"))
+    return split_for(tuple(model.config.class_names), server_data(), os.environ.get("VITVIZ_DATA"))
 
 
 @functools.lru_cache(maxsize=16)
-def _split_for(classes: tuple[str, ...], data: str | None, _data_variable: str | None) -> lab.TestSplit | None:
+def split_for(classes: tuple[str, ...], data: str | None, _data_variable: str | None) -> lab.TestSplit | None:
     """Where a model's test split is, looked up once per server setting (the sidebar and the lab
     ask on every run; the folders do not move while the server runs, and the lookup walked them)."""
     return lab.test_split_for(classes, lab.default_test_root(data))

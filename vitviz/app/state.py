@@ -72,6 +72,8 @@ TOUR_VIEW = "app_pages/[5-6]_*.py"  # the pages that share the view of one layer
 LAB = "app_pages/9_mistakes.py"
 COMPARE = "app_pages/8_compare.py"
 CARD = "app_pages/9_card.py"
+TRUST = "app_pages/10_trust.py"
+MAP = "app_pages/11_map.py"
 
 CHOICES = (
     Choice("lang", str, url=True, options=lambda: LANGUAGES),
@@ -105,6 +107,13 @@ CHOICES = (
     Choice("compare_experiment", str, scope=COMPARE, options=lambda: compare.EXPERIMENTS),
     Choice("compare_hidden", list, scope=COMPARE),  # the patches the hiding experiment hides
     Choice("card_model", str, url=True, scope=CARD),  # whose card: the sidebar's ViT, or a CNN
+    Choice("trust_heads", list, scope=TRUST),  # heads switched off, as layer * heads + head
+    Choice("trust_layers", list, scope=TRUST),  # layers skipped
+    Choice("trust_mode", str, scope=TRUST, options=lambda: ("zero", "mean")),
+    Choice("map_method", str, scope=MAP),
+    Choice("map_token", str, scope=MAP),
+    Choice("map_layer", int, scope=MAP),
+    Choice("map_colour", str, scope=MAP, options=lambda: ("class", "right")),
 )
 BY_KEY = {choice.key: choice for choice in CHOICES}
 URL_KEYS = tuple(choice.key for choice in CHOICES if choice.url)

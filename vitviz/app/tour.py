@@ -20,7 +20,11 @@ TOUR = [
     ("app_pages/8_compare.py", "page.compare", ":material/compare:"),
     ("app_pages/9_card.py", "page.card", ":material/description:"),
 ]
-LAB = [("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:")]
+LAB = [
+    ("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:"),
+    ("app_pages/10_trust.py", "page.trust", ":material/fact_check:"),
+    ("app_pages/11_map.py", "page.map", ":material/scatter_plot:"),
+]
 
 
 def scripts() -> list[str]:

@@ -1,0 +1,112 @@
+"""Lab: the map of the test set. Every test image's [CLS] token (or mean patch token) after a
+chosen layer, projected to 2D (vitviz.projection; shipped for the shipped model, computed once
+with a progress bar otherwise); a click on a point shows the image and opens it in the tour."""
+
+import streamlit as st
+
+from vitviz import claims, lab, plots, projection
+from vitviz.app import analyses, caches, current, furniture, navigation, session, state
+from vitviz.app.text import label, lang, tr
+
+PAGE = "app_pages/11_map.py"
+CHART = "map_points"
+
+chosen = current.current_model()
+furniture.header("page.map", "map.intro")
+split = caches.test_split(chosen.name)
+if split is None or chosen.spec.is_cnn:
+    st.info(tr("map.missing"))
+    navigation.nav(PAGE)
+    st.stop()
+found, data = analyses.cached_projection(chosen.name, split.location)
+classes = found.classes or list(chosen.model.config.class_names)
+methods = sorted({m for m, _, _ in found.points}, key=projection.METHODS.index)
+tokens = [t for t in projection.TOKENS if any(k == t for _, k, _ in found.points)]
+
+c1, c2, c3, c4 = st.columns(4)
+method = state.widget(c1.radio, "map_method", tr("map.method"), methods, format_func=lambda m: tr(f"map.method.{m}"))
+token = state.widget(c2.radio, "map_token", tr("map.token"), tokens, format_func=lambda t: tr(f"map.token.{t}"))
+layers = found.layers
+state.default("map_layer", layers[-1])
+layer = state.widget(
+    c3.selectbox,
+    "map_layer",
+    tr("map.layer"),
+    layers,
+    format_func=lambda n: tr("map.layer_option", n=n) if n else tr("map.layer_embed"),
+)
+colour = state.widget(
+    c4.radio, "map_colour", tr("map.colour"), ["class", "right"], format_func=lambda c: tr(f"map.colour.{c}")
+)
+
+points = found.points[(method, token, layer)].numpy()
+labels, predictions = found.labels.numpy(), found.predictions.numpy()
+files = found.files or [str(i) for i in range(len(labels))]
+if colour == "class":
+    groups, group_names = labels, [label(c) for c in classes]
+else:
+    groups, group_names = (labels != predictions).astype(int), [tr("map.right"), tr("map.wrong")]
+hover = [
+    tr("map.hover", file=files[i], true=label(classes[labels[i]]), predicted=label(classes[predictions[i]]))
+    for i in range(len(labels))
+]
+layer_text = tr("map.layer_option", n=layer) if layer else tr("map.layer_embed")
+st.markdown(claims.text(claims.test_set_map(points, labels, predictions), lang()))
+st.plotly_chart(
+    plots.test_set_map(
+        points,
+        groups,
+        group_names,
+        hover,
+        title=tr("map.title", count=f"{len(labels):,}", token=tr(f"map.token.{token}"), layer=layer_text),
+    ),
+    width="stretch",
+    key=CHART,
+    on_select="rerun",
+    selection_mode="points",
+)
+seconds = ", ".join(f"{tr(f'map.method.{m}')}: {s:.0f} s" for m, s in found.seconds.items())
+st.caption(tr("map.note", seconds=seconds or "-"))
+if len(labels) < len(caches.cached_test_set(split.location)):
+    st.caption(tr("map.subset", count=f"{len(labels):,}"))
+
+# ---- the image of a clicked point -------------------------------------------------------------
+picked = (session.selection(CHART) or {}).get("selection", {}).get("points", [])
+index = int(picked[0]["customdata"]) if picked and "customdata" in picked[0] else None
+if index is None:
+    st.caption(tr("map.pick"))
+else:
+    left, right = st.columns([1, 3])
+    left.image(
+        furniture.png_bytes(lab.thumbnails(data.images[index : index + 1], 2 * lab.THUMBNAIL)[0]), output_format="PNG"
+    )
+    right.markdown(
+        tr(
+            "map.picked",
+            file=files[index],
+            true=label(classes[labels[index]]),
+            predicted=label(classes[predictions[index]]),
+        )
+    )
+
+    def open_in_tour(class_name: str, index_in_class: int) -> None:
+        """Make this test image the sidebar's test image (before the sidebar's widgets exist)."""
+        state.set(
+            source="test",
+            test=f"{class_name}/{index_in_class}",
+            test_class=class_name,
+            test_index=index_in_class,
+            step=0,
+        )
+
+    if right.button(
+        tr("mistakes.open_tour"),
+        key="map_open_tour",
+        help=tr("mistakes.open_tour_help"),
+        on_click=open_in_tour,
+        args=lab.class_position(data, index),
+        type="primary",
+    ):
+        navigation.go_to(0)
+
+navigation.nav(PAGE)

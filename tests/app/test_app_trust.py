@@ -1,0 +1,44 @@
+"""The lab's trust page and the map of the test set (issue 43), through AppTest."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from tests.apptest import errors, open_page, open_page_in_one_run
+from vitviz import ablation, claims, faithfulness, zoo
+from vitviz.app import caches
+from vitviz.data import load_image, to_tensor
+
+PAGE = "app_pages/10_trust.py"
+
+
+def _markdown(at) -> list[str]:
+    return [m.value for m in at.markdown]
+
+
+def test_the_trust_page_reads_this_image_s_curves_and_the_switched_off_heads():
+    at = open_page(PAGE)
+    assert errors(at) == []
+    model = zoo.load(zoo.default_name()).model
+    photo = (caches.SAMPLES / caches.DEFAULT_SAMPLE).read_bytes()
+    pixels = to_tensor(load_image(photo), model.config.preprocess)
+    expected = claims.text(faithfulness.sentences(faithfulness.read(faithfulness.faithfulness(model, pixels))))
+    assert expected in _markdown(at)  # the sentence is the one this image's curves make
+    assert any("Nothing is switched off" in m for m in _markdown(at))
+
+    skipped = list(range(model.config.depth))  # every layer skipped: the answer comes from the embeddings
+    at.multiselect(key="trust_layers").set_value(skipped).run()
+    assert errors(at) == []
+    with torch.no_grad():
+        before = model(pixels)[0].softmax(-1).numpy()
+        after = ablation.ablated(model, ablation.Ablation.of(layers=skipped))(pixels)[0].softmax(-1).numpy()
+    said = claims.text(claims.ablation_answer(before, after, model.config.class_names, 0, len(skipped)))
+    assert said in _markdown(at)
+    assert np.argmax(before) != np.argmax(after) or "stays" in said
+
+
+def test_the_trust_page_in_korean_has_no_error():
+    at = open_page_in_one_run(PAGE, lang="ko")
+    assert errors(at) == []
+    assert any("무작위" in m for m in _markdown(at))

@@ -1,0 +1,187 @@
+"""Head and layer ablation (vitviz.ablation): exactly what a switched-off part feeds changes, the
+shared model is never touched, and the test-set grid is what ablated models score."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from einops import rearrange
+
+from tests.helpers import CLASSES, make_image_folder
+from vitviz import ablation, analysis, zoo
+from vitviz.data import load_split, preprocess_batch
+from vitviz.evaluate import evaluate, weights_hash
+from vitviz.model import Attention, Block, VisionTransformer
+
+
+@pytest.fixture
+def model(tiny_config) -> VisionTransformer:
+    torch.manual_seed(0)
+    return VisionTransformer(tiny_config.replace(depth=3)).eval()  # 3 blocks of 4 heads
+
+
+@pytest.fixture
+def pixels() -> torch.Tensor:
+    torch.manual_seed(1)
+    return torch.randn(3, 3, 32, 32)
+
+
+def _heads(model: VisionTransformer, trace, layer: int) -> torch.Tensor:
+    """(B, heads, T, head_dim): what each head of block ``layer`` handed its projection in ``trace``."""
+    block = model.blocks[layer]
+    return ablation.head_outputs(block.attn, block.norm1(trace.hidden_states[layer]))
+
+
+def test_ablating_nothing_leaves_the_logits_exactly_equal(model, pixels):
+    copy = ablation.ablated(model, ablation.Ablation())
+    with torch.no_grad():
+        assert torch.equal(copy(pixels), model(pixels))
+        assert torch.equal(copy.explain(pixels).logits, model.explain(pixels).logits)
+    # the copy shares the weights (no copies) and has modules of its own
+    for (name, mine), (other, theirs) in zip(copy.state_dict().items(), model.state_dict().items(), strict=True):
+        assert name == other and mine.data_ptr() == theirs.data_ptr(), name
+    assert copy.blocks[0] is not model.blocks[0]
+
+
+def test_ablating_a_head_changes_exactly_what_that_head_feeds(model, pixels):
+    layer, head = 1, 2
+    copy = ablation.ablated(model, ablation.Ablation.of([(layer, head)]))
+    with torch.no_grad():
+        clean, cut = model.explain(pixels), copy.explain(pixels)
+        for i in range(layer + 1):  # every stream up to the block's input is unchanged
+            assert torch.equal(cut.hidden_states[i], clean.hidden_states[i]), i
+        assert torch.equal(cut.attentions[layer], clean.attentions[layer])  # its attention is still computed
+        mine, theirs = _heads(copy, cut, layer), _heads(model, clean, layer)
+        assert torch.equal(mine[:, head], torch.zeros_like(mine[:, head]))  # the head's own output is 0
+        others = [h for h in range(4) if h != head]
+        assert torch.equal(mine[:, others], theirs[:, others])  # the other heads' outputs are unchanged
+        # what the projection got is exactly those outputs
+        merged = copy.blocks[layer].attn.proj(rearrange(mine, "b h t d -> b t (h d)"))
+        assert torch.allclose(cut.attn_outputs[layer], merged, atol=1e-6)
+        for i in range(layer + 1, 4):  # every later stream changes
+            assert not torch.allclose(cut.hidden_states[i], clean.hidden_states[i]), i
+        assert not torch.allclose(cut.attentions[layer + 1], clean.attentions[layer + 1])
+        assert torch.allclose(copy(pixels), cut.logits, atol=1e-5)  # the fused path ablates the same head
+
+
+def test_the_shared_model_is_not_touched(model, pixels):
+    before = weights_hash(model)
+    keys = list(model.state_dict())
+    with torch.no_grad():
+        expected = model(pixels)
+    copy = ablation.ablated(model, ablation.Ablation.of([(0, 0), (2, 3)], layers=[1]))
+    with torch.no_grad():
+        copy(pixels), copy.explain(pixels)
+        assert torch.equal(model(pixels), expected)
+    assert weights_hash(model) == before and list(model.state_dict()) == keys
+    assert all(type(block) is Block and type(block.attn) is Attention for block in model.blocks)
+    assert not any(module._forward_hooks or module._forward_pre_hooks for module in model.modules())
+    assert type(copy.blocks[1]) is ablation.SkippedBlock and type(copy.blocks[2].attn) is ablation.AblatedAttention
+
+
+def test_skipping_a_layer_makes_its_output_its_input(model, pixels):
+    copy = ablation.ablated(model, ablation.Ablation.of(layers=[1]))
+    with torch.no_grad():
+        trace = copy.explain(pixels)
+        assert torch.equal(trace.hidden_states[2], trace.hidden_states[1])
+        assert not trace.attentions[1].any() and not trace.attn_outputs[1].any() and not trace.mlp_outputs[1].any()
+        assert torch.equal(copy(pixels), trace.logits) or torch.allclose(copy(pixels), trace.logits, atol=1e-5)
+        # rollout reads the skipped block as the identity: the same as rolling out the others alone
+        rolled = analysis.attention_rollout(trace.attentions)
+        assert torch.allclose(rolled, analysis.attention_rollout([trace.attentions[i] for i in (0, 2)]), atol=1e-6)
+    grad_map = analysis.grad_rollout(copy, pixels[:1], 0)  # gradients through a skipped block: 0, no error
+    assert grad_map.shape == (8, 8) and torch.isfinite(grad_map).all()
+
+
+def test_mean_ablation_writes_the_heads_mean_over_the_reference_images(model, pixels):
+    means = ablation.head_means(model, pixels, batch_size=2)
+    with torch.no_grad():
+        trace = model.explain(pixels)
+        expected = torch.stack([_heads(model, trace, layer).mean(dim=0) for layer in range(3)])
+    assert means.shape == (3, 4, 65, 8) and torch.allclose(means, expected, atol=1e-5)
+    copy = ablation.ablated(model, ablation.Ablation.of([(2, 1)], mode="mean", means=means))
+    with torch.no_grad():
+        cut = copy.explain(pixels)
+        written = _heads(copy, cut, 2)
+    assert torch.equal(written[:, 1], means[2, 1].expand(3, -1, -1))
+    assert torch.equal(cut.hidden_states[2], trace.hidden_states[2])
+
+
+def test_the_rest_of_the_forward_pass_from_a_stream_is_the_forward_pass(model, pixels):
+    copy = ablation.ablated(model, ablation.Ablation.of([(1, 0)]))
+    hidden = ablation.streams(model, pixels)
+    with torch.no_grad():
+        assert torch.equal(ablation.forward_from(model, hidden[0], 0), model(pixels))
+        assert torch.equal(ablation.forward_from(copy, hidden[1], 1), copy(pixels))
+        assert torch.allclose(hidden[-1], model.explain(pixels).hidden_states[-1], atol=1e-5)
+
+
+def test_what_does_not_exist_is_refused_with_what_to_do(model):
+    with pytest.raises(ValueError, match="layers go from 0 to 2"):
+        ablation.ablated(model, ablation.Ablation.of([(3, 0)]))
+    with pytest.raises(ValueError, match="heads from 0 to 3"):
+        ablation.ablated(model, ablation.Ablation.of([(0, 4)]))
+    with pytest.raises(ValueError, match="choose a layer"):
+        ablation.ablated(model, ablation.Ablation.of(layers=[5]))
+    with pytest.raises(ValueError, match="head_means"):
+        ablation.ablated(model, ablation.Ablation.of([(0, 0)], mode="mean"))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return make_image_folder(tmp_path_factory.mktemp("data"), per_class=5, splits=("test",))
+
+
+@pytest.fixture
+def classifier(tiny_config) -> VisionTransformer:
+    torch.manual_seed(0)
+    return VisionTransformer(tiny_config.replace(depth=2, num_classes=3, class_names=CLASSES)).eval()
+
+
+def test_the_grid_is_the_accuracy_of_each_ablated_model(folder, classifier):
+    data = load_split(folder, "test")
+    grid = ablation.accuracy_grid(classifier, data, batch_size=4)
+    assert grid["images"] == 15 and grid["accuracy"] == evaluate(classifier, data, use_cache=False).accuracy
+    pixels = preprocess_batch(data.images, classifier.config.preprocess)
+    means = ablation.head_means(classifier, pixels)
+    for mode in ablation.MODES:
+        assert len(grid["head_accuracy"][mode]) == 2 and len(grid["head_accuracy"][mode][0]) == 4
+        for layer, head in [(0, 0), (1, 3)]:
+            copy = ablation.ablated(classifier, ablation.Ablation.of([(layer, head)], mode=mode, means=means))
+            with torch.no_grad():
+                right = int((copy(pixels).argmax(-1) == data.labels).sum())
+            assert grid["head_accuracy"][mode][layer][head] == right / 15, (mode, layer, head)
+            assert grid["head_drop"][mode][layer][head] == pytest.approx(grid["accuracy"] - right / 15)
+    skipped = ablation.ablated(classifier, ablation.Ablation.of(layers=[1]))
+    with torch.no_grad():
+        assert grid["layer_accuracy"][1] == int((skipped(pixels).argmax(-1) == data.labels).sum()) / 15
+
+
+def test_the_command_prints_the_grid_and_stores_it_with_the_hash(folder, classifier, tmp_path, capsys):
+    zoo.save(classifier, tmp_path / "tiny.safetensors")
+    out = ablation.ablation_path(tmp_path / "tiny.safetensors")
+    argv = ["--model", str(tmp_path / "tiny.safetensors"), "--data", str(folder), "--images", "9"]
+    assert ablation.main([*argv, "--mode", "zero", "--json", "--out", str(out)]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed["images"] == 9 and list(printed["head_drop"]) == ["zero"]
+    assert (
+        out.name == "tiny.ablation.json" and ablation.read_stored(out, classifier)["head_drop"] == printed["head_drop"]
+    )
+    with torch.no_grad():
+        classifier.head.bias += 1.0
+    assert ablation.read_stored(out, classifier) is None
+
+
+def test_the_shipped_grid_was_made_by_the_shipped_weights():
+    model, _ = zoo.load(zoo.SHIPPED, device="cpu")
+    path = ablation.ablation_path(zoo.MODELS_DIR / f"{zoo.SHIPPED}.safetensors")
+    stored = ablation.read_stored(path, model)
+    assert stored is not None, (
+        f"{path.name} is missing or was made by other weights: python -m vitviz.ship --analyses-only"
+    )
+    depth, heads = model.config.depth, model.config.num_heads
+    for mode in ablation.MODES:
+        assert len(stored["head_drop"][mode]) == depth and all(len(row) == heads for row in stored["head_drop"][mode])
+    assert stored["dataset"] == "CIFAR-10 (JPEG copy)"
