@@ -436,7 +436,7 @@ def test_k_a_point_on_the_test_set_map_opens_its_image_in_the_tour(server, page)
     where = page.evaluate(
         """() => {
           const plot = document.querySelector(".js-plotly-plot");
-          const trace = plot.data[0], layout = plot._fullLayout, box = plot.getBoundingClientRect();
+          const trace = plot._fullData[0], layout = plot._fullLayout, box = plot.getBoundingClientRect();
           return {x: box.left + layout._size.l + layout.xaxis.l2p(trace.x[0]),
                   y: box.top + layout._size.t + layout.yaxis.l2p(trace.y[0]),
                   index: trace.customdata[0]};
