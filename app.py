@@ -39,7 +39,8 @@ def main() -> None:
         st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if (ROOT / f).exists()
     ]
     lab = [st.Page(f, title=tr(k), icon=i) for f, k, i in LAB if (ROOT / f).exists()]
-    page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps)
+    # every page listed: collapsed, Streamlit shows 10 and hides the lab behind "View 3 more"
+    page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps, expanded=True)
     navigation.follow_asked_step()  # Previous / Next: straight to the step, without drawing the page clicked on again
 
     sidebar.sidebar()
