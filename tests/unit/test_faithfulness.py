@@ -265,7 +265,7 @@ def test_the_command_prints_the_table_last(folder, tiny_config, tmp_path, capsys
     assert faithfulness.main(["--model", "nope", "--data", str(folder)]) == 2
 
 
-@pytest.mark.parametrize("name", [zoo.SHIPPED])  # the CNN's table: its 500-image run did not end this session
+@pytest.mark.parametrize("name", [zoo.SHIPPED, zoo.SHIPPED_CNN])
 def test_the_shipped_tables_were_made_by_the_shipped_weights(name):
     model, _ = zoo.load(name, device="cpu")
     path = faithfulness.faithfulness_path(zoo.MODELS_DIR / f"{name}.safetensors")
