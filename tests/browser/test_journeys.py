@@ -160,7 +160,7 @@ def test_c_korean_from_page_3_through_next_links_the_lab_and_back(server, page):
     walked.append(("next", title(page), problems(page)))
     sidebar_link(page, 1)
     walked.append(("link", title(page), problems(page)))
-    sidebar_link(page, -1)  # the lab
+    sidebar_link(page, len(tour.TOUR))  # the lab: the first page after the tour
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
     walked.append(("lab", title(page), problems(page)))
     click_button(page, "둘러보기에서 열기")
@@ -352,7 +352,7 @@ def test_g_a_grey_model_walks_fashion_mnist_from_the_picker_through_korean_and_t
     settle(page)
     assert HANGUL.search(title(page)) and title(page).startswith("2.")
     assert query(page)["test"] == "Trouser/0" and "Trouser" in page.get_by_role("combobox", name="클래스").input_value()
-    sidebar_link(page, -1)  # the lab: every Fashion-MNIST test image through the grey model
+    sidebar_link(page, len(tour.TOUR))  # the lab: every Fashion-MNIST test image through the grey model
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
     assert page.get_by_text("Fashion-MNIST", exact=False).count() >= 1 and problems(page) == []
     click_button(page, "둘러보기에서 열기")
