@@ -89,24 +89,6 @@ else:
         )
     )
 
-    def open_in_tour(class_name: str, index_in_class: int) -> None:
-        """Make this test image the sidebar's test image (before the sidebar's widgets exist)."""
-        state.set(
-            source="test",
-            test=f"{class_name}/{index_in_class}",
-            test_class=class_name,
-            test_index=index_in_class,
-            step=0,
-        )
-
-    if right.button(
-        tr("mistakes.open_tour"),
-        key="map_open_tour",
-        help=tr("mistakes.open_tour_help"),
-        on_click=open_in_tour,
-        args=lab.class_position(data, index),
-        type="primary",
-    ):
-        navigation.go_to(0)
+    navigation.open_in_tour_button(right, "map_open_tour", data, index)
 
 navigation.nav(PAGE)

@@ -310,25 +310,7 @@ with left:
             )
         )
 
-    def open_in_tour(class_name: str, index_in_class: int) -> None:
-        """Make this image the sidebar's test image (before the sidebar's widgets exist)."""
-        state.set(
-            source="test",
-            test=f"{class_name}/{index_in_class}",
-            test_class=class_name,
-            test_index=index_in_class,
-            step=0,
-        )
-
-    if st.button(
-        tr("mistakes.open_tour"),
-        key="mistakes_open_tour",
-        help=tr("mistakes.open_tour_help"),
-        on_click=open_in_tour,
-        args=lab.class_position(data, index),
-        type="primary",
-    ):
-        navigation.go_to(0)
+    navigation.open_in_tour_button(st, "mistakes_open_tour", data, index)
 k = min(5, num_classes)
 top_values, top_classes = probs.topk(k)
 top_names = [classes[c] for c in top_classes.tolist()]

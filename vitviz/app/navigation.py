@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from vitviz import data as vdata
+from vitviz import lab
 from vitviz.app import state, web
 from vitviz.app.text import tr
 from vitviz.app.tour import TOUR
@@ -83,3 +85,24 @@ def follow_step_link(page) -> None:
     index = titles.index(page.title) if page.title in titles else None
     state.set(step=index)
     state.set_param("step", index)
+
+
+def open_test_image(class_name: str, index_in_class: int) -> None:
+    """Make a test image the sidebar's image (a button's callback: before the sidebar's widgets exist)."""
+    state.set(
+        source="test", test=f"{class_name}/{index_in_class}", test_class=class_name, test_index=index_in_class, step=0
+    )
+
+
+def open_in_tour_button(where, key: str, data: vdata.ImageSet, index: int) -> None:
+    """The lab's "Open in the tour": test image ``index`` of ``data`` becomes the tour's image, and
+    the overview opens."""
+    if where.button(
+        tr("mistakes.open_tour"),
+        key=key,
+        help=tr("mistakes.open_tour_help"),
+        on_click=open_test_image,
+        args=lab.class_position(data, index),
+        type="primary",
+    ):
+        go_to(0)
