@@ -324,6 +324,16 @@ PRESETS: dict[str, dict[str, Any]] = {
         random_erasing=0.25,
         model={**SEED_MNIST_VIT, "preprocess": FASHION_MNIST_PIXELS},
     ),
+    # The grey ViT on a 7 x 7 grid of 4-pixel patches (49 tokens of 16 numbers): the seed's width,
+    # depth and heads, three times the tokens; what small scratch ViTs on Fashion-MNIST use
+    # (docs/training.md). The seed's recipe, flips only, over 50 epochs.
+    "fashion-mnist-vit-p4": dict(
+        SEED_VIT_RECIPE,
+        name="fashion-mnist-vit-p4",
+        data="fashion-mnist",
+        epochs=50,
+        model={**SEED_MNIST_VIT, "patch_size": 4, "preprocess": FASHION_MNIST_PIXELS},
+    ),
     # The same ViT and recipe on handwritten digits
     "mnist-vit": dict(
         SEED_VIT_RECIPE,
