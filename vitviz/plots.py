@@ -7,6 +7,7 @@ keeps plotly's own PNG export, and tests can read the data back from ``fig.data`
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import itertools
 import unicodedata
@@ -44,6 +45,33 @@ LOOK = dict(font=FONT, modebar=MODEBAR)  # every figure's layout carries both
 MODEBAR_STRIP = 28  # pixels at a figure's top that the modebar covers while the pointer is on the figure
 PANEL_TITLES_TOP = 54  # top margin over a row of panel titles: they sit below the modebar's strip
 TITLE_TOP = 60  # top margin of a figure with a title: the title's line sits below the modebar's strip
+
+
+# Figures are built from plain dictionaries in one constructor call, without plotly's checks
+# (``_figure``): plotly checks every property it is given, and its update_* methods parse every
+# key path, which made a figure 5-40 ms to build, the largest share of a class's server time per
+# step (docs/benchmarks.md). tests/unit/test_plots.py builds every figure with the checks on too
+# (``VALIDATE``) and compares the JSON, so a dictionary that is not in plotly's own form fails there.
+VALIDATE = False
+
+
+def _figure(data: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain trace and layout dictionaries (each trace with its ``type``), on the
+    app's template (``TEMPLATE_JSON``, shared by every figure and never changed: plotly would
+    copy its own default template into each figure, the larger part of building a small one)."""
+    fig = go.Figure(data=data, layout={**layout, "template": {}}, _validate=VALIDATE)
+    fig._layout["template"] = TEMPLATE_JSON
+    return fig
+
+
+@functools.cache
+def _named_scale(name: str) -> tuple:
+    return go.Heatmap(colorscale=name).colorscale  # plotly's own stops: Plotly.js knows fewer names
+
+
+def _scale(colorscale: str | Sequence) -> Sequence:
+    """A colour scale as plotly writes it: a name becomes its list of stops."""
+    return _named_scale(colorscale) if isinstance(colorscale, str) else colorscale
 
 
 def _title(text: str | None) -> dict | None:
@@ -247,8 +275,13 @@ def png_data_uri(picture: np.ndarray) -> str:
 
 def _image_figure(z: np.ndarray, height: int | None, title: str | None, **trace: object) -> go.Figure:
     """One go.Image trace and the picture layout, built in a single constructor call (plotly's
-    update_* methods each cost milliseconds, which add up in an app rerun). A picture above
-    ``PNG_ABOVE_PIXELS`` goes as a PNG; its hover reads the pixel's colour from the picture."""
+    update_* methods each cost milliseconds, which add up in an app rerun)."""
+    return _figure([_image_trace(z, **trace)], _image_layout_dict(height, title))
+
+
+def _image_trace(z: np.ndarray, **trace: object) -> dict:
+    """A picture's trace dictionary. A picture above ``PNG_ABOVE_PIXELS`` goes as a PNG; its hover
+    reads the pixel's colour from the picture."""
     if z.shape[0] * z.shape[1] > PNG_ABOVE_PIXELS:
         pixels = dict(source=png_data_uri(z))
         if isinstance(trace.get("hovertemplate"), str):  # a PNG's pixel is [r, g, b, alpha]: show r, g, b
@@ -256,12 +289,15 @@ def _image_figure(z: np.ndarray, height: int | None, title: str | None, **trace:
             trace["hovertemplate"] = trace["hovertemplate"].replace("%{z}", rgb)
     else:
         pixels = dict(z=z)
-    return go.Figure(data=[dict(type="image", **pixels, **trace)], layout=_image_layout_dict(height, title))
+    return dict(type="image", **pixels, **trace)
+
+
+PIXEL_HOVER = "x=%{x}, y=%{y}<br>RGB %{z}<extra></extra>"
 
 
 def image(array: np.ndarray, title: str | None = None, height: int | None = 380) -> go.Figure:
     """A picture, pixel for pixel, with hover showing (x, y) and the RGB values."""
-    return _image_figure(to_uint8(array), height, title, hovertemplate="x=%{x}, y=%{y}<br>RGB %{z}<extra></extra>")
+    return _image_figure(to_uint8(array), height, title, hovertemplate=PIXEL_HOVER)
 
 
 def patch_grid(
@@ -280,7 +316,6 @@ def patch_grid(
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
     grid_h, grid_w = height_px // patch_size, width_px // patch_size
-    fig = image(array, title, height)
     line = dict(color="rgba(255,255,255,0.9)", width=1)
     shapes = [
         dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=row * patch_size - 0.5, y1=row * patch_size - 0.5, line=line)
@@ -289,25 +324,25 @@ def patch_grid(
         dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=col * patch_size - 0.5, x1=col * patch_size - 0.5, line=line)
         for col in range(1, grid_w)
     ]
-    fig.update_layout(shapes=shapes)  # one update: add_shape per line costs a millisecond each
+    if highlight is not None and 0 <= highlight < grid_h * grid_w:
+        shapes.append(_patch_outline(highlight, grid_w, patch_size, width=3))
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     centres_x = cols * patch_size + patch_size / 2 - 0.5
     centres_y = rows * patch_size + patch_size / 2 - 0.5
-    fig.add_trace(
-        click_markers(
-            centres_x,
-            centres_y,
-            max(6, min(40, 600 // max(grid_w, 1))),
-            numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
-            "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>",
-            mode="text+markers" if numbers else "markers",
-            text=[str(i + 1) for i in range(grid_h * grid_w)] if numbers else None,
-            textfont=dict(color="white", size=11),
-        )
+    markers = _click_markers(
+        centres_x,
+        centres_y,
+        max(6, min(40, 600 // max(grid_w, 1))),
+        numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
+        "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>",
+        mode="text+markers" if numbers else "markers",
+        textfont=dict(color="white", size=11),
     )
-    if highlight is not None and 0 <= highlight < grid_h * grid_w:
-        outline_patch(fig, highlight, grid_w, patch_size, width=3)
-    return fig
+    if numbers:
+        markers["text"] = [str(i + 1) for i in range(grid_h * grid_w)]
+    layout = _image_layout_dict(height, title)
+    layout["shapes"] = shapes
+    return _figure([_image_trace(array, hovertemplate=PIXEL_HOVER), markers], layout)
 
 
 def numbered(index_row_col: np.ndarray) -> np.ndarray:
@@ -322,8 +357,16 @@ def click_markers(
     """Square markers, nearly transparent, that answer hovers and clicks: st.plotly_chart's
     on_select reads their ``customdata``. Not hidden: hoverinfo "skip" or opacity 0 would make
     them ignore clicks too."""
+    return go.Scatter(_click_markers(x, y, size, customdata, hovertemplate, **trace))
+
+
+def _click_markers(
+    x: Sequence, y: Sequence, size: int, customdata: np.ndarray, hovertemplate: str, **trace: object
+) -> dict:
+    """``click_markers`` as a trace dictionary."""
     trace.setdefault("mode", "markers")
-    return go.Scatter(
+    return dict(
+        type="scatter",
         x=x,
         y=y,
         marker=dict(size=size, color="rgba(0,0,0,0.01)", symbol="square"),
@@ -336,8 +379,14 @@ def click_markers(
 
 def outline_patch(fig: go.Figure, index: int, grid_w: int, patch_size: int, width: int = 3) -> go.Figure:
     """Draw a red square around patch ``index`` (row-major) of an image figure."""
+    fig.add_shape(_patch_outline(index, grid_w, patch_size, width))
+    return fig
+
+
+def _patch_outline(index: int, grid_w: int, patch_size: int, width: int = 3) -> dict:
+    """``outline_patch``'s square as a shape dictionary."""
     row, col = divmod(index, grid_w)
-    fig.add_shape(
+    return dict(
         type="rect",
         x0=col * patch_size - 0.5,
         x1=(col + 1) * patch_size - 0.5,
@@ -345,7 +394,6 @@ def outline_patch(fig: go.Figure, index: int, grid_w: int, patch_size: int, widt
         y1=(row + 1) * patch_size - 0.5,
         line=dict(color="#ff2d55", width=width),
     )
-    return fig
 
 
 def patch_montage(patches: np.ndarray, grid: tuple[int, int], gap: int = 1) -> np.ndarray:
@@ -409,30 +457,41 @@ def heatmap_overlay(
 ) -> go.Figure:
     """A (grid_h, grid_w) map laid over the image, one coloured square per patch (or per pixel,
     for a map the image's size)."""
+    return _figure(*_overlay(array, values, opacity, title, height, colorscale, zmin, zmax, colorbar, hover))
+
+
+def _overlay(
+    array: np.ndarray,
+    values: np.ndarray,
+    opacity: float = 0.55,
+    title: str | None = None,
+    height: int | None = 380,
+    colorscale: str = HEAT,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    colorbar: bool = True,
+    hover: str = GRID_HOVER,
+) -> tuple[list[dict], dict]:
+    """``heatmap_overlay``'s traces (the picture, then the map) and layout."""
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
     values = np.asarray(values, dtype=np.float64)
     grid_h, grid_w = values.shape
-    fig = image(array, title, height)
-    fig.data[0].hoverinfo = "skip"
-    fig.data[0].hovertemplate = None
-    fig.add_trace(
-        go.Heatmap(
-            z=values,
-            x0=(width_px / grid_w - 1) / 2,
-            dx=width_px / grid_w,
-            y0=(height_px / grid_h - 1) / 2,
-            dy=height_px / grid_h,
-            colorscale=colorscale,
-            opacity=opacity,
-            zmin=zmin,
-            zmax=zmax,
-            showscale=colorbar,
-            **_map_hover(grid_h, grid_w, (height_px, width_px), hover),
-            colorbar=dict(thickness=12, len=0.8),
-        )
+    heat = dict(
+        type="heatmap",
+        z=values,
+        x0=(width_px / grid_w - 1) / 2,
+        dx=width_px / grid_w,
+        y0=(height_px / grid_h - 1) / 2,
+        dy=height_px / grid_h,
+        colorscale=_scale(colorscale),
+        opacity=opacity,
+        showscale=colorbar,
+        **_map_hover(grid_h, grid_w, (height_px, width_px), hover),
+        colorbar=dict(thickness=12, len=0.8),
     )
-    return fig
+    heat |= {key: value for key, value in (("zmin", zmin), ("zmax", zmax)) if value is not None}
+    return [_image_trace(array, hoverinfo="skip"), heat], _image_layout_dict(height, title)
 
 
 def _panel_domains(count: int, columns: int, h_gap: float, v_gap: float) -> list[tuple[list[float], list[float]]]:
@@ -477,10 +536,9 @@ def small_multiples(
             dict(
                 type="heatmap",
                 z=values,
-                colorscale=colorscale,
+                colorscale=_scale(colorscale),
                 showscale=False,
-                zmin=zmin,
-                zmax=zmax,
+                **({} if zmin is None else dict(zmin=zmin, zmax=zmax)),
                 xaxis=f"x{suffix}",
                 yaxis=f"y{suffix}",
                 customdata=grid_customdata(*values.shape),
@@ -505,35 +563,34 @@ def small_multiples(
             )
         )
     layout.update(height=rows * height_per_row + 60, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
-    return go.Figure(data=data, layout=layout)
+    return _figure(data, layout)
 
 
 def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -> go.Figure:
     """The three normalised input channels (C, H, W) as diverging heat maps around zero."""
     pixels = np.asarray(pixels, dtype=np.float64)
     limit = float(np.abs(pixels).max()) or 1.0
-    fig = make_subplots(rows=1, cols=len(pixels), subplot_titles=list(titles), horizontal_spacing=0.03)
-    for index, channel in enumerate(pixels):
-        fig.add_trace(
-            go.Heatmap(
+    axes, layout = _panel_row(list(titles), 0.03)
+    data = []
+    for index, (channel, (x_name, y_name)) in enumerate(zip(pixels, axes, strict=True)):
+        data.append(
+            dict(
+                type="heatmap",
                 z=channel,
-                colorscale=DIVERGING,
+                colorscale=_scale(DIVERGING),
                 zmin=-limit,
                 zmax=limit,
                 showscale=index == len(pixels) - 1,
                 hovertemplate="x=%{x}, y=%{y}: %{z:.3f}<extra></extra>",
                 colorbar=dict(thickness=12),
-            ),
-            row=1,
-            col=index + 1,
+                xaxis=x_name,
+                yaxis=y_name,
+            )
         )
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False, autorange="reversed")
-    for index in range(len(pixels)):
-        axis = "" if index == 0 else str(index + 1)
-        fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
-    return fig
+        layout["xaxis" + x_name[1:]]["visible"] = False
+        layout["yaxis" + y_name[1:]] |= dict(visible=False, autorange="reversed", scaleanchor=x_name)
+    layout |= dict(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
+    return _figure(data, layout)
 
 
 def histogram(
@@ -544,22 +601,24 @@ def histogram(
     y_title: str | None = None,
 ) -> go.Figure:
     """Overlaid histograms of named value arrays."""
-    fig = go.Figure()
-    for (name, values), colour in zip(series.items(), itertools.cycle(CHANNEL_COLOURS), strict=False):
-        fig.add_trace(
-            go.Histogram(x=np.asarray(values).ravel(), name=name, opacity=0.6, nbinsx=60, marker_color=colour)
+    data = [
+        dict(
+            type="histogram", x=np.asarray(values).ravel(), name=name, opacity=0.6, nbinsx=60, marker=dict(color=colour)
         )
-    fig.update_layout(
+        for (name, values), colour in zip(series.items(), itertools.cycle(CHANNEL_COLOURS), strict=False)
+    ]
+    layout = dict(
         barmode="overlay",
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP + 22 if title else 32, b=4),
         **LOOK,
-        title=_title(title),
-        xaxis_title=x_title,
-        yaxis_title=y_title,
+        xaxis=_axis(x_title),
+        yaxis=_axis(y_title),
         legend=dict(orientation="h", y=1, yanchor="bottom"),  # a row between the title and the bars
     )
-    return fig
+    if title:
+        layout["title"] = _title(title)
+    return _figure(data, layout)
 
 
 def bars(
@@ -577,38 +636,56 @@ def bars(
     ``highlight`` marks one bar in red (the prediction); ``correct`` marks the bar of the known
     true class in green (it wins over ``highlight`` when both are the same bar).
     """
+    return _figure(*_bars(labels, values, title, height, highlight, percent, x_title, correct))
+
+
+def _bars(
+    labels: Sequence[str],
+    values: Sequence[float],
+    title: str | None = None,
+    height: int = 300,
+    highlight: int | None = None,
+    percent: bool = True,
+    x_title: str | None = None,
+    correct: int | None = None,
+) -> tuple[list[dict], dict]:
+    """``bars``' trace and layout."""
     colours = [
         TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else OTHER_COLOUR
         for i in range(len(values))
     ]
     text = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
     top = max(max(values, default=0), 1e-9)
-    fig = go.Figure(
-        go.Bar(
-            x=list(values),
-            y=list(labels),
-            orientation="h",
-            marker_color=colours,
-            text=text,
-            # beside its bar, level and at full size: inside a short bar Plotly turned "7.0%" on its
-            # side and shrank it
-            textposition="outside",
-            textangle=0,
-            constraintext="none",
-            cliponaxis=False,
-        )
+    bar = dict(
+        type="bar",
+        x=list(values),
+        y=list(labels),
+        orientation="h",
+        marker=dict(color=colours),
+        text=text,
+        # beside its bar, level and at full size: inside a short bar Plotly turned "7.0%" on its
+        # side and shrank it
+        textposition="outside",
+        textangle=0,
+        constraintext="none",
+        cliponaxis=False,
     )
-    fig.update_yaxes(autorange="reversed")
-    axis = dict(title=x_title, range=[0, top * 1.3])  # from 0, with room for the longest bar's number
+    axis = _axis(x_title, range=[0, top * 1.3])  # from 0, with room for the longest bar's number
     if percent:  # ticks up to the longest bar: no "120%" in the room left for its number
         step = next(s for s in (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.25) if top / s <= 5)
         axis |= dict(
             tickformat=".0%" if step >= 0.01 else ".1%", tickvals=list(np.round(np.arange(0, top + 1e-9, step), 6))
         )
-    fig.update_layout(
-        height=height, margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4), **LOOK, title=_title(title), xaxis=axis
+    layout = dict(
+        height=height,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        xaxis=axis,
+        yaxis=dict(autorange="reversed"),
     )
-    return fig
+    if title:
+        layout["title"] = _title(title)
+    return [bar], layout
 
 
 # ---- 3. vectors ----
@@ -647,43 +724,37 @@ def patch_planes(
     low, high = float(planes.min()), float(planes.max())
     if high <= low:
         high = low + 1e-6
-    fig = make_subplots(rows=1, cols=in_chans, subplot_titles=list(names), horizontal_spacing=0.04)
-    for c in range(in_chans):
+    axes, layout = _panel_row(list(names), 0.04, font_size=15)
+    data = []
+    ticks = dict(tickmode="linear", tick0=1, dtick=max(1, p // 4), constrain="domain")
+    for c, (x_name, y_name) in enumerate(axes):
         colour = CHANNEL_COLOURS[c] if in_chans == 3 else "#ffffff"
-        fig.add_trace(
-            go.Heatmap(
-                z=planes[c],
-                x=counted,
-                y=counted,
-                customdata=position[c],
-                text=position[c] if p <= 8 else None,
-                texttemplate="%{text}" if p <= 8 else None,
-                textfont=dict(color="white", size=12),
-                colorscale=_channel_scale(colour),
-                zmin=low,
-                zmax=high,
-                showscale=False,
-                hovertemplate="p1=%{y}, p2=%{x}<br>" + index_word + " %{customdata}: %{z:.3f}<extra></extra>",
-            ),
-            row=1,
-            col=c + 1,
+        trace = dict(
+            type="heatmap",
+            z=planes[c],
+            x=counted,
+            y=counted,
+            customdata=position[c],
+            textfont=dict(color="white", size=12),
+            colorscale=_channel_scale(colour),
+            zmin=low,
+            zmax=high,
+            showscale=False,
+            hovertemplate="p1=%{y}, p2=%{x}<br>" + index_word + " %{customdata}: %{z:.3f}<extra></extra>",
+            xaxis=x_name,
+            yaxis=y_name,
         )
-    fig.update_xaxes(title_text="p2", tickmode="linear", tick0=1, dtick=max(1, p // 4), constrain="domain")
-    fig.update_yaxes(
-        autorange="reversed", tickmode="linear", tick0=1, dtick=max(1, p // 4), showticklabels=False, constrain="domain"
-    )
-    fig.update_yaxes(title_text="p1", showticklabels=True, row=1, col=1)
-    for c in range(in_chans):
-        axis = "" if c == 0 else str(c + 1)
-        fig.layout[f"yaxis{axis}"].scaleanchor = f"x{axis}"
-    fig.update_layout(
-        height=height,
-        margin=dict(l=4, r=4, t=TITLE_TOP + 24 if title else PANEL_TITLES_TOP, b=4),
-        **LOOK,
-        title=_title(title),
-    )
-    fig.update_annotations(font_size=15)
-    return fig
+        if p <= 8:
+            trace |= dict(text=position[c], texttemplate="%{text}")
+        data.append(trace)
+        suffix = x_name[1:]
+        layout[f"xaxis{suffix}"] |= dict(title=dict(text="p2"), **ticks)
+        layout[f"yaxis{suffix}"] |= dict(autorange="reversed", **ticks, showticklabels=c == 0, scaleanchor=x_name)
+    layout["yaxis"]["title"] = dict(text="p1")
+    layout |= dict(height=height, margin=dict(l=4, r=4, t=TITLE_TOP + 24 if title else PANEL_TITLES_TOP, b=4), **LOOK)
+    if title:
+        layout["title"] = _title(title)
+    return _figure(data, layout)
 
 
 def vector_bars(
@@ -699,47 +770,52 @@ def vector_bars(
     ``segment``, every run of ``segment`` entries is its own trace (coloured by channel, named
     from ``names``), its first position marked on the axis."""
     values = np.asarray(values, dtype=np.float64).ravel()
-    fig = go.Figure()
+    data, shapes, xaxis = [], [], _axis(x_title)
     if segment:
         starts = range(0, len(values), segment)  # 0-based: where each run starts in the array
         colours = CHANNEL_COLOURS if len(starts) == 3 else (GREY,)  # R, G, B, or one grey channel
         for number, start in enumerate(starts):
             stop = min(start + segment, len(values))
             name = names[number] if number < len(names) else str(number + 1)
-            fig.add_trace(
-                go.Bar(
+            data.append(
+                dict(
+                    type="bar",
                     x=np.arange(start + 1, stop + 1),
                     y=values[start:stop],
                     name=name,
-                    marker_color=colours[number % len(colours)],
+                    marker=dict(color=colours[number % len(colours)]),
                     hovertemplate=index_word + " %{x}: %{y:.3f}<extra>" + name + "</extra>",
                 )
             )
             if start:
-                fig.add_vline(x=start + 0.5, line=dict(color="#666", width=1, dash="dot"))
+                shapes.append(_vline(start + 0.5, dict(color="#666", width=1, dash="dot")))
         firsts = [start + 1 for start in starts]
         labels = [f"{names[i] if i < len(names) else i + 1}: {first}" for i, first in enumerate(firsts)]
-        fig.update_xaxes(tickmode="array", tickvals=firsts, ticktext=labels)
+        xaxis |= dict(tickmode="array", tickvals=firsts, ticktext=labels)
     else:
-        fig.add_trace(
-            go.Bar(
+        data.append(
+            dict(
+                type="bar",
                 x=np.arange(1, len(values) + 1),
                 y=values,
-                marker_color="#4c78a8",
+                marker=dict(color="#4c78a8"),
                 hovertemplate=index_word + " %{x}: %{y:.3f}<extra></extra>",
             )
         )
-    fig.update_layout(
+    layout = dict(
         height=height,
         bargap=0,
         **LOOK,
-        title=_title(title),
-        xaxis_title=x_title,
+        xaxis=xaxis,
         showlegend=bool(segment),
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"),
     )
-    return fig
+    if title:
+        layout["title"] = _title(title)
+    if shapes:
+        layout["shapes"] = shapes
+    return _figure(data, layout)
 
 
 def rescale_each(stack: np.ndarray) -> np.ndarray:
@@ -815,46 +891,54 @@ def token_matrix(
     if list(row_labels) != rows[first : first + count]:
         raise ValueError(f"{count} rows labelled {list(row_labels)[:2]}... are not a run of the slots {rows[:2]}...")
     limit = float(np.abs(values).max()) or 1.0
-    fig = go.Figure(
-        go.Heatmap(
-            z=values,
-            x=np.arange(1, dim + 1),
-            y=list(row_labels),
-            colorscale=DIVERGING,
-            zmin=-limit,
-            zmax=limit,
-            colorbar=dict(thickness=12),
-            hovertemplate=f"%{{y}}, {channel_word} %{{x}}: %{{z:.3f}}<extra></extra>",
-        )
+    heat = dict(
+        type="heatmap",
+        z=values,
+        x=np.arange(1, dim + 1),
+        y=list(row_labels),
+        colorscale=_scale(DIVERGING),
+        zmin=-limit,
+        zmax=limit,
+        colorbar=dict(thickness=12),
+        hovertemplate=f"%{{y}}, {channel_word} %{{x}}: %{{z:.3f}}<extra></extra>",
     )
+    shapes, notes = [], []
     for row, label in (marked or {}).items():  # on a category axis, row k of the data sits at k
-        fig.add_shape(
-            type="rect", x0=0.5, x1=dim + 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3)
+        shapes.append(
+            dict(type="rect", x0=0.5, x1=dim + 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3))
         )
-        fig.add_annotation(
-            x=(dim + 1) / 2,
-            y=row,
-            text=f"<b>{label}</b>",
-            showarrow=True,
-            arrowhead=2,
-            arrowcolor="#ff2d55",
-            ax=0,
-            ay=40,
-            font=dict(color=HIGHLIGHT_TEXT, size=16),
-            bgcolor="rgba(255,255,255,0.85)",
+        notes.append(
+            dict(
+                x=(dim + 1) / 2,
+                y=row,
+                text=f"<b>{label}</b>",
+                showarrow=True,
+                arrowhead=2,
+                arrowcolor="#ff2d55",
+                ax=0,
+                ay=40,
+                font=dict(color=HIGHLIGHT_TEXT, size=16),
+                bgcolor="rgba(255,255,255,0.85)",
+            )
         )
-    fig.update_yaxes(  # every slot of ``rows`` top to bottom, empty ones too (data row k sits at k)
-        type="category",
-        range=[len(rows) - first - 0.5, -first - 0.5],
-        tickmode="array",
-        tickvals=list(ticks if ticks is not None else rows),
-        title_text=y_title,
+    layout = dict(
+        height=height,
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
+        **LOOK,
+        xaxis=_axis(x_title, range=[0.5, dim + 0.5]),
+        yaxis=_axis(  # every slot of ``rows`` top to bottom, empty ones too (data row k sits at k)
+            y_title,
+            type="category",
+            range=[len(rows) - first - 0.5, -first - 0.5],
+            tickmode="array",
+            tickvals=list(ticks if ticks is not None else rows),
+        ),
     )
-    fig.update_xaxes(title_text=x_title, range=[0.5, dim + 0.5])
-    fig.update_layout(
-        height=height, margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4), **LOOK, title=_title(title)
-    )
-    return fig
+    if title:
+        layout["title"] = _title(title)
+    if shapes:
+        layout |= dict(shapes=shapes, annotations=notes)
+    return _figure([heat], layout)
 
 
 def similarity_mosaic(similarity: np.ndarray, gap: int = 1) -> np.ndarray:
@@ -1019,13 +1103,13 @@ def attention_picker(
     array = to_uint8(array)
     values = np.asarray(values, dtype=np.float64)
     grid_h, grid_w = values.shape
-    fig = heatmap_overlay(array, values, title=title, height=height)
-    fig.data[-1].hoverinfo = "skip"
-    fig.data[-1].hovertemplate = None
+    data, layout = _overlay(array, values, title=title, height=height)
+    data[-1]["hoverinfo"] = "skip"
+    data[-1].pop("hovertemplate", None)
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     size = max(6, min(40, int(0.8 * (height or 420) / max(grid_h, grid_w))))  # about one patch on screen
-    fig.add_trace(
-        click_markers(
+    data.append(
+        _click_markers(
             cols * patch_size + patch_size / 2 - 0.5,
             rows * patch_size + patch_size / 2 - 0.5,
             size,
@@ -1040,8 +1124,8 @@ def attention_picker(
         )
     )
     if query_patch is not None and 0 <= query_patch < grid_h * grid_w:
-        outline_patch(fig, query_patch, grid_w, patch_size, width=4)
-    return fig
+        layout["shapes"] = [_patch_outline(query_patch, grid_w, patch_size, width=4)]
+    return _figure(data, layout)
 
 
 def head_marker(head: int) -> dict:
@@ -1050,21 +1134,35 @@ def head_marker(head: int) -> dict:
     return dict(color=PALETTE[head % len(PALETTE)], symbol=SYMBOLS[head // len(PALETTE) % len(SYMBOLS)])
 
 
-def head_dots(distances: np.ndarray, head_word: str, x_title: str) -> list[go.Scatter]:
+def head_dots(distances: np.ndarray, head_word: str, x_title: str, axes: tuple[str, str] = ("x", "y")) -> list[dict]:
     """One trace of dots per head of a (depth, heads) array of pixels: x = layer (1-based, as
     users count), a colour per head named in the legend (so it says which colour is which head)."""
     depth, heads = distances.shape
     return [
-        go.Scatter(
+        dict(
+            type="scatter",
             x=np.arange(1, depth + 1),
             y=distances[:, head],
             mode="markers",
             name=f"{head_word} {head + 1}",
             marker=dict(size=12, line=dict(color="white", width=1), **head_marker(head)),
             hovertemplate=f"{x_title} %{{x}}, {head_word} {head + 1}: %{{y:.1f}} px<extra></extra>",
+            **({} if axes == ("x", "y") else dict(xaxis=axes[0], yaxis=axes[1])),
         )
         for head in range(heads)
     ]
+
+
+def _hline(y: float, line: dict, axes: tuple[str, str] = ("x", "y")) -> dict:
+    """A horizontal line across a panel at ``y``, as plotly's ``add_hline`` draws it."""
+    return dict(type="line", x0=0, x1=1, xref=f"{axes[0]} domain", y0=y, y1=y, yref=axes[1], line=line)
+
+
+def _hline_label(y: float, text: str, axes: tuple[str, str] = ("x", "y")) -> dict:
+    """``add_hline``'s ``annotation_text`` at "top left": above the line, at the panel's left."""
+    return dict(
+        showarrow=False, text=text, x=0, xanchor="left", xref=f"{axes[0]} domain", y=y, yanchor="bottom", yref=axes[1]
+    )
 
 
 def attention_distance(
@@ -1084,23 +1182,20 @@ def attention_distance(
     """
     distances = np.asarray(distances, dtype=np.float64)
     depth, _ = distances.shape
-    fig = go.Figure(head_dots(distances, head_word, x_title or "layer"))
-    if uniform is not None:
-        fig.add_hline(
-            y=uniform,
-            line=dict(color="grey", dash="dot"),
-            annotation_text=uniform_label,
-            annotation_position="top left",
-        )
-    fig.update_layout(
+    layout = dict(
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
-        title=_title(title),
-        xaxis=dict(title=x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2),
-        yaxis=dict(title=y_title, rangemode="tozero"),
+        xaxis=_axis(x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2),
+        yaxis=_axis(y_title, rangemode="tozero"),
     )
-    return fig
+    if title:
+        layout["title"] = _title(title)
+    if uniform is not None:
+        layout["shapes"] = [_hline(uniform, dict(color="grey", dash="dot"))]
+        if uniform_label:
+            layout["annotations"] = [_hline_label(uniform, uniform_label)]
+    return _figure(head_dots(distances, head_word, x_title or "layer"), layout)
 
 
 def reach(
@@ -1128,50 +1223,44 @@ def reach(
     """
     distances = np.asarray(distances, dtype=np.float64)
     depth, _ = distances.shape
-    fig = make_subplots(
-        rows=1, cols=2, shared_yaxes=True, subplot_titles=[cnn_title, vit_title], horizontal_spacing=0.05
-    )
+    (cnn_axes, vit_axes), layout = _panel_row([cnn_title, vit_title], 0.05)
     steps = np.arange(1, len(fields) + 1)
-    fig.add_trace(
-        go.Scatter(
-            x=steps,
-            y=[size for _, size in fields],
-            mode="lines+markers",
-            line=dict(color="#2ca02c", width=3),
-            text=[name for name, _ in fields],
-            hovertemplate="%{text}: %{y} px<extra></extra>",
-            showlegend=False,
-        ),
-        row=1,
-        col=1,
+    line = dict(
+        type="scatter",
+        x=steps,
+        y=[size for _, size in fields],
+        mode="lines+markers",
+        line=dict(color="#2ca02c", width=3),
+        text=[name for name, _ in fields],
+        hovertemplate="%{text}: %{y} px<extra></extra>",
+        showlegend=False,
+        xaxis="x",
+        yaxis="y",
     )
-    for dots in head_dots(distances, head_word, vit_x_title):
-        fig.add_trace(dots, row=1, col=2)
-    fig.add_hline(
-        y=image_px,
-        line=dict(color="grey", dash="dash"),
-        row=1,
-        col=1,
-        annotation_text=image_label,
-        annotation_position="top left",
+    edge = dict(color="grey", dash="dash")
+    layout["xaxis"] |= dict(
+        title=dict(text=cnn_x_title), tickvals=steps, ticktext=[name for name, _ in fields], tickangle=-45
     )
-    fig.add_hline(y=image_px, line=dict(color="grey", dash="dash"), row=1, col=2)
-    fig.update_xaxes(
-        title_text=cnn_x_title, tickvals=steps, ticktext=[name for name, _ in fields], tickangle=-45, row=1, col=1
+    layout["yaxis"] |= dict(title=dict(text=y_title), rangemode="tozero")
+    layout["xaxis2"] |= dict(title=dict(text=vit_x_title), tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2)
+    layout["yaxis2"] |= dict(matches="y", showticklabels=False)  # the CNN's y axis, shared
+    layout["annotations"].append(_hline_label(image_px, image_label, cnn_axes))
+    layout |= dict(
+        shapes=[_hline(image_px, edge, cnn_axes), _hline(image_px, edge, vit_axes)],
+        height=height,
+        margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4),
+        **LOOK,
     )
-    fig.update_xaxes(title_text=vit_x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2, row=1, col=2)
-    fig.update_yaxes(title_text=y_title, rangemode="tozero", row=1, col=1)
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
-    return fig
+    return _figure([line, *head_dots(distances, head_word, vit_x_title, vit_axes)], layout)
 
 
 def key_weights(
     labels: Sequence[str], weights: Sequence[float], title: str | None = None, height: int = 360
 ) -> go.Figure:
     """The softmax weights of the keys a query attends to most, as ``bars`` with finer % ticks."""
-    fig = bars(labels, weights, title=title, height=height)
-    fig.update_xaxes(tickformat=".1%", rangemode="tozero")
-    return fig
+    data, layout = _bars(labels, weights, title=title, height=height)
+    layout["xaxis"] |= dict(tickformat=".1%", rangemode="tozero")
+    return _figure(data, layout)
 
 
 # (end of 5. attention)
@@ -1315,38 +1404,84 @@ def multi_line(
         marked_x: draw a dotted vertical line here (e.g. the chosen layer).
         x_percent: format the x axis as percentages.
     """
-    fig = go.Figure()
     x = np.asarray(x)
     number = "%{y:.1%}" if percent else "%{y:.4g}"
+    data = []
     for name, values in series.items():
-        fig.add_trace(
-            go.Scatter(
-                x=x,
-                y=np.asarray(values, dtype=np.float64),
-                name=name,
-                mode="lines+markers" if markers else "lines",
-                line=dict(dash="dash" if name in dashed else "solid", width=2.5, color=(colours or {}).get(name)),
-                text=list(hover_text) if hover_text is not None else None,
-                hovertemplate=("%{text}" if hover_text is not None else "%{x}") + f": {number}<extra>{name}</extra>",
-            )
+        line = dict(dash="dash" if name in dashed else "solid", width=2.5)
+        if (colours or {}).get(name) is not None:
+            line["color"] = colours[name]
+        trace = dict(
+            type="scatter",
+            x=x,
+            y=np.asarray(values, dtype=np.float64),
+            name=name,
+            mode="lines+markers" if markers else "lines",
+            line=line,
+            hovertemplate=("%{text}" if hover_text is not None else "%{x}") + f": {number}<extra>{name}</extra>",
         )
-    fig.update_layout(
+        if hover_text is not None:
+            trace["text"] = list(hover_text)
+        data.append(trace)
+    layout = dict(
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
-        title=_title(title),
-        xaxis_title=x_title,
-        yaxis_title=y_title,
         legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
         hovermode="closest",
+        xaxis=_axis(x_title, tickformat=".0%" if x_percent else None),
+        yaxis=_axis(y_title, tickformat=".1~%" if percent else None, rangemode="tozero" if percent else None),
     )
-    if percent:
-        fig.update_yaxes(tickformat=".1~%", rangemode="tozero")
-    if x_percent:
-        fig.update_xaxes(tickformat=".0%")
+    if title:
+        layout["title"] = _title(title)
     if marked_x is not None:
-        fig.add_vline(x=marked_x, line=dict(color="#444", width=1.5, dash="dot"))
-    return fig
+        layout["shapes"] = [_vline(marked_x, dict(color="#444", width=1.5, dash="dot"))]
+    return _figure(data, layout)
+
+
+def _panel_row(titles: Sequence[str], spacing: float, font_size: int = 16) -> tuple[list[tuple[str, str]], dict]:
+    """``make_subplots(rows=1, cols=len(titles), subplot_titles=titles, horizontal_spacing=spacing)``
+    as plain dictionaries: each panel's (x, y) axis names for its traces, and the layout's axes and
+    title annotations (an empty title has none)."""
+    count = len(titles)
+    width = (1.0 - spacing * (count - 1)) / count
+    names, layout, notes = [], {}, []
+    for index, text in enumerate(titles):
+        suffix = "" if index == 0 else str(index + 1)
+        x0 = sum([width] * index) + index * spacing  # plotly's own sums, to the last bit
+        layout[f"xaxis{suffix}"] = dict(anchor=f"y{suffix}", domain=[x0, x0 + width])
+        layout[f"yaxis{suffix}"] = dict(anchor=f"x{suffix}", domain=[0.0, 1.0])
+        names.append((f"x{suffix}", f"y{suffix}"))
+        if text:
+            notes.append(
+                dict(
+                    font=dict(size=font_size),
+                    showarrow=False,
+                    text=text,
+                    x=(x0 + x0 + width) / 2.0,
+                    xanchor="center",
+                    xref="paper",
+                    y=1.0,
+                    yanchor="bottom",
+                    yref="paper",
+                )  # fmt: skip
+            )
+    if notes:
+        layout["annotations"] = notes
+    return names, layout
+
+
+def _axis(title: str | None = None, **settings: object) -> dict:
+    """An axis's dictionary: its title (if any) and the settings that are not None."""
+    axis = {key: value for key, value in settings.items() if value is not None}
+    if title is not None:
+        axis["title"] = dict(text=title)
+    return axis
+
+
+def _vline(x: float, line: dict) -> dict:
+    """A vertical line across the plot at ``x``, as plotly's ``add_vline`` draws it."""
+    return dict(type="line", x0=x, x1=x, xref="x", y0=0, y1=1, yref="y domain", line=line)
 
 
 def gelu_histogram(
@@ -1368,30 +1503,52 @@ def gelu_histogram(
         values: (m,) real pre-activations, drawn as a histogram on a second y axis.
         values_name: the histogram's legend entry.
     """
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_trace(
-        go.Histogram(x=np.asarray(values).ravel(), name=values_name, nbinsx=60, marker_color="rgba(76,120,168,0.45)"),
-        secondary_y=True,
-    )
-    fig.add_trace(
-        go.Scatter(x=x, y=relu, name="ReLU", mode="lines", line=dict(color="#888", width=2, dash="dash")),
-        secondary_y=False,
-    )
-    fig.add_trace(
-        go.Scatter(x=x, y=gelu, name="GELU", mode="lines", line=dict(color="#d62728", width=3)), secondary_y=False
-    )
-    fig.update_yaxes(title_text=y_title, secondary_y=False, zeroline=True)
-    fig.update_yaxes(title_text=count_title, secondary_y=True, showgrid=False, tickmode="auto", rangemode="tozero")
-    fig.update_layout(
+    data = [  # the histogram on the second y axis, behind the curves
+        dict(
+            type="histogram",
+            x=np.asarray(values).ravel(),
+            name=values_name,
+            nbinsx=60,
+            marker=dict(color="rgba(76,120,168,0.45)"),
+            xaxis="x",
+            yaxis="y2",
+        ),
+        dict(
+            type="scatter",
+            x=x,
+            y=relu,
+            name="ReLU",
+            mode="lines",
+            line=dict(color="#888", width=2, dash="dash"),
+            xaxis="x",
+            yaxis="y",
+        ),  # fmt: skip
+        dict(
+            type="scatter",
+            x=x,
+            y=gelu,
+            name="GELU",
+            mode="lines",
+            line=dict(color="#d62728", width=3),
+            xaxis="x",
+            yaxis="y",
+        ),
+    ]
+    layout = dict(
+        xaxis=_axis(x_title, anchor="y", domain=[0.0, 0.94]),
+        yaxis=_axis(y_title, anchor="x", domain=[0.0, 1.0], zeroline=True),
+        yaxis2=_axis(
+            count_title, anchor="x", overlaying="y", side="right", showgrid=False, tickmode="auto", rangemode="tozero"
+        ),
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
-        title=_title(title),
-        xaxis_title=x_title,
         legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
         bargap=0.02,
     )
-    return fig
+    if title:
+        layout["title"] = _title(title)
+    return _figure(data, layout)
 
 
 # (end of 6. block)
@@ -1402,14 +1559,17 @@ def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int =
     """Several pictures side by side, each with its title (e.g. an image with more and more
     patches hidden)."""
     count = max(1, len(images))
-    fig = make_subplots(rows=1, cols=count, subplot_titles=list(titles), horizontal_spacing=0.02)
-    for index, array in enumerate(images):
-        fig.add_trace(go.Image(z=to_uint8(array), hoverinfo="skip"), row=1, col=index + 1)
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    fig.update_layout(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, dragmode=False)
-    fig.update_annotations(font_size=14)
-    return fig
+    titles = list(titles) + [""] * (count - len(titles))
+    axes, layout = _panel_row(titles[:count], 0.02, font_size=14)
+    data = [
+        dict(type="image", z=to_uint8(array), hoverinfo="skip", xaxis=x_name, yaxis=y_name)
+        for array, (x_name, y_name) in zip(images, axes, strict=False)
+    ]
+    for x_name, y_name in axes:
+        layout["xaxis" + x_name[1:]]["visible"] = False
+        layout["yaxis" + y_name[1:]]["visible"] = False
+    layout |= dict(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, dragmode=False)
+    return _figure(data, layout)
 
 
 # (end of 7. prediction)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import plotly.io
 
 from tests.figure_reading import residual_skips
 from vitviz import i18n, plots, tables
@@ -449,3 +450,35 @@ def test_heads_classes_and_the_answer_take_the_palette():
     bars = plots.bars(["cat", "dog", "deer"], [0.5, 0.3, 0.2], highlight=0, correct=1)
     assert {plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR} <= set(plots.PALETTE)
     assert list(bars.data[0].marker.color) == [plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR]
+
+
+def _without_empty(value: object) -> object:
+    """Plotly JSON without empty objects (an unset title is {} when plotly checks it, absent when not)."""
+    if isinstance(value, dict):
+        value = {key: _without_empty(item) for key, item in value.items()}
+        return {key: item for key, item in value.items() if item != {}}
+    if isinstance(value, list):
+        return [_without_empty(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("name", sorted(BUILDERS))
+def test_a_figure_built_without_plotly_checks_is_the_checked_one(name, monkeypatch):
+    """Figures are built from plain dictionaries without plotly's checks (``plots.VALIDATE``):
+    with them on, plotly would turn a dictionary not in its own form into another JSON (a
+    colour scale's name into its stops, a title's text into a dict), or refuse a wrong key."""
+    import json
+
+    from vitviz.app import charts
+
+    built = {}
+    for checked in (False, True):
+        monkeypatch.setattr(plots, "VALIDATE", checked)
+        np.random.seed(0)
+        figure = plots.theme(BUILDERS[name](), presenter=True)
+        built[checked] = figure.to_json()
+        # what the app sends for it: the same text as plotly's own to_dict writes
+        assert plotly.io.to_json(charts.as_dict(figure), validate=False) == plotly.io.to_json(
+            figure.to_dict(), validate=False
+        )
+    assert _without_empty(json.loads(built[False])) == _without_empty(json.loads(built[True]))

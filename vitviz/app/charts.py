@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import copy
 import functools
 import hashlib
 import inspect
@@ -31,6 +32,8 @@ import threading
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
+import _plotly_utils.basevalidators
+import _plotly_utils.utils
 import numpy as np
 import plotly.io
 import plotly.tools
@@ -124,8 +127,48 @@ def written(figure: plots.Figure) -> str:
     mode = getattr(figure, "_vitviz_theme", (None,))[0]
     texts = figure.__dict__.setdefault("_vitviz_specs", {})
     if mode not in texts:
-        texts[mode] = _to_json(_return_figure(figure, True), validate=False)
+        texts[mode] = _to_json(as_dict(figure), validate=False)
     return texts[mode]
+
+
+def as_dict(figure: plots.Figure) -> dict:
+    """``figure.to_dict()`` (what st.plotly_chart writes as JSON: arrays as plotly.js typed
+    arrays) without its deep copy of every list and of the template: containers are copied, values
+    shared, and the app's template (``plots.TEMPLATE_JSON``, in every figure) converted once. A
+    figure with frames takes plotly's own way."""
+    if figure._frame_objs:
+        return figure.to_dict()
+    layout = {
+        key: _TEMPLATE if value is plots.TEMPLATE_JSON else _typed_value(value, key)
+        for key, value in figure._layout.items()
+    }
+    return {"data": [_typed(trace) for trace in figure._data], "layout": layout}
+
+
+def _typed(value: Any) -> Any:
+    """A copy of plotly JSON with every array a dictionary value holds as a typed array spec, as
+    plotly's ``convert_to_base64`` writes it (arrays that sit directly in a list stay as they are)."""
+    if isinstance(value, dict):
+        return {k: _typed_value(v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_typed(v) for v in value]
+    return value
+
+
+def _typed_value(value: Any, key: str) -> Any:
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if _skipped_key(key):
+        return copy.deepcopy(value)
+    if _homogeneous(value):
+        return _typed_array(value)
+    return _typed(value)
+
+
+_skipped_key = _plotly_utils.utils.is_skipped_key
+_homogeneous = _plotly_utils.basevalidators.is_homogeneous_array
+_typed_array = _plotly_utils.utils.to_typed_array_spec
+_TEMPLATE = _typed(plots.TEMPLATE_JSON)  # the template as to_dict writes it, once
 
 
 def shared(build: Callable[..., plots.Figure], presenting: Callable[[], bool]) -> Callable[..., plots.Figure]:
@@ -196,6 +239,8 @@ _to_json = plotly.io.to_json
 def _return_figure_fast(figure_or_data: Any, validate_figure: bool) -> Any:
     if ENABLED and "_vitviz_specs" in getattr(figure_or_data, "__dict__", {}):  # a shared figure
         return Prepared(figure_or_data)
+    if ENABLED and isinstance(figure_or_data, plots.Figure):  # to_dict's dictionary, copied faster
+        return as_dict(figure_or_data)
     return _return_figure(figure_or_data, validate_figure)
 
 
