@@ -1026,11 +1026,16 @@ def occlusion_steps(
 
     (steps + 1) images cost ``flops_per_image(model.config)`` each; the answer keeps that under
     ``budget_gflop`` (7 images of ViT-B/16: a few seconds on two CPU cores, docs/benchmarks.md),
-    clipped to [min_steps, max_steps] and to the number of patches.
+    clipped to [min_steps, max_steps] and to the number of patches. Where a count of steps at
+    least three quarters of that divides the patches, it takes the largest such: every step then
+    hides the same number of patches (the CIFAR ViT's 64 patches: 16 steps of 4, not 20 steps of
+    3 or 4), which reads more easily and costs a fifth fewer images.
     """
     images = int(budget_gflop * 1e9 // max(flops_per_image(model.config), 1))
-    steps = max(min_steps, min(max_steps, images - 1))
-    return max(1, min(steps, model.config.num_patches))
+    patches = model.config.num_patches
+    steps = max(1, min(max(min_steps, min(max_steps, images - 1)), patches))
+    even = [count for count in range(steps, 0, -1) if patches % count == 0 and 4 * count >= 3 * steps]
+    return even[0] if even else steps
 
 
 def occlusion_reading(

@@ -13,7 +13,6 @@ forward with its position embeddings replaced.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -54,23 +53,37 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
     Returns:
         (H, W) float on the CPU, >= 0, in the units of the feature map (not normalised).
     """
-    from captum.attr import LayerAttribution, LayerGradCam  # slow to import (docs/benchmarks.md): only when asked
+    return gradcam_and_logits(model, pixels, class_index)[0]
 
+
+def gradcam_and_logits(model: ConvNet, pixels: Tensor, class_index: int) -> tuple[Tensor, Tensor]:
+    """``gradcam`` and the logits (K,) of the same forward pass (the mean of both views' for a
+    mirror-averaging CNN): what ``model(pixels)[0]`` answers, at no extra pass.
+
+    No hooks and no copy of the model: the app shares one model among all its sessions, so the
+    last group's map comes from ``forward_features`` (without gradients: Grad-CAM needs none
+    below it) and only the head runs with them, d logit / d A through the pooling and one Linear.
+    The model's parameters get no ``.grad``.
+    """
     pixels = on_weights(_one_image(pixels).detach(), model)
-    # Captum hooks the layer it explains, and the app shares one cached model among all its
-    # sessions: a hook on it would also catch another session's forward at the same moment. So the
-    # hooks go on a private copy (40 MB in float32 and a few milliseconds for the shipped CNN).
-    model = copy.deepcopy(model)
-    explainer = LayerGradCam(model.forward_one_view, model.last_group)  # one view: the hook fires once
 
-    def one_view(view: Tensor) -> Tensor:  # (1, C, H, W) -> (H, W)
-        cam = explainer.attribute(view, target=class_index, relu_attributions=True)  # (1, 1, h, w)
-        return LayerAttribution.interpolate(cam, tuple(view.shape[-2:]), interpolate_mode="bilinear")[0, 0]
+    def one_view(view: Tensor) -> tuple[Tensor, Tensor]:  # (1, C, H, W) -> (H, W), (K,)
+        with torch.no_grad():
+            features = model.forward_features(view)  # (1, K_c, h, w)
+        features.requires_grad_(True)
+        with torch.enable_grad():
+            logits = model.forward_head(features)
+            (grad,) = torch.autograd.grad(logits[0, class_index], features)
+        alpha = grad.mean(dim=(2, 3), keepdim=True)  # (1, K_c, 1, 1)
+        cam = F.relu((alpha * features).sum(dim=1, keepdim=True))  # (1, 1, h, w)
+        cam = F.interpolate(cam, size=tuple(view.shape[-2:]), mode="bilinear")[0, 0]
+        return cam.detach(), logits[0].detach()
 
-    cam = one_view(pixels)
+    cam, logits = one_view(pixels)
     if model.config.test_flip:
-        cam = (cam + one_view(pixels.flip(-1)).flip(-1)) / 2
-    return cam.detach().float().cpu()
+        mirror_cam, mirror_logits = one_view(pixels.flip(-1))
+        cam, logits = (cam + mirror_cam.flip(-1)) / 2, (logits + mirror_logits) / 2
+    return cam.float().cpu(), logits.float().cpu()
 
 
 def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, steps: int = 32) -> Tensor:

@@ -8,6 +8,10 @@ more than its matrix products save. So the app measures both on the model it ser
 maps within 0.01. A Trace made in bf16 is handed on in float32 (``explain``): every page
 computes and draws from float32 tensors either way, each converted when a page first reads it
 (``Trace.read_in_float32``), not the whole trace up front.
+
+Batched passes (the occlusion curves' 42 images, the CNN beside the ViT) are measured apart
+(``choose_batched``): a batch fills the matrix units that one small image leaves idle, so there
+bf16 can be worth it where the explained pass is not; they answer in float32 logits either way.
 """
 
 from __future__ import annotations
@@ -47,6 +51,38 @@ def native_bf16(device: torch.device) -> bool:
 
 BF16_WORTH = 0.8  # bf16 at most this fraction of float32's time
 ATTENTION_TOLERANCE = 1e-2  # the most bf16 may move an attention weight
+PROBABILITY_TOLERANCE = 1e-2  # the most bf16 may move a class probability of a batched pass
+BATCH = 16  # images in the batched pass measured (the prediction page's occlusion curves: 2 x 21)
+
+
+@dataclass(frozen=True)
+class Batched:
+    """The precision a model's batched forward passes run in (the occlusion curves, the CNN
+    beside the ViT, the comparison's experiments), and what was measured to choose it.
+
+    A batch fills the matrix units that one image of a small model leaves idle: the shipped
+    CIFAR ViT explains one image about as fast in bf16 as in float32, but 42 occluded copies of it
+    twice as fast (docs/benchmarks.md).
+
+    Attributes:
+        dtype: torch.bfloat16 (autocast) or torch.float32.
+        float32_ms, bf16_ms: median time of one batch of ``BATCH`` images in each (None when bf16
+            was not tried).
+        probability_diff: the largest change bf16 made to a class probability of the batch (None
+            when bf16 was not tried).
+    """
+
+    dtype: torch.dtype = torch.float32
+    float32_ms: float | None = None
+    bf16_ms: float | None = None
+    probability_diff: float | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        """float32 time over bf16 time, when both were measured."""
+        if self.float32_ms is None or self.bf16_ms is None:
+            return None
+        return self.float32_ms / self.bf16_ms
 
 
 @dataclass(frozen=True)
@@ -59,12 +95,14 @@ class Precision:
         bf16_ms: the same in bf16 autocast (None when the device has no native bf16).
         attention_diff: the largest change bf16 made to an attention weight of the probe images
             (None when bf16 was not tried).
+        batched: the precision of the model's batched passes, measured apart (``choose_batched``).
     """
 
     dtype: torch.dtype = torch.float32
     float32_ms: float | None = None
     bf16_ms: float | None = None
     attention_diff: float | None = None
+    batched: Batched = Batched()
 
     @property
     def name(self) -> str:
@@ -98,6 +136,18 @@ def explain(model: nn.Module, pixels: Tensor, dtype: torch.dtype = torch.float32
         trace = model.explain(pixels)
     trace = trace.detach().read_in_float32()
     return dataclasses.replace(trace, computed_in="bfloat16") if reduced else trace
+
+
+def classify(model: nn.Module, pixels: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """``model(pixels)`` without gradients, under bf16 autocast when asked: the logits in float32."""
+    with torch.no_grad(), autocast(pixels.device, dtype):
+        return model(pixels).float()
+
+
+def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:
+    """bf16 autocast on ``device`` for ``dtype`` torch.bfloat16; a context that changes nothing
+    for float32."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == torch.bfloat16)
 
 
 SETTINGS = ("auto", "float32", "bfloat16")
@@ -155,3 +205,41 @@ def choose(
     worth = bf16_ms <= BF16_WORTH * float32_ms and moved <= ATTENTION_TOLERANCE
     dtype = torch.bfloat16 if worth else torch.float32
     return Precision(dtype, float32_ms, bf16_ms, moved)
+
+
+def choose_batched(
+    model: nn.Module,
+    probes: Tensor,
+    setting: str = "auto",
+    repeats: int = 2,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Batched:
+    """Time a batch of ``BATCH`` images (the probes, repeated) through ``model`` in float32 and in
+    bf16 (after one warm-up each, alternating) and keep bf16 only where the device has it
+    natively, it was clearly faster (``BF16_WORTH``) and it moved no class probability by more
+    than ``PROBABILITY_TOLERANCE``: for any classifier (a ViT or a CNN).
+
+    Args: as ``choose``; ``probes`` (N, C, H, W) on the model's device.
+    """
+    if setting not in SETTINGS:
+        raise ValueError(f"VITVIZ_PRECISION must be one of {', '.join(SETTINGS)}, not {setting!r}.")
+    if setting == "float32" or not native_bf16(probes.device):
+        return Batched()
+    if setting == "bfloat16":
+        return Batched(torch.bfloat16)
+    batch = probes.repeat((BATCH + len(probes) - 1) // len(probes), 1, 1, 1)[:BATCH]
+    runs: dict[torch.dtype, list[float]] = {torch.float32: [], torch.bfloat16: []}
+    probabilities: dict[torch.dtype, Tensor] = {}
+    for round_ in range(repeats + 1):
+        for dtype, times in runs.items():
+            start = clock()
+            probabilities[dtype] = classify(model, batch, dtype).softmax(dim=-1)
+            if batch.device.type == "cuda":
+                torch.cuda.synchronize(batch.device)
+            elapsed = clock() - start
+            if round_:  # the first round warms up
+                times.append(elapsed)
+    moved = (probabilities[torch.float32] - probabilities[torch.bfloat16]).abs().max().item()
+    float32_ms, bf16_ms = (1e3 * sorted(times)[len(times) // 2] for times in runs.values())
+    worth = bf16_ms <= BF16_WORTH * float32_ms and moved <= PROBABILITY_TOLERANCE
+    return Batched(torch.bfloat16 if worth else torch.float32, float32_ms, bf16_ms, moved)

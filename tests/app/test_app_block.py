@@ -376,3 +376,16 @@ def test_model_without_head_says_so(tmp_path) -> None:
     assert errors(at) == []
     assert any("no classification head" in info.value for info in at.info)
     assert _standalone(BLOCK, str(path)).exception == []
+
+
+def test_occlusion_steps_hide_the_same_number_of_patches_at_every_step_where_they_can() -> None:
+    cifar = SimpleNamespace(config=ViTConfig(image_size=32, patch_size=4, embed_dim=192, depth=6, num_heads=3))
+    assert analysis.occlusion_steps(cifar) == 16  # type: ignore[arg-type]  # 64 patches: 4 a step, not 3 or 4
+    counts = analysis.occlusion_counts(64, 16)
+    assert set((counts[1:] - counts[:-1]).tolist()) == {4}
+    grey = SimpleNamespace(
+        config=ViTConfig(image_size=28, patch_size=4, in_chans=1, embed_dim=128, depth=3, num_heads=4)
+    )
+    assert analysis.occlusion_steps(grey) == 20  # type: ignore[arg-type]  # 49 patches: 7 is too few, 20 stays
+    vit_b = SimpleNamespace(config=VIT_B16)
+    assert analysis.occlusion_steps(vit_b) == 6  # type: ignore[arg-type]  # 196 patches: 4 is too few, 6 stays

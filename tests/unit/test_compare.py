@@ -202,3 +202,16 @@ def test_gradcam_on_a_model_shared_by_many_sessions_at_once(cnn):
         for _ in range(5):
             maps = list(pool.map(lambda i: compare.gradcam(cnn, images[i], i % 3), range(8)))
             assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(maps, expected, strict=True))
+
+
+@pytest.mark.parametrize("test_flip", [False, True])
+def test_gradcam_and_logits_answer_what_the_model_answers_from_one_pass(cnn, test_flip):
+    model = ConvNet(TINY_CNN.replace(test_flip=test_flip)).eval()
+    model.load_state_dict(cnn.state_dict())
+    pixels = torch.randn(1, 3, 16, 16)
+    for target in range(3):
+        cam, logits = compare.gradcam_and_logits(model, pixels, target)
+        torch.testing.assert_close(cam, compare.gradcam(model, pixels, target))
+        with torch.no_grad():
+            torch.testing.assert_close(logits, model(pixels)[0])
+    assert not any(p.grad is not None for p in model.parameters())

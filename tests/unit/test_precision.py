@@ -102,3 +102,34 @@ def test_bf16_is_kept_up_to_the_tolerance_whatever_the_weights(model, monkeypatc
     monkeypatch.setattr(precision, "attention_moved", lambda exact, reduced: moved)
     chosen = precision.choose(model, torch.randn(1, 3, 32, 32), clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
     assert chosen.name == kept and chosen.attention_diff == moved
+
+
+def test_choose_batched_keeps_bf16_only_when_faster_and_the_probabilities_stay(model, monkeypatch):
+    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
+    pixels = torch.randn(3, 3, 32, 32)
+    faster = precision.choose_batched(model, pixels, clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
+    assert (
+        faster.dtype == torch.bfloat16
+        and faster.float32_ms == pytest.approx(32)
+        and faster.bf16_ms == pytest.approx(11)
+    )
+    assert 0 < faster.probability_diff <= precision.PROBABILITY_TOLERANCE  # it did run in bf16
+    slower = precision.choose_batched(model, pixels, clock=clock_of([9, 9, 0.010, 0.030, 0.011, 0.032]))
+    assert slower.dtype == torch.float32 and slower.speedup == pytest.approx(11 / 32)
+    # a model whose probabilities bf16 moves too far stays in float32, however fast
+    monkeypatch.setattr(precision, "PROBABILITY_TOLERANCE", faster.probability_diff / 2)
+    moved = precision.choose_batched(model, pixels, clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
+    assert moved.dtype == torch.float32 and moved.speedup == pytest.approx(32 / 11)
+    # the server decides, or the device has no native bf16: nothing timed
+    assert precision.choose_batched(model, pixels, "float32") == precision.Batched()
+    assert precision.choose_batched(model, pixels, "bfloat16").dtype == torch.bfloat16
+    monkeypatch.setattr(precision, "native_bf16", lambda device: False)
+    assert precision.choose_batched(model, pixels) == precision.Batched()
+
+
+def test_classify_answers_float32_logits_close_in_bf16(model):
+    pixels = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(2))
+    exact, reduced = precision.classify(model, pixels), precision.classify(model, pixels, torch.bfloat16)
+    assert exact.dtype == reduced.dtype == torch.float32 and not reduced.requires_grad
+    assert 0 < (exact - reduced).abs().max() < 0.1
+    assert torch.equal(exact, model(pixels).detach())

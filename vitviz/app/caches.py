@@ -7,6 +7,7 @@ not a copy unpickled on every rerun); small arrays in ``st.cache_data``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -73,20 +74,24 @@ def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
 def cached_precision(model_name: str) -> precision.Precision:
-    """bf16 or float32 for a model's explained pass, measured once per model for the server
-    (``precision.choose`` on the sample photos; the server's VITVIZ_PRECISION, "auto" by default,
-    can decide instead)."""
+    """bf16 or float32 for a model's explained pass and, apart, for its batched passes (occlusion,
+    the CNN beside the ViT), measured once per model for the server (``precision.choose`` and
+    ``choose_batched`` on the sample photos; the server's VITVIZ_PRECISION, "auto" by default, can
+    decide instead). A CNN has only the batched choice."""
     model, _ = cached_model(model_name)
-    if not isinstance(model, VisionTransformer):  # the tour's pages say what they need
-        return precision.Precision()
     setting = os.environ.get("VITVIZ_PRECISION", "auto")
     if setting not in precision.SETTINGS:
         log.warning("VITVIZ_PRECISION=%s is not one of %s: measuring (auto)", setting, precision.SETTINGS)
         setting = "auto"
     config = model.config
     photos = [(SAMPLES / name).read_bytes() for name in sample_names()]
-    probes = torch.cat([to_tensor(load_image(photo), config.preprocess, config.in_chans) for photo in photos])
-    return precision.choose(model, on_weights(probes, model), setting)
+    probes = on_weights(
+        torch.cat([to_tensor(load_image(photo), config.preprocess, config.in_chans) for photo in photos]), model
+    )
+    batched = precision.choose_batched(model, probes, setting)
+    if not isinstance(model, VisionTransformer):  # a CNN has no explained pass, only batched ones
+        return precision.Precision(batched=batched)
+    return dataclasses.replace(precision.choose(model, probes, setting), batched=batched)
 
 
 @st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
@@ -101,7 +106,8 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
     trace = cached_trace(model_name, image_bytes)
     order = analysis.occlusion_order(trace, order_kind)  # type: ignore[arg-type]
     target = int(trace.logits[0].argmax())
-    curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=target)
+    with precision.autocast(trace.pixels.device, cached_precision(model_name).batched.dtype):
+        curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=target)
     return order.numpy(), curve.numpy()
 
 
@@ -120,14 +126,13 @@ def cached_comparison(
     image = decoded_image(image_bytes)
     vit_pixels = on_weights(to_tensor(image, vit.config.preprocess, vit.config.in_chans), vit)
     cnn_pixels = on_weights(to_tensor(image, cnn.config.preprocess, cnn.config.in_chans), cnn)
-    with torch.no_grad():
-        cnn_logits = cnn(cnn_pixels)[0].float().cpu().numpy()
+    gradcam, cnn_logits = compare.gradcam_and_logits(cnn, cnn_pixels, class_index)  # one pass for both
     trace = cached_trace(vit_name, image_bytes)
     arrays = {
-        "cnn_logits": cnn_logits,
+        "cnn_logits": cnn_logits.numpy(),
         "rollout": analysis.rollout_map(trace)[0].float().cpu().numpy(),
         "grad_rollout": analysis.grad_rollout(vit, vit_pixels, class_index).numpy(),
-        "gradcam": compare.gradcam(cnn, cnn_pixels, class_index).numpy(),
+        "gradcam": gradcam.numpy(),
     }
     if with_ig:
         arrays["ig_vit"] = compare.integrated_gradients(vit, vit_pixels, class_index).numpy()
@@ -145,7 +150,10 @@ def cached_experiment(
     cnn, _ = cached_model(cnn_name)
     cnn_pixels = to_tensor(decoded_image(image_bytes), cnn.config.preprocess, cnn.config.in_chans)
     pixels = cached_trace(vit_name, image_bytes).pixels
-    return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
+    both = {cached_precision(name).batched.dtype for name in (vit_name, cnn_name)}  # bf16 where both chose it
+    dtype = torch.bfloat16 if both == {torch.bfloat16} else torch.float32
+    with precision.autocast(pixels.device, dtype):
+        return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -246,8 +254,12 @@ def cached_evaluation(model_name: str, root: str, _on_page: bool = True, _stored
 
 def warm_model() -> None:
     """The default model and its precision in the caches (at the server's startup, before anyone
-    asks: ``vitviz.app.warm_up``)."""
+    asks: ``vitviz.app.warm_up``), and the precision of the CNN the comparison page sets beside it
+    (measured there, it kept the first student on that page waiting for seconds)."""
     cached_precision(zoo.default_name())
+    first_cnn = next((name for name, spec in zoo.REGISTRY.items() if spec.is_cnn), None)
+    if first_cnn is not None:
+        cached_precision(first_cnn)
 
 
 def warm_test_split() -> None:

@@ -230,6 +230,18 @@ def precision_text(name: str) -> str:
         chosen = cached_precision(name)
     except zoo.ModelLoadError:
         return "-"
+    text = explained_precision_text(chosen)
+    if chosen.batched.dtype != chosen.dtype:  # the batched passes went their own way
+        name = "bfloat16" if chosen.batched.dtype == torch.bfloat16 else "float32"
+        if chosen.batched.speedup is None:  # set by the server
+            text += tr("sidebar.precision_batched", dtype=name)
+        else:
+            text += tr("sidebar.precision_batched_measured", dtype=name, speedup=f"{chosen.batched.speedup:.1f}")
+    return text
+
+
+def explained_precision_text(chosen: precision.Precision) -> str:
+    """The explained pass's precision and why (``precision_text``)."""
     if chosen.dtype == torch.bfloat16:
         if chosen.speedup is None:
             return tr("sidebar.precision_bf16_set")
