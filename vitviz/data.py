@@ -615,8 +615,15 @@ def find_cifar_test_folder() -> Path | None:
 
 
 def folder_classes(folder: Path) -> list[str]:
-    """Class names of an ImageFolder, in label order."""
-    return sorted(p.name for p in Path(folder).iterdir() if p.is_dir())
+    """Class names of an ImageFolder, in label order, listed again only when the folder changes
+    (a class folder added, removed or renamed changes its mtime): the sidebar asks on every rerun."""
+    folder = Path(folder)
+    return list(_class_names(folder, folder.stat().st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)
+def _class_names(folder: Path, changed_ns: int) -> tuple[str, ...]:
+    return tuple(sorted(p.name for p in folder.iterdir() if p.is_dir()))
 
 
 def _class_files(folder: Path) -> tuple[Path, ...]:

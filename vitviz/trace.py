@@ -46,6 +46,10 @@ class Float32Tensors(Sequence[Tensor]):
     def __len__(self) -> int:
         return len(self._tensors)
 
+    def numel(self) -> int:
+        """The elements of every entry, counted without converting any."""
+        return sum(t.numel() for t in self._tensors)
+
     @overload
     def __getitem__(self, index: int) -> Tensor: ...
 

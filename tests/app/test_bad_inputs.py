@@ -111,13 +111,30 @@ def test_fuzz_only_image_errors_and_rgb_uint8(data):
 def test_caches_are_bounded():
     for cached in (
         models.cached_model,
-        caches.cached_trace,
         caches.cached_image,
         caches.cached_test_set,
         caches.cached_evaluation,
     ):
         assert cached._info.max_entries is not None, cached
-    assert caches.cached_trace._info.ttl is not None
+    for kept in (caches.TRACES, caches.IMAGES):  # by their bytes
+        assert kept.max_bytes <= 2**30 and kept.ttl_s is not None
+
+
+def test_a_class_on_thirty_images_keeps_every_trace_and_a_full_shelf_lets_the_oldest_go():
+    """Thirty CIFAR traces fit (a class of thirty, each on an image of their own, recomputed
+    every student's trace on every page when twelve did), and the bound holds past it."""
+    from vitviz.app.shelf import Shelf
+
+    name = zoo.default_name()
+    trace = caches.cached_trace(name, (caches.SAMPLES / caches.DEFAULT_SAMPLE).read_bytes())
+    assert 30 * caches.trace_bytes(trace) < caches.TRACE_BYTES
+    shelf: Shelf[int] = Shelf(max_bytes=25, size=lambda value: 10)
+    for key in "abc":
+        shelf.get(key, lambda: 1)
+    assert list(shelf.values) == ["b", "c"] and shelf.built == 3
+    shelf.get("b", lambda: pytest.fail("kept"))  # used last: kept
+    shelf.get("d", lambda: 2)
+    assert list(shelf.values) == ["b", "d"]
 
 
 def test_a_full_tour_never_changes_the_cached_model():

@@ -243,3 +243,17 @@ def test_the_installed_fashion_mnist_reads_as_torchvision_reads_it(tmp_path):
     train = vdata.load_split("fashion-mnist", "train")
     assert len(train) == 60_000 and train.fingerprint != test.fingerprint
     assert torch.bincount(test.labels).tolist() == [1000] * 10
+
+
+def test_folder_classes_are_listed_again_when_a_class_folder_comes_or_goes(tmp_path):
+    import os
+
+    from vitviz.data import folder_classes
+
+    (tmp_path / "cat").mkdir()
+    (tmp_path / "dog").mkdir()
+    (tmp_path / "notes.txt").write_text("not a class")
+    assert folder_classes(tmp_path) == ["cat", "dog"]
+    (tmp_path / "bird").mkdir()
+    os.utime(tmp_path, ns=(0, tmp_path.stat().st_mtime_ns + 1))  # a coarse clock: the change still shows
+    assert folder_classes(tmp_path) == ["bird", "cat", "dog"]

@@ -1,14 +1,16 @@
 """What the pages compute, cached for the whole server: traces, maps, experiments, the test set
 and its evaluation, keyed by what they depend on (model name, image bytes, setting).
 
-Models sit in ``st.cache_resource`` (vitviz.app.models); traces too (one shared read-only object,
-not a copy unpickled on every rerun); small arrays in ``st.cache_data``.
+Models sit in ``st.cache_resource`` (vitviz.app.models); traces and decoded images in shelves
+bounded by their bytes (``vitviz.app.shelf``: one shared read-only object, not a copy unpickled
+on every rerun, and as many as a class needs); small arrays in ``st.cache_data``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import logging
 import os
 import sys
@@ -20,13 +22,14 @@ from PIL import Image
 
 from vitviz import access, analysis, compare, lab, plots, precision, zoo
 from vitviz import data as vdata
+from vitviz.app import shelf
 from vitviz.app.models import cached_model, lab_pair
 from vitviz.app.text import tr
 from vitviz.data import image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.patches import compare_routes
-from vitviz.trace import Trace
+from vitviz.trace import Float32Tensors, Trace
 
 log = logging.getLogger(__name__)
 
@@ -51,25 +54,56 @@ def _data_flag(argv: tuple[str, ...]) -> str | None:
     return access.data_flag(argv)
 
 
-@st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
+def _image_key(image_bytes: bytes) -> bytes:
+    return hashlib.blake2b(image_bytes, digest_size=16).digest()
+
+
+IMAGE_BYTES = 256 * 2**20  # decoded images, as RGB bytes: 24 12-megapixel photos, or every CIFAR image a class opens
+IMAGES: shelf.Shelf[Image.Image] = shelf.Shelf(
+    IMAGE_BYTES, size=lambda image: image.width * image.height * len(image.getbands()), ttl_s=3600
+)
+
+
 def decoded_image(image_bytes: bytes) -> Image.Image:
     """load_image once per image for the whole server (read-only: every step makes new images)."""
-    return load_image(image_bytes)
+    return IMAGES.get(_image_key(image_bytes), lambda: load_image(image_bytes))
 
 
 # A resource, not data: every rerun gets the same Trace object instead of unpickling a copy (a
 # ViT-B/16 trace is about 48 MB, some 95 ms to unpickle). Pages only read it (tests/app/test_app_core
-# walks the tour and compares the cached trace with a fresh one). 12 entries bound the memory to
-# about 0.6 GB at ViT-B/16's size.
-@st.cache_resource(max_entries=12, ttl=3600, show_spinner=False)
+# walks the tour and compares the cached trace with a fresh one). 0.6 GB: 12 traces of ViT-B/16,
+# some 500 of the CIFAR ViT (a class of thirty, each on an image of their own, keeps them all).
+TRACE_BYTES = 600 * 2**20
+TRACES: shelf.Shelf[Trace] = shelf.Shelf(TRACE_BYTES, size=lambda trace: trace_bytes(trace), ttl_s=3600)
+
+
+def trace_bytes(trace: Trace) -> int:
+    """What a cached trace may come to take: every tensor in float32 (a bf16 trace keeps its own
+    tensors and the float32 copies its readers made)."""
+    each = 6 if trace.computed_in == "bfloat16" else 4
+    tensors = [trace.pixels, trace.patches, trace.patch_tokens, trace.tokens, trace.pre_logits, trace.logits]
+    numel = sum(t.numel() for t in tensors) + (0 if trace.features is None else trace.features.numel())
+    for blocks in (trace.hidden_states, trace.attentions, trace.attn_outputs, trace.mlp_outputs):
+        numel += blocks.numel() if isinstance(blocks, Float32Tensors) else sum(t.numel() for t in blocks)
+    return numel * each
+
+
 def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
     """The explained forward pass of one image, on the CPU in float32, keyed by (model name, image
     bytes), computed in the model's precision (``cached_precision``). Read-only: never change its
     tensors in place."""
-    model, _ = cached_model(model_name)
-    image = decoded_image(image_bytes)
-    pixels = on_weights(to_tensor(image, model.config.preprocess, model.config.in_chans), model)
-    return precision.explain(model, pixels, cached_precision(model_name).dtype)
+
+    def explained() -> Trace:
+        model, _ = cached_model(model_name)
+        image = decoded_image(image_bytes)
+        pixels = on_weights(to_tensor(image, model.config.preprocess, model.config.in_chans), model)
+        return precision.explain(model, pixels, cached_precision(model_name).dtype)
+
+    return TRACES.get((model_name, _image_key(image_bytes)), explained)
+
+
+cached_trace.clear = TRACES.clear  # type: ignore[attr-defined]  # as Streamlit's caches have it
+decoded_image.clear = IMAGES.clear  # type: ignore[attr-defined]
 
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
@@ -94,7 +128,7 @@ def cached_precision(model_name: str) -> precision.Precision:
     return dataclasses.replace(precision.choose(model, probes, setting), batched=batched)
 
 
-@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+@st.cache_data(max_entries=128, ttl=3600, show_spinner=False)  # two curves a student: a class of 64
 def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
     """One occlusion curve, keyed by (model name, image bytes, order kind, steps).
 
@@ -111,7 +145,7 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
     return order.numpy(), curve.numpy()
 
 
-@st.cache_data(max_entries=16, ttl=3600, show_spinner=False)
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def cached_comparison(
     vit_name: str, cnn_name: str, image_bytes: bytes, class_index: int, with_ig: bool
 ) -> dict[str, np.ndarray]:
@@ -175,7 +209,7 @@ def cached_component_tiles(model_name: str, k: int) -> plots.Figure:
     return plots.component_tiles(components[:k], ratios[:k])
 
 
-@st.cache_data(max_entries=32, ttl=3600, show_spinner=False)
+@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def cached_routes(model_name: str, image_bytes: bytes) -> dict[str, float]:
     """``patches.compare_routes`` on one image's (pixels or hybrid features) and the model's
     patch embedding, keyed by (model name, image bytes)."""

@@ -41,6 +41,7 @@ import torch
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from vitviz import plots
+from vitviz.app import shelf
 
 MAX_BYTES = 256 * 2**20  # what the shared figures may hold, their JSON counted twice (figure and text)
 ENABLED = True  # False: every call builds anew and st.plotly_chart writes it (tests compare the two)
@@ -70,44 +71,20 @@ def content_key(value: Any) -> Hashable | None:
     return None
 
 
-class Shelf:
-    """A least-recently-used store of shared figures, bounded by ``max_bytes``, that builds each
-    figure once even when many sessions ask for it at the same moment."""
+class Shelf(shelf.Shelf[plots.Figure]):
+    """The shared figures (``shelf.Shelf``), each themed for the mode in its key's last entry and
+    written as JSON when built; bounded by ``max_bytes`` of their JSON, counted twice (figure and text)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        self.max_bytes = max_bytes
-        self.figures: collections.OrderedDict[Hashable, plots.Figure] = collections.OrderedDict()
-        self.sizes: dict[Hashable, int] = {}
-        self.lock = threading.Lock()
-        self.building: dict[Hashable, threading.Lock] = {}
-        self.built = 0  # figures built (misses), for tests and the bench
+        super().__init__(max_bytes, size=lambda figure: 2 * len(written(figure)), prepare=self._theme)
 
-    def get(self, key: Hashable, build: Callable[[], plots.Figure]) -> plots.Figure:
-        with self.lock:
-            if key in self.figures:
-                self.figures.move_to_end(key)
-                return self.figures[key]
-            one_at_a_time = self.building.setdefault(key, threading.Lock())
-        with one_at_a_time:
-            with self.lock:
-                if key in self.figures:
-                    return self.figures[key]
-            figure = build()
-            self.built += 1
-            spec(figure, key[-1])
-            with self.lock:
-                self.figures[key] = figure
-                self.sizes[key] = 2 * len(written(figure))
-                self.building.pop(key, None)
-                while sum(self.sizes.values()) > self.max_bytes and len(self.figures) > 1:
-                    old, _ = self.figures.popitem(last=False)
-                    del self.sizes[old]
-        return figure
+    @staticmethod
+    def _theme(key: Hashable, figure: plots.Figure) -> None:
+        spec(figure, key[-1])
 
-    def clear(self) -> None:
-        with self.lock:
-            self.figures.clear()
-            self.sizes.clear()
+    @property
+    def figures(self) -> collections.OrderedDict[Hashable, plots.Figure]:
+        return self.values
 
 
 SHELF = Shelf()
