@@ -26,7 +26,6 @@ blocks swapped in. ``ablated(model, a)(pixels)`` gives the logits, ``ablated(mod
 
 from __future__ import annotations
 
-import argparse
 import copy
 import itertools
 import json
@@ -40,9 +39,8 @@ from typing import Any, Literal
 
 import torch
 from torch import Tensor, nn
-from tqdm import tqdm
 
-from vitviz import zoo
+from vitviz import commandline, zoo
 from vitviz.data import ImageSet, dataset_label, load_split, preprocess_batch, spread_subset
 from vitviz.evaluate import check_classes, shipped_path, weights_hash
 from vitviz.model import Attention, Block, VisionTransformer, on_weights
@@ -361,37 +359,17 @@ def read_stored(path: Path | None, model: VisionTransformer) -> dict[str, Any] |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.ablation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
-    )
-    parser.add_argument(
-        "--data", default=None, help="the dataset root or its test folder (as vitviz.evaluate takes it)"
-    )
-    parser.add_argument("--images", type=int, default=None, help="test images at even strides (default: all)")
+    parser = commandline.analysis_parser("vitviz.ablation", __doc__, images=None, out="the grid")
     parser.add_argument("--mode", choices=[*MODES, "both"], default="both")
     parser.add_argument("--batch-size", type=int, default=BATCH)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    parser.add_argument("--out", type=Path, default=None, help="also write the grid with its weights hash here")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = commandline.parse(parser, argv)
     try:
         model, spec = zoo.load(args.model, device="cpu")
         if not isinstance(model, VisionTransformer):
             raise ValueError(f"{spec.name} is not a ViT: head ablation needs attention heads.")
         split = load_split(args.data, "test")
         data = spread_subset(split, args.images)
-        bar = tqdm(unit="batch", desc="ablation", disable=args.json and not sys.stderr.isatty())
-
-        def advance(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
+        bar, advance = commandline.progress("ablation", "batch", args.json)
         started = time.perf_counter()
         modes = MODES if args.mode == "both" else (args.mode,)
         grid = accuracy_grid(model, data, modes, args.batch_size, progress=advance)

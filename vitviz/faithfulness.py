@@ -31,7 +31,6 @@ Nothing here talks to Streamlit or writes sentences: ``read`` returns keys and n
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import statistics
@@ -44,9 +43,8 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
-from tqdm import tqdm
 
-from vitviz import analysis, compare, zoo
+from vitviz import analysis, commandline, compare, zoo
 from vitviz.claims import Claim
 from vitviz.cnn import ConvNet
 from vitviz.data import ImageSet, dataset_label, load_split, preprocess_batch, spread_subset
@@ -636,37 +634,18 @@ def read_stored(path: Path | None, model: nn.Module) -> dict[str, Any] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.faithfulness", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
-    )
-    parser.add_argument(
-        "--data", default=None, help="the dataset root or its test folder (as vitviz.evaluate takes it)"
-    )
-    parser.add_argument("--images", type=int, default=500, help="test images, taken at even strides through the split")
+    parser = commandline.analysis_parser("vitviz.faithfulness", __doc__, images=500, out="the table")
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--random-orders", type=int, default=RANDOM_ORDERS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--patch-size", type=int, default=None, help="a CNN's removed squares (default: about 8 a side)"
     )
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    parser.add_argument("--out", type=Path, default=None, help="also write the table with its weights hash here")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = commandline.parse(parser, argv)
     try:
         model, spec = zoo.load(args.model, device="cpu")
         data = spread_subset(load_split(args.data, "test"), args.images)
-        bar = tqdm(total=len(data), unit="img", desc="faithfulness", disable=args.json and not sys.stderr.isatty())
-
-        def advance(done: int, total: int) -> None:
-            bar.update(done - bar.n)
-
+        bar, advance = commandline.progress("faithfulness", "img", args.json, total=len(data))
         started = time.perf_counter()
         summary = over_images(
             model,

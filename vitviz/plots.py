@@ -461,17 +461,9 @@ def heatmap_overlay(
 
 
 def _overlay(
-    array: np.ndarray,
-    values: np.ndarray,
-    opacity: float = 0.55,
-    title: str | None = None,
-    height: int | None = 380,
-    colorscale: str = HEAT,
-    zmin: float | None = None,
-    zmax: float | None = None,
-    colorbar: bool = True,
-    hover: str = GRID_HOVER,
-) -> tuple[list[dict], dict]:
+    array: np.ndarray, values: np.ndarray, opacity: float, title: str | None, height: int | None, colorscale: str,
+    zmin: float | None, zmax: float | None, colorbar: bool, hover: str,
+) -> tuple[list[dict], dict]:  # fmt: skip
     """``heatmap_overlay``'s traces (the picture, then the map) and layout."""
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
@@ -640,15 +632,9 @@ def bars(
 
 
 def _bars(
-    labels: Sequence[str],
-    values: Sequence[float],
-    title: str | None = None,
-    height: int = 300,
-    highlight: int | None = None,
-    percent: bool = True,
-    x_title: str | None = None,
-    correct: int | None = None,
-) -> tuple[list[dict], dict]:
+    labels: Sequence[str], values: Sequence[float], title: str | None, height: int, highlight: int | None,
+    percent: bool, x_title: str | None, correct: int | None,
+) -> tuple[list[dict], dict]:  # fmt: skip
     """``bars``' trace and layout."""
     colours = [
         TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else OTHER_COLOUR
@@ -1103,7 +1089,10 @@ def attention_picker(
     array = to_uint8(array)
     values = np.asarray(values, dtype=np.float64)
     grid_h, grid_w = values.shape
-    data, layout = _overlay(array, values, title=title, height=height)
+    data, layout = _overlay(
+        array, values, opacity=0.55, title=title, height=height, colorscale=HEAT, zmin=None, zmax=None,
+        colorbar=True, hover=GRID_HOVER,
+    )  # fmt: skip
     data[-1]["hoverinfo"] = "skip"
     data[-1].pop("hovertemplate", None)
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
@@ -1258,7 +1247,9 @@ def key_weights(
     labels: Sequence[str], weights: Sequence[float], title: str | None = None, height: int = 360
 ) -> go.Figure:
     """The softmax weights of the keys a query attends to most, as ``bars`` with finer % ticks."""
-    data, layout = _bars(labels, weights, title=title, height=height)
+    data, layout = _bars(
+        labels, weights, title=title, height=height, highlight=None, percent=True, x_title=None, correct=None
+    )
     layout["xaxis"] |= dict(tickformat=".1%", rangemode="tozero")
     return _figure(data, layout)
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor, nn
@@ -152,6 +153,17 @@ def autocast(device: torch.device, dtype: torch.dtype) -> torch.autocast:
 
 SETTINGS = ("auto", "float32", "bfloat16")
 
+T = TypeVar("T")
+
+
+def _timed(clock: Callable[[], float], device: torch.device, run: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``run(*args)`` and the seconds it took on ``device`` (a GPU's queue waited for)."""
+    start = clock()
+    result = run(*args)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return result, clock() - start
+
 
 def choose(
     model: nn.Module,
@@ -193,11 +205,7 @@ def choose(
         pixels = probes[round_ % len(probes)][None]  # (1, C, H, W)
         traces: dict[torch.dtype, Trace] = {}
         for dtype, times in runs.items():
-            start = clock()
-            traces[dtype] = explain(model, pixels, dtype)
-            if pixels.device.type == "cuda":
-                torch.cuda.synchronize(pixels.device)
-            elapsed = clock() - start
+            traces[dtype], elapsed = _timed(clock, pixels.device, explain, model, pixels, dtype)
             if round_:  # the first round warms up
                 times.append(elapsed)
         moved = max(moved, attention_moved(traces[torch.float32], traces[torch.bfloat16]))
@@ -232,11 +240,8 @@ def choose_batched(
     probabilities: dict[torch.dtype, Tensor] = {}
     for round_ in range(repeats + 1):
         for dtype, times in runs.items():
-            start = clock()
-            probabilities[dtype] = classify(model, batch, dtype).softmax(dim=-1)
-            if batch.device.type == "cuda":
-                torch.cuda.synchronize(batch.device)
-            elapsed = clock() - start
+            logits, elapsed = _timed(clock, batch.device, classify, model, batch, dtype)
+            probabilities[dtype] = logits.softmax(dim=-1)
             if round_:  # the first round warms up
                 times.append(elapsed)
     moved = (probabilities[torch.float32] - probabilities[torch.bfloat16]).abs().max().item()

@@ -25,7 +25,6 @@ denoising step, and most of their cost saved) and are seeded, so a map is the sa
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import sys
@@ -38,9 +37,8 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor
-from tqdm import tqdm
 
-from vitviz import zoo
+from vitviz import commandline, zoo
 from vitviz.ablation import streams
 from vitviz.data import ImageSet, dataset_label, load_split, preprocess_batch, spread_subset
 from vitviz.evaluate import check_classes, shipped_path, weights_hash
@@ -291,38 +289,20 @@ def read_stored(path: Path | None, model: VisionTransformer, data: ImageSet | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.projection", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = commandline.analysis_parser(
+        "vitviz.projection", __doc__, images=None, out="the points (a .safetensors file)"
     )
-    parser.add_argument(
-        "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
-    )
-    parser.add_argument(
-        "--data", default=None, help="the dataset root or its test folder (as vitviz.evaluate takes it)"
-    )
-    parser.add_argument("--images", type=int, default=None, help="test images at even strides (default: all)")
     parser.add_argument(
         "--layers", type=int, nargs="+", default=None, help="hidden-state indices (default: middle, last)"
     )
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=["pca", "umap", "tsne"])
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object (what was made, the seconds) last")
-    parser.add_argument("--out", type=Path, default=None, help="write the points here (a .safetensors file)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = commandline.parse(parser, argv)
     try:
         model, spec = zoo.load(args.model, device="cpu")
         if not isinstance(model, VisionTransformer):
             raise ValueError(f"{spec.name} is not a ViT: it has no tokens to project.")
         data = spread_subset(load_split(args.data, "test"), args.images)
-        bar = tqdm(unit="step", desc="projection", disable=args.json and not sys.stderr.isatty())
-
-        def advance(done: int, total: int) -> None:
-            bar.total = total
-            bar.update(done - bar.n)
-
+        bar, advance = commandline.progress("projection", "step", args.json)
         projection = compute(model, data, args.layers, methods=args.methods, progress=advance)
         bar.close()
     except (zoo.ModelLoadError, FileNotFoundError, ValueError) as err:

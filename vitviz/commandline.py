@@ -1,0 +1,69 @@
+"""What the test-set analyses' command lines share (``vitviz.faithfulness``, ``vitviz.ablation``,
+``vitviz.projection``): a model and a test split, how many of its images, torch's threads, JSON
+for scripts, a file to write, and a progress bar that stays quiet when a script reads the JSON.
+
+    parser = commandline.analysis_parser("vitviz.ablation", __doc__, images=None, out="the grid")
+    parser.add_argument("--mode", ...)  # the command's own options
+    args = commandline.parse(parser, argv)  # logging and threads set
+    bar, advance = commandline.progress("ablation", "batch", args.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from vitviz import zoo
+
+
+def analysis_parser(module: str, doc: str | None, images: int | None, out: str) -> argparse.ArgumentParser:
+    """``--model``, ``--data``, ``--images``, ``--threads``, ``--json`` and ``--out``.
+
+    Args:
+        module: the command's module ("vitviz.ablation"), its name in the usage line.
+        doc: the module's docstring, the command's description.
+        images: how many test images by default (at even strides; None: all of them).
+        out: what ``--out`` writes ("the grid"), for its help.
+    """
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {module}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
+    )
+    parser.add_argument(
+        "--data", default=None, help="the dataset root or its test folder (as vitviz.evaluate takes it)"
+    )
+    every = "all" if images is None else str(images)
+    parser.add_argument("--images", type=int, default=images, help=f"test images at even strides (default: {every})")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--out", type=Path, default=None, help=f"also write {out} with its weights hash here")
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """The arguments, with warnings logged and torch on ``--threads`` threads when given."""
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
+def progress(desc: str, unit: str, quiet: bool, total: int | None = None) -> tuple[tqdm, Callable[[int, int], None]]:
+    """A progress bar on stderr (none when ``quiet`` and stderr is not a terminal: a script reading
+    ``--json``) and the ``progress(done, total)`` callback the analyses take."""
+    bar = tqdm(total=total, unit=unit, desc=desc, disable=quiet and not sys.stderr.isatty())
+
+    def advance(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return bar, advance
