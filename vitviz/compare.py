@@ -66,24 +66,21 @@ def gradcam_and_logits(model: ConvNet, pixels: Tensor, class_index: int) -> tupl
     The model's parameters get no ``.grad``.
     """
     pixels = on_weights(_one_image(pixels).detach(), model)
-
-    def one_view(view: Tensor) -> tuple[Tensor, Tensor]:  # (1, C, H, W) -> (H, W), (K,)
-        with torch.no_grad():
-            features = model.forward_features(view)  # (1, K_c, h, w)
-        features.requires_grad_(True)
-        with torch.enable_grad():
-            logits = model.forward_head(features)
-            (grad,) = torch.autograd.grad(logits[0, class_index], features)
-        alpha = grad.mean(dim=(2, 3), keepdim=True)  # (1, K_c, 1, 1)
-        cam = F.relu((alpha * features).sum(dim=1, keepdim=True))  # (1, 1, h, w)
-        cam = F.interpolate(cam, size=tuple(view.shape[-2:]), mode="bilinear")[0, 0]
-        return cam.detach(), logits[0].detach()
-
-    cam, logits = one_view(pixels)
-    if model.config.test_flip:
-        mirror_cam, mirror_logits = one_view(pixels.flip(-1))
-        cam, logits = (cam + mirror_cam.flip(-1)) / 2, (logits + mirror_logits) / 2
-    return cam.float().cpu(), logits.float().cpu()
+    views = torch.cat([pixels, pixels.flip(-1)]) if model.config.test_flip else pixels  # (V, C, H, W), one batch
+    with torch.no_grad():
+        features = model.forward_features(views)  # (V, K_c, h, w)
+    features.requires_grad_(True)
+    with torch.enable_grad():
+        logits = model.forward_head(features)  # (V, K)
+        # each view's logit depends on its own map only: one backward gives every view's gradient
+        (grad,) = torch.autograd.grad(logits[:, class_index].sum(), features)
+    alpha = grad.mean(dim=(2, 3), keepdim=True)  # (V, K_c, 1, 1)
+    cams = F.relu((alpha * features.detach()).sum(dim=1, keepdim=True))  # (V, 1, h, w)
+    cams = F.interpolate(cams, size=tuple(pixels.shape[-2:]), mode="bilinear")[:, 0]  # (V, H, W)
+    cam, answer = cams[0], logits.detach()[0]
+    if model.config.test_flip:  # the mirror's map flipped back, and both answers averaged
+        cam, answer = (cam + cams[1].flip(-1)) / 2, logits.detach().mean(dim=0)
+    return cam.float().cpu(), answer.float().cpu()
 
 
 def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, steps: int = 32) -> Tensor:
