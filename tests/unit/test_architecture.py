@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
-    "current", "presenter", "furniture", "navigation", "sidebar", "analyses",
+    "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf",
 )  # fmt: skip
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
@@ -28,6 +28,7 @@ LAYERS = {
     # 4: the command lines
     "train": 4, "ship": 4, "explain": 4, "handout": 4, "lease": 4, "cli": 4,
     "faithfulness": 3, "ablation": 3, "projection": 3,  # issue 43's analyses: computed, stored beside the weights, commands
+    "commandline": 3,  # what those three command lines share
     # figures: numpy and Plotly only
     "plots": 0,
     # 5: the app (Streamlit): its startup and server, its figures shared by the sessions, and the glue
