@@ -65,7 +65,7 @@ def test_the_sidebar_says_when_batches_run_in_another_precision(monkeypatch):
     assert "batches" not in sidebar.precision_text("cifar10-vit")
     server_set = precision.Precision(batched=precision.Batched(torch.bfloat16))
     monkeypatch.setattr(sidebar, "cached_precision", lambda name: server_set)
-    assert sidebar.precision_text("cifar10-vit") == "float32; batches of images (occlusion, the CNN) in bfloat16"
+    assert sidebar.precision_text("cifar10-vit") == "float32; batches of this model's images (occlusion) in bfloat16"
 
 
 def test_occlusion_runs_in_the_batched_precision_the_server_chose(monkeypatch):
