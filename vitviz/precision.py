@@ -9,7 +9,7 @@ maps within 0.01. A Trace made in bf16 is handed on in float32 (``explain``): ev
 computes and draws from float32 tensors either way, each converted when a page first reads it
 (``Trace.read_in_float32``), not the whole trace up front.
 
-Batched passes (the occlusion curves' 42 images, the CNN beside the ViT) are measured apart
+Batched passes (the occlusion curves' 34 images, the CNN beside the ViT) are measured apart
 (``choose_batched``): a batch fills the matrix units that one small image leaves idle, so there
 bf16 can be worth it where the explained pass is not; they answer in float32 logits either way.
 """
@@ -53,7 +53,7 @@ def native_bf16(device: torch.device) -> bool:
 BF16_WORTH = 0.8  # bf16 at most this fraction of float32's time
 ATTENTION_TOLERANCE = 1e-2  # the most bf16 may move an attention weight
 PROBABILITY_TOLERANCE = 1e-2  # the most bf16 may move a class probability of a batched pass
-BATCH = 16  # images in the batched pass measured (the prediction page's occlusion curves: 2 x 21)
+BATCH = 16  # images in the batched pass measured (the prediction page's occlusion curves: 2 x 17)
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ class Batched:
     beside the ViT, the comparison's experiments), and what was measured to choose it.
 
     A batch fills the matrix units that one image of a small model leaves idle: the shipped
-    CIFAR ViT explains one image about as fast in bf16 as in float32, but 42 occluded copies of it
-    twice as fast (docs/benchmarks.md).
+    CIFAR ViT explains one image about as fast in bf16 as in float32, but a batch of its occluded
+    copies in about 0.6 of the time (docs/benchmarks.md).
 
     Attributes:
         dtype: torch.bfloat16 (autocast) or torch.float32.

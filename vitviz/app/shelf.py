@@ -4,7 +4,7 @@ Streamlit's caches bound a function's results by their number (``max_entries``),
 results of one size. A class of thirty students on thirty images of their own needs thirty
 traces at once: twelve entries, enough for ViT-B/16's 48 MB traces, made every student's trace
 fall out before their next step (the class recomputed it on every page, docs/benchmarks.md),
-while thirty of the CIFAR ViT's traces take 30 MB. A ``Shelf`` keeps as many as fit in its bytes.
+while thirty of the CIFAR ViT's traces take about 40 MB. A ``Shelf`` keeps as many as fit in its bytes.
 """
 
 from __future__ import annotations
