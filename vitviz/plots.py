@@ -329,7 +329,7 @@ def patch_grid(
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     centres_x = cols * patch_size + patch_size / 2 - 0.5
     centres_y = rows * patch_size + patch_size / 2 - 0.5
-    markers = _click_markers(
+    markers = click_markers(
         centres_x,
         centres_y,
         max(6, min(40, 600 // max(grid_w, 1))),
@@ -353,17 +353,10 @@ def numbered(index_row_col: np.ndarray) -> np.ndarray:
 
 def click_markers(
     x: Sequence, y: Sequence, size: int, customdata: np.ndarray, hovertemplate: str, **trace: object
-) -> go.Scatter:
+) -> dict:
     """Square markers, nearly transparent, that answer hovers and clicks: st.plotly_chart's
     on_select reads their ``customdata``. Not hidden: hoverinfo "skip" or opacity 0 would make
-    them ignore clicks too."""
-    return go.Scatter(_click_markers(x, y, size, customdata, hovertemplate, **trace))
-
-
-def _click_markers(
-    x: Sequence, y: Sequence, size: int, customdata: np.ndarray, hovertemplate: str, **trace: object
-) -> dict:
-    """``click_markers`` as a trace dictionary."""
+    them ignore clicks too. A scatter trace's dictionary."""
     trace.setdefault("mode", "markers")
     return dict(
         type="scatter",
@@ -1098,7 +1091,7 @@ def attention_picker(
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
     size = max(6, min(40, int(0.8 * (height or 420) / max(grid_h, grid_w))))  # about one patch on screen
     data.append(
-        _click_markers(
+        click_markers(
             cols * patch_size + patch_size / 2 - 0.5,
             rows * patch_size + patch_size / 2 - 0.5,
             size,
