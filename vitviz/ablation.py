@@ -41,8 +41,8 @@ import torch
 from torch import Tensor, nn
 
 from vitviz import commandline, zoo
-from vitviz.data import ImageSet, dataset_label, load_split, preprocess_batch, spread_subset
-from vitviz.evaluate import check_classes, shipped_path, weights_hash
+from vitviz.data import ImageSet, load_split, preprocess_batch, spread_subset
+from vitviz.evaluate import check_classes, read_table, save_table, shipped_path
 from vitviz.model import Attention, Block, VisionTransformer, on_weights
 from vitviz.trace import BlockTrace
 
@@ -334,28 +334,13 @@ def ablation_path(weights: Path) -> Path:
 
 
 def save(grid: dict[str, Any], path: Path, model: VisionTransformer, data: ImageSet, settings: dict[str, Any]) -> None:
-    """Write ``accuracy_grid``'s result with the weights hash and the images it was measured on."""
-    stored = {
-        **grid,
-        "weights_sha256": weights_hash(model),
-        "dataset": dataset_label(data),
-        "fingerprint": data.fingerprint,
-        **settings,
-    }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(stored, indent=1) + "\n")
+    """Write ``accuracy_grid``'s result with what makes it stale (``evaluate.save_table``)."""
+    save_table(grid, path, model, data, settings)
 
 
 def read_stored(path: Path | None, model: VisionTransformer) -> dict[str, Any] | None:
-    """The stored grid at ``path`` when these weights made it, else None."""
-    if path is None or not Path(path).is_file():
-        return None
-    try:
-        stored = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        log.warning("ignoring %s: %s", path, err)
-        return None
-    return stored if stored.get("weights_sha256") == weights_hash(model) else None
+    """The stored grid at ``path`` when these weights made it (``evaluate.read_table``)."""
+    return read_table(path, model)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from vitviz import zoo
-from vitviz.data import ImageSet, cache_dir, load_split, preprocess_batch, save_atomic, spread_subset
+from vitviz.data import ImageSet, cache_dir, dataset_label, load_split, preprocess_batch, save_atomic, spread_subset
 from vitviz.model import VisionTransformer
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,40 @@ def shipped_path(weights: Path, suffix: str) -> Path:
     Every such file (predictions, faithfulness, head ablation, projection) is named by this rule."""
     weights = Path(weights)
     return weights.with_name(weights.name.removesuffix(".safetensors") + suffix)
+
+
+def save_table(
+    table: dict[str, Any], path: Path, model: torch.nn.Module, data: ImageSet, settings: dict[str, Any]
+) -> None:
+    """Write a table measured with ``model`` on ``data`` (the faithfulness table, the head-ablation
+    grid) as JSON, with what makes it stale: the weights hash, what the model looks at
+    (``inference``), the images (dataset and fingerprint), then ``settings``."""
+    stored = {
+        **table,
+        "weights_sha256": weights_hash(model),
+        "inference": inference(model),
+        "dataset": dataset_label(data),
+        "fingerprint": data.fingerprint,
+        **settings,
+    }
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(stored, indent=1) + "\n")
+
+
+def read_table(path: Path | None, model: torch.nn.Module) -> dict[str, Any] | None:
+    """The table ``save_table`` wrote at ``path`` when these weights made it (same hash, same
+    inference; a file without an inference is one view's); else None, and the caller computes (or
+    says it is not there)."""
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        stored = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        log.warning("ignoring %s: %s", path, err)
+        return None
+    if stored.get("weights_sha256") != weights_hash(model) or stored.get("inference", "image") != inference(model):
+        return None
+    return stored
 
 
 def predictions_path(weights: Path) -> Path:

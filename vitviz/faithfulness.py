@@ -47,8 +47,8 @@ from torch import Tensor, nn
 from vitviz import analysis, commandline, compare, zoo
 from vitviz.claims import Claim
 from vitviz.cnn import ConvNet
-from vitviz.data import ImageSet, dataset_label, load_split, preprocess_batch, spread_subset
-from vitviz.evaluate import check_classes, inference, shipped_path, weights_hash
+from vitviz.data import ImageSet, load_split, preprocess_batch, spread_subset
+from vitviz.evaluate import check_classes, read_table, save_table, shipped_path
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.trace import Trace
 
@@ -603,34 +603,14 @@ def summarise(results: Sequence[Faithfulness]) -> dict[str, Any]:
 
 
 def save(summary: dict[str, Any], path: Path, model: nn.Module, data: ImageSet, settings: dict[str, Any]) -> None:
-    """Write the table of ``over_images`` with what makes it stale: the weights hash, what the
-    model looks at (``evaluate.inference``), the images (fingerprint) and the settings."""
-    stored = {
-        **summary,
-        "weights_sha256": weights_hash(model),
-        "inference": inference(model),
-        "dataset": dataset_label(data),
-        "fingerprint": data.fingerprint,
-        "removed": "the dataset's mean colour (0 after normalisation)",
-        **settings,
-    }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(stored, indent=1) + "\n")
+    """Write the table of ``over_images`` with what makes it stale (``evaluate.save_table``) and
+    what a removed patch became."""
+    save_table(summary, path, model, data, {"removed": "the dataset's mean colour (0 after normalisation)", **settings})
 
 
 def read_stored(path: Path | None, model: nn.Module) -> dict[str, Any] | None:
-    """The stored table at ``path`` when these weights made it (same hash, same inference); else
-    None, and the caller computes (or says it is not there)."""
-    if path is None or not Path(path).is_file():
-        return None
-    try:
-        stored = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        log.warning("ignoring %s: %s", path, err)
-        return None
-    if stored.get("weights_sha256") != weights_hash(model) or stored.get("inference", "image") != inference(model):
-        return None
-    return stored
+    """The stored table at ``path`` when these weights made it (``evaluate.read_table``)."""
+    return read_table(path, model)
 
 
 def main(argv: list[str] | None = None) -> int:
