@@ -41,8 +41,9 @@ from typing import Any
 import torch
 
 from vitviz import zoo
+from vitviz.card import ModelCard
 from vitviz.model import build_model
-from vitviz.train import PRESETS, TrainConfig, hardware_label, read_run, train
+from vitviz.train import PRESETS, TrainConfig, hardware_label, load_data, read_run, train
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +75,9 @@ TINY_VIT = dict(TINY, epochs=3, warmup_epochs=1, model={"embed_dim": 24, "depth"
 PART_BYTES = 15 * 2**20  # a file the device tool brings back: at most 16 MiB
 PACK_BYTES = 60 * 2**20  # all of them: at most 64 MiB
 TEACHER = "teacher"  # the work folder's float16 CNN, the ViT's teacher
+FIT = "fit.json"  # the ViT's schedule as fitted to the first call's time, kept for the calls after it
+PROBE_STEPS = 20  # steps a probe epoch takes; its second epoch, warm, gives the speed
+FIT_SHARE = 0.9  # of the time left, what the fitted epochs may fill: evaluations and packs take the rest
 
 
 def recipes(data: str, tiny: bool, cnn: dict[str, Any], vit: dict[str, Any]) -> tuple[TrainConfig, TrainConfig]:
@@ -99,6 +103,8 @@ def pack(work: Path, out: Path, summary: dict[str, Any], cnn_run: Path | None = 
     """
     files = sorted(p for p in work.rglob("*") if p.is_file())
     chosen = [p for p in files if not any(part.startswith(".") for part in p.relative_to(work).parts)]  # half-written
+    # a finished run ships its weights: its checkpoint (three times their size) stays out
+    chosen = [p for p in chosen if p.name != "checkpoint.pt" or not finished_run(p.parent)]
     if cnn_run is not None and (work / TEACHER).exists():
         chosen = [p for p in chosen if p.parent != cnn_run or p.suffix not in (".pt", ".safetensors")]
     buffer = io.BytesIO()
@@ -147,6 +153,12 @@ def unpack(source: Path, work: Path) -> dict[str, Any]:
     return record
 
 
+def finished_run(run: Path) -> bool:
+    """Whether ``run`` holds its final weights (``<run name>.safetensors``), written once its
+    schedule ended."""
+    return (run / f"{run.name}.safetensors").is_file()
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
@@ -162,6 +174,45 @@ def make_teacher(run: Path, teacher: Path) -> None:
     shutil.rmtree(staging, ignore_errors=True)
     zoo.save(model, staging / teacher.name, card, dtype=torch.float16)
     staging.rename(teacher.parent)  # weights and card together, or not at all
+
+
+def fit_schedule(cfg: TrainConfig, seconds_left: float, epoch_seconds: float) -> dict[str, Any]:
+    """The most epochs (at most ``cfg.epochs``) whose schedule ends in ``FIT_SHARE`` of the time
+    left, and a warmup shortened in proportion: a schedule that ends, rather than a longer one
+    cut off while its learning rate is still high."""
+    epochs = max(1, min(cfg.epochs, int(FIT_SHARE * seconds_left / epoch_seconds)))
+    warmup = max(1, round(cfg.warmup_epochs * epochs / cfg.epochs)) if cfg.warmup_epochs else 0
+    return {"epochs": epochs, "warmup_epochs": min(warmup, epochs), "planned_epochs": cfg.epochs}
+
+
+def fitted(cfg: TrainConfig, work: Path, deadline: float) -> TrainConfig:
+    """``cfg`` with its schedule fitted to the time until ``deadline``, measured by a probe run.
+
+    The first call that reaches the ViT fits it and writes ``fit.json`` into the work folder (so
+    it travels in the pack); every later call reads it back, and the run resumes with the recipe it
+    began with. A run begun without a fit (an older pack) is left as it began.
+    """
+    record = work / FIT
+    if not record.exists():
+        if (work / cfg.name / "checkpoint.pt").exists():
+            return cfg
+        probe_dir = work / ".probe"  # a dot: never packed
+        shutil.rmtree(probe_dir, ignore_errors=True)
+        probe = dataclasses.replace(
+            cfg, name="probe", epochs=2, warmup_epochs=1, eval_every=2, checkpoint_every=2,
+            limit_train=min(cfg.limit_train or PROBE_STEPS * cfg.batch_size, PROBE_STEPS * cfg.batch_size),
+            limit_test=cfg.batch_size,
+        )  # fmt: skip
+        images_per_s = train(probe, out=probe_dir).history[-1]["images_per_s"]
+        shutil.rmtree(probe_dir, ignore_errors=True)
+        train_images = len(load_data(cfg)[0])
+        seconds_left = deadline - time.monotonic()
+        fit = fit_schedule(cfg, seconds_left, train_images / images_per_s)
+        fit.update(images_per_s=images_per_s, seconds_left=round(seconds_left, 1))
+        _write_atomic(record, json.dumps(fit, indent=1).encode())
+        log.info("fitted the ViT's schedule to the time left: %s", json.dumps(fit))
+    fit = json.loads(record.read_text())
+    return dataclasses.replace(cfg, epochs=fit["epochs"], warmup_epochs=fit["warmup_epochs"])
 
 
 def _summary(phase: str, card: Any, started: float) -> dict[str, Any]:
@@ -183,7 +234,7 @@ def _summary(phase: str, card: Any, started: float) -> dict[str, Any]:
 
 def lease(
     data: str, out: Path, work: Path = Path(".lease"), budget: float = 540.0, resume: Path | None = None,
-    tiny: bool = False, cnn: dict[str, Any] | None = None, vit: dict[str, Any] | None = None,
+    tiny: bool = False, cnn: dict[str, Any] | None = None, vit: dict[str, Any] | None = None, fit: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """Train the CNN, then the ViT it teaches, until ``budget`` seconds from now; returns what
     ``lease.json`` records.
@@ -196,6 +247,8 @@ def lease(
         resume: a folder holding an earlier call's ``lease.json`` and parts.
         tiny: the same phases on a few hundred images with tiny widths.
         cnn, vit: TrainConfig fields to change in either phase (e.g. {"epochs": 37}).
+        fit: fit the ViT's epochs to the time this call has left once it reaches the ViT (unless
+            ``vit`` names its epochs); later calls keep that schedule.
     """
     started = time.monotonic()
     deadline = started + budget
@@ -218,12 +271,17 @@ def lease(
 
     # phase 2: the ViT, taught by the teacher, packed at every checkpoint
     vit_cfg = dataclasses.replace(vit_cfg, teacher=str(teacher))
+    if fit and "epochs" not in (vit or {}):
+        vit_cfg = fitted(vit_cfg, work, deadline)
 
     def packed(run: Path) -> None:
         _, _, interim = read_run(run, checkpoint=True)
         pack(work, out, _summary("vit", interim, started), cnn_run)
 
-    card = train(vit_cfg, out=vit_run, deadline=deadline, on_checkpoint=packed)
+    if finished_run(vit_run):  # nothing left to train: pack what is there again
+        card = ModelCard.read(vit_run / f"{vit_run.name}.json")
+    else:
+        card = train(vit_cfg, out=vit_run, deadline=deadline, on_checkpoint=packed)
     summary = _summary("vit", card, started)
     pack(work, out, summary, cnn_run)
     return summary
@@ -248,6 +306,10 @@ def main(argv: list[str] | None = None) -> None:
         "--cnn", default="{}", help="TrainConfig fields to change in the CNN's phase, as JSON: '{\"epochs\": 37}'"
     )
     parser.add_argument("--vit", default="{}", help="the same for the ViT's phase")
+    parser.add_argument(
+        "--no-fit", dest="fit", action="store_false",
+        help="keep the preset's 300 ViT epochs instead of fitting them to the first call's time",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.unpack is not None:
@@ -256,8 +318,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.data is None or args.out is None:
         parser.error("--data and --out are needed to train (or --unpack a pack)")
     summary = lease(
-        args.data, args.out, args.work, args.budget, args.resume, args.tiny, json.loads(args.cnn), json.loads(args.vit)
-    )
+        args.data, args.out, args.work, args.budget, args.resume, args.tiny, json.loads(args.cnn), json.loads(args.vit),
+        args.fit,
+    )  # fmt: skip
     print(json.dumps(summary))
 
 

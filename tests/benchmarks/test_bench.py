@@ -16,7 +16,7 @@ import torch
 
 from benchmarks import bench
 from benchmarks.light_client import Expected, LightStudent, button_key
-from vitviz import precision
+from vitviz import precision, zoo
 from vitviz.app import tour
 from vitviz.config import ViTConfig
 from vitviz.convert import from_hf, from_timm
@@ -337,7 +337,8 @@ def test_a_light_client_walks_the_tour_on_its_own_image_and_sees_a_wrong_one():
 
     async def walk(url: str, image: str, answer: Expected) -> tuple[LightStudent, list[str]]:
         student = LightStudent(url, image, answer)
-        titles = [(await student.open()).title]
+        first = await student.open()
+        titles, student.first_texts = [first.title], first.texts
         while "nav_next" in student.last.buttons:
             titles.append((await student.press("nav_next")).title)
         await student.close()
@@ -346,6 +347,12 @@ def test_a_light_client_walks_the_tour_on_its_own_image_and_sees_a_wrong_one():
     with bench.app_server() as server:
         student, titles = asyncio.run(walk(server.url, mine, expected[mine]))
         assert student.errors == 0 and student.wrong_image == 0
+        # the sidebar names where the server computes: the GPU where there is one (a lent GPU
+        # runs this test to measure the app there), this machine's CPU otherwise
+        device = zoo.pick_device()
+        where = zoo.device_label(device) if device.type != "cpu" else "CPU ("
+        assert any(where in text for text in student.first_texts), student.first_texts[:12]
+        assert device.type == "cpu" or not any("CPU (" in text for text in student.first_texts)
         assert len(titles) == len(tour.TOUR) and len(set(titles)) == len(titles)  # every page, each once
         assert student.query_string.count(f"test={mine.replace('/', '%2F')}") == 1
         # told to expect another image of its class: the verdicts (overview, prediction, comparison) differ
