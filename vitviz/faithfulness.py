@@ -360,6 +360,7 @@ def faithfulness(
     unknown = [m for m in wanted if m not in allowed]
     if unknown:
         raise ValueError(f"{', '.join(unknown)} cannot rank this model's patches: choose from {', '.join(allowed)}.")
+    pixels = on_weights(pixels, model)  # every ranking's pass runs where the weights are
     height, width = pixels.shape[-2:]
     patch_size = patch_size or patch_size_for(model, (height, width))
     grid_size = (height // patch_size, width // patch_size)

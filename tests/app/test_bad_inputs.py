@@ -22,6 +22,7 @@ from vitviz import zoo
 from vitviz.app import caches, models, text, tour
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
+from vitviz.model import on_weights
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_BYTES = {name: make() for name, make, _ in CASES}
@@ -195,7 +196,7 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
     model, spec = models.cached_model(zoo.default_name())  # the model the sessions below use
 
     def expected(data: bytes) -> tuple[str, float]:
-        pixels = to_tensor(load_image(data), model.config.preprocess)
+        pixels = on_weights(to_tensor(load_image(data), model.config.preprocess), model)  # a GPU's too
         with torch.no_grad():
             probs = model(pixels)[0].softmax(-1)
         return model.config.class_names[int(probs.argmax())], float(probs.max())

@@ -61,8 +61,11 @@ def figure_texts(spec: dict) -> list[str]:
 
 
 def page_labels(at) -> list[str]:
-    """Every figure label of the page, and the sidebar's captions."""
-    texts = [str(caption.value) for caption in at.sidebar.caption]
+    """Every figure label of the page, and the sidebar's captions (where a GPU runs the models, its
+    name, "GPU: NVIDIA H200", is the hardware's, not a text to translate)."""
+    device = zoo.pick_device()
+    gpu = zoo.device_label(device) if device.type != "cpu" else None
+    texts = [str(caption.value).replace(gpu, "GPU") if gpu else str(caption.value) for caption in at.sidebar.caption]
     for chart in at.get("plotly_chart"):
         texts += figure_texts(json.loads(chart.proto.spec))
     return texts

@@ -101,6 +101,20 @@ def test_every_curve_starts_and_ends_at_the_full_and_the_blank_image(tiny_config
     assert result.probability == pytest.approx(float(probs[result.target]), abs=1e-5)
 
 
+def test_pixels_not_where_the_weights_are_go_there_for_every_ranking(tiny_config):
+    """The app's traces keep their pixels on the CPU while a GPU holds the model (a lent H200 found
+    the rankings' own pass fed CPU pixels to CUDA weights). Here the weights are float64 and the
+    pixels float32: the same move (``on_weights``) that a GPU needs, checked on any machine."""
+    torch.manual_seed(0)
+    model = VisionTransformer(tiny_config).eval().double()
+    pixels = torch.randn(1, 3, 32, 32)
+    result = faithfulness.faithfulness(model, pixels, steps=4, num_random=2)  # no trace: each ranking runs the model
+    assert list(result.methods) == list(faithfulness.methods_for(model))
+    with torch.no_grad():
+        probs = model(pixels.double()).softmax(dim=-1)[0]
+    assert result.probability == pytest.approx(float(probs.max()), abs=1e-6)
+
+
 def test_one_step_of_a_curve_is_the_model_on_the_image_with_those_patches_removed(tiny_config):
     torch.manual_seed(1)
     model = VisionTransformer(tiny_config).eval()

@@ -13,7 +13,7 @@ from vitviz.app.caches import cached_test_set, cached_trace
 from vitviz.app.models import cached_model
 from vitviz.app.text import tr
 from vitviz.data import ImageSet, preprocess_batch, spread_subset
-from vitviz.model import VisionTransformer
+from vitviz.model import VisionTransformer, on_weights
 
 MEAN_REFERENCE_IMAGES = 256  # test images whose mean head outputs "mean" ablation puts in a head's place
 
@@ -66,7 +66,7 @@ def cached_ablated(
     means = cached_head_means(model_name, location) if mode == "mean" and heads and location else None
     switched = ablation.ablated(model, ablation.Ablation.of(heads, layers, mode, means))
     with torch.no_grad():
-        trace = switched.explain(cached_trace(model_name, image_bytes).pixels)
+        trace = switched.explain(on_weights(cached_trace(model_name, image_bytes).pixels, model))
     readout = analysis.readout_attention(trace, -1)[0].float()  # (heads, grid_h, grid_w)
     return {
         "probs": trace.logits[0].float().softmax(dim=-1).cpu().numpy(),

@@ -140,8 +140,9 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
     trace = cached_trace(model_name, image_bytes)
     order = analysis.occlusion_order(trace, order_kind)  # type: ignore[arg-type]
     target = int(trace.logits[0].argmax())
-    with precision.autocast(trace.pixels.device, cached_precision(model_name).batched.dtype):
-        curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=target)
+    pixels = on_weights(trace.pixels, model)  # the trace sits on the CPU; autocast where the model runs
+    with precision.autocast(pixels.device, cached_precision(model_name).batched.dtype):
+        curve = analysis.occlusion_curve(model, pixels, order, steps, target=target)
     return order.numpy(), curve.numpy()
 
 
@@ -183,7 +184,7 @@ def cached_experiment(
     vit, _ = cached_model(vit_name)
     cnn, _ = cached_model(cnn_name)
     cnn_pixels = to_tensor(decoded_image(image_bytes), cnn.config.preprocess, cnn.config.in_chans)
-    pixels = cached_trace(vit_name, image_bytes).pixels
+    pixels = on_weights(cached_trace(vit_name, image_bytes).pixels, vit)  # autocast where the models run
     both = {cached_precision(name).batched.dtype for name in (vit_name, cnn_name)}  # bf16 where both chose it
     dtype = torch.bfloat16 if both == {torch.bfloat16} else torch.float32
     with precision.autocast(pixels.device, dtype):
