@@ -159,11 +159,12 @@ def _registry() -> dict[str, ModelSpec]:
                     path=weights,
                 )
             )
+    shipped = next((spec for spec in specs if spec.name == SHIPPED), None)
     specs += [
-        _entry(
+        _entry(  # the shipped ViT's shape before training: what its training changed
             UNTRAINED,
             source="random",
-            config=cifar10_vit_config(),
+            config=shipped.config if shipped is not None else cifar10_vit_config(),
             trained=False,
             offline=True,
         ),

@@ -90,7 +90,7 @@ def test_the_check_catches_a_label_that_bypasses_i18n():
     assert english_words('고양이 (cat), `blocks[0]`, fc1, softmax(QKᵀ/√d), ViT, "Attention is all you need"') == []
 
 
-def test_the_model_card_names_its_data_and_hardware_in_korean():
+def test_the_model_card_names_its_data_and_hardware_in_korean(monkeypatch):
     at = open_page_in_one_run("app_pages/9_card.py", lang="ko")
     facts = dict(zip(at.table[0].value.iloc[:, 0], at.table[0].value.iloc[:, 1], strict=True))
     assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
@@ -101,9 +101,9 @@ def test_the_model_card_names_its_data_and_hardware_in_korean():
         assert all(re.fullmatch(r"하드웨어 \(\d+(-\d+)?(, \d+(-\d+)?)*단계\)", label) for label in hardware), hardware
     else:
         assert list(hardware) == ["하드웨어"]
-    cpu = [value for value in hardware.values() if value.startswith("CPU (")]
-    assert cpu, hardware  # the shipped ViT's first stages ran on this project's CPUs
-    assert all(value.endswith("스레드 2개)") for value in cpu)  # the card says 2 threads, in Korean
+    monkeypatch.setattr(text, "lang", lambda: "ko")
+    assert list(hardware.values()) == [text.hardware_text(where) for _, where in rows]  # each machine, in Korean
+    assert text.hardware_text("CPU (AMD EPYC, 2 threads)") == "CPU (AMD EPYC, 스레드 2개)"  # a CPU's threads, in Korean
     assert text.hardware_text("CUDA (NVIDIA H100)") == "CUDA (NVIDIA H100)"  # other labels as written
 
 

@@ -13,10 +13,10 @@ from vitviz.model import VisionTransformer, build_model
 
 # Parameter counts per registry entry (google-research style): a new entry without a row fails.
 EXPECTED_PARAMS = {
-    "cifar10-vit": 2_693_578,
+    "cifar10-vit": 2_697_610,  # depth 9, 12 heads, MLP ratio 2 (the lease of 2026-11-27; was depth 6, 2,693,578)
     "cifar10-cnn": 9_918_786,  # airbench96's net (was airbench95's, 4,606,530)
     "fashion-mnist-vit": 605_066,
-    "untrained-cifar10-vit": 2_693_578,
+    "untrained-cifar10-vit": 2_697_610,  # the shipped shape before training
     "untrained-vit-b16": 86_567_656,
     "untrained-vit-r26-s32": 36_431_912,
     "timm:vit_small_r26_s32_224.augreg_in21k_ft_in1k": 36_431_912,
