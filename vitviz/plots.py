@@ -1116,6 +1116,18 @@ def head_marker(head: int) -> dict:
     return dict(color=PALETTE[head % len(PALETTE)], symbol=SYMBOLS[head // len(PALETTE) % len(SYMBOLS)])
 
 
+HEADS_IN_A_COLUMN = 6  # more heads than this and their legend would run off a 400-px figure at presenter sizes
+
+
+def head_legend(heads: int) -> dict:
+    """The layout's legend for one entry per head: plotly's column at the right for a few, rows
+    under the plot (they wrap to its width) for more, whose column would be cut off at the
+    figure's foot (12 heads in presenter mode)."""
+    if heads <= HEADS_IN_A_COLUMN:
+        return {}
+    return dict(legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0))
+
+
 def head_dots(distances: np.ndarray, head_word: str, x_title: str, axes: tuple[str, str] = ("x", "y")) -> list[dict]:
     """One trace of dots per head of a (depth, heads) array of pixels: x = layer (1-based, as
     users count), a colour per head named in the legend (so it says which colour is which head)."""
@@ -1163,11 +1175,12 @@ def attention_distance(
     per head named in the legend (1-based). ``uniform`` draws the distance of attention spread evenly.
     """
     distances = np.asarray(distances, dtype=np.float64)
-    depth, _ = distances.shape
+    depth, heads = distances.shape
     layout = dict(
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
+        **head_legend(heads),
         xaxis=_axis(x_title, tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2),
         yaxis=_axis(y_title, rangemode="tozero"),
     )
@@ -1204,7 +1217,7 @@ def reach(
         image_px: the side of the input in pixels.
     """
     distances = np.asarray(distances, dtype=np.float64)
-    depth, _ = distances.shape
+    depth, heads = distances.shape
     (cnn_axes, vit_axes), layout = _panel_row([cnn_title, vit_title], 0.05)
     steps = np.arange(1, len(fields) + 1)
     line = dict(
@@ -1232,6 +1245,7 @@ def reach(
         height=height,
         margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4),
         **LOOK,
+        **head_legend(heads),
     )
     return _figure([line, *head_dots(distances, head_word, vit_x_title, vit_axes)], layout)
 

@@ -452,6 +452,17 @@ def test_heads_classes_and_the_answer_take_the_palette():
     assert list(bars.data[0].marker.color) == [plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR]
 
 
+def test_many_heads_are_named_in_rows_under_the_plot_a_few_in_a_column_beside_it():
+    """Twelve legend entries in plotly's column ran off a 400-px figure at presenter sizes (the
+    browser test found it when the 12-head ViT shipped); rows under the plot wrap to its width."""
+    rows = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0)
+    for heads, legend in ((3, None), (6, None), (12, rows)):
+        distance = plots.attention_distance(np.random.rand(9, heads)).to_plotly_json()["layout"]
+        reach = plots.reach([("conv1", 3), ("pool", 6)], np.random.rand(9, heads) * 10, 32).to_plotly_json()["layout"]
+        for layout in (distance, reach):
+            assert layout.get("legend") == legend, (heads, layout.get("legend"))
+
+
 def _without_empty(value: object) -> object:
     """Plotly JSON without empty objects (an unset title is {} when plotly checks it, absent when not)."""
     if isinstance(value, dict):
