@@ -11,7 +11,9 @@ Two phases, each a run of ``vitviz.train`` in the work folder (``.lease/<run nam
    Once finished it is rounded to float16, as ``vitviz.ship`` would ship it, and that file is the
    teacher: the ViT learns from exactly the weights that come back.
 2. ``vit``: Lee et al.'s same-cost ViT (``--preset cifar10-vit-lee``: depth 9, 12 heads, MLP
-   ratio 2, 300 passes) taught by it (DeiT's hard distillation), at the batch a GPU needs.
+   ratio 2, 300 passes) taught by it (DeiT's hard distillation), at the batch a GPU needs. Its
+   epochs are fitted to the time the call has left when it begins (``fitted``: a short probe
+   measures its speed), so the schedule ends in the call instead of stopping at a high rate.
 
 Both build their batches on the device (``loader="device"``). The call stops itself before
 ``--budget`` seconds have passed (after an epoch, when another would not end in time) and packs
