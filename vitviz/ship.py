@@ -265,7 +265,7 @@ def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DI
 
 
 ANALYSIS_IMAGES = 500  # issue 43's N: the faithfulness table is measured on 500 evenly strided test images
-ABLATION_IMAGES = 1000  # the head-ablation grid: 1,000 at even strides (a depth-9, 12-head ViT's whole split takes 85 min on 2 cores)
+ABLATION_IMAGES = 1000  # head ablation: 1,000 at even strides (a 12-head ViT: 85 min for the whole split here)
 
 
 def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) -> list[Path]:
