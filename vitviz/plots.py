@@ -1123,9 +1123,7 @@ def head_legend(heads: int) -> dict:
     """The layout's legend for one entry per head: plotly's column at the right for a few, rows
     under the plot (they wrap to its width) for more, whose column would be cut off at the
     figure's foot (12 heads in presenter mode)."""
-    if heads <= HEADS_IN_A_COLUMN:
-        return {}
-    return dict(legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0))
+    return {} if heads <= HEADS_IN_A_COLUMN else dict(legend=_legend_below())
 
 
 def head_dots(distances: np.ndarray, head_word: str, x_title: str, axes: tuple[str, str] = ("x", "y")) -> list[dict]:
@@ -1425,7 +1423,7 @@ def multi_line(
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
-        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
+        legend=_legend_below(),
         hovermode="closest",
         xaxis=_axis(x_title, tickformat=".0%" if x_percent else None),
         yaxis=_axis(y_title, tickformat=".1~%" if percent else None, rangemode="tozero" if percent else None),
@@ -1475,6 +1473,12 @@ def _axis(title: str | None = None, **settings: object) -> dict:
     if title is not None:
         axis["title"] = dict(text=title)
     return axis
+
+
+def _legend_below() -> dict:
+    """A legend in rows at the figure's foot, left-aligned: they wrap to its width, and plotly
+    makes room for them under the plot."""
+    return dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0)
 
 
 def _vline(x: float, line: dict) -> dict:
@@ -1541,7 +1545,7 @@ def gelu_histogram(
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
-        legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0),
+        legend=_legend_below(),
         bargap=0.02,
     )
     if title:
