@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from benchmarks import bench
-from benchmarks.light_client import Expected, LightStudent, button_key
+from benchmarks.light_client import Expected, LightStudent, Run, button_key
 from vitviz import precision, zoo
 from vitviz.app import tour
 from vitviz.config import ViTConfig
@@ -335,24 +335,24 @@ def test_a_light_client_walks_the_tour_on_its_own_image_and_sees_a_wrong_one():
     mine, other = bench.class_images(12)[1], bench.class_images(12)[11]  # automobile/0, automobile/1
     expected = bench.expected_answers([mine, other], find_cifar_test_folder())
 
-    async def walk(url: str, image: str, answer: Expected) -> tuple[LightStudent, list[str]]:
+    async def walk(url: str, image: str, answer: Expected) -> tuple[LightStudent, list[Run]]:
         student = LightStudent(url, image, answer)
-        first = await student.open()
-        titles, student.first_texts = [first.title], first.texts
+        runs = [await student.open()]
         while "nav_next" in student.last.buttons:
-            titles.append((await student.press("nav_next")).title)
+            runs.append(await student.press("nav_next"))
         await student.close()
-        return student, titles
+        return student, runs
 
     with bench.app_server() as server:
-        student, titles = asyncio.run(walk(server.url, mine, expected[mine]))
+        student, runs = asyncio.run(walk(server.url, mine, expected[mine]))
         assert student.errors == 0 and student.wrong_image == 0
         # the sidebar names where the server computes: the GPU where there is one (a lent GPU
         # runs this test to measure the app there), this machine's CPU otherwise
-        device = zoo.pick_device()
+        device, first = zoo.pick_device(), runs[0].texts
         where = zoo.device_label(device) if device.type != "cpu" else "CPU ("
-        assert any(where in text for text in student.first_texts), student.first_texts[:12]
-        assert device.type == "cpu" or not any("CPU (" in text for text in student.first_texts)
+        assert any(where in text for text in first), first[:12]
+        assert device.type == "cpu" or not any("CPU (" in text for text in first)
+        titles = [run.title for run in runs]
         assert len(titles) == len(tour.TOUR) and len(set(titles)) == len(titles)  # every page, each once
         assert student.query_string.count(f"test={mine.replace('/', '%2F')}") == 1
         # told to expect another image of its class: the verdicts (overview, prediction, comparison) differ
