@@ -200,9 +200,10 @@ def fitted(cfg: TrainConfig, work: Path, deadline: float) -> TrainConfig:
             return cfg
         probe_dir = work / ".probe"  # a dot: never packed
         shutil.rmtree(probe_dir, ignore_errors=True)
+        probe_images = PROBE_STEPS * cfg.batch_size
         probe = dataclasses.replace(
             cfg, name="probe", epochs=2, warmup_epochs=1, eval_every=2, checkpoint_every=2,
-            limit_train=min(cfg.limit_train or PROBE_STEPS * cfg.batch_size, PROBE_STEPS * cfg.batch_size),
+            limit_train=min(cfg.limit_train, probe_images) if cfg.limit_train else probe_images,
             limit_test=cfg.batch_size,
         )  # fmt: skip
         images_per_s = train(probe, out=probe_dir).history[-1]["images_per_s"]
