@@ -25,7 +25,7 @@ from vitviz.app import load_app, warm_up  # noqa: E402
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
     from vitviz import zoo
-    from vitviz.app import navigation, presenter, sidebar, state
+    from vitviz.app import ahead, navigation, presenter, sidebar, state, turns
     from vitviz.app.text import tr
     from vitviz.app.tour import LAB, ROOT, TOUR
 
@@ -35,18 +35,20 @@ def main() -> None:
     state.init()
     presenter.theme_charts()  # every figure drawn through plots.theme: larger in presenter mode, never zoomed
 
-    steps = [
-        st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if (ROOT / f).exists()
-    ]
+    files = [f for f, _, _ in TOUR if (ROOT / f).exists()]
+    steps = [st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if f in files]
     lab = [st.Page(f, title=tr(k), icon=i) for f, k, i in LAB if (ROOT / f).exists()]
     # every page listed: collapsed, Streamlit shows 10 and hides the lab behind "View 3 more"
     page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps, expanded=True)
     navigation.follow_asked_step()  # Previous / Next: straight to the step, without drawing the page clicked on again
 
-    sidebar.sidebar()
-    navigation.follow_step_link(page)
-    navigation.open_at_the_top(page)
-    page.run()
+    with turns.server_turns().turn(turns.session_id()):  # a class's runs compute a few at a time, in order
+        sidebar.sidebar()
+        navigation.follow_step_link(page)
+        navigation.open_at_the_top(page)
+        if page in steps:  # while the class reads, the prediction's heaviest work for this image
+            ahead.read_ahead(files[steps.index(page)])
+        page.run()
 
 
 if __name__ == "__main__":  # every session's run

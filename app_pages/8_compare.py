@@ -73,9 +73,7 @@ if list(cnn.config.class_names) != names or cnn.config.num_classes != vit.config
     stop_with(tr("compare.classes_differ"))
 
 true_name = current.true_class()
-vit_probs = trace.logits[0].float().softmax(dim=-1)  # (K,)
-default_class = names.index(true_name) if true_name in names else int(vit_probs.argmax())
-class_index = state.clip("compare_class", default_class, 0, len(names) - 1)
+class_index = state.clip("compare_class", compare.explained_class(names, trace.logits[0], true_name), 0, len(names) - 1)
 with_ig = bool(state.get("compare_ig", False))
 arrays = caches.cached_comparison(cur.name, cnn_name, cur.image_bytes, class_index, with_ig)
 cnn_logits = torch.from_numpy(arrays["cnn_logits"])[None]  # (1, K)

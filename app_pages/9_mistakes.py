@@ -11,7 +11,7 @@ import streamlit as st
 
 from vitviz import clicks, lab, plots, tables, zoo
 from vitviz import data as vdata
-from vitviz.app import caches, current, furniture, models, navigation, session, state, text
+from vitviz.app import caches, current, furniture, models, navigation, session, state, text, turns
 from vitviz.app.text import label, lang, tr
 from vitviz.prediction import verdict
 
@@ -44,6 +44,7 @@ if split is None:
     st.info(tr("mistakes.no_data_named", dataset=shown) if named else tr("mistakes.no_data"))
     download = tr("mistakes.download_named", dataset=shown) if named else tr("mistakes.download")
     if st.button(download, key="mistakes_download"):
+        turns.step_aside()  # a download: the class goes on beside it
         with st.spinner(tr("mistakes.downloading")):
             try:  # torchvision's download: MNIST or Fashion-MNIST into the cache folder, else CIFAR-10
                 vdata.load_split(named or lab.default_test_root(), "test")

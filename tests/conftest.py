@@ -22,6 +22,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # tests that compare a page's numbers with float32 computations fix float32; test_precision and
 # test_app_core's precision test cover the measured choice.
 os.environ.setdefault("VITVIZ_PRECISION", "float32")
+# The server computes pages 7's and 8's heaviest work ahead in a thread of its own
+# (vitviz.app.ahead): tests that count the models' calls or time a page would see that thread's
+# work. test_app_core's read-ahead test and the bench turn it on.
+os.environ.setdefault("VITVIZ_READ_AHEAD", "0")
 
 from vitviz.config import ViTConfig
 

@@ -156,6 +156,12 @@ def logits_without_position(model: VisionTransformer, pixels: Tensor, mode: Lite
 EXPERIMENTS = ("shuffle", "shift", "no_position", "hide")
 
 
+def explained_class(names: Sequence[str], logits: Tensor, true_name: str | None) -> int:
+    """The class the comparison explains first: the image's true class where the model knows it,
+    else the model's answer (``logits``: (K,))."""
+    return list(names).index(true_name) if true_name in names else int(logits.argmax())
+
+
 @dataclass
 class Experiment:
     """Both models' logits after one experiment, and the ViT's altered input to show.

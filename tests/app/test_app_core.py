@@ -5,14 +5,15 @@ import dataclasses
 import io
 import json
 import shutil
+import time
 
 import numpy as np
 import pytest
 import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
-from vitviz import zoo
-from vitviz.app import caches, furniture, models, navigation, state, text, tour
+from vitviz import analysis, compare, zoo
+from vitviz.app import ahead, caches, furniture, models, navigation, state, text, tour, turns
 from vitviz.card import ModelCard
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
@@ -50,6 +51,66 @@ def test_next_and_previous_open_the_step_without_drawing_the_page_clicked_on_aga
     at.button(key="nav_prev").click().run()
     assert errors(at) == [] and any("Patches" in t.value for t in at.title)
     assert drawn == ["app_pages/2_patches.py"]
+
+
+def test_every_page_is_drawn_in_a_turn_and_gives_it_back(monkeypatch):
+    """A class's runs compute in turns (vitviz.app.turns): the page itself runs inside one, the
+    short run that only follows a Next click does not wait for one, and none is kept."""
+    gate = turns.Turns(slots=1, cores=2, set_threads=lambda n: None)
+    monkeypatch.setattr(turns, "_server", gate)
+    drawn_in_turn, nav = [], navigation.nav
+    monkeypatch.setattr(navigation, "nav", lambda script: (drawn_in_turn.append(gate.running), nav(script)))
+    taken, turn = [], gate.turn
+    monkeypatch.setattr(gate, "turn", lambda session=None: (taken.append(session), turn(session))[1])
+    at = open_page("app_pages/2_patches.py")
+    at.button(key="nav_next").click().run()
+    assert errors(at) == [] and any("Patch vectors" in t.value for t in at.title)
+    assert drawn_in_turn == [1, 1, 1]  # overview, patches, vectors: each drawn holding the turn
+    assert len(taken) == 3  # the Next click's run switched pages before taking one
+    assert len(set(taken)) == 1 and taken[0] is not None  # one session, named
+    assert gate.running == 0 and gate.waiting == 0
+
+
+def test_steps_before_the_prediction_compute_its_heavy_work_ahead(monkeypatch):
+    """On the steps before pages 7 and 8, the server computes page 7's occlusion curves and page
+    8's first view for the session's image in a worker thread (vitviz.app.ahead); the pages then
+    find them in their caches and run neither."""
+    monkeypatch.setenv("VITVIZ_READ_AHEAD", "1")
+    worker = ahead.Ahead(set_threads=lambda n: None)
+    monkeypatch.setattr(ahead, "_server", worker)
+    for cached in (caches.cached_occlusion, caches.cached_comparison, caches.cached_experiment):
+        cached.clear()
+    calls = {"occlusion": 0, "gradcam": 0, "experiment": 0}
+
+    def counted(module, attribute: str, kind: str) -> None:
+        real = getattr(module, attribute)
+
+        def wrapper(*args, **kwargs):
+            calls[kind] += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, attribute, wrapper)
+
+    counted(analysis, "occlusion_curve", "occlusion")
+    counted(compare, "gradcam_and_logits", "gradcam")
+    counted(compare, "run_experiment", "experiment")
+    at = open_page("app_pages/6_block.py", query={"sample": "rocket.jpg"})
+    assert errors(at) == []
+    deadline = time.monotonic() + 60
+    while worker.done < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert worker.done == 2  # asked once each (the overview, then page 6 asked again for nothing)
+    assert calls == {"occlusion": 2, "gradcam": 1, "experiment": 1}  # both orders; one CNN map, one experiment
+    at.button(key="nav_next").click().run()
+    assert errors(at) == [] and any("Prediction" in t.value for t in at.title)
+    at.button(key="nav_next").click().run()
+    assert errors(at) == [] and any("ViT vs CNN" in t.value for t in at.title)
+    assert calls == {"occlusion": 2, "gradcam": 1, "experiment": 1}  # pages 7 and 8 read them from the caches
+    assert worker.done == 2 and worker.queued == 0
+    monkeypatch.setenv("VITVIZ_READ_AHEAD", "0")  # off: the next image is not read ahead
+    open_page("app_pages/6_block.py", query={"sample": "coffee.jpg"})
+    time.sleep(0.2)
+    assert worker.done == 2 and worker.queued == 0
 
 
 def test_input_page_shows_original_resized_and_channels():

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
-    "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf",
+    "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
 )  # fmt: skip
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {

@@ -215,3 +215,11 @@ def test_gradcam_and_logits_answer_what_the_model_answers_from_one_pass(cnn, tes
         with torch.no_grad():
             torch.testing.assert_close(logits, model(pixels)[0])
     assert not any(p.grad is not None for p in model.parameters())
+
+
+def test_the_comparison_explains_the_true_class_when_known_else_the_answer():
+    names = ["cat", "dog", "ship"]
+    logits = torch.tensor([0.1, 0.2, 3.0])  # the model says ship
+    assert compare.explained_class(names, logits, "dog") == 1
+    assert compare.explained_class(names, logits, None) == 2
+    assert compare.explained_class(names, logits, "truck") == 2  # a class the model does not know

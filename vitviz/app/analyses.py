@@ -9,6 +9,7 @@ import streamlit as st
 import torch
 
 from vitviz import ablation, analysis, faithfulness, projection
+from vitviz.app import turns
 from vitviz.app.caches import cached_test_set, cached_trace
 from vitviz.app.models import cached_model
 from vitviz.app.text import tr
@@ -24,6 +25,7 @@ def cached_faithfulness(model_name: str, image_bytes: bytes) -> faithfulness.Fai
     from the tour's cached trace."""
     model, _ = cached_model(model_name)
     trace = cached_trace(model_name, image_bytes)
+    turns.step_aside()  # every ranking's curves, both ways: the class goes on beside it
     return faithfulness.faithfulness(model, trace.pixels, trace=trace)
 
 
@@ -89,6 +91,7 @@ def cached_projection(model_name: str, location: str) -> tuple[projection.Projec
     if found is not None:
         return found, data
     subset = spread_subset(data, COMPUTED_IMAGES)
+    turns.step_aside()  # the model over a thousand images: the class goes on beside it
     holder = st.empty()
     try:
         made = projection.compute(

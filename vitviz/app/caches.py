@@ -22,7 +22,7 @@ from PIL import Image
 
 from vitviz import access, analysis, compare, lab, plots, precision, zoo
 from vitviz import data as vdata
-from vitviz.app import shelf
+from vitviz.app import shelf, turns
 from vitviz.app.models import cached_model, lab_pair
 from vitviz.app.text import tr
 from vitviz.data import image_notes, load_image, to_tensor
@@ -248,6 +248,7 @@ def split_for(classes: tuple[str, ...], data: str | None, _data_variable: str | 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def cached_test_set(root: str) -> vdata.ImageSet:
     """The lab's test images in memory, keyed by folder (read-only; shared by every session)."""
+    turns.step_aside()  # ten thousand files decoded: the class goes on beside it
     return vdata.load_split(root, "test", download=False)
 
 
@@ -268,6 +269,7 @@ def cached_evaluation(model_name: str, root: str, _on_page: bool = True, _stored
     """
     model, spec = cached_model(model_name)
     data = cached_test_set(root)
+    turns.step_aside()  # the model may run over the whole split: the class goes on beside it
     holder = st.empty() if _on_page else None
     try:
         return evaluate(

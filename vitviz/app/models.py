@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from vitviz import access, zoo
-from vitviz.app import web
+from vitviz.app import turns, web
 from vitviz.app.text import model_title, tr
 
 
@@ -90,6 +90,7 @@ def loading(name: str) -> Iterator[None]:
         if download
         else tr("model.loading", name=model_title(name))
     )
+    turns.step_aside()  # a download may take minutes: the class goes on beside it
     with holder.container():
         st.html(web.style("hide_stale.css"))  # the last model's answer is not this one's
         with st.spinner(text, show_time=True):
