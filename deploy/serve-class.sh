@@ -121,7 +121,7 @@ for i in $(seq 1 "$replicas"); do
   for _ in $(seq 1 240); do
     healthy "http://127.0.0.1:$((port + i))/_stcore/health" && break
     for pid in "${pids[@]}"; do
-      kill -0 "$pid" 2>/dev/null || { echo "error: an app server stopped; its log:" >&2; tail -20 "$dir"/replica-*.log >&2; exit 1; }
+      kill -0 "$pid" 2>/dev/null || { echo "error: an app server stopped; its log:" >&2; tail -n 20 "$dir"/replica-*.log >&2; exit 1; }
     done
     sleep 0.5
   done
