@@ -1,13 +1,15 @@
 """Work a session will ask for, done before it asks: while a student reads the first steps of the
-tour, page 7's occlusion curves for their image are computed by one worker thread.
+tour, pages 7's and 8's heaviest work for their image is computed by one worker thread.
 
-Page 7 is the tour's heaviest step: its occlusion test runs the model on 34 occluded copies of
-the image. A class that presses Next together reaches it together, and thirty students' curves
-then queue behind each other (the slowest step of the tour, docs/benchmarks.md). Computed ahead,
-one at a time on one torch thread beside the sessions' turns (``vitviz.app.turns``: at most one
-core's worth, taken while the light steps before it leave the cores idle), they are ready when
-the class gets there: the page finds them in ``caches.cached_occlusion``, the same cache it fills
-itself when it gets there first. Nothing here changes what a page shows.
+Page 7's occlusion test runs the model on 34 occluded copies of the image, and page 8 runs the
+CNN forwards and backwards, the ViT backwards and an experiment through both: the tour's two
+heaviest steps. A class that presses Next together reaches them together, and thirty students'
+curves then queue behind each other (docs/benchmarks.md). Computed ahead, one job at a time on
+one torch thread beside the sessions' turns (``vitviz.app.turns``: at most one core's worth,
+taken while the light steps before them leave the cores idle), page 7's first and then page
+8's, they are ready when the class gets there: the pages find them in their caches
+(``caches.cached_occlusion``, ``cached_comparison``, ``cached_experiment``), the same caches they
+fill themselves when they get there first. Nothing here changes what a page shows.
 
 Server option: ``streamlit run app.py -- --no-read-ahead`` (or VITVIZ_READ_AHEAD=0) turns it off.
 """
