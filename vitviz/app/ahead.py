@@ -17,7 +17,7 @@ Server option: ``streamlit run app.py -- --no-read-ahead`` (or VITVIZ_READ_AHEAD
 from __future__ import annotations
 
 import argparse
-import hashlib
+import functools
 import heapq
 import itertools
 import os
@@ -99,6 +99,12 @@ def server_ahead() -> Ahead:
         return _server
 
 
+@functools.lru_cache(maxsize=8)
+def _enabled(argv: tuple[str, ...], setting: str | None) -> bool:
+    """``enabled`` for one set of server settings, worked out once: every tour page's run asks."""
+    return enabled(argv, {} if setting is None else {"VITVIZ_READ_AHEAD": setting})
+
+
 def enabled(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
     """Whether the server reads ahead: not with ``--no-read-ahead`` in ``argv``, nor with
     VITVIZ_READ_AHEAD set to 0, false, no or off."""
@@ -122,7 +128,7 @@ def read_ahead(script: str) -> None:
     from vitviz.app.tour import TOUR
 
     order = [file for file, _, _ in TOUR]
-    if not enabled(sys.argv[1:], os.environ) or script not in order:
+    if not _enabled(tuple(sys.argv[1:]), os.environ.get("VITVIZ_READ_AHEAD")) or script not in order:
         return
     step = order.index(script)
     if step >= order.index(COMPARE):
@@ -136,7 +142,7 @@ def read_ahead(script: str) -> None:
         return
     if spec.is_cnn or model.config.num_classes == 0:
         return
-    image = hashlib.sha256(data).hexdigest()
+    image = caches.image_key(data)
     worker = server_ahead()
     if step < order.index(PREDICTION):
         worker.ask(("occlusion", name, image), lambda: _occlusion(name, data), rank=0)
@@ -161,6 +167,7 @@ def _comparison_view(name: str, model) -> dict | None:
     """What page 8 would open with for this session: the CNN its list shows, the class chosen (None:
     the page's default), integrated gradients on or off, and the chosen experiment with its
     setting; None where a typed CNN makes that the page's own affair."""
+    from vitviz import compare
     from vitviz.app import current, models, state
 
     cnns = models.cnn_models()
@@ -170,7 +177,7 @@ def _comparison_view(name: str, model) -> dict | None:
     if cnn_name not in cnns:
         return None
     chosen = state.get("compare_class")
-    kind = state.get("compare_experiment", "shuffle")
+    kind = state.get("compare_experiment", compare.EXPERIMENTS[0])  # the radio's first option
     hidden = [i for i in state.get("compare_hidden", []) if 0 <= i < model.config.num_patches]
     return {
         "cnn_name": cnn_name,
@@ -179,13 +186,13 @@ def _comparison_view(name: str, model) -> dict | None:
         "with_ig": bool(state.get("compare_ig", False)),
         "kind": kind,
         # as the page passes them: only the chosen experiment's setting is part of its key
-        "shift": int(st_value("compare_shift", 2)) if kind == "shift" else 0,
-        "seed": int(st_value("compare_seed", 0)) if kind == "shuffle" else 0,
+        "shift": int(_widget_value("compare_shift", 2)) if kind == "shift" else 0,
+        "seed": int(_widget_value("compare_seed", 0)) if kind == "shuffle" else 0,
         "hidden": tuple(hidden) if kind == "hide" else (),
     }
 
 
-def st_value(key: str, default: int) -> int:
+def _widget_value(key: str, default: int) -> int:
     """A plain widget's value in the session (page 8's shift slider and seed box), else its default."""
     import streamlit as st
 

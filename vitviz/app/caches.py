@@ -54,7 +54,8 @@ def _data_flag(argv: tuple[str, ...]) -> str | None:
     return access.data_flag(argv)
 
 
-def _image_key(image_bytes: bytes) -> bytes:
+def image_key(image_bytes: bytes) -> bytes:
+    """What the server keys an image's decoded pixels, traces and work done ahead by: a hash of its bytes."""
     return hashlib.blake2b(image_bytes, digest_size=16).digest()
 
 
@@ -66,7 +67,7 @@ IMAGES: shelf.Shelf[Image.Image] = shelf.Shelf(
 
 def decoded_image(image_bytes: bytes) -> Image.Image:
     """load_image once per image for the whole server (read-only: every step makes new images)."""
-    return IMAGES.get(_image_key(image_bytes), lambda: load_image(image_bytes))
+    return IMAGES.get(image_key(image_bytes), lambda: load_image(image_bytes))
 
 
 # A resource, not data: every rerun gets the same Trace object instead of unpickling a copy (a
@@ -99,7 +100,7 @@ def cached_trace(model_name: str, image_bytes: bytes) -> Trace:
         pixels = on_weights(to_tensor(image, model.config.preprocess, model.config.in_chans), model)
         return precision.explain(model, pixels, cached_precision(model_name).dtype)
 
-    return TRACES.get((model_name, _image_key(image_bytes)), explained)
+    return TRACES.get((model_name, image_key(image_bytes)), explained)
 
 
 cached_trace.clear = TRACES.clear  # type: ignore[attr-defined]  # as Streamlit's caches have it
