@@ -220,6 +220,14 @@ SEED_VIT_RECIPE = dict(
 FASHION_MNIST_PIXELS = {"resize": [28, 28], "mean": [0.2860], "std": [0.3530], "dark_background": True}
 MNIST_PIXELS = {"resize": [28, 28], "mean": [0.1307], "std": [0.3081], "dark_background": True}
 
+# The grey ViT on a 7 x 7 grid of 4-pixel patches (49 tokens of 16 numbers), and the knobs of
+# learning from fashion-mnist-cnn's soft answers: KL at temperature 1 for half the loss, with the
+# shifts of up to 2 pixels that a 4-pixel patch tolerates (docs/training.md).
+GREY_GRID_7 = {**SEED_MNIST_VIT, "patch_size": 4, "preprocess": FASHION_MNIST_PIXELS}
+TAUGHT_BY_GREY_CNN = dict(
+    teacher="fashion-mnist-cnn", distill="soft", distill_tau=1.0, distill_alpha=0.5, crop_padding=2
+)
+
 PRESETS: dict[str, dict[str, Any]] = {
     # airbench94: its net and recipe, over 18 epochs where it has 9.9
     "cifar10-cnn": dict(
@@ -332,25 +340,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         name="fashion-mnist-vit-p4",
         data="fashion-mnist",
         epochs=50,
-        model={**SEED_MNIST_VIT, "patch_size": 4, "preprocess": FASHION_MNIST_PIXELS},
+        model=GREY_GRID_7,
     ),
     # The 7 x 7 grid's ViT from its own 50 epochs, taught by fashion-mnist-cnn: soft distillation
     # (temperature 1, half the loss) with the 2-pixel shifts a 4-pixel patch tolerates, 25 epochs
     # at half the first rate (docs/training.md).
     "fashion-mnist-vit-p4-kd": dict(
         SEED_VIT_RECIPE,
+        **TAUGHT_BY_GREY_CNN,
         name="fashion-mnist-vit-p4-kd",
         data="fashion-mnist",
-        teacher="fashion-mnist-cnn",
-        distill="soft",
-        distill_tau=1.0,
-        distill_alpha=0.5,
         epochs=25,
         warmup_epochs=1,
         lr=5e-4,  # a later stage from trained weights: half the first stage's rate
-        crop_padding=2,
         eval_every=1,
-        model={**SEED_MNIST_VIT, "patch_size": 4, "preprocess": FASHION_MNIST_PIXELS},
+        model=GREY_GRID_7,
     ),
     # The small scratch ViTs that reach 92.3-93.0% on Fashion-MNIST (s-chh's: 4-pixel patches,
     # D = 64, 6 blocks of 4 heads, MLP ratio 2, dropout 0.1, shifts of up to 2 pixels and flips,
@@ -358,26 +362,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     # stage was, over 100 epochs where they take 200: a run across sessions (docs/training.md).
     "fashion-mnist-vit-deep": dict(
         SEED_VIT_RECIPE,
+        **TAUGHT_BY_GREY_CNN,
         name="fashion-mnist-vit-deep",
         data="fashion-mnist",
-        teacher="fashion-mnist-cnn",
-        distill="soft",
-        distill_tau=1.0,
-        distill_alpha=0.5,
         epochs=100,
         warmup_epochs=10,
         lr=5e-4,
-        crop_padding=2,
         eval_every=2,
-        model={
-            **SEED_MNIST_VIT,
-            "patch_size": 4,
-            "embed_dim": 64,
-            "depth": 6,
-            "mlp_ratio": 2.0,
-            "drop_rate": 0.1,
-            "preprocess": FASHION_MNIST_PIXELS,
-        },
+        model={**GREY_GRID_7, "embed_dim": 64, "depth": 6, "mlp_ratio": 2.0, "drop_rate": 0.1},
     ),
     # The same ViT and recipe on handwritten digits
     "mnist-vit": dict(
