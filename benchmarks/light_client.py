@@ -148,6 +148,8 @@ class LightStudent:
         kind = message.WhichOneof("type")
         if kind == "new_session":
             self.page_script_hash = message.new_session.page_script_hash
+        elif kind == "navigation":  # the page the run resolved (Next's run opens another one): as the frontend does
+            self.page_script_hash = message.navigation.page_script_hash
         elif kind == "page_info_changed":
             self.query_string = message.page_info_changed.query_string
         elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":

@@ -44,9 +44,13 @@ def test_next_and_previous_open_the_step_without_drawing_the_page_clicked_on_aga
     )  # every page ends with it
     at = open_page("app_pages/2_patches.py")
     drawn.clear()
+    runs, init = [], state.init
+    monkeypatch.setattr(state, "init", lambda: (runs.append(1), init())[1])  # app.py calls it once a run
     at.button(key="nav_next").click().run()
     assert errors(at) == [] and any("Patch vectors" in t.value for t in at.title)
     assert drawn == ["app_pages/3_vectors.py"]  # the patches page's figures were not made again first
+    assert len(runs) == 1  # the click's own run drew the step: no second run of app.py to switch pages
+    assert at.session_state["step"] == 3 and at.query_params["step"] == "3"
     drawn.clear()
     at.button(key="nav_prev").click().run()
     assert errors(at) == [] and any("Patches" in t.value for t in at.title)
@@ -55,7 +59,7 @@ def test_next_and_previous_open_the_step_without_drawing_the_page_clicked_on_aga
 
 def test_every_page_is_drawn_in_a_turn_and_gives_it_back(monkeypatch):
     """A class's runs compute in turns (vitviz.app.turns): the page itself runs inside one, the
-    short run that only follows a Next click does not wait for one, and none is kept."""
+    Next click's run takes one once, and none is kept."""
     gate = turns.Turns(slots=1, cores=2, set_threads=lambda n: None)
     monkeypatch.setattr(turns, "_server", gate)
     drawn_in_turn, nav = [], navigation.nav
@@ -66,7 +70,7 @@ def test_every_page_is_drawn_in_a_turn_and_gives_it_back(monkeypatch):
     at.button(key="nav_next").click().run()
     assert errors(at) == [] and any("Patch vectors" in t.value for t in at.title)
     assert drawn_in_turn == [1, 1, 1]  # overview, patches, vectors: each drawn holding the turn
-    assert len(taken) == 3  # the Next click's run switched pages before taking one
+    assert len(taken) == 3  # one turn a run: the Next click's run is the one that draws the step
     assert len(set(taken)) == 1 and taken[0] is not None  # one session, named
     assert gate.running == 0 and gate.waiting == 0
 

@@ -284,6 +284,43 @@ def test_h_next_at_the_foot_of_a_page_opens_the_next_at_its_title_and_a_slider_k
     assert problems(page) == []
 
 
+# Every change to the page while a Next click's run draws the next step: whether the new title is
+# up, and which section headings can be seen (not hidden, as the last page's stale ones must be).
+WATCH_HEADINGS = """(title) => {
+  window.__seen = [];
+  const look = () => {
+    const h1 = document.querySelector("[data-testid='stMain'] h1");
+    if (!h1 || !h1.innerText.startsWith(title)) return;
+    const shown = Array.from(document.querySelectorAll("[data-testid='stMain'] h2, [data-testid='stMain'] h3"))
+      .filter((h) => getComputedStyle(h).visibility !== 'hidden').map((h) => h.innerText);
+    window.__seen.push(shown);
+  };
+  new MutationObserver(look).observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
+}"""
+
+
+def test_l_next_never_shows_the_last_pages_sections_under_the_new_title(server, page):  # noqa: F811
+    """Next draws the new step in the run its click starts (navigation.follow_asked_step), so the
+    browser does not clear the page as it does when a run starts on another page: until the new
+    step's sections replace them, the last page's must be hidden, never read under the new title."""
+    page.goto(f"{server}/block?lang=en&test=cat/3", wait_until="domcontentloaded")
+    settle(page)
+    headings = "[data-testid='stMain'] h2, [data-testid='stMain'] h3"
+    last_page = {h.inner_text() for h in page.locator(headings).all()}
+    assert len(last_page) >= 3, last_page
+    page.evaluate(WATCH_HEADINGS, "7.")
+    page.locator(".st-key-nav_next button").click()
+    page.wait_for_function("() => document.querySelector('h1').innerText.startsWith('7.')")
+    settle(page)
+    seen = page.evaluate("window.__seen")
+    assert seen and seen[-1], "the watcher saw the prediction page drawn"
+    mixed = [shown for shown in seen if last_page & set(shown)]
+    assert mixed == [], mixed[:3]
+    here = urllib.parse.urlparse(page.evaluate("location.href"))  # page.url may lag a history.pushState
+    assert here.path == "/prediction" and urllib.parse.parse_qs(here.query)["step"] == ["7"], here
+    assert problems(page) == []
+
+
 def _files_changed_since(start: float, roots: list[Path], skip: Path) -> list[Path]:
     """Files under ``roots`` written at or after ``start`` (not ``skip``, nor git's own)."""
     found = []

@@ -38,11 +38,35 @@ def ask_step(step: int) -> None:
     st.session_state["_asked_step"] = step
 
 
-def follow_asked_step() -> None:
-    """app.py, right after st.navigation: open the step a Previous / Next click asked for."""
+def follow_asked_step(steps: list) -> None:
+    """app.py, right before st.navigation (``steps``: the tour's st.Page objects, in order): the
+    run a Previous / Next click started draws the step it asked for.
+
+    ``st.switch_page`` would end this run and start another that draws the step: a second run of
+    app.py for every click, a fifth of the server's CPU for a class pressing Next together (0.018 of
+    0.058 CPU-s a step, docs/benchmarks.md), and a 0.1 s pause it sleeps to flush the URL. Instead
+    this run tells Streamlit's page manager the step is the page it is on, as the browser's own
+    rerun request would: st.navigation then resolves it, sends the browser its page (the URL and
+    the sidebar's highlight follow), and runs it. A Streamlit without that hook gets the two runs.
+
+    The browser clears the last page's elements only when a run starts on another page; here the
+    run starts on the page clicked on, so its elements that this run has not replaced yet are
+    hidden (the first of every run's style-only elements: on the runs that stay on a page an empty
+    one takes its place at once, so a slider's rerun hides nothing)."""
     step = st.session_state.pop("_asked_step", None)
-    if step is not None:
+    switching = step is not None and 0 <= step < len(steps)
+    st.html(web.style("hide_stale.css") if switching else "<style></style>")
+    if not switching:
+        return
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    choose_page = getattr(getattr(ctx, "pages_manager", None), "set_script_intent", None)
+    if choose_page is None:
         go_to(step)
+    state.set(step=step)
+    st.query_params.from_dict({**state.url_params(), "step": str(step)})
+    choose_page(steps[step]._script_hash, "")
 
 
 def open_at_the_top(page) -> None:
