@@ -38,9 +38,11 @@ def main() -> None:
     files = [f for f, _, _ in TOUR if (ROOT / f).exists()]
     steps = [st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if f in files]
     lab = [st.Page(f, title=tr(k), icon=i) for f, k, i in LAB if (ROOT / f).exists()]
-    navigation.follow_asked_step(steps)  # Previous / Next: this run draws the step, not the page clicked on
+    unopened = navigation.follow_asked_step(steps)  # Previous / Next: this run draws the step, not the page clicked on
     # every page listed: collapsed, Streamlit shows 10 and hides the lab behind "View 3 more"
     page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps, expanded=True)
+    if unopened is not None:  # a Streamlit whose page manager cannot be told: st.switch_page's second run
+        navigation.go_to(unopened)
 
     with turns.server_turns().turn(turns.session_id()):  # a class's runs compute a few at a time, in order
         sidebar.sidebar()

@@ -57,6 +57,18 @@ def test_next_and_previous_open_the_step_without_drawing_the_page_clicked_on_aga
     assert drawn == ["app_pages/2_patches.py"]
 
 
+def test_next_on_a_streamlit_without_the_page_hook_switches_pages_in_two_runs(monkeypatch):
+    """Where Streamlit's page manager has no hook to say which page a run is on, Next falls back
+    to st.switch_page: one more run of app.py, the same step."""
+    monkeypatch.setattr(navigation, "_page_chooser", lambda: None)
+    at = open_page("app_pages/2_patches.py")
+    runs, init = [], state.init
+    monkeypatch.setattr(state, "init", lambda: (runs.append(1), init())[1])
+    at.button(key="nav_next").click().run()
+    assert errors(at) == [] and any("Patch vectors" in t.value for t in at.title)
+    assert len(runs) == 2 and at.session_state["step"] == 3 and at.query_params["step"] == "3"
+
+
 def test_every_page_is_drawn_in_a_turn_and_gives_it_back(monkeypatch):
     """A class's runs compute in turns (vitviz.app.turns): the page itself runs inside one, the
     Next click's run takes one once, and none is kept."""

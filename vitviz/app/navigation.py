@@ -38,16 +38,18 @@ def ask_step(step: int) -> None:
     st.session_state["_asked_step"] = step
 
 
-def follow_asked_step(steps: list) -> None:
+def follow_asked_step(steps: list) -> int | None:
     """app.py, right before st.navigation (``steps``: the tour's st.Page objects, in order): the
-    run a Previous / Next click started draws the step it asked for.
+    run a Previous / Next click started draws the step it asked for. Returns the step when this
+    Streamlit cannot do that: app.py then ``go_to``-s it after st.navigation.
 
     ``st.switch_page`` would end this run and start another that draws the step: a second run of
     app.py for every click, a fifth of the server's CPU for a class pressing Next together (0.018 of
     0.058 CPU-s a step, docs/benchmarks.md), and a 0.1 s pause it sleeps to flush the URL. Instead
     this run tells Streamlit's page manager the step is the page it is on, as the browser's own
     rerun request would: st.navigation then resolves it, sends the browser its page (the URL and
-    the sidebar's highlight follow), and runs it. A Streamlit without that hook gets the two runs.
+    the sidebar's highlight follow), and runs it. A Streamlit without that hook gets the two runs
+    (st.switch_page finds its pages only once st.navigation has named them in this run).
 
     The browser clears the last page's elements only when a run starts on another page; here the
     run starts on the page clicked on, so its elements that this run has not replaced yet are
@@ -57,16 +59,22 @@ def follow_asked_step(steps: list) -> None:
     switching = step is not None and 0 <= step < len(steps)
     st.html(web.style("hide_stale.css") if switching else "<style></style>")
     if not switching:
-        return
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    choose_page = getattr(getattr(ctx, "pages_manager", None), "set_script_intent", None)
+        return None
+    choose_page = _page_chooser()
     if choose_page is None:
-        go_to(step)
+        return step
     state.set(step=step)
     st.query_params.from_dict({**state.url_params(), "step": str(step)})
     choose_page(steps[step]._script_hash, "")
+    return None
+
+
+def _page_chooser():
+    """The page manager's hook that says which page this run is on (Streamlit 1.67's
+    ``set_script_intent(page_script_hash, page_name)``), or None where it has none."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return getattr(getattr(get_script_run_ctx(), "pages_manager", None), "set_script_intent", None)
 
 
 def open_at_the_top(page) -> None:
