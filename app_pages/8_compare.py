@@ -85,11 +85,11 @@ with head:
 # ---- both answers -----------------------------------------------------------------------------
 st.subheader(tr("compare.answers"))
 answers = {}
-for column, which, model, logits in zip(
-    st.columns(2), ("vit", "cnn"), (vit, cnn), (trace.logits, cnn_logits), strict=True
-):
+sides = (("vit", vit, trace.logits), ("cnn", cnn, cnn_logits))
+verdicts = {which: verdict(logits[0].float().softmax(dim=-1), names, true_name) for which, _, logits in sides}
+for column, (which, model, logits) in zip(st.columns(2), sides, strict=True):
     ranked = top_k(model.config.class_names, logits, 5)
-    found = verdict(logits[0].float().softmax(dim=-1), names, true_name)
+    found = verdicts[which]
     answers[which] = ranked[0]
     column.plotly_chart(
         current.class_bars(
@@ -98,6 +98,7 @@ for column, which, model, logits in zip(
             tr(f"compare.{which}_top"),
             found,
             height=90 + 36 * len(ranked),
+            beside=[v for w, v in verdicts.items() if w != which],  # one legend for both: the bars start level
         ),
         width="stretch",
         key=f"compare_{which}_top",

@@ -40,7 +40,7 @@ from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_te
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, TranslatedError, class_label, t
 from vitviz.model import VisionTransformer, flops_per_image, on_weights
 from vitviz.patches import patch_tiles, patchify
-from vitviz.prediction import Verdict, top_k, verdict
+from vitviz.prediction import Verdict, legend_key, top_k, verdict
 from vitviz.trace import Trace, forward_steps
 
 SAMPLES = zoo.ASSETS / "samples"
@@ -316,14 +316,22 @@ def _overview(page: _Page, tour: _Tour, total: int) -> None:
     )
 
 
-def _class_bars(page: _Page, tour: _Tour, logits: torch.Tensor, title: str, height: int) -> plots.Figure:
-    """Top-5 bars as the app draws them (``ui.class_bars``): the answer red, the true class green."""
+def _found(tour: _Tour, logits: torch.Tensor) -> Verdict | None:
+    return verdict(logits[0].float().softmax(dim=-1), tour.config.class_names, tour.truth and tour.truth.class_name)
+
+
+def _class_bars(
+    page: _Page, tour: _Tour, logits: torch.Tensor, title: str, height: int, beside: tuple[torch.Tensor, ...] = ()
+) -> plots.Figure:
+    """Top-5 bars as the app draws them (``current.class_bars``): the answer red, the true class
+    green, one legend for this chart and the charts of the logits ``beside`` it."""
     ranked = top_k(tour.config.class_names, logits, TOP)
     names = [name for name, _ in ranked]
-    found = verdict(logits[0].float().softmax(dim=-1), tour.config.class_names, tour.truth and tour.truth.class_name)
+    found = _found(tour, logits)
     correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    if found is not None:
-        title = f"{title} ({page.tr('verdict.legend_right' if found.correct else 'verdict.legend_wrong')})"
+    key = legend_key([found, *(_found(tour, other) for other in beside)])
+    if key:
+        title = f"{title} ({page.tr(key)})"
     return plots.bars(
         [page.label(n) for n in names], [p for _, p in ranked], title=title, height=height, highlight=0, correct=correct
     )
@@ -754,8 +762,14 @@ def _compare(page: _Page, tour: _Tour, total: int, cnn: nn.Module) -> None:
     )
     page.heading(page.tr("compare.answers"))
     page.figures(
-        ("compare-vit-top", _class_bars(page, tour, trace.logits, page.tr("compare.vit_top"), 90 + 36 * TOP)),
-        ("compare-cnn-top", _class_bars(page, tour, cnn_logits, page.tr("compare.cnn_top"), 90 + 36 * TOP)),
+        (
+            "compare-vit-top",
+            _class_bars(page, tour, trace.logits, page.tr("compare.vit_top"), 90 + 36 * TOP, (cnn_logits,)),
+        ),
+        (
+            "compare-cnn-top",
+            _class_bars(page, tour, cnn_logits, page.tr("compare.cnn_top"), 90 + 36 * TOP, (trace.logits,)),
+        ),
     )
     truth = tour.truth.class_name if tour.truth else None
     class_index = names.index(truth) if truth in names else int(trace.logits[0].argmax())

@@ -3,7 +3,7 @@ against the image's true class when that is known (a labelled test image)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -40,3 +40,16 @@ def verdict(probs: torch.Tensor, class_names: Sequence[str], true_class: str | N
     predicted = int(probs.argmax())
     rank = 1 + int((probs > probs[target]).sum())
     return Verdict(true_class, class_names[predicted], predicted == target, rank, float(probs[target]), len(probs))
+
+
+def legend_key(verdicts: Iterable[Verdict | None]) -> str | None:
+    """The text (its locale key) that says what a top-k chart's colours mean, for charts of these
+    verdicts: one verdict, or several charts set side by side that share one legend so that their
+    titles wrap alike and their bars start level. Red is named when any answer is wrong (one
+    chart: its answer; several: any of theirs); None when the true class is unknown."""
+    known = [found for found in verdicts if found is not None]
+    if not known:
+        return None
+    if all(found.correct for found in known):
+        return "verdict.legend_right"
+    return "verdict.legend_wrong" if len(known) == 1 else "verdict.legend_any_wrong"

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
-from tests.helpers import CLASSES
+from tests.helpers import CLASSES, make_image_folder
 from vitviz import compare, zoo
 from vitviz.app import caches
 from vitviz.app import models as app_models
@@ -198,3 +198,45 @@ def test_an_experiment_runs_the_models_once_per_image_and_setting(models, monkey
     assert ran == ["shuffle"] and _table(again) == shown
     at.number_input(key="compare_seed").set_value(1).run()
     assert ran == ["shuffle", "shuffle"] and errors(at) == []
+
+
+def _always(model: torch.nn.Module, answer: str) -> torch.nn.Module:
+    """``model`` made to answer ``answer`` whatever the image: a head of zeros and one bias."""
+    with torch.no_grad():
+        model.head.weight.zero_()
+        model.head.bias.copy_(torch.tensor([4.0 if name == answer else 0.0 for name in CLASSES]))
+    return model.eval()
+
+
+@pytest.mark.parametrize(("cnn_answer", "legend"), [("red", "green: the true class"), ("blue", "red: a wrong answer")])
+def test_both_answers_share_one_legend_so_their_bars_start_level(tmp_path, monkeypatch, cnn_answer, legend) -> None:
+    """On a test image of a known class, the two top-5 charts say what their colours mean in one
+    legend, computed from both answers: red is named when either model is wrong (here the CNN, built
+    to answer blue on a red image), and only green when both are right. Titles of one length wrap
+    alike, so the two charts' bars start level, on a projector too."""
+    make_image_folder(tmp_path, per_class=2, splits=("test",))
+    monkeypatch.setenv("VITVIZ_DATA", str(tmp_path / "test"))
+    torch.manual_seed(0)
+    vit = _always(
+        VisionTransformer(
+            ViTConfig(
+                image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=4, class_names=CLASSES
+            )
+        ),
+        "red",
+    )
+    cnn = _always(
+        ConvNet(CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), class_names=CLASSES)), cnn_answer
+    )
+    zoo.save(vit, tmp_path / "vit.safetensors")
+    zoo.save(cnn, tmp_path / "cnn.safetensors")
+    at = _open((tmp_path / "vit.safetensors", tmp_path / "cnn.safetensors"), source="test", test="red/0")
+    assert errors(at) == []
+    titles = [
+        figure(at, f"compare_{which}_top")["layout"]["title"]["text"].replace("<br>", " ") for which in ("vit", "cnn")
+    ]
+    assert figure(at, "compare_cnn_top")["data"][0]["y"][0] == cnn_answer  # the CNN answers as it was built to
+    assert titles[0].startswith("ViT: top 5 (") and titles[1].startswith("CNN: top 5 (")
+    assert titles[0][len("ViT") :] == titles[1][len("CNN") :], titles  # one legend
+    assert legend in titles[0]
+    assert ("red:" in titles[0]) == (cnn_answer != "red")

@@ -52,6 +52,21 @@ def test_verdict_ranks_the_true_class():
     assert verdict(probs, (), "b") is None  # a model without class names
 
 
+def test_the_legend_names_red_only_when_an_answer_is_wrong():
+    import torch
+
+    from vitviz.prediction import legend_key, verdict
+
+    names = ("a", "b", "c")
+    says_a, says_b = torch.tensor([0.7, 0.2, 0.1]), torch.tensor([0.1, 0.7, 0.2])
+    right, wrong = verdict(says_a, names, "a"), verdict(says_b, names, "a")
+    assert legend_key([right]) == "verdict.legend_right" and legend_key([wrong]) == "verdict.legend_wrong"
+    assert legend_key([right, right]) == "verdict.legend_right"
+    assert legend_key([right, wrong]) == legend_key([wrong, right]) == "verdict.legend_any_wrong"  # charts side by side
+    assert legend_key([None, None]) is None and legend_key([]) is None  # no known class: no green to explain
+    assert legend_key([right, None]) == "verdict.legend_right"
+
+
 def test_bars_mark_the_true_class_green():
     from vitviz import plots
 

@@ -3,6 +3,7 @@ sentences that read a prediction against the image's known class."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from vitviz.app.text import dataset_text, label, lang, tr
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError
 from vitviz.model import VisionTransformer
-from vitviz.prediction import Verdict, verdict
+from vitviz.prediction import Verdict, legend_key, verdict
 from vitviz.trace import Trace
 
 
@@ -180,17 +181,19 @@ def grid_hover() -> str:
     return f"{tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
 
 
-def bar_title(title: str, found: Verdict | None) -> str:
-    """A top-k chart's title, with what its colours mean when the true class is known."""
-    if found is None:
-        return title
-    return f"{title} ({tr('verdict.legend_right' if found.correct else 'verdict.legend_wrong')})"
-
-
-def class_bars(names: list[str], values: list[float], title: str, found: Verdict | None, height: int):  # -> go.Figure
+def class_bars(
+    names: list[str],
+    values: list[float],
+    title: str,
+    found: Verdict | None,
+    height: int,
+    beside: Iterable[Verdict | None] = (),
+):  # -> go.Figure
     """Top-k probabilities, best first, as bars labelled in the user's language: the answer in red
-    and, when the image's class is known, the true class in green (the title says so)."""
+    and, when the image's class is known, the true class in green. The title says what the colours
+    mean (``prediction.legend_key``), for this chart and the charts set ``beside`` it, so that
+    charts side by side share one legend, wrap their titles alike and start their bars level."""
     correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    return plots.bars(
-        [label(n) for n in names], values, title=bar_title(title, found), height=height, highlight=0, correct=correct
-    )
+    key = legend_key([found, *beside])
+    title = f"{title} ({tr(key)})" if key else title
+    return plots.bars([label(n) for n in names], values, title=title, height=height, highlight=0, correct=correct)
