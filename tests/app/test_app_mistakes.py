@@ -26,7 +26,7 @@ from tests.conftest import SHARED_DATA
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import data as vdata
 from vitviz import i18n, lab, plots, zoo
-from vitviz.app import furniture
+from vitviz.app import furniture, state
 from vitviz.config import ViTConfig
 from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions, save_predictions
 from vitviz.model import VisionTransformer
@@ -308,16 +308,20 @@ def test_a_model_for_other_classes_gets_a_sentence(lab_setup) -> None:
     assert any("10 classes" in info.value for info in at.info)
 
 
-def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts) -> None:
+def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts, monkeypatch) -> None:
     folder, model_path, result = lab_setup
     at = _open(folder, model_path)
     at.number_input(key="mistake").set_value(2).run()
     chosen = int(_rows(csv_texts["mistakes_csv"])[1]["index"])
     class_name, _, file_name = result.files[chosen].partition("/")
     index_in_class = sorted(p.name for p in (folder / class_name).iterdir()).index(file_name)
+    runs, init = [], state.init
+    monkeypatch.setattr(state, "init", lambda: (runs.append(1), init())[1])  # app.py calls it once a run
     at.button(key="mistakes_open_tour").click().run()
     assert errors(at) == []
     assert at.title[0].value == "Overview"
+    assert len(runs) == 1  # the click's own run drew the overview, as Next's does
+    assert at.query_params["test"] == f"{class_name}/{index_in_class}" and at.query_params["step"] == "0"
     assert at.session_state["source"] == "test"
     assert at.session_state["test"] == f"{class_name}/{index_in_class}"
     assert (at.session_state["test_class"], at.session_state["test_index"]) == (class_name, index_in_class)

@@ -126,15 +126,21 @@ def open_test_image(class_name: str, index_in_class: int) -> None:
     )
 
 
+def open_in_tour(class_name: str, index_in_class: int) -> None:
+    """The "Open in the tour" button's callback: the test image becomes the sidebar's, and the run
+    the click starts draws the overview (``follow_asked_step``), as Next's does."""
+    open_test_image(class_name, index_in_class)
+    ask_step(0)
+
+
 def open_in_tour_button(where, key: str, data: vdata.ImageSet, index: int) -> None:
     """The lab's "Open in the tour": test image ``index`` of ``data`` becomes the tour's image, and
     the overview opens."""
-    if where.button(
+    where.button(
         tr("mistakes.open_tour"),
         key=key,
         help=tr("mistakes.open_tour_help"),
-        on_click=open_test_image,
+        on_click=open_in_tour,
         args=lab.class_position(data, index),
         type="primary",
-    ):
-        go_to(0)
+    )

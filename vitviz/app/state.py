@@ -10,10 +10,10 @@ What Streamlit 1.67 does for us, and what it cannot:
 
 - ``persist_state="session"`` keeps a widget's value across page switches, so Next, Previous and
   the lab's "Open in the tour" no longer drop it: every widget drawn by ``widget`` has it.
-- ``bind="query-params"`` cannot carry our URL: ``st.switch_page`` ("Open in the tour", a shared
-  link's step) raises "Cannot clear query parameters - the following are bound to widgets" on any
-  page with a bound widget, and a bound select box writes the label it shows (a Korean model
-  title) rather than its option. So the URL is written here, from the table, with stable ids.
+- ``bind="query-params"`` cannot carry our URL: ``st.switch_page`` (a shared link's step, and Next
+  where Streamlit's page manager cannot be told the page) raises "Cannot clear query parameters -
+  the following are bound to widgets" on any page with a bound widget, and a bound select box
+  writes the label it shows (a Korean model title) rather than its option. So the URL is written here, from the table, with stable ids.
 - A select box whose labels are translated sends, on the run after a language switch, the label
   it showed before instead of its option; ``sync`` refuses such a value and gives the widget back
   the last valid one kept in ``_kept``, and ``relabel_after_language_switch`` makes Streamlit send
