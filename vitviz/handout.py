@@ -321,15 +321,15 @@ def _found(tour: _Tour, logits: torch.Tensor) -> Verdict | None:
 
 
 def _class_bars(
-    page: _Page, tour: _Tour, logits: torch.Tensor, title: str, height: int, beside: tuple[torch.Tensor, ...] = ()
+    page: _Page, tour: _Tour, logits: torch.Tensor, title: str, height: int, beside: tuple[Verdict | None, ...] = ()
 ) -> plots.Figure:
     """Top-5 bars as the app draws them (``current.class_bars``): the answer red, the true class
-    green, one legend for this chart and the charts of the logits ``beside`` it."""
+    green, one legend for this chart and the charts of the verdicts ``beside`` it."""
     ranked = top_k(tour.config.class_names, logits, TOP)
     names = [name for name, _ in ranked]
     found = _found(tour, logits)
     correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    key = legend_key([found, *(_found(tour, other) for other in beside)])
+    key = legend_key([found, *beside])
     if key:
         title = f"{title} ({page.tr(key)})"
     return plots.bars(
@@ -764,11 +764,13 @@ def _compare(page: _Page, tour: _Tour, total: int, cnn: nn.Module) -> None:
     page.figures(
         (
             "compare-vit-top",
-            _class_bars(page, tour, trace.logits, page.tr("compare.vit_top"), 90 + 36 * TOP, (cnn_logits,)),
+            _class_bars(
+                page, tour, trace.logits, page.tr("compare.vit_top"), 90 + 36 * TOP, (_found(tour, cnn_logits),)
+            ),
         ),
         (
             "compare-cnn-top",
-            _class_bars(page, tour, cnn_logits, page.tr("compare.cnn_top"), 90 + 36 * TOP, (trace.logits,)),
+            _class_bars(page, tour, cnn_logits, page.tr("compare.cnn_top"), 90 + 36 * TOP, (tour.found,)),
         ),
     )
     truth = tour.truth.class_name if tour.truth else None

@@ -227,6 +227,8 @@ GREY_GRID_7 = {**SEED_MNIST_VIT, "patch_size": 4, "preprocess": FASHION_MNIST_PI
 TAUGHT_BY_GREY_CNN = dict(
     teacher="fashion-mnist-cnn", distill="soft", distill_tau=1.0, distill_alpha=0.5, crop_padding=2
 )
+# A later stage, from trained weights: one warmup epoch, half the first stage's rate.
+LATER_STAGE = dict(warmup_epochs=1, lr=5e-4)
 
 PRESETS: dict[str, dict[str, Any]] = {
     # airbench94: its net and recipe, over 18 epochs where it has 9.9
@@ -321,13 +323,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # distillation) with shifts and random erasing, from the shipped weights.
     "fashion-mnist-vit-kd": dict(
         SEED_VIT_RECIPE,
+        **LATER_STAGE,
         name="fashion-mnist-vit-kd",
         data="fashion-mnist",
         teacher="fashion-mnist-cnn",
         distill="hard",
         epochs=26,
-        warmup_epochs=1,
-        lr=5e-4,  # a later stage from trained weights: half the first stage's rate
         crop_padding=2,
         random_erasing=0.25,
         model={**SEED_MNIST_VIT, "preprocess": FASHION_MNIST_PIXELS},
@@ -347,12 +348,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     # at half the first rate (docs/training.md).
     "fashion-mnist-vit-p4-kd": dict(
         SEED_VIT_RECIPE,
+        **LATER_STAGE,
         **TAUGHT_BY_GREY_CNN,
         name="fashion-mnist-vit-p4-kd",
         data="fashion-mnist",
         epochs=25,
-        warmup_epochs=1,
-        lr=5e-4,  # a later stage from trained weights: half the first stage's rate
         eval_every=1,
         model=GREY_GRID_7,
     ),
