@@ -23,7 +23,8 @@ from any zoo classifier as its teacher (DeiT's distillation, Touvron et al. 2021
     python -m vitviz.train --arch cnn --name cifar10-cnn --optimizer sgd --lr 0.2 ...
     python -m vitviz.train --name cifar10-vit-kd --teacher cifar10-cnn --distill hard ...
 
-The teacher runs in eval mode on the very batch the student sees (augmented and mixed).
+The teacher runs in eval mode on the very batch the student sees (augmented and mixed), or
+(``--teacher-sees image``) answers each training image once before the first step.
 
 Batches are built where the model trains (``--loader device``, ``vitviz.augment``): the training
 split sits there as one uint8 tensor and each batch is augmented whole; ``--loader dataloader``
@@ -80,6 +81,7 @@ CHOICES = {
     "cnn_init": ("default", "airbench"),
     "augment": ("autoaugment", "trivialaugment", "randaugment", "none"),
     "distill": ("hard", "soft"),
+    "teacher_sees": ("batch", "image"),
     "compile": COMPILE_MODES,
     "loader": ("device", "dataloader"),
 }
@@ -134,6 +136,11 @@ class TrainConfig:
     distill: str = "hard"  # "hard" (DeiT: the teacher's top-1 as a label) or "soft" (KL at distill_tau)
     distill_alpha: float = 0.5  # weight of the teacher's term; the label loss gets 1 - alpha
     distill_tau: float = 1.0  # temperature of soft distillation
+    # what the teacher answers: "batch", the student's own batch (augmented and mixed) every step;
+    # "image", each training image once before the first step (the mean over it and its mirror
+    # where the run flips), the answer every shifted or flipped view of it then learns. On a CPU
+    # that saves the teacher's forward pass, a third of a grey ViT's step (docs/training.md).
+    teacher_sees: str = "batch"
     model: dict[str, Any] = field(default_factory=dict)  # ViTConfig or CNNConfig overrides
 
     def __post_init__(self) -> None:
@@ -141,6 +148,12 @@ class TrainConfig:
             if getattr(self, name) not in allowed:
                 flag = "--" + name.replace("_", "-")
                 raise ValueError(f"{flag} must be one of {', '.join(allowed)}, not {getattr(self, name)!r}.")
+        mixes = self.mix_prob > 0 and (self.mixup_alpha > 0 or self.cutmix_alpha > 0)
+        if self.teacher_sees == "image" and mixes:
+            raise ValueError(
+                "--teacher-sees image answers each image once, so it cannot answer a mixed one: "
+                "set --mixup-alpha 0 --cutmix-alpha 0, or let the teacher see the batch."
+            )
 
     def model_config(self, classes: list[str]) -> ModelConfig:
         overrides = dict(self.model)
@@ -371,6 +384,34 @@ PRESETS: dict[str, dict[str, Any]] = {
         eval_every=2,
         model={**GREY_GRID_7, "embed_dim": 64, "depth": 6, "mlp_ratio": 2.0, "drop_rate": 0.1},
     ),
+    # The deeper ViT's second stage, from its checkpoint after epoch 26 of 100: the cosine from
+    # where it stood then (4.6e-4) to 1e-5 over 60 epochs, the teacher's answers given once (the
+    # image and its mirror; its forward pass was a third of a step); a CPU runs it in fp32
+    # (``--amp off``), 1.7x faster than bf16 for this ViT (docs/training.md).
+    "fashion-mnist-vit-deep-2": dict(
+        SEED_VIT_RECIPE,
+        **TAUGHT_BY_GREY_CNN,
+        name="fashion-mnist-vit-deep-2",
+        data="fashion-mnist",
+        teacher_sees="image",
+        epochs=60,
+        warmup_epochs=0,
+        lr=4.6e-4,
+        eval_every=2,
+        model={**GREY_GRID_7, "embed_dim": 64, "depth": 6, "mlp_ratio": 2.0, "drop_rate": 0.1},
+    ),
+    # The seed's grey ViT (its 4 x 4 grid of 7-pixel patches) taught from its shipped weights by
+    # fashion-mnist-cnn's answers given once, with shifts of 1 pixel and flips, over 60 epochs.
+    "fashion-mnist-vit-soft": dict(
+        SEED_VIT_RECIPE,
+        **LATER_STAGE,
+        **{**TAUGHT_BY_GREY_CNN, "crop_padding": 1},
+        name="fashion-mnist-vit-soft",
+        data="fashion-mnist",
+        teacher_sees="image",
+        epochs=60,
+        model={**SEED_MNIST_VIT, "preprocess": FASHION_MNIST_PIXELS},
+    ),
     # The same ViT and recipe on handwritten digits
     "mnist-vit": dict(
         SEED_VIT_RECIPE,
@@ -386,9 +427,10 @@ def run_dir(name: str) -> Path:
     return cache_dir() / "runs" / name
 
 
-# how many threads and processes a machine gives the run, whether it compiles the step and how often
-# it checkpoints: a run may move between machines on these (workers build the very batches one process would)
-MACHINE_FIELDS = ("threads", "workers", "compile", "checkpoint_every")
+# how many threads and processes a machine gives the run, whether it compiles the step, in which
+# precision it multiplies ("auto" is the machine's choice anyway) and how often it checkpoints: a run
+# may move between machines on these (workers build the very batches one process would)
+MACHINE_FIELDS = ("threads", "workers", "compile", "amp", "checkpoint_every")
 # what a checkpoint written before a field existed did, where that differs from the field's default
 BEFORE_FIELD = {"loader": "dataloader"}
 
@@ -634,7 +676,8 @@ class TrainingBatches(torch.utils.data.Dataset):
         seed = (self.cfg.seed * 100_003 + epoch) * 1_000_003 + step * 131 + self.rank
         return self.order(epoch)[step * size : (step + 1) * size], seed
 
-    def __getitem__(self, k: int) -> tuple[Tensor, Tensor]:
+    def __getitem__(self, k: int) -> tuple[Tensor, Tensor, Tensor]:
+        """Batch k: its pixels, labels and indices into the data."""
         batch, seed = self.indices(k)
         with torch.random.fork_rng(devices=[]):  # the policies draw from the global generator
             torch.manual_seed(seed)
@@ -642,7 +685,7 @@ class TrainingBatches(torch.utils.data.Dataset):
             images = torch.stack([self.augment(img) for img in self.data.images[batch]])
             pixels = random_erase(normalise(images, self.pre), self.cfg.random_erasing, generator)
             pixels = cutout(pixels, self.cfg.cutout, generator)
-        return pixels, self.data.labels[batch]
+        return pixels, self.data.labels[batch], batch
 
 
 class DeviceBatches(TrainingBatches):
@@ -665,18 +708,18 @@ class DeviceBatches(TrainingBatches):
             random_erasing=cfg.random_erasing, cutout=cfg.cutout,
         )  # fmt: skip
 
-    def __getitem__(self, k: int) -> tuple[Tensor, Tensor]:
+    def __getitem__(self, k: int) -> tuple[Tensor, Tensor, Tensor]:
         batch, seed = self.indices(k)
         draws = self.batch_augment.draw(len(batch), torch.Generator().manual_seed(seed))
         index = to_device(batch, self.images.device)
-        return self.batch_augment(self.images[index], draws), self.labels[index]
+        return self.batch_augment(self.images[index], draws), self.labels[index], index
 
 
 def training_batches(
     data: ImageSet, cfg: TrainConfig, size: tuple[int, int], pre: Preprocess, steps_per_epoch: int,
     device: torch.device, start_epoch: int = 0, rank: int = 0, world: int = 1,
-) -> Iterable[tuple[Tensor, Tensor]]:  # fmt: skip
-    """The run's batches from ``start_epoch`` on: built whole on ``device`` (loader "device"), or
+) -> Iterable[tuple[Tensor, Tensor, Tensor]]:  # fmt: skip
+    """The run's batches (pixels, labels, indices into ``data``) from ``start_epoch`` on: built whole on ``device`` (loader "device"), or
     one image at a time in ``cfg.workers`` DataLoader processes (or this one)."""
     if cfg.loader == "device":
         batches = DeviceBatches(data, cfg, size, pre, steps_per_epoch, device, rank, world)
@@ -781,6 +824,29 @@ def load_teacher(name: str, classes: list[str], device: torch.device) -> tuple[n
 # ---------------------------------------------------------------------------------------------
 # Schedule, precision, evaluation
 # ---------------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def teacher_answers(
+    teacher: nn.Module, data: ImageSet, pre: Preprocess, flip: bool, device: torch.device,
+    dtype: torch.dtype | None, batch_size: int = 500,
+) -> Tensor:  # fmt: skip
+    """The teacher's logits for every image of ``data`` as it is, the mean with its mirror's when
+    ``flip``: (N, classes) float32 on ``device``, what ``--teacher-sees image`` teaches every view."""
+    config = teacher.config
+    answers = []
+    for start in range(0, len(data), batch_size):
+        pixels = normalise(data.images[start : start + batch_size].to(device), pre)
+        views = [pixels, pixels.flip(-1)] if flip else [pixels]
+        logits = 0.0
+        for view in views:
+            teacher_input = renormalise(view, pre, config.preprocess, config.image_size)
+            if isinstance(teacher, ConvNet):
+                teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
+            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                logits = logits + teacher(teacher_input).float()
+        answers.append(logits / len(views))
+    return torch.cat(answers)
 
 
 def learning_rate(step: int, steps_per_epoch: int, cfg: TrainConfig) -> float:
@@ -1097,6 +1163,7 @@ class Step:
     criterion: nn.Module
     teacher: nn.Module | None  # its config and class say what its input needs
     teach: nn.Module | None  # the teacher as the step calls it (torch.compile)
+    answers: Tensor | None  # with --teacher-sees image: its logits for every training image, else None
     pre: Preprocess  # the student's normalisation, undone for the teacher
     num_classes: int
     steps_per_epoch: int
@@ -1106,10 +1173,12 @@ class Step:
 
 
 def train_step(
-    step: Step, pixels: Tensor, labels: Tensor, epoch: int, index: int, generator: torch.Generator
-) -> tuple[Tensor, Tensor, float]:
+    step: Step, pixels: Tensor, labels: Tensor, epoch: int, index: int, generator: torch.Generator,
+    answers: Tensor | None = None,
+) -> tuple[Tensor, Tensor, float]:  # fmt: skip
     """One optimiser step on one batch on the device (mixed there, at the schedule's learning
-    rate, taught where there is a teacher); returns (loss, logits, learning rate)."""
+    rate, taught where there is a teacher: by ``answers``, its logits for these images computed
+    before, or else on this very batch); returns (loss, logits, learning rate)."""
     cfg, device = step.cfg, step.device
     pixels, targets = mix_batch(pixels, labels, step.num_classes, cfg, generator)
     pixels = pixels.contiguous(memory_format=step.memory_format)
@@ -1119,7 +1188,7 @@ def train_step(
     dtype = step.dtype
     with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
         logits = step.student(pixels)
-        if step.teacher is not None:
+        if step.teacher is not None and answers is None:
             with torch.no_grad():
                 config = step.teacher.config
                 teacher_input = renormalise(pixels, step.pre, config.preprocess, config.image_size)
@@ -1128,6 +1197,7 @@ def train_step(
                 teacher_logits = step.teach(teacher_input).float()
     loss = step.criterion(logits.float(), targets)
     if step.teacher is not None:
+        teacher_logits = answers if answers is not None else teacher_logits
         taught = distillation_loss(logits.float(), teacher_logits, cfg.distill, cfg.distill_tau)
         loss = (1 - cfg.distill_alpha) * loss + cfg.distill_alpha * taught
     step.optimizer.zero_grad(set_to_none=True)
@@ -1159,11 +1229,12 @@ def train_epoch(
         leave=sys.stderr.isatty(),
     )
     for index in bar:
-        pixels, labels = next(batches)
+        pixels, labels, images = next(batches)
         # to the device while the batch is still in pinned memory, then mixed there: mixed on the
         # CPU, a GPU's batch would wait for the mixing and then be copied from pageable memory
         pixels, labels = pixels.to(step.device, non_blocking=True), labels.to(step.device, non_blocking=True)
-        loss, logits, lr = train_step(step, pixels, labels, epoch, index, generator)
+        answers = step.answers[images.to(step.device)] if step.answers is not None else None
+        loss, logits, lr = train_step(step, pixels, labels, epoch, index, generator, answers)
         # summed where they are: reading them every step would make a GPU wait for each batch
         totals += torch.stack([loss.detach() * len(labels), (logits.argmax(-1) == labels).sum()])
         seen += len(labels)
@@ -1249,6 +1320,12 @@ def train(
         if rank == 0:
             log.info("resumed %s at epoch %d", out, progress.epoch)
 
+    answers = None
+    if teacher is not None and cfg.teacher_sees == "image":
+        answers = teacher_answers(teacher, train_set, pre, cfg.flip, device, dtype)
+        if rank == 0:
+            log.info("the teacher answered %d training images once", len(answers))
+
     # -- the step: the student wrapped for several processes and compiled if asked (evaluation
     # runs the model as it is), the teacher beside it
     student: nn.Module = model
@@ -1259,7 +1336,7 @@ def train(
     step = Step(
         cfg, model, compiled(student, cfg.compile), optimizer, lookahead,
         criterion=nn.CrossEntropyLoss(label_smoothing=cfg.label_smoothing),
-        teacher=teacher, teach=compiled(teacher, cfg.compile) if teacher is not None else None,
+        teacher=teacher, teach=compiled(teacher, cfg.compile) if teacher is not None else None, answers=answers,
         pre=pre, num_classes=vit_config.num_classes, steps_per_epoch=steps_per_epoch,
         memory_format=memory_format, dtype=dtype, device=device,
     )  # fmt: skip

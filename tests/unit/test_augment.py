@@ -186,9 +186,10 @@ def device_batches(dataset, **changes) -> train_module.DeviceBatches:
 def test_device_batches_keep_shapes_and_labels_and_come_from_their_seed(dataset, policy):
     recipe = dict(augment=policy, crop_padding=4, random_erasing=0.5, cutout=4)
     batches = device_batches(dataset, **recipe)
-    pixels, labels = batches[0]
+    pixels, labels, _ = batches[0]
     assert pixels.shape == (32, 3, 32, 32) and pixels.dtype == torch.float32 and labels.dtype == torch.long
     assert torch.equal(labels, batches.labels[batches.order(0)[:32]])  # the same images as the DataLoader's
+    assert torch.equal(batches[0][2], batches.order(0)[:32])  # and which they are
     again = device_batches(dataset, **recipe)[0]
     assert torch.equal(pixels, again[0]) and torch.equal(labels, again[1])  # from the seed alone
     assert not torch.equal(pixels, batches[1][0])
@@ -199,7 +200,7 @@ def test_device_batches_keep_shapes_and_labels_and_come_from_their_seed(dataset,
 @pytest.mark.parametrize("kind", ["mixup", "cutmix"])
 def test_mixing_the_device_batch_mixes_labels_by_the_drawn_lambda(dataset, kind):
     batches = device_batches(dataset, augment="autoaugment", mixup_alpha=0.8, cutmix_alpha=1.0)
-    pixels, labels = batches[0]
+    pixels, labels, _ = batches[0]
     cfg = dataclasses.replace(batches.cfg, mix_prob=1.0, **({"cutmix_alpha": 0.0} if kind == "mixup" else {"mixup_alpha": 0.0}))  # fmt: skip
     labels = torch.arange(32) % 32  # every image its own class: each row's two weights are readable
     torch.manual_seed(0)

@@ -331,6 +331,85 @@ def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_pa
     assert card.teacher["test_accuracy"] > 0.6
 
 
+def test_a_teacher_that_sees_each_image_once_answers_it_and_its_mirror(dataset, teacher_file):
+    from vitviz.data import load_split
+
+    data = load_split(dataset, "train", (32, 32))
+    teacher = zoo.load(str(teacher_file), "cpu").model.eval()
+    student_pre = tiny_recipe(dataset).model_config(data.classes).preprocess
+    answers = train_module.teacher_answers(teacher, data, student_pre, True, torch.device("cpu"), None, batch_size=64)
+    with torch.no_grad():
+        own = vdata.normalise(data.images, teacher.config.preprocess)  # the teacher's own normalisation
+        expected = (teacher(own) + teacher(own.flip(-1))) / 2
+        unflipped = train_module.teacher_answers(teacher, data, student_pre, False, torch.device("cpu"), None)
+    assert answers.shape == (300, 3)
+    torch.testing.assert_close(answers, expected, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(unflipped, teacher(own).detach(), atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(answers, unflipped, atol=1e-3)  # the mirror's answer counts
+
+
+def test_each_step_learns_the_answers_of_its_own_images_and_the_teacher_runs_once(
+    dataset, teacher_file, tmp_path, monkeypatch
+):
+    calls, taught = [], []
+    real_load, real_step = train_module.load_teacher, train_module.train_step
+
+    def counted(*args):
+        model, about = real_load(*args)
+        model.register_forward_pre_hook(lambda module, inputs: calls.append(len(inputs[0])))
+        return model, about
+
+    def recorded(step, pixels, labels, epoch, index, generator, answers=None):
+        taught.append(answers)
+        return real_step(step, pixels, labels, epoch, index, generator, answers)
+
+    monkeypatch.setattr(train_module, "load_teacher", counted)
+    monkeypatch.setattr(train_module, "train_step", recorded)
+    recipe = tiny_recipe(dataset, epochs=2, teacher=str(teacher_file), teacher_sees="image", crop_padding=2)
+    card = train(recipe, out=tmp_path)
+    assert sum(calls) == 2 * 300  # every training image and its mirror, before the first step, and never again
+
+    from vitviz.data import load_split
+
+    data = load_split(dataset, "train", (32, 32))
+    pre = recipe.model_config(data.classes).preprocess
+    answers = train_module.teacher_answers(zoo.load(str(teacher_file), "cpu").model, data, pre, True, torch.device("cpu"), None)  # fmt: skip
+    batches = train_module.DeviceBatches(data, recipe, (32, 32), pre, 300 // 32, torch.device("cpu"))
+    assert len(taught) == 2 * (300 // 32)
+    for k, given in enumerate(taught):
+        torch.testing.assert_close(given, answers[batches.indices(k)[0]])
+    assert card.teacher["name"] == str(teacher_file) and card.recipe["teacher_sees"] == "image"
+    assert card.test_accuracy > 0.6
+
+
+def test_the_answers_given_once_teach_as_the_teacher_on_the_batch_does(dataset, teacher_file):
+    """Without shifts or flips a view is its image: one step taught either way moves the weights alike."""
+    teacher = zoo.load(str(teacher_file), "cpu").model.eval()
+    cfg = tiny_recipe(dataset, teacher=str(teacher_file), distill="soft", flip=False)
+    pixels, labels = torch.randn(8, 3, 32, 32), torch.arange(8) % 3
+
+    def weights_after(answers):
+        torch.manual_seed(0)
+        step = dataclasses.replace(_tiny_step(cfg), teacher=teacher, teach=teacher)
+        train_module.train_step(step, pixels, labels, 0, 0, torch.Generator().manual_seed(0), answers)
+        return torch.cat([p.detach().flatten() for p in step.model.parameters()])
+
+    with torch.no_grad():
+        answers = teacher(train_module.renormalise(pixels, cfg.model_config(["r", "g", "b"]).preprocess, teacher.config.preprocess, (32, 32)))  # fmt: skip
+    on_the_batch = weights_after(None)
+    torch.testing.assert_close(weights_after(answers), on_the_batch, atol=2e-5, rtol=0)  # a step moves them ~3e-3
+    assert not torch.allclose(weights_after(answers.flip(-1)), on_the_batch, atol=1e-4)  # other answers teach otherwise
+
+
+def test_answers_given_once_refuse_mixed_images_and_precision_is_the_machines():
+    with pytest.raises(ValueError, match="mixed"):
+        TrainConfig(teacher="cifar10-cnn", teacher_sees="image", mixup_alpha=0.8)
+    TrainConfig(teacher="cifar10-cnn", teacher_sees="image", mixup_alpha=0.0, cutmix_alpha=0.0)
+    began = json.loads(json.dumps(dataclasses.asdict(TrainConfig(amp="bf16"))))
+    assert same_recipe(began, TrainConfig(amp="off"))  # bf16 on one machine, fp32 on the next
+    assert not same_recipe(began, TrainConfig(amp="off", teacher_sees="image", mixup_alpha=0.0, cutmix_alpha=0.0))
+
+
 def test_a_compiled_step_learns_what_the_eager_one_does(dataset, teacher_file, tmp_path, monkeypatch):
     recipe = tiny_recipe(dataset, epochs=2, teacher=str(teacher_file), augment="autoaugment", mixup_alpha=0.8)
     eager = train(recipe, out=tmp_path / "eager")
@@ -695,7 +774,7 @@ def _tiny_step(cfg: TrainConfig, steps_per_epoch: int = 4) -> train_module.Step:
     optimizer = train_module.build_optimizer(model, cfg, torch.device("cpu"))
     return train_module.Step(
         cfg, model, model, optimizer, lookahead=None, criterion=torch.nn.CrossEntropyLoss(), teacher=None,
-        teach=None, pre=model.config.preprocess, num_classes=3, steps_per_epoch=steps_per_epoch,
+        teach=None, answers=None, pre=model.config.preprocess, num_classes=3, steps_per_epoch=steps_per_epoch,
         memory_format=torch.contiguous_format, dtype=None, device=torch.device("cpu"),
     )  # fmt: skip
 
@@ -725,7 +804,9 @@ def test_a_step_and_an_epoch_follow_the_schedule_and_move_the_weights():
     assert [g["lr"] for g in step.optimizer.param_groups] == [lr, lr, 4 * lr]
     assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters(), strict=True))
 
-    loss_sum, correct, seen, last_lr = train_module.train_epoch(step, iter([(pixels, labels)] * 4), epoch=1)
+    loss_sum, correct, seen, last_lr = train_module.train_epoch(
+        step, iter([(pixels, labels, torch.arange(8))] * 4), epoch=1
+    )
     assert seen == 32 and 0 <= correct <= 32 and loss_sum > 0 and last_lr == learning_rate(1 * 4 + 3, 4, cfg)
 
 
