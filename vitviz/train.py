@@ -832,12 +832,14 @@ def teacher_answers(
     dtype: torch.dtype | None, batch_size: int = 500,
 ) -> Tensor:  # fmt: skip
     """The teacher's logits for every image of ``data`` as it is, the mean with its mirror's when
-    ``flip``: (N, classes) float32 on ``device``, what ``--teacher-sees image`` teaches every view."""
+    ``flip``: (N, classes) float32 on ``device``, what ``--teacher-sees image`` teaches every view.
+    A CNN that answers as that mean already (``test_flip``) sees each image once."""
     config = teacher.config
+    mirror = flip and not getattr(config, "test_flip", False)
     answers = []
     for start in range(0, len(data), batch_size):
         pixels = normalise(data.images[start : start + batch_size].to(device), pre)
-        views = [pixels, pixels.flip(-1)] if flip else [pixels]
+        views = [pixels, pixels.flip(-1)] if mirror else [pixels]
         logits = 0.0
         for view in views:
             teacher_input = renormalise(view, pre, config.preprocess, config.image_size)

@@ -348,6 +348,21 @@ def test_a_teacher_that_sees_each_image_once_answers_it_and_its_mirror(dataset, 
     assert not torch.allclose(answers, unflipped, atol=1e-3)  # the mirror's answer counts
 
 
+def test_a_teacher_that_averages_its_mirror_itself_sees_each_image_once(dataset, teacher_file):
+    from vitviz.data import load_split
+
+    data = load_split(dataset, "train", (32, 32))
+    teacher = zoo.load(str(teacher_file), "cpu").model.eval()
+    pre = tiny_recipe(dataset).model_config(data.classes).preprocess
+    both = train_module.teacher_answers(teacher, data, pre, True, torch.device("cpu"), None)
+    teacher.config = dataclasses.replace(teacher.config, test_flip=True)  # now its forward averages the mirror in
+    calls = []
+    teacher.register_forward_pre_hook(lambda module, inputs: calls.append(len(inputs[0])))
+    once = train_module.teacher_answers(teacher, data, pre, True, torch.device("cpu"), None)
+    assert sum(calls) == 300  # one view of each image, not two
+    torch.testing.assert_close(once, both, atol=1e-4, rtol=1e-4)  # the same mean
+
+
 def test_each_step_learns_the_answers_of_its_own_images_and_the_teacher_runs_once(
     dataset, teacher_file, tmp_path, monkeypatch
 ):
