@@ -184,8 +184,8 @@ kind = state.widget(
     compare.EXPERIMENTS,
     format_func=lambda k: tr(f"compare.exp.{k}"),
 )
-shift = e2.slider(tr("compare.shift_px"), 1, 4, 2, key="compare_shift", disabled=kind != "shift")
-seed = e2.number_input(tr("compare.seed"), 0, 999, 0, key="compare_seed", disabled=kind != "shuffle")
+shift = e2.slider(tr("compare.shift_px"), 1, 4, compare.DEFAULT_SHIFT, key="compare_shift", disabled=kind != "shift")
+seed = e2.number_input(tr("compare.seed"), 0, 999, compare.DEFAULT_SEED, key="compare_seed", disabled=kind != "shuffle")
 num_patches = trace.grid_size[0] * trace.grid_size[1]
 hidden = [i for i in state.get("compare_hidden", []) if 0 <= i < num_patches]  # patches on the ViT's grid
 state.set(compare_hidden=hidden)

@@ -154,6 +154,10 @@ def logits_without_position(model: VisionTransformer, pixels: Tensor, mode: Lite
 
 
 EXPERIMENTS = ("shuffle", "shift", "no_position", "hide")
+# page 8's settings until a visitor moves them: the shift in pixels and the shuffle's seed (the
+# page's widgets and the work done ahead of the page both start from these)
+DEFAULT_SHIFT = 2
+DEFAULT_SEED = 0
 
 
 def explained_class(names: Sequence[str], logits: Tensor, true_name: str | None) -> int:

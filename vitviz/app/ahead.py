@@ -186,8 +186,8 @@ def _comparison_view(name: str, model) -> dict | None:
         "with_ig": bool(state.get("compare_ig", False)),
         "kind": kind,
         # as the page passes them: only the chosen experiment's setting is part of its key
-        "shift": int(_widget_value("compare_shift", 2)) if kind == "shift" else 0,
-        "seed": int(_widget_value("compare_seed", 0)) if kind == "shuffle" else 0,
+        "shift": int(_widget_value("compare_shift", compare.DEFAULT_SHIFT)) if kind == "shift" else 0,
+        "seed": int(_widget_value("compare_seed", compare.DEFAULT_SEED)) if kind == "shuffle" else 0,
         "hidden": tuple(hidden) if kind == "hide" else (),
     }
 
