@@ -387,7 +387,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # The deeper ViT's second stage, from its checkpoint after epoch 26 of 100: the cosine from
     # where it stood then (4.6e-4) to 1e-5 over 60 epochs, the teacher's answers given once (the
     # image and its mirror; its forward pass was a third of a step); a CPU runs it in fp32
-    # (``--amp off``), 1.7x faster than bf16 for this ViT (docs/training.md).
+    # (``--amp off``), 1.7-2.4x faster than bf16 for this ViT (docs/training.md).
     "fashion-mnist-vit-deep-2": dict(
         SEED_VIT_RECIPE,
         **TAUGHT_BY_GREY_CNN,
@@ -719,8 +719,9 @@ def training_batches(
     data: ImageSet, cfg: TrainConfig, size: tuple[int, int], pre: Preprocess, steps_per_epoch: int,
     device: torch.device, start_epoch: int = 0, rank: int = 0, world: int = 1,
 ) -> Iterable[tuple[Tensor, Tensor, Tensor]]:  # fmt: skip
-    """The run's batches (pixels, labels, indices into ``data``) from ``start_epoch`` on: built whole on ``device`` (loader "device"), or
-    one image at a time in ``cfg.workers`` DataLoader processes (or this one)."""
+    """The run's batches (pixels, labels, indices into ``data``) from ``start_epoch`` on: built
+    whole on ``device`` (loader "device"), or one image at a time in ``cfg.workers`` DataLoader
+    processes (or this one)."""
     if cfg.loader == "device":
         batches = DeviceBatches(data, cfg, size, pre, steps_per_epoch, device, rank, world)
         return (batches[k] for k in range(start_epoch * steps_per_epoch, len(batches)))
