@@ -240,6 +240,15 @@ GREY_GRID_7 = {**SEED_MNIST_VIT, "patch_size": 4, "preprocess": FASHION_MNIST_PI
 TAUGHT_BY_GREY_CNN = dict(
     teacher="fashion-mnist-cnn", distill="soft", distill_tau=1.0, distill_alpha=0.5, crop_padding=2
 )
+# The deeper, narrower grey ViT of the peers (6 blocks of D = 64, 4 heads, MLP ratio 2, dropout 0.1,
+# 205,962 parameters) on the 7 x 7 grid, taught by fashion-mnist-cnn: its stages differ in schedule.
+DEEP_GREY = dict(
+    SEED_VIT_RECIPE,
+    **TAUGHT_BY_GREY_CNN,
+    data="fashion-mnist",
+    eval_every=2,
+    model={**GREY_GRID_7, "embed_dim": 64, "depth": 6, "mlp_ratio": 2.0, "drop_rate": 0.1},
+)
 # A later stage, from trained weights: one warmup epoch, half the first stage's rate.
 LATER_STAGE = dict(warmup_epochs=1, lr=5e-4)
 
@@ -373,32 +382,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     # D = 64, 6 blocks of 4 heads, MLP ratio 2, dropout 0.1, shifts of up to 2 pixels and flips,
     # AdamW at 5e-4 after 10 warmup epochs), taught by fashion-mnist-cnn as the 7 x 7 grid's second
     # stage was, over 100 epochs where they take 200: a run across sessions (docs/training.md).
-    "fashion-mnist-vit-deep": dict(
-        SEED_VIT_RECIPE,
-        **TAUGHT_BY_GREY_CNN,
-        name="fashion-mnist-vit-deep",
-        data="fashion-mnist",
-        epochs=100,
-        warmup_epochs=10,
-        lr=5e-4,
-        eval_every=2,
-        model={**GREY_GRID_7, "embed_dim": 64, "depth": 6, "mlp_ratio": 2.0, "drop_rate": 0.1},
-    ),
+    "fashion-mnist-vit-deep": dict(DEEP_GREY, name="fashion-mnist-vit-deep", epochs=100, warmup_epochs=10, lr=5e-4),
     # The deeper ViT's second stage, from its checkpoint after epoch 26 of 100: the cosine from
     # where it stood then (4.6e-4) to 1e-5 over 60 epochs, the teacher's answers given once (the
     # image and its mirror; its forward pass was a third of a step); a CPU runs it in fp32
     # (``--amp off``), 1.7-2.4x faster than bf16 for this ViT (docs/training.md).
     "fashion-mnist-vit-deep-2": dict(
-        SEED_VIT_RECIPE,
-        **TAUGHT_BY_GREY_CNN,
-        name="fashion-mnist-vit-deep-2",
-        data="fashion-mnist",
-        teacher_sees="image",
-        epochs=60,
-        warmup_epochs=0,
-        lr=4.6e-4,
-        eval_every=2,
-        model={**GREY_GRID_7, "embed_dim": 64, "depth": 6, "mlp_ratio": 2.0, "drop_rate": 0.1},
+        DEEP_GREY, name="fashion-mnist-vit-deep-2", teacher_sees="image", epochs=60, warmup_epochs=0, lr=4.6e-4
     ),
     # The seed's grey ViT (its 4 x 4 grid of 7-pixel patches) taught from its shipped weights by
     # fashion-mnist-cnn's answers given once, with shifts of 1 pixel and flips, over 60 epochs.
