@@ -1428,7 +1428,8 @@ def hardware_label() -> str:
             line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines() if line.startswith("model name")
         ]
         model = names[0] if names else model
-    return f"CPU ({model}, {torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"CPU ({model}, {threads} thread{'s' if threads != 1 else ''})"
 
 
 def _card(

@@ -843,3 +843,15 @@ def test_resume_reads_back_what_a_checkpoint_holds_and_refuses_another_recipe(tm
         assert torch.equal(a, b)
     with pytest.raises(ValueError, match="different recipe"):
         train_module.resume(tmp_path / "checkpoint.pt", dataclasses.replace(cfg, lr=1e-4), *args)
+
+
+def test_the_hardware_label_counts_threads_in_words(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert train_module.hardware_label().endswith(", 1 thread)")
+        torch.set_num_threads(2)
+        assert train_module.hardware_label().endswith(", 2 threads)")
+    finally:
+        torch.set_num_threads(before)
