@@ -410,6 +410,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "fashion-mnist-vit-soft-2s": dict(
         SEED_TAUGHT, name="fashion-mnist-vit-soft-2s", epochs=30, warmup_epochs=1, lr=2.5e-4, crop_padding=2
     ),
+    # A third, from soft-2's weights: a cosine lower again (1.5e-4 to 1e-5 over 20 epochs)
+    "fashion-mnist-vit-soft-3": dict(
+        SEED_TAUGHT, name="fashion-mnist-vit-soft-3", epochs=20, warmup_epochs=1, lr=1.5e-4
+    ),
     # The same ViT and recipe on handwritten digits
     "mnist-vit": dict(
         SEED_VIT_RECIPE,
