@@ -792,6 +792,14 @@ def renormalise(pixels: Tensor, source: Preprocess, target: Preprocess, size: tu
     return (raw - mean) / std
 
 
+def teacher_input(pixels: Tensor, pre: Preprocess, teacher: nn.Module) -> Tensor:
+    """The student's batch (normalised by ``pre``) as ``teacher`` takes it: its normalisation and
+    size, channels_last for a CNN."""
+    config = teacher.config
+    seen = renormalise(pixels, pre, config.preprocess, config.image_size)
+    return seen.contiguous(memory_format=torch.channels_last) if isinstance(teacher, ConvNet) else seen
+
+
 def distillation_loss(student: Tensor, teacher: Tensor, kind: str, tau: float) -> Tensor:
     """The teacher's term: cross-entropy with its top-1 ("hard", DeiT) or KL at a temperature ("soft")."""
     if kind == "hard":
@@ -840,20 +848,14 @@ def teacher_answers(
     """The teacher's logits for every image of ``data`` as it is, the mean with its mirror's when
     ``flip``: (N, classes) float32 on ``device``, what ``--teacher-sees image`` teaches every view.
     A CNN that answers as that mean already (``test_flip``) sees each image once."""
-    config = teacher.config
-    mirror = flip and not getattr(config, "test_flip", False)
+    mirror = flip and not getattr(teacher.config, "test_flip", False)
     answers = []
     for start in range(0, len(data), batch_size):
         pixels = normalise(data.images[start : start + batch_size].to(device), pre)
         views = [pixels, pixels.flip(-1)] if mirror else [pixels]
-        logits = 0.0
-        for view in views:
-            teacher_input = renormalise(view, pre, config.preprocess, config.image_size)
-            if isinstance(teacher, ConvNet):
-                teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                logits = logits + teacher(teacher_input).float()
-        answers.append(logits / len(views))
+        with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            logits = [teacher(teacher_input(view, pre, teacher)).float() for view in views]
+        answers.append(torch.stack(logits).mean(0))
     return torch.cat(answers)
 
 
@@ -1193,19 +1195,14 @@ def train_step(
     lr = learning_rate(epoch * step.steps_per_epoch + index, step.steps_per_epoch, cfg)
     for group in step.optimizer.param_groups:
         group["lr"] = lr * group.get("lr_scale", 1.0)
-    dtype = step.dtype
+    dtype, teacher_logits = step.dtype, answers
     with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
         logits = step.student(pixels)
-        if step.teacher is not None and answers is None:
+        if step.teacher is not None and teacher_logits is None:
             with torch.no_grad():
-                config = step.teacher.config
-                teacher_input = renormalise(pixels, step.pre, config.preprocess, config.image_size)
-                if isinstance(step.teacher, ConvNet):
-                    teacher_input = teacher_input.contiguous(memory_format=torch.channels_last)
-                teacher_logits = step.teach(teacher_input).float()
+                teacher_logits = step.teach(teacher_input(pixels, step.pre, step.teacher)).float()
     loss = step.criterion(logits.float(), targets)
     if step.teacher is not None:
-        teacher_logits = answers if answers is not None else teacher_logits
         taught = distillation_loss(logits.float(), teacher_logits, cfg.distill, cfg.distill_tau)
         loss = (1 - cfg.distill_alpha) * loss + cfg.distill_alpha * taught
     step.optimizer.zero_grad(set_to_none=True)

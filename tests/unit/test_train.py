@@ -331,12 +331,18 @@ def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_pa
     assert card.teacher["test_accuracy"] > 0.6
 
 
-def test_a_teacher_that_sees_each_image_once_answers_it_and_its_mirror(dataset, teacher_file):
-    from vitviz.data import load_split
+def _to_answer(dataset, teacher_file):
+    """The tiny training split, a fresh copy of the teacher, and the student's normalisation."""
+    data = vdata.load_split(dataset, "train", (32, 32))
+    return (
+        data,
+        zoo.load(str(teacher_file), "cpu").model.eval(),
+        tiny_recipe(dataset).model_config(data.classes).preprocess,
+    )
 
-    data = load_split(dataset, "train", (32, 32))
-    teacher = zoo.load(str(teacher_file), "cpu").model.eval()
-    student_pre = tiny_recipe(dataset).model_config(data.classes).preprocess
+
+def test_a_teacher_that_sees_each_image_once_answers_it_and_its_mirror(dataset, teacher_file):
+    data, teacher, student_pre = _to_answer(dataset, teacher_file)
     answers = train_module.teacher_answers(teacher, data, student_pre, True, torch.device("cpu"), None, batch_size=64)
     with torch.no_grad():
         own = vdata.normalise(data.images, teacher.config.preprocess)  # the teacher's own normalisation
@@ -349,11 +355,7 @@ def test_a_teacher_that_sees_each_image_once_answers_it_and_its_mirror(dataset, 
 
 
 def test_a_teacher_that_averages_its_mirror_itself_sees_each_image_once(dataset, teacher_file):
-    from vitviz.data import load_split
-
-    data = load_split(dataset, "train", (32, 32))
-    teacher = zoo.load(str(teacher_file), "cpu").model.eval()
-    pre = tiny_recipe(dataset).model_config(data.classes).preprocess
+    data, teacher, pre = _to_answer(dataset, teacher_file)
     both = train_module.teacher_answers(teacher, data, pre, True, torch.device("cpu"), None)
     teacher.config = dataclasses.replace(teacher.config, test_flip=True)  # now its forward averages the mirror in
     calls = []
@@ -384,11 +386,8 @@ def test_each_step_learns_the_answers_of_its_own_images_and_the_teacher_runs_onc
     card = train(recipe, out=tmp_path)
     assert sum(calls) == 2 * 300  # every training image and its mirror, before the first step, and never again
 
-    from vitviz.data import load_split
-
-    data = load_split(dataset, "train", (32, 32))
-    pre = recipe.model_config(data.classes).preprocess
-    answers = train_module.teacher_answers(zoo.load(str(teacher_file), "cpu").model, data, pre, True, torch.device("cpu"), None)  # fmt: skip
+    data, teacher, pre = _to_answer(dataset, teacher_file)
+    answers = train_module.teacher_answers(teacher, data, pre, True, torch.device("cpu"), None)
     batches = train_module.DeviceBatches(data, recipe, (32, 32), pre, 300 // 32, torch.device("cpu"))
     assert len(taught) == 2 * (300 // 32)
     for k, given in enumerate(taught):
@@ -410,7 +409,7 @@ def test_the_answers_given_once_teach_as_the_teacher_on_the_batch_does(dataset, 
         return torch.cat([p.detach().flatten() for p in step.model.parameters()])
 
     with torch.no_grad():
-        answers = teacher(train_module.renormalise(pixels, cfg.model_config(["r", "g", "b"]).preprocess, teacher.config.preprocess, (32, 32)))  # fmt: skip
+        answers = teacher(train_module.teacher_input(pixels, cfg.model_config(["r", "g", "b"]).preprocess, teacher))
     on_the_batch = weights_after(None)
     torch.testing.assert_close(weights_after(answers), on_the_batch, atol=2e-5, rtol=0)  # a step moves them ~3e-3
     assert not torch.allclose(weights_after(answers.flip(-1)), on_the_batch, atol=1e-4)  # other answers teach otherwise
