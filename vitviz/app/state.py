@@ -13,7 +13,8 @@ What Streamlit 1.67 does for us, and what it cannot:
 - ``bind="query-params"`` cannot carry our URL: ``st.switch_page`` (a shared link's step, and Next
   where Streamlit's page manager cannot be told the page) raises "Cannot clear query parameters -
   the following are bound to widgets" on any page with a bound widget, and a bound select box
-  writes the label it shows (a Korean model title) rather than its option. So the URL is written here, from the table, with stable ids.
+  writes the label it shows (a Korean model title) rather than its option. So the URL is written
+  here, from the table, with stable ids.
 - A select box whose labels are translated sends, on the run after a language switch, the label
   it showed before instead of its option; ``sync`` refuses such a value and gives the widget back
   the last valid one kept in ``_kept``, and ``relabel_after_language_switch`` makes Streamlit send
