@@ -34,7 +34,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from vitviz import analysis, claims, lab, plots, zoo
+from vitviz import analysis, claims, lab, plots, values, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, TranslatedError, class_label, t
@@ -91,19 +91,24 @@ def choose_image(text: str, class_names: Sequence[str], data_root: Path | str | 
     if text.startswith("test="):
         return _test_image(text.removeprefix("test="), class_names, data_root)
     path = Path(text).expanduser()
-    if path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError:  # a name too long for the file system names no file
+        is_file = False
+    if is_file:
         return Chosen(path.read_bytes(), path.name)
     samples = sample_names()
     found = [name for name in samples if text in (name, Path(name).stem)]
     if found:
         return Chosen((SAMPLES / found[0]).read_bytes(), found[0])
-    raise HandoutError("handout.no_image", name=text, samples=", ".join(samples))
+    raise HandoutError("handout.no_image", name=values.echo(text), samples=", ".join(samples))
 
 
 def _test_image(spec: str, class_names: Sequence[str], data_root: Path | str | None) -> Chosen:
-    cls, _, index = spec.rpartition("/")  # class names may hold "/" ("T-shirt/top/3")
-    if not cls or not index.isdigit():
-        raise HandoutError("handout.test_form", given=spec)
+    chosen = values.test_image(spec)  # class names may hold "/" ("T-shirt/top/3")
+    if chosen is None:
+        raise HandoutError("handout.test_form", given=values.echo(spec))
+    cls, index = chosen
     root = lab.default_test_root(data_root)
     split = lab.test_split_for(class_names, root)
     if split is None:
@@ -111,11 +116,11 @@ def _test_image(spec: str, class_names: Sequence[str], data_root: Path | str | N
     images = lab.TestImages(split, lambda location: vdata.load_split(location, "test", download=False))
     classes = images.classes()
     if cls not in classes:
-        raise HandoutError("handout.test_class", name=cls, classes=", ".join(classes))
+        raise HandoutError("handout.test_class", name=values.echo(cls), classes=", ".join(classes))
     count = images.count(cls)
-    if int(index) >= count:
+    if index >= count:
         raise HandoutError("handout.test_index", name=cls, count=count, last=count - 1)
-    return Chosen(images.image_bytes(cls, int(index)), f"test={cls}/{int(index)}", Truth(cls, split.label))
+    return Chosen(images.image_bytes(cls, index), f"test={cls}/{index}", Truth(cls, split.label))
 
 
 def matching_cnn(class_names: Sequence[str]) -> str | None:

@@ -382,3 +382,22 @@ def test_an_uploaded_checkpoint_is_in_use_and_a_broken_one_says_why(tmp_path):
     assert errors(at) == []
     assert "broken.safetensors is not a valid safetensors file" in _texts(at.warning)
     assert figure(at, "home_topk")["data"]  # the tour goes on with the list's model
+
+
+# A shared link's numbers that str.isdigit() accepts and int() refuses, or that int() refuses for
+# their length: each once crashed every student who opened the link.
+HOSTILE_URLS = [
+    {key: value, **({"step": "5"} if key != "step" else {})}  # layer, head and query are page 5's
+    for key in ("step", "layer", "head", "query")
+    for value in ("²", "①", "٣", "9" * 5000, "-0", "1" * 10)
+] + [{"test": "cat/²"}, {"test": "cat/①"}, {"test": "cat/" + "9" * 5000}, {"test": "²/3"}]
+
+
+@pytest.mark.parametrize("query", HOSTILE_URLS, ids=lambda q: "".join(f"{k}={v[:8]}" for k, v in q.items()))
+def test_a_hostile_link_opens_the_tour(query, cifar_classes_folder):
+    """The tour opens on a step the link can mean (the overview, or a clipped one), and the next
+    click works too."""
+    at = open_page(query=query)
+    assert not errors(at), errors(at)
+    at.button(key="nav_next").click().run()
+    assert not errors(at), errors(at)

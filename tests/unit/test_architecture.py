@@ -18,7 +18,7 @@ APP_MODULES = (
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
     # 0: plain data, no tensors
-    "config": 0, "i18n": 0, "clicks": 0, "tables": 0, "card": 0, "access": 0,
+    "config": 0, "i18n": 0, "clicks": 0, "tables": 0, "card": 0, "access": 0, "values": 0,
     # 1: tensors, one concept each
     "patches": 1, "resnet": 1, "trace": 1, "prediction": 1, "cnn": 1, "data": 1, "precision": 1, "augment": 1,
     # 2: the models and what is computed from them

@@ -208,6 +208,9 @@ def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
     [
         ("nope.jpg", [], "handout.no_image", {"name": "nope.jpg", "samples": ", ".join(handout.sample_names())}),
         ("test=cat", [], "handout.test_form", {"given": "cat"}),
+        ("test=cat/²", [], "handout.test_form", {"given": "cat/²"}),  # "²".isdigit(), and int() refuses it
+        ("test=cat/" + "9" * 5000, [], "handout.test_form", {"given": "cat/" + "9" * 75 + "…"}),  # echoed cut
+        ("x" * 10_000, [], "handout.no_image", {"name": "x" * 79 + "…", "samples": ", ".join(handout.sample_names())}),
         (
             "test=unicorn/0",
             ["--data", "FOLDER"],

@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from vitviz import data as vdata
-from vitviz import lab, plots, zoo
+from vitviz import lab, plots, values, zoo
 from vitviz.app import session, state
 from vitviz.app.caches import (
     SAMPLES,
@@ -137,8 +137,7 @@ def chosen_test_image() -> tuple[str, int] | None:
     """The chosen test image as (class, index within the class), or None when the image comes from elsewhere."""
     if state.get("source") != "test" or state.get("test") is None:
         return None
-    cls, _, index = str(state.get("test")).rpartition("/")  # "T-shirt/top/3": the last "/" ends the class
-    return (cls, int(index)) if cls and index.isdigit() else None
+    return values.test_image(state.get("test"))
 
 
 def true_class() -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from vitviz import handout, lab, precision, zoo
+from vitviz import handout, lab, precision, values, zoo
 from vitviz.app import charts, session, state, web
 from vitviz.app.caches import DEFAULT_SAMPLE, cached_precision, cached_trace, sample_names
 from vitviz.app.current import (
@@ -120,10 +120,10 @@ def _test_picker(side, images: lab.TestImages | None) -> None:
         side.info(tr("sidebar.no_test"))
         return
     classes = images.classes()
-    cls, _, index = str(state.get("test", "")).rpartition("/")  # class names may hold "/"
     if not state.is_valid("test_class", state.get("test_class")):  # none yet, or the last model's dataset
+        cls, index = values.test_image(state.get("test")) or ("", 0)
         found = cls in classes
-        state.set(test_class=cls if found else classes[0], test_index=int(index) if found and index.isdigit() else 0)
+        state.set(test_class=cls if found else classes[0], test_index=index if found else 0)
     chosen_class = state.widget(side.selectbox, "test_class", tr("sidebar.test_class"), classes, format_func=label)
     last = max(images.count(chosen_class) - 1, 0)
     state.clip("test_index", 0, 0, last)

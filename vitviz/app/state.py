@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from vitviz import compare, lab
+from vitviz import compare, lab, values
 from vitviz.app.caches import sample_names
 from vitviz.app.models import tour_models
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES
@@ -220,16 +220,19 @@ def to_url(key: str, value: object) -> str:
 
 def from_url(key: str, text: str) -> object:
     """A URL parameter as session state holds it (the inverse of ``to_url``); anything else comes
-    back as text, which ``sync`` then refuses."""
+    back as text, which ``sync`` then refuses. Numbers are read by ``values.integer``: "²" or a
+    number of 5,000 digits is such text, never an exception."""
     choice = BY_KEY[key]
     if choice.from_one:
         if key == "head" and text == "mean":
             return -1
-        return int(text) - 1 if text.isdigit() and int(text) >= 1 else text
+        number = values.integer(text)
+        return number - 1 if number is not None and number >= 1 else text
     if choice.kind is bool:
         return text in ("1", "true", "True")
-    if choice.kind is int and text.lstrip("-").isdigit():
-        return int(text)
+    if choice.kind is int:
+        number = values.integer(text)
+        return text if number is None else number
     return text
 
 
