@@ -10,7 +10,7 @@ import streamlit as st
 
 from vitviz import ablation, claims, faithfulness, plots, tables
 from vitviz.app import analyses, caches, current, furniture, navigation, state
-from vitviz.app.text import label, lang, tr
+from vitviz.app.text import label, lang, model_title, tr
 
 PAGE = "app_pages/10_trust.py"
 
@@ -67,7 +67,7 @@ st.caption(tr("trust.table_note", low=f"{reading.chance_low:+.3f}", high=f"{read
 st.subheader(tr("trust.set_title"))
 summary = analyses.stored(cur.name, "faithfulness")
 if summary is None:
-    st.info(tr("trust.set_missing", name=cur.name))
+    st.info(tr("trust.set_missing", name=model_title(cur.name)))
 else:
     methods = [m for m in summary["methods"] if m != faithfulness.RANDOM]
     st.markdown(claims.text(claims.trust_over_images(summary), lang()))
@@ -139,7 +139,7 @@ for column, arrays, key in ((b1, before, "before"), (b2, after, "after")):
 
 grid = analyses.stored(cur.name, "ablation")
 if grid is None:
-    st.info(tr("trust.grid_missing", name=cur.name))
+    st.info(tr("trust.grid_missing", name=model_title(cur.name)))
 else:
     drops = np.asarray(grid["head_drop"].get(mode, grid["head_drop"]["zero"]))
     st.markdown(claims.text(claims.costliest_head(drops, grid["accuracy"], grid["images"], mode), lang()))

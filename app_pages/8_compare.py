@@ -13,7 +13,7 @@ import torch
 
 from vitviz import analysis, claims, clicks, compare, plots, zoo
 from vitviz.app import caches, current, furniture, models, navigation, session, state, text
-from vitviz.app.text import label, lang, tr
+from vitviz.app.text import label, lang, model_title, tr
 from vitviz.cnn import receptive_fields
 from vitviz.data import denormalize, to_tensor
 from vitviz.prediction import top_k, verdict
@@ -54,7 +54,7 @@ cnn_name = state.get("compare_cnn") if cnns else None
 if path:  # a typed name that does not load, or is no CNN: one sentence, and the list's CNN
     problem = models.try_model(path)
     if problem is None and not models.model_spec(path).is_cnn:
-        message = tr("compare.not_cnn", name=path)
+        message = tr("compare.not_cnn", name=model_title(path))
     else:
         message = None if problem is None else tr("error.model", message=problem.sentence(lang()))
     if message is None:

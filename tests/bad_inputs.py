@@ -164,10 +164,80 @@ def model_outcomes() -> list[tuple[str, str, str]]:
         uploads = [
             ("an upload of a text file", {"notes.txt": b"hello"}),
             ("an upload of a broken .safetensors file", {"mine.safetensors": b"\x00" * 64}),
-        ]
+        ] + [(what, files) for what, files, _ in hostile_uploads()]
         for what, files in uploads:
-            rows.append((what, *_sentences(lambda files=files: zoo.load_upload(files, max_mb=50), None, models)))
+            rows.append((what, *_sentences(lambda files=files: zoo.load_upload(files, access.Policy()), None, models)))
     return rows
+
+
+def hostile_uploads() -> list[tuple[str, dict[str, bytes], str]]:
+    """(what, the uploaded files, the sentence's key) for checkpoints built to cost the server
+    memory or time, or to crash the page that draws them: tiny files whose json asks for a huge
+    model, configs of the wrong kind, weights that are not numbers (issue 53)."""
+    import json
+
+    import torch
+    from safetensors.torch import save
+
+    from vitviz.config import ViTConfig
+    from vitviz.model import VisionTransformer
+
+    tiny_config = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=2)
+    torch.manual_seed(0)
+    tiny = VisionTransformer(tiny_config)
+    weights = save({k: v.contiguous() for k, v in tiny.state_dict().items()})
+    stub = save({"x": torch.zeros(2)})  # 80-odd bytes: the json alone describes the model
+
+    def with_config(**changes: object) -> dict[str, bytes]:
+        config = {**tiny_config.to_dict(), **changes}
+        return {"w.safetensors": stub, "w.json": json.dumps({"config": config}).encode()}
+
+    def broken(value: float) -> dict[str, bytes]:
+        state = {k: v.clone() for k, v in tiny.state_dict().items()}
+        state["head.weight"][0, 0] = value
+        return {"w.safetensors": save(state), "w.json": json.dumps({"config": tiny_config.to_dict()}).encode()}
+
+    def card(**fields: object) -> dict[str, bytes]:
+        return {"w.safetensors": weights, "w.json": json.dumps({"config": tiny_config.to_dict(), **fields}).encode()}
+
+    big = {"image_size": 512, "patch_size": 4, "embed_dim": 8, "num_heads": 1, "depth": 12}
+    many_tokens = VisionTransformer(ViTConfig(**{**tiny_config.to_dict(), **big, "preprocess": None}))
+    return [
+        (
+            "a json asking for embed_dim 8192 (80 bytes of weights)",
+            with_config(embed_dim=8192, depth=4, num_heads=8),
+            "model.budget_params",
+        ),
+        (
+            "a json asking for embed_dim 16384 and 12 blocks",
+            with_config(embed_dim=16384, depth=12, num_heads=16),
+            "model.budget_params",
+        ),
+        ("a json asking for 40,000 blocks", with_config(depth=40_000), "model.budget_shape"),
+        ("a json asking for 16,384 tokens", with_config(**big, preprocess=None), "model.budget_memory"),
+        (
+            "a valid model of 16,384 tokens",
+            {
+                "w.safetensors": save({k: v.contiguous() for k, v in many_tokens.state_dict().items()}),
+                "w.json": json.dumps({"config": many_tokens.config.to_dict()}).encode(),
+            },
+            "model.budget_memory",
+        ),
+        ("mlp_ratio -1", with_config(mlp_ratio=-1), "model.load_failed"),
+        ("mlp_ratio 1e308", with_config(mlp_ratio=1e308), "model.load_failed"),
+        ("num_classes 0", with_config(num_classes=0, class_names=[]), "model.budget_shape"),
+        ("num_classes 1e10", with_config(num_classes=1e10, class_names=[]), "model.load_failed"),
+        ("depth 0", with_config(depth=0), "model.budget_shape"),
+        (
+            "a json nested 100,000 deep",
+            {"w.safetensors": weights, "w.json": b"[" * 100_000 + b"]" * 100_000},
+            "model.bad_json",
+        ),
+        ('a card whose test_accuracy is "high"', card(test_accuracy="high"), "model.load_failed"),
+        ("a weight that is NaN", broken(float("nan")), "model.not_finite"),
+        ("a weight that is infinite", broken(float("inf")), "model.not_finite"),
+        ("timm-style weights without a json", {"w.safetensors": weights}, "model.needs_heads"),
+    ]
 
 
 class _RunsCode:

@@ -5,9 +5,15 @@ server's files nor hang it. The server's options (flags after ``--``, else envir
 
     streamlit run app.py -- --models DIR [--models DIR2] [--allow-hub | --no-hub]
                             [--max-model-mb 400] [--max-upload-mb 50] [--load-timeout-s 300]
+                            [--max-image-mb 1024] [--max-gflop 200]
 
     VITVIZ_MODELS=DIR:DIR2  VITVIZ_ALLOW_HUB=1|0  VITVIZ_MAX_MODEL_MB  VITVIZ_MAX_UPLOAD_MB
-    VITVIZ_LOAD_TIMEOUT_S
+    VITVIZ_LOAD_TIMEOUT_S  VITVIZ_MAX_IMAGE_MB  VITVIZ_MAX_GFLOP
+
+A visitor's model (an upload, a file of the model folders, a download) is costed from its config
+before it is built (``vitviz.budget``): its parameters against ``--max-model-mb``, the memory one
+explained image keeps against ``--max-image-mb``, and the FLOPs of one image against
+``--max-gflop``. The defaults fit a class server of 2 cores and 24 GB.
 
 By default a visitor may load the registry's models, no file of the server (no ``--models``),
 hub names (``timm:``, ``hf:``) only when the server listens on this machine alone (Streamlit's
@@ -15,7 +21,8 @@ hub names (``timm:``, ``hf:``) only when the server listens on this machine alon
 
 ``decide`` is the one place that says whether a typed name may be loaded. A path outside the
 model folders gets the answer a missing name gets ("unknown"), so nobody can tell the two apart;
-symlinks are resolved before the check, and special files (pipes, devices, the kernel's
+the app's own files are no exception (its models load by their registry names alone), a
+relative name is looked for in the model folders only, symlinks are resolved before the check, and special files (pipes, devices, the kernel's
 ``/proc`` and ``/sys`` files) are refused from their ``stat`` alone, never opened.
 """
 
@@ -60,6 +67,8 @@ class Policy:
         max_model_mb: the largest model a download or a model folder's file may be (float32 size).
         max_upload_mb: the largest checkpoint a visitor may upload.
         load_timeout_s: how long a download may take before the visitor is told to try later.
+        max_image_mb: the memory one explained image of a visitor's model may keep.
+        max_gflop: the FLOPs (in billions) one image of a visitor's model may take.
     """
 
     model_dirs: tuple[Path, ...] = ()
@@ -67,6 +76,8 @@ class Policy:
     max_model_mb: int = 400
     max_upload_mb: int = 50
     load_timeout_s: float = 300.0
+    max_image_mb: int = 1024
+    max_gflop: int = 200
     notes: tuple[str, ...] = field(default=(), compare=False)  # options the server ignored, and why
 
 
@@ -104,6 +115,8 @@ def server_policy(argv: Sequence[str], environ: Mapping[str, str], address: str 
     parser.add_argument("--max-model-mb", type=int, default=None)
     parser.add_argument("--max-upload-mb", type=int, default=None)
     parser.add_argument("--load-timeout-s", type=float, default=None)
+    parser.add_argument("--max-image-mb", type=int, default=None)
+    parser.add_argument("--max-gflop", type=int, default=None)
     args, _ = parser.parse_known_args(list(argv))
 
     folders = list(args.models) or [p for p in environ.get("VITVIZ_MODELS", "").split(os.pathsep) if p]
@@ -130,6 +143,8 @@ def server_policy(argv: Sequence[str], environ: Mapping[str, str], address: str 
         max_model_mb=number(args.max_model_mb, "VITVIZ_MAX_MODEL_MB", Policy.max_model_mb),
         max_upload_mb=number(args.max_upload_mb, "VITVIZ_MAX_UPLOAD_MB", Policy.max_upload_mb),
         load_timeout_s=number(args.load_timeout_s, "VITVIZ_LOAD_TIMEOUT_S", Policy.load_timeout_s),
+        max_image_mb=number(args.max_image_mb, "VITVIZ_MAX_IMAGE_MB", Policy.max_image_mb),
+        max_gflop=number(args.max_gflop, "VITVIZ_MAX_GFLOP", Policy.max_gflop),
         notes=tuple(notes),
     )
 
@@ -144,7 +159,7 @@ Kind = Literal["registry", "hub", "hub_off", "file", "folder", "special", "too_l
 class Decision(NamedTuple):
     """What ``decide`` found: ``kind``, and the registry name, hub name or resolved path it is about.
 
-    Kinds: "registry" (a registry name, or the path of a registry model's file), "hub" (a hub
+    Kinds: "registry" (a registry name), "hub" (a hub
     name the server allows), "hub_off" (one it does not), "file" / "folder" (inside the model
     folders: load it), "special" (inside, but a pipe, a device or a folder with one: refused
     unopened), "too_large" (inside, over ``max_model_mb``), "unknown" (missing, or outside the
@@ -205,13 +220,8 @@ def decide(name: str, policy: Policy, registry: Mapping[str, Path | None]) -> De
         if not is_hub_name(name):
             return Decision("unknown")
         return Decision("hub" if policy.allow_hub else "hub_off", name)
-    path = resolve(name)
-    if path is None:
-        return Decision("unknown")
-    for known, file in registry.items():  # the shipped files are the registry's models, wherever typed
-        if file is not None and path == resolve(str(file)):
-            return Decision("registry", known)
-    if not allowed(path, policy):
+    path = _in_model_folders(name, policy)
+    if path is None:  # missing, or outside the model folders (the app's own files too): one answer
         return Decision("unknown")
     try:
         info = os.stat(path)
@@ -224,6 +234,41 @@ def decide(name: str, policy: Policy, registry: Mapping[str, Path | None]) -> De
     if info.st_size > policy.max_model_mb * 2**20:
         return Decision("too_large", path)
     return Decision("file", path)
+
+
+def _in_model_folders(name: str, policy: Policy) -> Path | None:
+    """The resolved path a typed name means inside the model folders: an absolute path as it is,
+    a relative one (``mine.safetensors``) in the first model folder that has it; None when it
+    means nothing there. The server's working folder plays no part."""
+    if not name or "\x00" in name or len(name) > 4096:
+        return None
+    candidates = [name] if Path(name).is_absolute() else [str(folder / name) for folder in policy.model_dirs]
+    for candidate in candidates:
+        path = resolve(candidate)
+        if path is not None and allowed(path, policy) and os.path.lexists(path):
+            return path
+    return None
+
+
+MODEL_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
+OFFERED = 12  # names a sentence lists
+
+
+def offered(policy: Policy) -> list[str]:
+    """What a visitor may type to load a file of the model folders: the checkpoints and Hugging
+    Face model folders (with a config.json) at their top level, by name (no server path), the
+    first ``OFFERED`` in order."""
+    names = set()
+    for folder in policy.model_dirs:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            checkpoint = entry.name.lower().endswith(MODEL_SUFFIXES)
+            if checkpoint or (entry.is_dir() and os.path.isfile(os.path.join(entry.path, "config.json"))):
+                names.add(entry.name)
+    return sorted(names)[:OFFERED]
 
 
 def _plain_folder(folder: Path, policy: Policy) -> bool:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vitviz import values
+
 MACHINES_JOIN = " + "  # a stage that moved between machines (a lent GPU, then this CPU) names them in order
 
 
@@ -64,6 +66,36 @@ class ModelCard:
     interim: str | None = None
     schedule_end: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse a field of the wrong kind (a card may be a visitor's json): the card page reads
+        every one of them as a number, a list or a table."""
+        kinds = {
+            "name": (str, type(None)),
+            "hardware": (str, type(None)),
+            "interim": (str, type(None)),
+            "history": list,
+            "stages": list,
+            "teacher": (dict, type(None)),
+            "schedule_end": (dict, type(None)),
+            **{name: dict for name in ("config", "recipe", "evaluated", "trained_on", "tested_on", "extra")},
+        }
+        for name, kind in kinds.items():
+            if not isinstance(getattr(self, name), kind):
+                raise ValueError(f"The card's {name} is {getattr(self, name)!r}, not what a card holds there.")
+        if not all(isinstance(row, dict) for row in (*self.history, *self.stages)):
+            raise ValueError("The card's history and stages must be lists of tables.")
+        numbers = {"epochs": (self.epochs, 0, 10**7), "wall_time_s": (self.wall_time_s, 0, 1e10)}
+        numbers["test_accuracy"] = (self.test_accuracy, 0, 1) if self.test_accuracy is not None else (0, 0, 1)
+        if self.planned_epochs is not None:
+            numbers["planned_epochs"] = (self.planned_epochs, 0, 10**7)
+        for name, (value, low, high) in numbers.items():
+            if not values.finite(value, low, high):
+                raise ValueError(f"The card's {name} must be a number from {low} to {high}, not {value!r}.")
+        for row in self.history:  # the card page draws every number of every epoch
+            for key, value in row.items():
+                if isinstance(value, float) and not values.finite(value, -1e12, 1e12):
+                    raise ValueError(f"The card's history holds {key} = {value!r}, not a number.")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelCard:

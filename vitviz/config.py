@@ -11,6 +11,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from vitviz import values
+
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 HALF = (0.5, 0.5, 0.5)
@@ -48,12 +50,32 @@ def resnet_stride(layers: tuple[int, ...]) -> int:
     return 4 * 2 ** max(len(layers) - 1, 0)
 
 
+def _check_types(config: Any, names: tuple[str, ...]) -> None:
+    """Refuse a field that should be a whole number and is not one (1e10, "12", True): a config
+    may come from a visitor's json."""
+    for name in names:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{name} must be a whole number, not {value!r}.")
+
+
+def _names(names: Any) -> tuple[str, ...]:
+    """Class names as a tuple of text (a visitor's json may hold anything there)."""
+    if not isinstance(names, (tuple, list)) or not all(isinstance(name, str) for name in names):
+        raise ValueError("class_names must be a list of names.")
+    return tuple(names)
+
+
 def size_pair(value: int | tuple[int, int] | list[int]) -> tuple[int, int]:
-    """(height, width) from an int (a square) or a pair."""
-    if isinstance(value, int):
-        return (value, value)
-    height, width = value
-    return (int(height), int(width))
+    """(height, width) from an int (a square) or a pair of ints.
+
+    Raises:
+        ValueError: for anything else (a float, text, three numbers).
+    """
+    pair = (value, value) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else ()
+    if len(pair) != 2 or not all(values.whole(n, 1, 10**6) for n in pair):
+        raise ValueError(f"image_size must be a whole number of pixels or a pair of them, not {value!r}.")
+    return (int(pair[0]), int(pair[1]))
 
 
 @dataclass(frozen=True)
@@ -80,8 +102,10 @@ class Preprocess:
     dark_background: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.resize, int):
+        if not isinstance(self.resize, int) or isinstance(self.resize, bool):
             object.__setattr__(self, "resize", size_pair(self.resize))
+        elif not values.whole(self.resize, 1, 10**6):
+            raise ValueError(f"resize must be a positive number of pixels, not {self.resize!r}.")
         if self.crop is not None:
             object.__setattr__(self, "crop", size_pair(self.crop))
         object.__setattr__(self, "mean", tuple(float(m) for m in self.mean))
@@ -92,6 +116,8 @@ class Preprocess:
             raise ValueError("mean and std must have one value per channel each.")
         if any(s <= 0 for s in self.std):
             raise ValueError("every std value must be positive.")
+        if not all(values.finite(v, -1e6, 1e6) for v in (*self.mean, *self.std)):
+            raise ValueError("mean and std must be finite numbers.")
 
     def output_size(self) -> tuple[int, int] | None:
         """The (height, width) this preprocessing always produces, or None if it depends on the photo."""
@@ -170,15 +196,23 @@ class ViTConfig:
     hybrid_layers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
+        _check_types(self, ("patch_size", "in_chans", "num_classes", "embed_dim", "depth", "num_heads"))
+        for name in ("mlp_ratio", "layer_norm_eps"):
+            if not values.finite(getattr(self, name), 1e-12, 1e3):
+                raise ValueError(f"{name} must be a positive number, not {getattr(self, name)!r}.")
         object.__setattr__(self, "image_size", size_pair(self.image_size))
         if self.hybrid_layers is not None:
-            object.__setattr__(self, "hybrid_layers", tuple(int(n) for n in self.hybrid_layers))
+            if not isinstance(self.hybrid_layers, (tuple, list)) or not all(
+                values.whole(n, 0, 10**6) for n in self.hybrid_layers
+            ):
+                raise ValueError(f"hybrid_layers must be a list of whole numbers, not {self.hybrid_layers!r}.")
+            object.__setattr__(self, "hybrid_layers", tuple(self.hybrid_layers))
             if len(self.hybrid_layers) > len(STAGE_CHANNELS) or any(n <= 0 for n in self.hybrid_layers):
                 raise ValueError(
                     f"hybrid_layers holds 0 to {len(STAGE_CHANNELS)} stages of at least one block each, "
                     f"not {self.hybrid_layers}."
                 )
-        object.__setattr__(self, "class_names", tuple(self.class_names))
+        object.__setattr__(self, "class_names", _names(self.class_names))
         if isinstance(self.preprocess, dict):
             object.__setattr__(self, "preprocess", Preprocess(**self.preprocess))
         height, width = self.image_size
@@ -223,7 +257,7 @@ class ViTConfig:
         if self.class_names and self.num_classes and len(self.class_names) != self.num_classes:
             raise ValueError(f"There are {len(self.class_names)} class names for {self.num_classes} classes.")
         for name in ("drop_rate", "attn_drop_rate", "drop_path_rate"):
-            if not 0.0 <= getattr(self, name) < 1.0:
+            if not values.finite(getattr(self, name), 0.0, 1.0) or getattr(self, name) == 1.0:
                 raise ValueError(f"{name} must be in [0, 1).")
         if len(self.preprocess.mean) != self.in_chans:
             raise ValueError(f"preprocess.mean has {len(self.preprocess.mean)} values for {self.in_chans} channels.")
@@ -389,9 +423,15 @@ class CNNConfig:
     arch: str = "cnn"
 
     def __post_init__(self) -> None:
+        _check_types(self, ("in_chans", "num_classes", "stem_width", "group_convs"))
+        for name in ("batchnorm_momentum", "logit_scale"):
+            if not values.finite(getattr(self, name), 0.0, 1e3):
+                raise ValueError(f"{name} must be a number from 0 to 1000, not {getattr(self, name)!r}.")
         object.__setattr__(self, "image_size", size_pair(self.image_size))
-        object.__setattr__(self, "class_names", tuple(self.class_names))
-        object.__setattr__(self, "widths", tuple(int(w) for w in self.widths))
+        object.__setattr__(self, "class_names", _names(self.class_names))
+        if not isinstance(self.widths, (tuple, list)) or not all(values.whole(w, 0, 10**6) for w in self.widths):
+            raise ValueError(f"widths must be a list of whole numbers, not {self.widths!r}.")
+        object.__setattr__(self, "widths", tuple(self.widths))
         if isinstance(self.preprocess, dict):
             object.__setattr__(self, "preprocess", Preprocess(**self.preprocess))
         if self.preprocess is None:

@@ -441,7 +441,7 @@ def _timm_key_features(state_dict: Mapping[str, Tensor]) -> list[str]:
     return found + [_FEATURE[name] for name, present in checks.items() if present]
 
 
-def _timm_config_from_shapes(state_dict: Mapping[str, Tensor], num_heads: int | None) -> ViTConfig:
+def timm_config_from_shapes(state_dict: Mapping[str, Tensor], num_heads: int | None) -> ViTConfig:
     """Our config read off the tensor shapes of a timm ViT state dict, plus ``num_heads``."""
     if "patch_embed.proj.weight" not in state_dict:
         raise ValueError("This is not a timm ViT state dict: it has no patch_embed.proj.weight.")
@@ -552,7 +552,7 @@ def from_timm(
             raise _unsupported("timm", features)
         pretrained_cfg = None
         if config is None:
-            config = _timm_config_from_shapes(state_dict, num_heads)
+            config = timm_config_from_shapes(state_dict, num_heads)
         pos_embed = state_dict.get("pos_embed")
         if config.class_token and pos_embed is not None and pos_embed.shape[1] == config.num_patches:
             raise _unsupported("timm", [_FEATURE["no_embed_class"]])

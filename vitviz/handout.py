@@ -34,7 +34,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from vitviz import analysis, claims, lab, plots, values, zoo
+from vitviz import analysis, claims, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, TranslatedError, class_label, t
@@ -42,6 +42,7 @@ from vitviz.model import VisionTransformer, flops_per_image, on_weights
 from vitviz.patches import patch_tiles, patchify
 from vitviz.prediction import Verdict, legend_key, top_k, verdict
 from vitviz.trace import Trace, forward_steps
+from vitviz.values import echo, test_image
 
 SAMPLES = zoo.ASSETS / "samples"
 WIDTH = 720  # pixels of the page's column: A4 portrait, less 10 mm margins, at 96 dpi
@@ -101,13 +102,13 @@ def choose_image(text: str, class_names: Sequence[str], data_root: Path | str | 
     found = [name for name in samples if text in (name, Path(name).stem)]
     if found:
         return Chosen((SAMPLES / found[0]).read_bytes(), found[0])
-    raise HandoutError("handout.no_image", name=values.echo(text), samples=", ".join(samples))
+    raise HandoutError("handout.no_image", name=echo(text), samples=", ".join(samples))
 
 
 def _test_image(spec: str, class_names: Sequence[str], data_root: Path | str | None) -> Chosen:
-    chosen = values.test_image(spec)  # class names may hold "/" ("T-shirt/top/3")
+    chosen = test_image(spec)  # class names may hold "/" ("T-shirt/top/3")
     if chosen is None:
-        raise HandoutError("handout.test_form", given=values.echo(spec))
+        raise HandoutError("handout.test_form", given=echo(spec))
     cls, index = chosen
     root = lab.default_test_root(data_root)
     split = lab.test_split_for(class_names, root)
@@ -116,7 +117,7 @@ def _test_image(spec: str, class_names: Sequence[str], data_root: Path | str | N
     images = lab.TestImages(split, lambda location: vdata.load_split(location, "test", download=False))
     classes = images.classes()
     if cls not in classes:
-        raise HandoutError("handout.test_class", name=values.echo(cls), classes=", ".join(classes))
+        raise HandoutError("handout.test_class", name=echo(cls), classes=", ".join(classes))
     count = images.count(cls)
     if index >= count:
         raise HandoutError("handout.test_index", name=cls, count=count, last=count - 1)

@@ -32,7 +32,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load as load_bytes
 from safetensors.torch import load_file, save_file
 
-from vitviz import access
+from vitviz import access, budget, values
 from vitviz.card import ModelCard
 from vitviz.config import (
     HALF,
@@ -44,7 +44,15 @@ from vitviz.config import (
     cifar10_vit_config,
     config_from_dict,
 )
-from vitviz.convert import CheckpointError, from_hf, from_timm, hf_preprocess, load_state_dict_strict, unwrap_state_dict
+from vitviz.convert import (
+    CheckpointError,
+    from_hf,
+    from_timm,
+    hf_preprocess,
+    load_state_dict_strict,
+    timm_config_from_shapes,
+    unwrap_state_dict,
+)
 from vitviz.data import cache_dir
 from vitviz.i18n import TEXT, TranslatedError, t
 from vitviz.model import VisionTransformer, build_model
@@ -314,14 +322,14 @@ def load(name: str, device: str | torch.device | None = None, policy: access.Pol
 def unknown_error(name: str, policy: access.Policy) -> ModelLoadError:
     """What a server answers for a name it has no model for, or may not open: the same sentence."""
     names = ", ".join(n for n, spec in REGISTRY.items() if spec.offline)
-    folders = ", ".join(str(folder) for folder in policy.model_dirs)
-    key = {  # (downloads allowed, model folders named): the sentence that lists what there is
+    files = ", ".join(access.offered(policy))  # by name: a sentence names no folder of the server
+    key = {  # (downloads allowed, files offered): the sentence that lists what there is
         (False, False): "model.unknown_served",
         (True, False): "model.unknown_served_hub",
         (False, True): "model.unknown_served_folders",
         (True, True): "model.unknown_served_hub_folders",
-    }[policy.allow_hub, bool(folders)]
-    return ModelLoadError(key, name=repr(name), names=names, folders=folders)
+    }[policy.allow_hub, bool(files)]
+    return ModelLoadError(key, name=repr(values.echo(name)), names=names, files=files)
 
 
 def _allowed_name(name: str, policy: access.Policy) -> str:
@@ -337,11 +345,11 @@ def _allowed_name(name: str, policy: access.Policy) -> str:
         return str(found.target)
     if found.kind == "hub_off":
         offline = ", ".join(n for n, spec in REGISTRY.items() if spec.offline)
-        raise ModelLoadError("model.hub_off", name=name, names=offline)
+        raise ModelLoadError("model.hub_off", name=values.echo(name), names=offline)
     if found.kind == "special":
-        raise ModelLoadError("model.special", file=name)
+        raise ModelLoadError("model.special", file=values.echo(name))
     if found.kind == "too_large":
-        raise ModelLoadError("model.file_too_large", file=name, limit=policy.max_model_mb)
+        raise ModelLoadError("model.file_too_large", file=values.echo(name), limit=policy.max_model_mb)
     raise unknown_error(name, policy)
 
 
@@ -575,13 +583,31 @@ def _json_beside(path: Path, policy: access.Policy | None = None) -> dict[str, A
 
 
 def _read_json(data: bytes, file_name: str) -> dict[str, Any]:
+    if _nesting(data) > MAX_JSON_NESTING:  # json.loads would recurse once a level, 100,000 deep
+        raise ModelLoadError("model.bad_json", file=file_name)
     try:
         meta = json.loads(data)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise ModelLoadError("model.bad_json", file=file_name) from None
     if not isinstance(meta, dict):
         raise ModelLoadError("model.bad_json", file=file_name)
     return meta
+
+
+MAX_JSON_NESTING = 32  # a card nests 4 deep (stages, recipe, augmentation)
+
+
+def _nesting(data: bytes) -> int:
+    """How deep a json text's brackets nest (counted without parsing it; brackets inside strings
+    count too, which only makes the bound stricter)."""
+    depth = deepest = 0
+    for byte in data:
+        if byte in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in b"]}":
+            depth -= 1
+    return deepest
 
 
 def load_path(path: Path, policy: access.Policy | None = None) -> tuple[VisionTransformer, ModelSpec]:
@@ -602,26 +628,34 @@ def load_path(path: Path, policy: access.Policy | None = None) -> tuple[VisionTr
         if access.companion(path / "config.json", policy):
             model = _load_hf(str(path), local=True, policy=policy)
             return model, ModelSpec(
-                str(path), path.name, "path", model.config, True, True, f"Hugging Face folder {path}.", path=path
+                str(path), path.name, "path", model.config, True, True, f"Hugging Face folder {path.name}.", path=path
             )
         raise ModelLoadError("model.folder_without_config", file=str(path))
     state = read_weights(path)
     hf_config = access.companion(path.parent / "config.json", policy)
-    model, card = _build(state, _json_beside(path, policy), path.name, hf_config.parent if hf_config else None)
+    model, card = _build(state, _json_beside(path, policy), path.name, hf_config.parent if hf_config else None, policy)
     spec = ModelSpec(
-        str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path}.", card=card, path=path
+        str(path), path.stem, "path", model.config, True, True, f"Local checkpoint {path.name}.", card=card, path=path
     )
     return model, spec
 
 
 def _build(
-    state: dict[str, torch.Tensor], meta: dict[str, Any] | None, file_name: str, hf_folder: Path | None
+    state: dict[str, torch.Tensor],
+    meta: dict[str, Any] | None,
+    file_name: str,
+    hf_folder: Path | None,
+    policy: access.Policy | None = None,
 ) -> tuple[VisionTransformer, ModelCard]:
     """A model from a state dict: built from its json config when there is one, else read as a
-    Hugging Face checkpoint (with the config.json of ``hf_folder``) or a timm one."""
+    Hugging Face checkpoint (with the config.json of ``hf_folder``) or a timm one. With a policy
+    the config is costed first (``vitviz.budget``), and nothing is built over its limits."""
+    _check_finite(state, file_name)
     try:
+        card = ModelCard.from_dict(meta) if meta and "config" in meta else ModelCard()
         if meta is not None and ("config" in meta or "patch_size" in meta):
             config = config_from_dict(meta.get("config", meta))
+            _check_budget(config, policy, file_name)
             model = build_model(config)
             load_state_dict_strict(model, state)
         elif any(k.startswith(("vit.", "embeddings.")) for k in state):
@@ -632,23 +666,47 @@ def _build(
             model = from_hf(state, config=HFViTConfig.from_pretrained(str(hf_folder)))
         else:
             num_heads = meta.get("num_heads") if meta else None
-            model = from_timm(state, num_heads=num_heads)
+            if num_heads is None and "patch_embed.proj.weight" in state:
+                raise ModelLoadError("model.needs_heads", file=file_name)
+            config = timm_config_from_shapes(state, num_heads) if "patch_embed.proj.weight" in state else None
+            if config is not None:
+                _check_budget(config, policy, file_name)
+            model = from_timm(state, config=config, num_heads=num_heads)
     except CheckpointError as err:
         raise ModelLoadError("model.mismatch", file=file_name, error=str(err)) from None
-    except (ValueError, TypeError, KeyError, AttributeError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as err:
         log.info("%s: %r", file_name, err)
         raise ModelLoadError("model.load_failed", file=file_name, error=str(err)) from None
-    card = ModelCard.from_dict(meta) if meta and "config" in meta else ModelCard()
     return model, card
 
 
-def load_upload(files: dict[str, bytes], max_mb: int, device: str | torch.device | None = None) -> tuple[str, Loaded]:
+def _check_budget(config: ModelConfig, policy: access.Policy | None, file_name: str) -> None:
+    """Refuse a config whose model costs more than the server allows (no policy: no limits)."""
+    if policy is None:
+        return
+    limits = budget.Limits(model_mb=policy.max_model_mb, image_mb=policy.max_image_mb, gflop=policy.max_gflop)
+    try:
+        budget.check(config, limits)
+    except budget.OverBudget as err:
+        raise ModelLoadError(err.key, file=file_name, **err.values) from None
+
+
+def _check_finite(state: dict[str, torch.Tensor], file_name: str) -> None:
+    """Refuse weights that hold NaN or infinity: every answer of such a model is NaN."""
+    broken = [key for key, value in state.items() if value.is_floating_point() and not torch.isfinite(value).all()]
+    if broken:
+        raise ModelLoadError("model.not_finite", file=file_name, count=len(broken), first=broken[0])
+
+
+def load_upload(
+    files: dict[str, bytes], policy: access.Policy, device: str | torch.device | None = None
+) -> tuple[str, Loaded]:
     """A visitor's own checkpoint, read in memory and never written anywhere: one ``.safetensors``
     file, and optionally the ``.json`` that ``save`` writes beside it (its config and card).
 
     Args:
         files: file name -> bytes, as uploaded.
-        max_mb: the server's limit on an upload.
+        policy: the server's rules: the size of an upload, and what its model may cost (``vitviz.budget``).
 
     Returns:
         The model's name (``upload_name``) and the loaded model.
@@ -660,15 +718,15 @@ def load_upload(files: dict[str, bytes], max_mb: int, device: str | torch.device
     file_name = next(name for name in files if name.lower().endswith(".safetensors"))
     configs = [name for name in files if name.lower().endswith(".json")]
     data = files[file_name]
-    if len(data) > max_mb * 2**20:
-        raise ModelLoadError("model.upload_too_large", file=file_name, limit=max_mb)
+    if len(data) > policy.max_upload_mb * 2**20:
+        raise ModelLoadError("model.upload_too_large", file=file_name, limit=policy.max_upload_mb)
     try:
         state = load_bytes(data)
     except (SafetensorError, ValueError, OSError) as err:
         log.info("upload %s: %s", file_name, err)
         raise ModelLoadError("model.bad_safetensors", file=file_name) from None
     meta = _read_json(files[configs[0]], configs[0]) if configs else None
-    model, card = _build(state, meta, file_name, None)
+    model, card = _build(state, meta, file_name, None, policy)
     spec = ModelSpec(
         name, Path(file_name).stem, "upload", model.config, True, True, f"Uploaded {file_name}.", card=card
     )

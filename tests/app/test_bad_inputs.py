@@ -18,7 +18,7 @@ from PIL import Image
 from tests.apptest import errors, figure, figure_array, open_page
 from tests.bad_inputs import CASES, model_table, table
 from tests.conftest import SHARED_DATA
-from vitviz import zoo
+from vitviz import values, zoo
 from vitviz.app import caches, models, text, tour
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
@@ -227,14 +227,13 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
 
 # ---- what visitors type into the model boxes (issue 40) ---------------------------------------
 
-SHIPPED_CNN_FILE = str(zoo.REGISTRY[zoo.SHIPPED_CNN].path) if zoo.SHIPPED_CNN in zoo.REGISTRY else None
-# every name the app offers anywhere, and the shipped CNN's file as a teacher would type it
-OFFERED = list(zoo.REGISTRY) + ([SHIPPED_CNN_FILE] if SHIPPED_CNN_FILE else [])
+# every name the app offers anywhere (its own files load by these names alone: tests/unit/test_access.py)
+OFFERED = list(zoo.REGISTRY)
 COMPARE, LAB = "app_pages/8_compare.py", "app_pages/9_mistakes.py"
 
 
 def _is_cnn(name: str) -> bool:
-    return name == SHIPPED_CNN_FILE or (name in zoo.REGISTRY and zoo.REGISTRY[name].is_cnn)
+    return name in zoo.REGISTRY and zoo.REGISTRY[name].is_cnn
 
 
 def _texts(elements) -> str:
@@ -258,7 +257,7 @@ def test_every_offered_name_in_the_sidebars_model_box(allow_hub, monkeypatch):
         warned, captions = _texts(at.warning), _texts(at.sidebar.caption)
         assert figure(at, "home_topk")["data"], name  # the tour goes on, with one model or another
         if _is_cnn(name):
-            assert f"{name} is a CNN: page 8 sets it beside the ViT." in warned, name
+            assert f"{text.model_title(name)} is a CNN: page 8 sets it beside the ViT." in warned, name
             assert f"The tour goes on with {text.model_title(zoo.default_name())}" in warned
         elif _hub(name):
             sentence = "could not be downloaded" if allow_hub == "1" else "This server does not download models"
@@ -282,7 +281,7 @@ def test_every_offered_name_in_the_compare_pages_cnn_box():
         elif _hub(name):
             assert "does not download models" in said and "This page goes on with" in said, name
         else:
-            assert f"{name} is not a CNN" in said and "This page goes on with" in said, name
+            assert f"{text.model_title(name)} is not a CNN" in said and "This page goes on with" in said, name
 
 
 @pytest.fixture
@@ -358,7 +357,8 @@ def test_hostile_paths_in_every_model_box(page, tmp_path, monkeypatch, cifar_cla
     expected = answer(missing)
     assert "There is no model called" in expected
     for name in (str(planted), str(shadow), "/proc/self/environ", str(private), str(models / "escape.safetensors")):
-        assert answer(name).replace(repr(name), "N") == expected.replace(repr(missing), "N"), name
+        said = answer(name)
+        assert said.replace(repr(values.echo(name)), "N") == expected.replace(repr(values.echo(missing)), "N"), name
     assert "is not a regular file" in answer(str(models / "pipe.safetensors"))
     said = answer(str(models / "notes.pt"))
     assert "is not a checkpoint" in said and "could run code" not in said

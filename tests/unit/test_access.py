@@ -15,8 +15,9 @@ import pytest
 import torch
 from safetensors.torch import save as save_bytes
 
-from vitviz import access, zoo
+from vitviz import access, values, zoo
 from vitviz.card import ModelCard
+from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 
 CLASS_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")  # what a sentence must never name
@@ -47,7 +48,8 @@ def _as_missing(name: str, policy: access.Policy, missing: str) -> None:
     refused, absent = _refusal(name, policy), _refusal(missing, policy)
     assert refused.key == absent.key and refused.key.startswith("model.unknown_served")
     for lang in ("en", "ko"):
-        assert refused.sentence(lang).replace(repr(name), "N") == absent.sentence(lang).replace(repr(missing), "N")
+        said, said_missing = refused.sentence(lang), absent.sentence(lang)
+        assert said.replace(repr(values.echo(name)), "N") == said_missing.replace(repr(values.echo(missing)), "N")
 
 
 # ---- the server's options ---------------------------------------------------------------------
@@ -182,11 +184,38 @@ def test_a_file_over_the_size_limit_is_refused_unread(folders):
     assert _refusal(str(big), small).key == "model.file_too_large"
 
 
-def test_the_shipped_files_are_the_registrys_models_wherever_typed(policy):
+def test_the_apps_own_files_load_by_registry_name_only(policy, folders, tmp_path):
+    """Typed as a path (absolute, relative to the app's folder, through /proc/self/cwd, or through
+    a symlink in a model folder), a shipped model's file gets the missing name's sentence: the
+    answer never tells where the app is installed."""
+    missing = str(folders[0] / "no-such.safetensors")
+    shipped = [spec.path for spec in zoo.REGISTRY.values() if spec.path is not None]
+    assert shipped
+    for path in shipped:
+        link = folders[0] / f"link-{path.name}"
+        link.symlink_to(path)
+        relative = os.path.relpath(path, Path.cwd())
+        for typed in (str(path), relative, f"/proc/self/cwd/{relative}", str(link), link.name):
+            assert access.decide(typed, policy, zoo.registry_files()).kind == "unknown", typed
+            assert access.decide(typed, access.Policy(), zoo.registry_files()).kind == "unknown", typed
+            _as_missing(typed, policy, missing)
     for name, spec in zoo.REGISTRY.items():
         if spec.path is not None:
-            assert access.decide(str(spec.path), policy, zoo.registry_files()) == ("registry", name)
-            assert access.decide(str(spec.path), access.Policy(), zoo.registry_files()) == ("registry", name)
+            assert access.decide(name, policy, zoo.registry_files()) == ("registry", name)
+
+
+def test_a_relative_name_is_looked_for_in_the_model_folders_alone(folders, policy, monkeypatch):
+    """``mine.safetensors`` means the model folder's file, not one in the server's working folder."""
+    model = VisionTransformer(ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=2))
+    zoo.save(model, folders[1] / "mine.safetensors")  # the private folder
+    monkeypatch.chdir(folders[1])
+    assert access.decide("mine.safetensors", policy, zoo.registry_files()).kind == "unknown"
+    zoo.save(model, folders[0] / "mine.safetensors")
+    found = access.decide("mine.safetensors", policy, zoo.registry_files())
+    assert found == ("file", (folders[0] / "mine.safetensors").resolve())
+    assert access.offered(policy) == ["mine.safetensors"]
+    refused = _refusal("other.safetensors", policy)
+    assert "mine.safetensors" in refused.sentence("en") and str(folders[0]) not in refused.sentence("en")
 
 
 def test_a_text_file_is_not_a_checkpoint_and_not_code(folders, policy):
@@ -292,7 +321,7 @@ def _upload(tiny_config) -> tuple[VisionTransformer, dict[str, bytes]]:
 def test_an_uploaded_safetensors_loads_from_memory(tiny_config, monkeypatch):
     model, files = _upload(tiny_config)
     monkeypatch.setattr(zoo, "load_file", lambda *a, **k: pytest.fail("an upload is never read from disk"))
-    name, (loaded, spec) = zoo.load_upload(files, max_mb=50, device="cpu")
+    name, (loaded, spec) = zoo.load_upload(files, access.Policy(), device="cpu")
     assert name.startswith(zoo.UPLOAD) and name.endswith(":mine.safetensors") and spec.name == name
     assert spec.config == tiny_config and spec.card.extra == {"note": "mine"}
     for key, value in model.state_dict().items():
@@ -309,8 +338,8 @@ def test_bad_uploads_get_a_sentence(tiny_config):
     }
     for key, upload in cases.items():
         with pytest.raises(zoo.ModelLoadError) as err:
-            zoo.load_upload(upload, max_mb=0 if key == "model.upload_too_large" else 50)
+            zoo.load_upload(upload, access.Policy(max_upload_mb=0 if key == "model.upload_too_large" else 50))
         assert err.value.key == key and not CLASS_NAME.search(str(err.value))
     with pytest.raises(zoo.ModelLoadError) as err:
-        zoo.load_upload({"a.safetensors": files["mine.safetensors"], "b.safetensors": b""}, max_mb=50)
+        zoo.load_upload({"a.safetensors": files["mine.safetensors"], "b.safetensors": b""}, access.Policy())
     assert err.value.key == "model.upload_files"

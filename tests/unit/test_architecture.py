@@ -18,11 +18,11 @@ APP_MODULES = (
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
     # 0: plain data, no tensors
-    "config": 0, "i18n": 0, "clicks": 0, "tables": 0, "card": 0, "access": 0, "values": 0,
+    "config": 0, "i18n": 0, "clicks": 0, "tables": 0, "card": 0, "access": 0, "values": 0, "deadline": 0,
     # 1: tensors, one concept each
     "patches": 1, "resnet": 1, "trace": 1, "prediction": 1, "cnn": 1, "data": 1, "precision": 1, "augment": 1,
     # 2: the models and what is computed from them
-    "model": 2, "analysis": 2, "compare": 2, "convert": 2, "claims": 2,
+    "model": 2, "analysis": 2, "compare": 2, "convert": 2, "claims": 2, "budget": 2,
     # 3: weights and datasets on disk
     "zoo": 3, "evaluate": 3, "lab": 3,
     # 4: the command lines

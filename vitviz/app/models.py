@@ -30,6 +30,8 @@ POLICY_ENVIRONMENT = (
     "VITVIZ_MAX_MODEL_MB",
     "VITVIZ_MAX_UPLOAD_MB",
     "VITVIZ_LOAD_TIMEOUT_S",
+    "VITVIZ_MAX_IMAGE_MB",
+    "VITVIZ_MAX_GFLOP",
 )
 
 
@@ -50,7 +52,7 @@ def cached_model(name: str) -> zoo.Loaded:
         files = uploaded_models().get(name)
         if files is None:
             raise zoo.ModelLoadError("model.upload_gone")
-        return zoo.load_upload(files, server_policy().max_upload_mb)[1]
+        return zoo.load_upload(files, server_policy())[1]
     return zoo.load(name, policy=server_policy())
 
 
@@ -80,9 +82,10 @@ def keep_upload(files: dict[str, bytes]) -> str:
 
 
 @contextmanager
-def loading(name: str) -> Iterator[None]:
+def loading(name: str, aside: bool = True) -> Iterator[None]:
     """A spinner that says what is loading (a download, or a file), with the last run's page
-    hidden under it until the load ends."""
+    hidden under it until the load ends; ``aside``: the run gives up its turn first (a download
+    may take minutes: the class goes on beside it)."""
     holder = st.empty()
     download = name.startswith(access.HUB_PREFIXES)
     text = (
@@ -90,7 +93,8 @@ def loading(name: str) -> Iterator[None]:
         if download
         else tr("model.loading", name=model_title(name))
     )
-    turns.step_aside()  # a download may take minutes: the class goes on beside it
+    if aside:
+        turns.step_aside()
     with holder.container():
         st.html(web.style("hide_stale.css"))  # the last model's answer is not this one's
         with st.spinner(text, show_time=True):
@@ -100,10 +104,15 @@ def loading(name: str) -> Iterator[None]:
 
 def try_model(name: str) -> zoo.ModelLoadError | None:
     """Why ``name`` does not load (None when it does), tried once per session and name, with a
-    spinner (a registry model that needs no download is not tried: it always loads). A failed
+    spinner (a registry model that needs no download always loads: one built from random weights
+    gets the spinner at its first pick, as building ViT-B/16 takes seconds). A failed
     download is not tried again on every rerun; typing the name anew tries again."""
     spec = zoo.REGISTRY.get(name)
     if spec is not None and spec.offline:
+        if spec.source == "random" and name not in st.session_state.setdefault("_models_seen", set()):
+            with loading(name, aside=False):  # built at its first pick: seconds for ViT-B/16, said so
+                cached_model(name)
+            st.session_state["_models_seen"].add(name)
         return None
     tried = st.session_state.setdefault("_models_tried", {})
     if name not in tried:
@@ -131,7 +140,7 @@ def tour_problem(name: str) -> zoo.ModelLoadError | None:
     """Why the tour cannot explain ``name`` (it does not load, or it is a CNN), or None."""
     problem = try_model(name)
     if problem is None and model_spec(name).is_cnn:
-        return zoo.ModelLoadError("model.is_cnn", name=model_title(name) if name.startswith(zoo.UPLOAD) else name)
+        return zoo.ModelLoadError("model.is_cnn", name=model_title(name))
     return problem
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import streamlit as st
 
-from vitviz import zoo
+from vitviz import access, values, zoo
 from vitviz.card import MACHINES_JOIN
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 
@@ -30,11 +31,13 @@ def label(class_name: str, short: bool = False) -> str:
 
 
 def model_title(name: str) -> str:
-    """A registry model's title in the user's language; an upload's file name; any other name as
-    it was typed."""
+    """A registry model's title in the user's language; an upload's file name; a hub name as it was
+    typed; a file of the server's model folders by its name (never its folder), cut to 80 characters."""
+    if name in zoo.REGISTRY:
+        return zoo.REGISTRY[name].title_in(lang())
     if name.startswith(zoo.UPLOAD):
-        return name.split(":", 2)[-1]
-    return zoo.REGISTRY[name].title_in(lang()) if name in zoo.REGISTRY else name
+        return values.echo(name.split(":", 2)[-1])
+    return values.echo(name if name.startswith(access.HUB_PREFIXES) else Path(name).name)
 
 
 def dataset_text(label: str) -> str:
