@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from vitviz import deadline
 from vitviz.config import CNNConfig, check_pixels
 
 
@@ -80,6 +81,7 @@ class ConvNet(nn.Module):
         check_pixels(self.config, pixels)
         x = self.stem_act(self.stem(pixels))  # (B, stem_width, H-1, W-1)
         for group in self.groups:
+            deadline.check()  # a visitor's model within its time limit (nothing without one)
             x = group(x)
         return x
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor, nn
 
-from vitviz import cnn, resnet
+from vitviz import cnn, deadline, resnet
 from vitviz.cnn import ConvNet, params_by_module
 from vitviz.config import ModelConfig, ViTConfig, check_pixels
 from vitviz.patches import patchify
@@ -205,6 +205,15 @@ def resample_pos_embed(
     return torch.cat([prefix, grid], dim=1)
 
 
+@torch.no_grad()
+def _trunc_normal(weight: Tensor, std: float = 0.02) -> None:
+    """timm's ``trunc_normal_(weight, std=0.02)``, whose bounds stay at their default of -2 and 2:
+    100 standard deviations, which no sample reaches, so a normal draw clipped there has the same
+    distribution. It is drawn 2-3x faster than ``trunc_normal_``'s inverse error function (ViT-B/16's
+    86 million weights: see docs/benchmarks.md)."""
+    weight.normal_(0.0, std).clamp_(-2.0, 2.0)
+
+
 class VisionTransformer(nn.Module):
     """ViT: patch embedding, [CLS] + position embeddings, encoder blocks, norm, head."""
 
@@ -233,16 +242,16 @@ class VisionTransformer(nn.Module):
         """Truncated normal (std 0.02) for every projection and embedding, as in the paper and timm."""
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Conv2d)):
-                nn.init.trunc_normal_(module.weight, std=0.02)
+                _trunc_normal(module.weight)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
             elif isinstance(module, nn.LayerNorm):
                 nn.init.ones_(module.weight)
                 nn.init.zeros_(module.bias)
         if isinstance(self.pos_embed, nn.Parameter):
-            nn.init.trunc_normal_(self.pos_embed, std=0.02)
+            _trunc_normal(self.pos_embed)
         if self.cls_token is not None:
-            nn.init.trunc_normal_(self.cls_token, std=0.02)
+            _trunc_normal(self.cls_token)
 
     @property
     def num_prefix_tokens(self) -> int:
@@ -261,6 +270,7 @@ class VisionTransformer(nn.Module):
         check_pixels(self.config, pixels)
         x = self.add_tokens(self.patch_embed(pixels))
         for block in self.blocks:
+            deadline.check()  # a visitor's model within its time limit (nothing without one)
             x = block(x)
         return self.norm(x)
 
@@ -290,6 +300,7 @@ class VisionTransformer(nn.Module):
         hidden_states, attentions, attn_outputs, mlp_outputs = [tokens], [], [], []
         x = tokens
         for block in self.blocks:
+            deadline.check()
             step = block.explain(x)
             x = step.output
             hidden_states.append(x)

@@ -263,3 +263,78 @@ def test_reading_ahead_is_on_unless_the_server_turns_it_off() -> None:
     assert not ahead.enabled([], {"VITVIZ_READ_AHEAD": "0"})
     assert not ahead.enabled([], {"VITVIZ_READ_AHEAD": "off"})
     assert ahead.enabled([], {"VITVIZ_READ_AHEAD": "1"})
+
+
+def _busy_model():
+    import torch
+
+    from vitviz.config import ViTConfig
+    from vitviz.model import VisionTransformer
+
+    config = ViTConfig(image_size=64, patch_size=4, num_classes=3, embed_dim=64, depth=8, num_heads=2)
+    return VisionTransformer(config).eval(), torch.zeros(8, 3, 64, 64)
+
+
+def test_stopping_the_worker_stops_its_model_at_the_next_block() -> None:
+    import torch
+
+    model, pixels = _busy_model()
+    started, passes = threading.Event(), []
+
+    def job() -> None:
+        started.set()
+        with torch.no_grad():
+            for _ in range(10_000):  # minutes of work
+                model(pixels)
+                passes.append(1)
+
+    worker = ahead.Ahead(set_threads=lambda n: None)
+    worker.ask("long", job)
+    assert started.wait(30)
+    begun = time.monotonic()
+    assert worker.stop(timeout=ahead.STOP_S)
+    assert time.monotonic() - begun < ahead.STOP_S and len(passes) < 10_000
+    assert worker.done == 0  # stopped, not finished
+    assert not worker.ask("later", job)  # a stopped worker takes no more work
+
+
+EXIT_DURING_WORK = """
+import atexit, sys, threading, time
+import torch
+from tests.unit.test_turns import _busy_model
+from vitviz.app.ahead import Ahead
+
+model, pixels = _busy_model()
+started = threading.Event()
+
+def job():
+    started.set()
+    with torch.no_grad():
+        for _ in range(10_000):
+            model(pixels)
+
+exited = []
+atexit.register(lambda: print(time.monotonic() - exited[0], flush=True))  # runs after the worker's stop
+Ahead(set_threads=lambda n: None).ask("long", job)
+started.wait()
+time.sleep(0.3)
+exited.append(time.monotonic())
+sys.exit(0)
+"""
+
+
+def test_the_interpreter_exits_cleanly_while_the_worker_computes() -> None:
+    """Python's exit while the worker is inside torch once aborted the process ("terminate called
+    without an active exception", exit 134): it now exits 0, its worker stopped within STOP_S of
+    the exit (the interpreter's own teardown of torch after that is timed by the machine, not us)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.run(
+        [sys.executable, "-c", EXIT_DURING_WORK], cwd=root, capture_output=True, text=True, timeout=300
+    )
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert "terminate called" not in process.stderr
+    assert float(process.stdout.split()[-1]) < ahead.STOP_S

@@ -17,6 +17,7 @@ Server option: ``streamlit run app.py -- --no-read-ahead`` (or VITVIZ_READ_AHEAD
 from __future__ import annotations
 
 import argparse
+import atexit
 import functools
 import heapq
 import itertools
@@ -26,9 +27,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
+from vitviz import deadline
 from vitviz.app.turns import torch_threads
 
 REMEMBERED = 512  # keys of work asked for, so a session's every rerun does not ask again
+STOP_S = 5.0  # how long the server's exit waits for the worker (it stops at its model's next block)
 
 
 class Ahead:
@@ -45,6 +48,7 @@ class Ahead:
         self._order = itertools.count()
         self._asked: OrderedDict[Hashable, None] = OrderedDict()
         self._ready = threading.Condition()
+        self._stopping = threading.Event()
         self._worker: threading.Thread | None = None
         self.done = 0  # jobs finished (tests and the bench read it)
 
@@ -52,6 +56,8 @@ class Ahead:
         """Queue ``job`` unless a job with this key was asked for lately; True when queued. Jobs of
         a lower ``rank`` go first (the page a class reaches first), then the oldest."""
         with self._ready:
+            if self._stopping.is_set():
+                return False
             if key in self._asked:
                 self._asked.move_to_end(key)
                 return False
@@ -62,6 +68,8 @@ class Ahead:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._work, name="vitviz-ahead", daemon=True)
                 self._worker.start()
+                # before the interpreter tears down: a thread inside torch then aborts the process
+                atexit.register(self.stop)
             self._ready.notify()
             return True
 
@@ -69,15 +77,33 @@ class Ahead:
     def queued(self) -> int:
         return len(self._jobs)
 
+    def stop(self, timeout: float = STOP_S) -> bool:
+        """Stop the worker: forget the queued jobs, stop the running one at its model's next block,
+        and wait for the thread (at most ``timeout`` seconds). True when it has ended."""
+        self._stopping.set()
+        with self._ready:
+            self._jobs.clear()
+            self._ready.notify_all()
+        worker = self._worker
+        if worker is None or worker is threading.current_thread():
+            return True
+        worker.join(timeout)
+        return not worker.is_alive()
+
     def _work(self) -> None:
         self._set_threads(1)  # one core's worth at most, whatever the sessions do
         while True:
             with self._ready:
-                while not self._jobs:
+                while not self._jobs and not self._stopping.is_set():
                     self._ready.wait()
+                if self._stopping.is_set():
+                    return
                 _, _, key, job = heapq.heappop(self._jobs)
             try:
-                job()
+                with deadline.limit(stopped=self._stopping.is_set):
+                    job()
+            except deadline.Stopped:
+                return
             except Exception as err:  # the page computes it itself, and says what is wrong
                 if self.log is not None:
                     self.log(key, err)

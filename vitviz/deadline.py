@@ -1,0 +1,54 @@
+"""A time limit, and a way to be stopped, for the work of one thread.
+
+A visitor's model computes within a time limit, and stops when its visitor leaves; the server's
+read-ahead worker stops when the server does. PyTorch cannot interrupt an operation, so the models
+ask between their blocks (``check``): work stops at the next block, never in the middle of one.
+Nothing is checked on a thread that set no limit.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+_local = threading.local()
+
+
+class Stopped(RuntimeError):
+    """The work was stopped: ``reason`` is "time" (over its limit, ``seconds``) or "stopped"."""
+
+    def __init__(self, reason: str, seconds: float | None = None) -> None:
+        super().__init__(reason if seconds is None else f"{reason} ({seconds:g} s)")
+        self.reason, self.seconds = reason, seconds
+
+
+@contextmanager
+def limit(seconds: float | None = None, stopped: Callable[[], bool] | None = None) -> Iterator[None]:
+    """Within the block, ``check`` raises ``Stopped`` once ``seconds`` have passed (None: no time
+    limit) or once ``stopped()`` is True. Limits nest: the inner one applies until it ends."""
+    before = getattr(_local, "limit", None)
+    end = None if seconds is None else time.monotonic() + seconds
+    _local.limit = (end, seconds, stopped)
+    try:
+        yield
+    finally:
+        _local.limit = before
+
+
+def check() -> None:
+    """Raise ``Stopped`` when this thread's limit has passed or its work was stopped (never while
+    ``torch.compile`` traces a model: a compiled training step has no limit)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.compiler.is_compiling():
+        return
+    found = getattr(_local, "limit", None)
+    if found is None:
+        return
+    end, seconds, stopped = found
+    if stopped is not None and stopped():
+        raise Stopped("stopped")
+    if end is not None and time.monotonic() > end:
+        raise Stopped("time", seconds)
