@@ -48,6 +48,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
@@ -124,6 +125,8 @@ TARGETS: list[tuple[str, str, float]] = [
     ("handout_mb", "<=", 6.0),
     ("handout_mb_b16", "<=", 20.0),
     ("faithfulness_image_s", "<=", 2.0),
+    ("hostile_upload_rss_growth_mb", "<=", 1500.0),
+    ("hostile_upload_unanswered", "<=", 0),
 ]
 BROWSER_KEYS = (
     "first_view_s",
@@ -1564,6 +1567,74 @@ def _describe(config: ViTConfig) -> str:
     )
 
 
+def hostile_upload_figures(report: Report, plan: Plan) -> None:
+    """Upload every checkpoint of the hostile corpus (tests/bad_inputs.py: tiny files whose json asks
+    for a huge model, configs of the wrong kind, NaN weights) through the sidebar's model uploader
+    in Chromium, one after another, while the server's resident memory is sampled every 50 ms.
+
+    Figures: ``hostile_upload_rss_growth_mb`` (the peak over the RSS before the first upload) and
+    ``hostile_upload_unanswered`` (uploads that got no warning naming the file, or an exception).
+    """
+    from playwright.sync_api import sync_playwright
+
+    from tests.bad_inputs import hostile_uploads
+
+    missing = chromium_missing()
+    if missing:
+        report.figures["hostile_upload_rss_growth_mb"] = None
+        report.note(f"no hostile upload figures: {missing}")
+        return
+    corpus = hostile_uploads()
+    with tempfile.TemporaryDirectory(prefix="benchmarks-hostile-") as tmp, app_server() as server:
+        folders = []
+        for i, (_, files, _) in enumerate(corpus):
+            folder = Path(tmp) / f"case-{i:02d}"
+            folder.mkdir()
+            for name, data in files.items():  # a name of its own: a warning names the file it is about
+                (folder / f"case-{i:02d}{Path(name).suffix}").write_bytes(data)
+            folders.append(sorted(folder.iterdir()))
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(server.url, wait_until="domcontentloaded")
+            wait_ready(page)
+            page.get_by_text("Your own model").first.click()
+            chooser = page.locator("[class*='st-key-model_upload_files'] input[type=file]")
+            chooser.wait_for(state="attached", timeout=60_000)
+            before = resident_mb(server.process.pid)
+            peak, stop = [before], threading.Event()
+
+            def sample() -> None:
+                while not stop.wait(0.05):
+                    peak.append(resident_mb(server.process.pid))
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            unanswered, seconds = 0, []
+            try:
+                for paths in folders:
+                    started = time.perf_counter()
+                    chooser.set_input_files([str(path) for path in paths])
+                    weights = next(path.name for path in paths if path.suffix == ".safetensors")
+                    said = page.locator("[data-testid='stAlert']", has_text=weights)
+                    try:
+                        said.first.wait_for(timeout=60_000)
+                    except Exception:  # Playwright's TimeoutError: no sentence came
+                        unanswered += 1
+                    unanswered += page.locator("[data-testid='stException']").count()
+                    seconds.append(time.perf_counter() - started)
+                    for button in page.locator("[data-testid='stFileUploaderDeleteBtn'] button").all():
+                        button.click()
+            finally:
+                stop.set()
+                sampler.join()
+                browser.close()
+    report.figures["hostile_upload_rss_growth_mb"] = max(peak) - before
+    report.figures["hostile_upload_unanswered"] = unanswered
+    report.figures["hostile_uploads"] = len(corpus)
+    report.figures["hostile_upload_p95_s"] = percentile(seconds, 95)
+
+
 STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("explain vs forward", explain_vs_forward),
     ("bf16 vs float32", bf16_vs_fp32),
@@ -1580,6 +1651,7 @@ STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("a classroom", classroom),
     ("a handout", handout_figures),
     ("faithfulness and ablation", faithfulness_figures),
+    ("hostile uploads", hostile_upload_figures),
 ]
 
 
