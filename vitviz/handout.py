@@ -717,10 +717,12 @@ def _prediction(page: _Page, tour: _Tour, total: int) -> None:
     steps = analysis.occlusion_steps(model)
     num_patches = config.num_patches
     curves = {}
+    start = trace.logits[0].float().softmax(dim=-1)  # the top-k bars' numbers: the curves start from them
     for kind in analysis.OCCLUSION_ORDERS:
         order = analysis.occlusion_order(trace, kind)
         with torch.inference_mode():
-            curves[kind] = analysis.occlusion_curve(model, trace.pixels, order, steps, target=final_class).numpy()
+            curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=final_class, start=start)
+        curves[kind] = curve.numpy()
     counts = analysis.occlusion_counts(num_patches, steps).numpy()
     fractions = counts / num_patches
     curve_names = {kind: page.tr(f"prediction.order.{kind}") for kind in analysis.OCCLUSION_ORDERS}
