@@ -34,7 +34,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from vitviz import analysis, claims, lab, plots, zoo
+from vitviz import analysis, claims, faithfulness, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, TranslatedError, class_label, t
@@ -743,6 +743,8 @@ def _prediction(page: _Page, tour: _Tour, total: int) -> None:
         )
     )
     page.text(claims.text(claims.occlusion(fractions, curves["rollout"], curves["random"]), page.lang))
+    orders = faithfulness.RANDOM_ORDERS
+    page.text(page.tr("prediction.occlusion_verdict", page=page.tr("page.trust"), orders=orders))
     page.text(page.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
 
 
