@@ -149,7 +149,7 @@ st.markdown(claims.text(reading, lang()))
 # what the curves show, and no verdict: the trust page decides against many random orders
 st.markdown(tr("prediction.occlusion_verdict", page=tr("page.trust"), orders=faithfulness.RANDOM_ORDERS))
 st.page_link(TRUST_PAGE, label=tr("page.trust"), icon=TRUST_ICON)
-st.caption(tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
+st.caption(tr("prediction.occlusion_caption", steps=steps, images=steps, patches=num_patches))
 
 rollout_order = torch.as_tensor(occlusion["rollout"][0])
 shown = sorted({round(steps * f) for f in (0.0, 0.25, 0.5, 0.75)})

@@ -745,7 +745,7 @@ def _prediction(page: _Page, tour: _Tour, total: int) -> None:
     page.text(claims.text(claims.occlusion(fractions, curves["rollout"], curves["random"]), page.lang))
     orders = faithfulness.RANDOM_ORDERS
     page.text(page.tr("prediction.occlusion_verdict", page=page.tr("page.trust"), orders=orders))
-    page.text(page.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
+    page.text(page.tr("prediction.occlusion_caption", steps=steps, images=steps, patches=num_patches))
 
 
 def _compare(page: _Page, tour: _Tour, total: int, cnn: nn.Module) -> None:
