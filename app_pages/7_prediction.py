@@ -9,11 +9,14 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import analysis, claims, plots, tables
+from vitviz import analysis, claims, faithfulness, plots, tables
 from vitviz.app import caches, current, furniture, navigation
 from vitviz.app.text import label, lang, tr
+from vitviz.app.tour import LAB
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
+
+TRUST_PAGE, _, TRUST_ICON = next(page for page in LAB if page[0] == "app_pages/10_trust.py")
 
 cur = current.current()
 trace, model = cur.trace, cur.model
@@ -143,7 +146,10 @@ right.plotly_chart(
 )
 reading = claims.occlusion(fractions, occlusion["rollout"][1], occlusion["random"][1])
 st.markdown(claims.text(reading, lang()))
-st.caption(tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
+# what the curves show, and no verdict: the trust page decides against many random orders
+st.markdown(tr("prediction.occlusion_verdict", page=tr("page.trust"), orders=faithfulness.RANDOM_ORDERS))
+st.page_link(TRUST_PAGE, label=tr("page.trust"), icon=TRUST_ICON)
+st.caption(tr("prediction.occlusion_caption", steps=steps, images=steps, patches=num_patches))
 
 rollout_order = torch.as_tensor(occlusion["rollout"][0])
 shown = sorted({round(steps * f) for f in (0.0, 0.25, 0.5, 0.75)})

@@ -84,6 +84,17 @@ with head:
 
 # ---- both answers -----------------------------------------------------------------------------
 st.subheader(tr("compare.answers"))
+accuracies = zoo.compared_accuracies(cur.spec.card, cnn_spec.card)  # one protocol for both: one view
+if accuracies is not None:
+    said = tr(
+        "compare.accuracies",
+        dataset=text.dataset_text(cur.spec.card.tested_on.get("dataset", "")),
+        vit=f"{accuracies[0]:.2%}",
+        cnn=f"{accuracies[1]:.2%}",
+    )
+    if cnn_spec.card.views != "image" and cnn_spec.card.test_accuracy is not None:
+        said += " " + tr("compare.accuracies_mirror", accuracy=f"{cnn_spec.card.test_accuracy:.2%}")
+    st.caption(said)
 answers = {}
 sides = (("vit", vit, trace.logits), ("cnn", cnn, cnn_logits))
 verdicts = {which: verdict(logits[0].float().softmax(dim=-1), names, true_name) for which, _, logits in sides}

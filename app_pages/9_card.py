@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from vitviz import plots, tables
+from vitviz import plots, tables, zoo
 from vitviz.app import current, furniture, models, navigation, state, text
 from vitviz.app.text import label, lang, tr
 from vitviz.cnn import feature_shape
@@ -43,8 +43,15 @@ if isinstance(config, CNNConfig):
     m[2].metric(tr("card.feature_map"), " x ".join(map(str, feature_shape(config))))
 else:
     m[2].metric(tr("card.tokens"), f"{config.num_tokens} x {config.embed_dim}")
-accuracy = spec.card.test_accuracy
-m[3].metric(tr("card.accuracy"), f"{accuracy:.2%}" if accuracy is not None else "-")
+# one view: the protocol every card is compared by (page 8 too); a two-view CNN's own number below
+one_view = spec.card.one_view_accuracy
+if one_view is not None:
+    m[3].metric(tr("card.accuracy_one_view"), f"{one_view:.2%}")
+else:
+    accuracy = spec.card.test_accuracy
+    m[3].metric(tr("card.accuracy"), f"{accuracy:.2%}" if accuracy is not None else "-")
+if spec.card.views != "image" and spec.card.test_accuracy is not None:
+    st.caption(tr("card.accuracy_mirror", accuracy=f"{spec.card.test_accuracy:.2%}"))
 
 left, right = st.columns([3, 2])
 with left:
@@ -144,11 +151,17 @@ if history:
             if len(stages) < 2
             else tr("card.teacher_stage" if len(taught) == 1 else "card.teacher_stages", stages=stage_list(taught))
         )
-        facts[fact] = (
-            tr("card.teacher_value", name=teacher["name"], accuracy=f"{accuracy:.2%}", sha=sha[:12])
-            if accuracy is not None and sha
-            else teacher["name"]  # a stage written before stages kept their teacher's record
-        )
+        one_view = zoo.one_view_accuracy_of(teacher)  # as the card's own accuracy is measured
+        if one_view is not None:
+            facts[fact] = tr(
+                "card.teacher_value_one_view", name=teacher["name"], accuracy=f"{one_view:.2%}", sha=sha[:12]
+            )
+        else:
+            facts[fact] = (
+                tr("card.teacher_value", name=teacher["name"], accuracy=f"{accuracy:.2%}", sha=sha[:12])
+                if accuracy is not None and sha
+                else teacher["name"]  # a stage written before stages kept their teacher's record
+            )
     left, right = st.columns([1, 1])
     # st.table, not the data grid: a long value (a teacher's name and weights) wraps instead of
     # being cut, and the text grows with the page's in presenter mode

@@ -481,7 +481,9 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
         config = served.config
         samples = sorted((zoo.ASSETS / "samples").glob("*.jpg"))
         probes = [to_tensor(load_image(path.read_bytes()), config.preprocess, config.in_chans) for path in samples]
-        chosen = precision.choose(served, torch.cat(probes))  # what the app would serve it in
+        chosen = precision.choose(
+            served, torch.cat(probes)
+        )  # where bf16 would be worth it (the app serves float32 unless set)
         if chosen.dtype == torch.bfloat16:
             served_in_bf16.append(name)
         for inputs in probes:
@@ -1118,7 +1120,7 @@ def browser_speed(report: Report, plan: Plan) -> None:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             for suffix, model in models.items():
-                with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+                with app_server(env={"VITVIZ_PRECISION": "float32"}) as server:
                     page = browser.new_page(viewport={"width": 1400, "height": 1000})
                     started = time.perf_counter()
                     page.goto(f"{server.url}/?model={model}", wait_until="domcontentloaded")
@@ -1349,7 +1351,7 @@ def classroom(report: Report, plan: Plan) -> None:
             finally:
                 await browser.close()
 
-    with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+    with app_server(env={"VITVIZ_PRECISION": "float32"}) as server:
         server.wait_for_output(STARTUP_DONE)
         walks, cpu = asyncio.run(lesson(server))
         class_figures(report, f"class_{size}", walks, cpu)
@@ -1381,7 +1383,7 @@ def one_image(report: Report, plan: Plan, image: str, expected: Expected) -> Non
         await asyncio.gather(*(student.close() for student in students))
         return done, cpu
 
-    with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+    with app_server(env={"VITVIZ_PRECISION": "float32"}) as server:
         server.wait_for_output(STARTUP_DONE)
         walks, cpu = asyncio.run(lesson(server))
     class_figures(report, f"class_{size}_one_image", walks, cpu)
@@ -1421,7 +1423,7 @@ def staggered(report: Report, plan: Plan, images: list[str], expected: Mapping[s
     async def lesson(url: str) -> list[Walk]:
         return await asyncio.wait_for(asyncio.gather(*(one(url, i) for i in range(size))), timeout=over + 900)
 
-    with app_server(env={"VITVIZ_PRECISION": "auto"}) as server:
+    with app_server(env={"VITVIZ_PRECISION": "float32"}) as server:
         server.wait_for_output(STARTUP_DONE)
         before = cpu_seconds(server.process.pid)
         walks = asyncio.run(lesson(server.url))

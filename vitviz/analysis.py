@@ -989,10 +989,11 @@ def occlusion_curve(
     steps: int,
     fill: float = 0.0,
     target: int | None = None,
+    start: Tensor | None = None,
 ) -> Tensor:
     """The probability of one class as more and more patches are hidden (an occlusion test).
 
-    All ``steps + 1`` occluded copies go through the fast path ``model(...)`` in one batch.
+    The occluded copies go through the fast path ``model(...)`` in one batch.
 
     Args:
         model: the classifier (its mode is left as it is: pass a model in eval mode).
@@ -1001,6 +1002,10 @@ def occlusion_curve(
         steps: the curve has steps + 1 points; keep it small (see ``occlusion_steps``).
         fill: value of hidden pixels in normalised space (0 = the dataset mean).
         target: the class to follow; None takes the top class of the unoccluded image.
+        start: (K,) the class probabilities of the unoccluded image where they are already
+            computed (the explained pass behind a page's top-k bars): the curve starts from them
+            rather than from a second pass over the same image, so the page shows one value for
+            one quantity, whatever precision each pass ran in.
 
     Returns:
         (steps + 1,) float on the CPU: entry s is the softmax probability of ``target`` with
@@ -1010,13 +1015,21 @@ def occlusion_curve(
         raise ValueError("This model has no classification head, so there is no probability to follow.")
     if order.numel() != model.config.num_patches:
         raise ValueError(f"order has {order.numel()} patches, the model has {model.config.num_patches}.")
-    hidden = occlusion_masks(order, steps)  # (S+1, N)
-    images = occlude(on_weights(pixels, model), hidden, model.config.token_size, fill)  # (S+1, C, H, W)
-    probs = model(images).float().softmax(dim=-1)  # (S+1, K)
+    if start is not None and start.shape != (model.config.num_classes,):
+        raise ValueError(
+            f"start holds {tuple(start.shape)} probabilities, the model has {model.config.num_classes} classes."
+        )
+    hidden = occlusion_masks(order, steps)  # (S+1, N); row 0 hides nothing
+    if start is not None:
+        hidden = hidden[1:]  # (S, N): the unoccluded image's answer is known
+    images = occlude(on_weights(pixels, model), hidden, model.config.token_size, fill)  # (S or S+1, C, H, W)
+    probs = model(images).float().softmax(dim=-1).cpu()  # (S or S+1, K)
+    if start is not None:
+        probs = torch.cat([start.float().cpu()[None], probs])  # (S+1, K)
     if target is None:
         target = int(probs[0].argmax())
     target = _check_index(target, probs.shape[-1], "Class")
-    return probs[:, target].cpu()
+    return probs[:, target]
 
 
 def occlusion_steps(

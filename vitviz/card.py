@@ -37,7 +37,8 @@ class ModelCard:
             distilled stage, as ``teacher`` below); empty for a single run.
         test_accuracy: top-1 on ``tested_on``.
         evaluated: what shipping measured ("misclassified", "weights_sha256", "per_class_accuracy",
-            and "weights_dtype" where the file stores float16 rather than float32).
+            and "weights_dtype" where the file stores float16 rather than float32; for a model that
+            averages the image and its mirror, "one_view_accuracy", its top-1 on one view).
         trained_on, tested_on: the splits as ``vitviz.data.describe`` writes them.
         hardware: where the last stage trained ("CPU (..., 2 threads)", a GPU's name, or the
             machines it moved between joined by ``MACHINES_JOIN``).
@@ -191,3 +192,18 @@ class ModelCard:
         """How the weights file stores them: "float32", or "float16" for a model too big for the
         repository in float32 (measured as stored: shipping rounds before it evaluates)."""
         return self.evaluated.get("weights_dtype", "float32")
+
+    @property
+    def views(self) -> str:
+        """What ``test_accuracy`` was measured on: "image and mirror" for a model that averages its
+        answers for the image and its mirror image (config ``test_flip``), else "image" (one view),
+        in ``vitviz.evaluate.inference``'s words."""
+        return "image and mirror" if self.config.get("test_flip") else "image"
+
+    @property
+    def one_view_accuracy(self) -> float | None:
+        """Top-1 on the test split looking once at each image: the protocol every model shares, so
+        the one to compare models by (None where a two-view model's card does not record it)."""
+        if self.views == "image":
+            return self.test_accuracy
+        return self.evaluated.get("one_view_accuracy")

@@ -34,7 +34,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from vitviz import analysis, claims, lab, plots, zoo
+from vitviz import analysis, claims, faithfulness, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, TranslatedError, class_label, t
@@ -723,10 +723,12 @@ def _prediction(page: _Page, tour: _Tour, total: int) -> None:
     steps = analysis.occlusion_steps(model)
     num_patches = config.num_patches
     curves = {}
+    start = trace.logits[0].float().softmax(dim=-1)  # the top-k bars' numbers: the curves start from them
     for kind in analysis.OCCLUSION_ORDERS:
         order = analysis.occlusion_order(trace, kind)
         with torch.inference_mode():
-            curves[kind] = analysis.occlusion_curve(model, trace.pixels, order, steps, target=final_class).numpy()
+            curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=final_class, start=start)
+        curves[kind] = curve.numpy()
     counts = analysis.occlusion_counts(num_patches, steps).numpy()
     fractions = counts / num_patches
     curve_names = {kind: page.tr(f"prediction.order.{kind}") for kind in analysis.OCCLUSION_ORDERS}
@@ -747,7 +749,9 @@ def _prediction(page: _Page, tour: _Tour, total: int) -> None:
         )
     )
     page.text(claims.text(claims.occlusion(fractions, curves["rollout"], curves["random"]), page.lang))
-    page.text(page.tr("prediction.occlusion_caption", steps=steps, images=steps + 1, patches=num_patches))
+    orders = faithfulness.RANDOM_ORDERS
+    page.text(page.tr("prediction.occlusion_verdict", page=page.tr("page.trust"), orders=orders))
+    page.text(page.tr("prediction.occlusion_caption", steps=steps, images=steps, patches=num_patches))
 
 
 def _compare(page: _Page, tour: _Tour, total: int, cnn: nn.Module) -> None:

@@ -206,6 +206,12 @@ def ship(
         round_weights(model, dtype)
     test = load_split(data, "test")
     result = evaluate(model, test, name=name)
+    one_view = {}
+    if test_flip:  # and on one view, the protocol every model is compared by (ModelCard.one_view_accuracy)
+        model.config = model.config.replace(test_flip=False)
+        single = evaluate(model, test, name=name)
+        model.config = model.config.replace(test_flip=True)
+        one_view = {"one_view_accuracy": single.accuracy, "one_view_misclassified": single.misclassified}
     card = card.replace(
         name=name,
         config=model.config.to_dict(),
@@ -217,6 +223,7 @@ def ship(
                 zip(result.classes, [round(a, 4) for a in result.per_class_accuracy()], strict=True)
             ),
             **({"weights_dtype": str(dtype).removeprefix("torch.")} if dtype is not None else {}),
+            **one_view,
         },
         tested_on=describe(test),
     )

@@ -125,7 +125,8 @@ def _entry(name: str, card: ModelCard | None = None, **fields: Any) -> ModelSpec
 
 def _entry_text(name: str, part: str, lang: str = "en", card: ModelCard | None = None) -> str:
     """A registry entry's "title" or "about" text; the i18n table holds every language."""
-    accuracy = card.test_accuracy if card else None
+    # one view, the protocol every model is compared by (a CNN that averages its mirror says so on its card)
+    accuracy = (card.test_accuracy if card.one_view_accuracy is None else card.one_view_accuracy) if card else None
     return t(f"zoo.{name}.{part}", lang, accuracy=f"{accuracy:.1%}" if accuracy is not None else "?")
 
 
@@ -749,3 +750,24 @@ def save(model: VisionTransformer, path: Path, card: ModelCard | None = None, dt
     meta = card.to_dict() if card else {}
     meta["config"] = model.config.to_dict()  # the weights' own config, whatever the card said
     path.with_suffix(".json").write_text(json.dumps(meta, indent=1))
+
+
+def one_view_accuracy_of(record: dict[str, Any]) -> float | None:
+    """A model recorded by name and weights hash (a card's teacher), on one view: the registry's
+    card of those weights says it (a teacher's own record keeps the accuracy it answered with,
+    which for a CNN that averages its mirror is two views); None for weights not in the registry."""
+    spec = REGISTRY.get(str(record.get("name")))
+    if spec is None or spec.card.evaluated.get("weights_sha256") != record.get("weights_sha256"):
+        return None
+    return spec.card.one_view_accuracy
+
+
+def compared_accuracies(first: ModelCard, second: ModelCard) -> tuple[float, float] | None:
+    """Two models' test accuracies on one protocol, one view each, where both cards record it on
+    the same test split (the same images: its fingerprint); else None."""
+    same = first.tested_on.get("fingerprint") and first.tested_on.get("fingerprint") == second.tested_on.get(
+        "fingerprint"
+    )
+    if not same or first.one_view_accuracy is None or second.one_view_accuracy is None:
+        return None
+    return first.one_view_accuracy, second.one_view_accuracy

@@ -426,3 +426,19 @@ def test_occlusion_reading_says_which_curve_fell_faster():
     )  # the default cat: attended patches hidden first, 'cat' holds
     kind, rollout_mean, random_mean = occlusion_reading(slow, slow + 0.01)
     assert kind == "similar" and abs(rollout_mean - slow.mean()) < 1e-9 and random_mean > rollout_mean
+
+
+def test_an_occlusion_curve_starts_from_the_answer_it_is_given(tiny):
+    """One quantity, one value (issue 55): given the unoccluded image's probabilities (the
+    explained pass's, which the top-k bars show), the curve starts from them and runs only the
+    occluded images; the other points are the curve's own."""
+    model, trace = tiny
+    order = analysis.occlusion_order(trace, "random")
+    own = analysis.occlusion_curve(model, trace.pixels[:1], order, 4, target=3)
+    given = torch.full((model.config.num_classes,), 0.01)
+    given[3] = 0.91  # not what the model answers: the curve must take it, not recompute it
+    started = analysis.occlusion_curve(model, trace.pixels[:1], order, 4, target=3, start=given)
+    assert started[0] == pytest.approx(0.91) and started.shape == own.shape
+    torch.testing.assert_close(started[1:], own[1:])
+    with pytest.raises(ValueError, match="probabilities"):
+        analysis.occlusion_curve(model, trace.pixels[:1], order, 4, start=given[1:])

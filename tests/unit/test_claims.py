@@ -421,3 +421,55 @@ def test_the_map_reads_how_often_a_neighbour_shares_the_class():
     assert claims.neighbour_agreement(mixed, labels) < 0.8
     said = claims.text(claims.test_set_map(apart, labels, np.where(np.arange(100) < 90, labels, 1 - labels)))
     assert "90 of 100 images" in said and "100%" in said
+
+
+def curves(method: str, deletion: list[list[float]], insertion: list[list[float]]):
+    """A ranking's deletion and insertion curves (one row per order) for ``faithfulness.read``."""
+    from vitviz import faithfulness
+
+    rows = len(deletion)
+    orders = torch.stack([torch.randperm(16, generator=torch.Generator().manual_seed(i)) for i in range(rows)])
+    return faithfulness.MethodCurves(method, None, orders, torch.tensor(deletion), torch.tensor(insertion))
+
+
+@pytest.mark.parametrize(
+    ("red", "grey", "margin", "verdict"),
+    [
+        # rollout's patches hurt more than page 7's one random order, yet among 8 orders it is chance
+        (np.linspace(0.9, 0.1, 11), np.linspace(0.9, 0.6, 11), 0.2, "chance"),
+        # page 7's one random order hurts more, yet rollout beats every one of 8 orders
+        (np.linspace(0.9, 0.6, 11), np.linspace(0.9, 0.1, 11), 0.6, "better"),
+    ],
+)
+def test_page_7_states_no_verdict_that_the_trust_page_can_contradict(red, grey, margin, verdict):
+    """Issue 55: page 7 said rollout "points at patches the model uses" where the trust page said
+    it was no better than chance. A map built so that page 7's one random order and the trust
+    page's eight disagree: page 7 says what its curves show, and leaves the verdict to that page."""
+    from vitviz import faithfulness
+    from vitviz.i18n import t
+
+    margins = np.linspace(-0.1, 0.5, 8)  # the random orders' band: -0.1 to 0.5
+    band = curves("random", [[0.5] * 3] * 8, [[0.5 + m] * 3 for m in margins])
+    rollout = curves("rollout", [[0.3] * 3], [[0.3 + margin] * 3])
+    result = faithfulness.Faithfulness(
+        3, 0.9, 0.1, torch.tensor([0, 8, 16]), 8, (4, 4), {"random": band, "rollout": rollout}
+    )
+    reading = faithfulness.read(result)
+    assert reading.verdicts["rollout"] == verdict
+    trust = claims.text(faithfulness.sentences(reading), "en")
+    assert ("No better than chance: attention rollout" in trust) == (verdict == "chance")
+
+    found = claims.occlusion(FRACTIONS, red, grey)
+    assert keys(found)[-1] == (
+        "claims.occlusion.area_red_lower" if verdict == "chance" else "claims.occlusion.area_grey_lower"
+    )
+    for lang in ("en", "ko"):
+        page7 = claims.text(found, lang)
+        pointer = t("prediction.occlusion_verdict", lang, page=t("page.trust", lang), orders=faithfulness.RANDOM_ORDERS)
+        assert t("page.trust", lang) in pointer and str(faithfulness.RANDOM_ORDERS) in pointer
+        # no verdict either way: neither "the map points at the patches the model uses" nor its opposite
+        for verdict_said in {
+            "en": ("points at patches the model uses", "does not point at the evidence"),
+            "ko": ("모델이 쓰는 패치를 가리킵니다", "근거를 가리키지 않습니다"),
+        }[lang]:
+            assert verdict_said not in page7 and verdict_said not in t("prediction.occlusion_intro", lang)

@@ -48,20 +48,31 @@ def test_choose_keeps_the_faster_where_bf16_is_native(model, monkeypatch):
     assert slower_bf16.dtype == torch.float32 and slower_bf16.speedup == pytest.approx(11 / 32)
 
 
-def test_choose_measures_nothing_where_bf16_is_not_native_or_the_server_decides(model, monkeypatch):
+def test_choose_measures_nothing_where_bf16_is_not_native(model, monkeypatch):
     def no_clock():
         raise AssertionError("nothing should be timed")
 
-    pixels = torch.randn(1, 3, 32, 32)
     monkeypatch.setattr(precision, "native_bf16", lambda device: False)
-    assert precision.choose(model, pixels, clock=no_clock) == precision.Precision()
-    assert precision.choose(model, pixels, "bfloat16", clock=no_clock).dtype == torch.float32  # not native
+    assert precision.choose(model, torch.randn(1, 3, 32, 32), clock=no_clock) == precision.Precision()
+
+
+def test_the_server_serves_float32_unless_it_sets_bfloat16_and_times_nothing(monkeypatch):
+    """A number shown to a class never depends on a timing (issue 55): ``served`` reads the setting."""
+    cpu = torch.device("cpu")
+
+    def no_timing(*args, **kwargs):
+        raise AssertionError("nothing should be timed")
+
+    monkeypatch.setattr(precision, "choose", no_timing)
     monkeypatch.setattr(precision, "native_bf16", lambda device: True)
-    assert precision.choose(model, pixels, "float32", clock=no_clock) == precision.Precision()
-    chosen = precision.choose(model, pixels, "bfloat16", clock=no_clock)
+    assert precision.served(None, cpu) == precision.served("float32", cpu) == precision.Precision()
+    chosen = precision.served("bfloat16", cpu)
     assert chosen.dtype == torch.bfloat16 and chosen.speedup is None
-    with pytest.raises(ValueError, match="VITVIZ_PRECISION must be one of auto, float32, bfloat16"):
-        precision.choose(model, pixels, "fp16")
+    monkeypatch.setattr(precision, "native_bf16", lambda device: False)
+    assert precision.served("bfloat16", cpu).dtype == torch.float32  # not native
+    for setting in ("auto", "fp16"):  # "auto" timed the machine before issue 55
+        with pytest.raises(ValueError, match="VITVIZ_PRECISION must be one of float32, bfloat16"):
+            precision.served(setting, cpu)
 
 
 def test_native_bf16_reads_the_cpu_flags(monkeypatch):
@@ -102,29 +113,6 @@ def test_bf16_is_kept_up_to_the_tolerance_whatever_the_weights(model, monkeypatc
     monkeypatch.setattr(precision, "attention_moved", lambda exact, reduced: moved)
     chosen = precision.choose(model, torch.randn(1, 3, 32, 32), clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
     assert chosen.name == kept and chosen.attention_diff == moved
-
-
-def test_choose_batched_keeps_bf16_only_when_faster_and_the_probabilities_stay(model, monkeypatch):
-    monkeypatch.setattr(precision, "native_bf16", lambda device: True)
-    pixels = torch.randn(3, 3, 32, 32)
-    faster = precision.choose_batched(model, pixels, clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
-    assert (
-        faster.dtype == torch.bfloat16
-        and faster.float32_ms == pytest.approx(32)
-        and faster.bf16_ms == pytest.approx(11)
-    )
-    assert 0 < faster.probability_diff <= precision.PROBABILITY_TOLERANCE  # it did run in bf16
-    slower = precision.choose_batched(model, pixels, clock=clock_of([9, 9, 0.010, 0.030, 0.011, 0.032]))
-    assert slower.dtype == torch.float32 and slower.speedup == pytest.approx(11 / 32)
-    # a model whose probabilities bf16 moves too far stays in float32, however fast
-    monkeypatch.setattr(precision, "PROBABILITY_TOLERANCE", faster.probability_diff / 2)
-    moved = precision.choose_batched(model, pixels, clock=clock_of([9, 9, 0.030, 0.010, 0.032, 0.011]))
-    assert moved.dtype == torch.float32 and moved.speedup == pytest.approx(32 / 11)
-    # the server decides, or the device has no native bf16: nothing timed
-    assert precision.choose_batched(model, pixels, "float32") == precision.Batched()
-    assert precision.choose_batched(model, pixels, "bfloat16").dtype == torch.bfloat16
-    monkeypatch.setattr(precision, "native_bf16", lambda device: False)
-    assert precision.choose_batched(model, pixels) == precision.Batched()
 
 
 def test_classify_answers_float32_logits_close_in_bf16(model):

@@ -194,6 +194,14 @@ def test_a_cnn_ships_averaged_with_its_mirror_image_and_says_so(run, tmp_path, c
     test = load_split(data, "test")
     measured = evaluate(model, test, use_cache=False)
     assert measured.accuracy == shipped.card.test_accuracy
+    # and on one view, the protocol every card compares by (issue 55): what the same model measures
+    model.config = model.config.replace(test_flip=False)
+    single = evaluate(model, test, use_cache=False)
+    model.config = model.config.replace(test_flip=True)
+    assert written["evaluated"]["one_view_accuracy"] == single.accuracy == shipped.card.one_view_accuracy
+    assert written["evaluated"]["one_view_misclassified"] == single.misclassified
+    assert one_view.card.one_view_accuracy == one_view.card.test_accuracy  # one view: no second number
+    assert "one_view_accuracy" not in one_view.card.evaluated
     stored = read_predictions(predictions_path(tmp_path / "tinycnn.safetensors"), model, test)
     assert stored is not None and torch.equal(stored.predictions, measured.predictions)
     assert main([str(run[0]), "--data", str(data), "--out", str(tmp_path), "--test-flip"]) == 2  # a ViT has no views

@@ -8,7 +8,6 @@ on every rerun, and as many as a class needs); small arrays in ``st.cache_data``
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import logging
@@ -27,7 +26,7 @@ from vitviz.app.models import cached_model, lab_pair
 from vitviz.app.text import tr
 from vitviz.data import image_notes, load_image, to_tensor
 from vitviz.evaluate import EvalResult, evaluate, predictions_path
-from vitviz.model import VisionTransformer, on_weights
+from vitviz.model import on_weights
 from vitviz.patches import compare_routes
 from vitviz.trace import Float32Tensors, Trace
 
@@ -109,24 +108,23 @@ decoded_image.clear = IMAGES.clear  # type: ignore[attr-defined]
 
 @st.cache_resource(max_entries=16, ttl=3600, show_spinner=False)
 def cached_precision(model_name: str) -> precision.Precision:
-    """bf16 or float32 for a model's explained pass and, apart, for its batched passes (occlusion,
-    the CNN beside the ViT), measured once per model for the server (``precision.choose`` and
-    ``choose_batched`` on the sample photos; the server's VITVIZ_PRECISION, "auto" by default, can
-    decide instead). A CNN has only the batched choice."""
+    """The precision of every pass the pages run with a model (the explained pass, the occlusion
+    curves, the CNN beside the ViT): float32, or bf16 where the server's VITVIZ_PRECISION says
+    bfloat16 and the model's device has it (``precision.served``). Nothing is timed: what a class
+    reads is the same on every run."""
     model, _ = cached_model(model_name)
-    setting = os.environ.get("VITVIZ_PRECISION", "auto")
-    if setting not in precision.SETTINGS:
-        log.warning("VITVIZ_PRECISION=%s is not one of %s: measuring (auto)", setting, precision.SETTINGS)
-        setting = "auto"
-    config = model.config
-    photos = [(SAMPLES / name).read_bytes() for name in sample_names()]
-    probes = on_weights(
-        torch.cat([to_tensor(load_image(photo), config.preprocess, config.in_chans) for photo in photos]), model
-    )
-    batched = precision.choose_batched(model, probes, setting)
-    if not isinstance(model, VisionTransformer):  # a CNN has no explained pass, only batched ones
-        return precision.Precision(batched=batched)
-    return dataclasses.replace(precision.choose(model, probes, setting), batched=batched)
+    setting = os.environ.get("VITVIZ_PRECISION") or "float32"
+    device = next(model.parameters()).device
+    try:
+        return precision.served(setting, device)
+    except ValueError:
+        log.warning(
+            "VITVIZ_PRECISION=%s is not one of %s: float32 (a precision picked by a timing would change "
+            "the numbers a class reads from run to run)",
+            setting,
+            ", ".join(precision.SETTINGS),
+        )
+        return precision.Precision()
 
 
 @st.cache_data(max_entries=128, ttl=3600, show_spinner=False)  # two curves a student: a class of 64
@@ -140,10 +138,10 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
     model, _ = cached_model(model_name)
     trace = cached_trace(model_name, image_bytes)
     order = analysis.occlusion_order(trace, order_kind)  # type: ignore[arg-type]
-    target = int(trace.logits[0].argmax())
+    start = trace.logits[0].float().softmax(dim=-1)  # the unoccluded image's answer: the top-k bars' numbers
     pixels = on_weights(trace.pixels, model)  # the trace sits on the CPU; autocast where the model runs
-    with precision.autocast(pixels.device, cached_precision(model_name).batched.dtype):
-        curve = analysis.occlusion_curve(model, pixels, order, steps, target=target)
+    with precision.autocast(pixels.device, cached_precision(model_name).dtype):
+        curve = analysis.occlusion_curve(model, pixels, order, steps, target=int(start.argmax()), start=start)
     return order.numpy(), curve.numpy()
 
 
@@ -186,7 +184,7 @@ def cached_experiment(
     cnn, _ = cached_model(cnn_name)
     cnn_pixels = to_tensor(decoded_image(image_bytes), cnn.config.preprocess, cnn.config.in_chans)
     pixels = on_weights(cached_trace(vit_name, image_bytes).pixels, vit)  # autocast where the models run
-    both = {cached_precision(name).batched.dtype for name in (vit_name, cnn_name)}  # bf16 where both chose it
+    both = {cached_precision(name).dtype for name in (vit_name, cnn_name)}  # bf16 where the server set it for both
     dtype = torch.bfloat16 if both == {torch.bfloat16} else torch.float32
     with precision.autocast(pixels.device, dtype):
         return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
@@ -292,8 +290,8 @@ def cached_evaluation(model_name: str, root: str, _on_page: bool = True, _stored
 
 def warm_model() -> None:
     """The default model and its precision in the caches (at the server's startup, before anyone
-    asks: ``vitviz.app.warm_up``), and the precision of the CNN the comparison page sets beside it
-    (measured there, it kept the first student on that page waiting for seconds)."""
+    asks: ``vitviz.app.warm_up``), and the CNN the comparison page sets beside it (loaded there, it
+    kept the first student on that page waiting)."""
     cached_precision(zoo.default_name())
     first_cnn = next((name for name, spec in zoo.REGISTRY.items() if spec.is_cnn), None)
     if first_cnn is not None:

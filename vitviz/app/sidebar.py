@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from vitviz import handout, lab, precision, values, zoo
+from vitviz import handout, lab, values, zoo
 from vitviz.app import charts, session, state, web
 from vitviz.app.caches import DEFAULT_SAMPLE, cached_precision, cached_trace, sample_names
 from vitviz.app.current import (
@@ -224,32 +224,10 @@ def device_text(device: torch.device) -> str:
 
 
 def precision_text(name: str) -> str:
-    """The precision the model's explained pass runs in, and why, in the user's language; nothing
-    is measured for a model that does not load (its page says why)."""
+    """The precision every pass of the model's pages runs in, in the user's language; nothing is
+    said for a model that does not load (its page says why)."""
     try:
         chosen = cached_precision(name)
     except zoo.ModelLoadError:
         return "-"
-    text = explained_precision_text(chosen)
-    if chosen.batched.dtype != chosen.dtype:  # the batched passes went their own way
-        name = "bfloat16" if chosen.batched.dtype == torch.bfloat16 else "float32"
-        if chosen.batched.speedup is None:  # set by the server
-            text += tr("sidebar.precision_batched", dtype=name)
-        else:
-            text += tr("sidebar.precision_batched_measured", dtype=name, speedup=f"{chosen.batched.speedup:.1f}")
-    return text
-
-
-def explained_precision_text(chosen: precision.Precision) -> str:
-    """The explained pass's precision and why (``precision_text``)."""
-    if chosen.dtype == torch.bfloat16:
-        if chosen.speedup is None:
-            return tr("sidebar.precision_bf16_set")
-        return tr("sidebar.precision_bf16", speedup=f"{chosen.speedup:.1f}")
-    if chosen.attention_diff is not None and chosen.attention_diff > precision.ATTENTION_TOLERANCE:
-        return tr("sidebar.precision_fp32_moved", diff=f"{chosen.attention_diff:.3f}")
-    if chosen.speedup is not None and chosen.speedup > 1:
-        return tr("sidebar.precision_fp32_little", speedup=f"{chosen.speedup:.1f}")
-    if chosen.speedup is not None:
-        return tr("sidebar.precision_fp32_faster", speedup=f"{1 / chosen.speedup:.1f}")
-    return "float32"
+    return tr("sidebar.precision_bf16_set") if chosen.dtype == torch.bfloat16 else "float32"

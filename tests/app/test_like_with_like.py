@@ -1,0 +1,71 @@
+"""Like with like (issue 55): the ViT's card was measured on one view (87.17%), the CNN's on the
+image and its mirror (93.16%). Page 8 and both cards compare the two on one protocol, one view
+each, and say so; the CNN's two-view number is said as such."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.apptest import errors, open_page_in_one_run
+from vitviz import zoo
+from vitviz.card import ModelCard
+
+
+def test_a_card_says_what_its_accuracy_looked_at_and_its_one_view_accuracy():
+    one = ModelCard(config={"arch": "vit"}, test_accuracy=0.8)
+    two = ModelCard(
+        config={"arch": "cnn", "test_flip": True}, test_accuracy=0.93, evaluated={"one_view_accuracy": 0.92}
+    )
+    unknown = ModelCard(config={"arch": "cnn", "test_flip": True}, test_accuracy=0.93)
+    assert (one.views, one.one_view_accuracy) == ("image", 0.8)
+    assert (two.views, two.one_view_accuracy) == ("image and mirror", 0.92)
+    assert unknown.one_view_accuracy is None
+    split = {"dataset": "CIFAR-10 (JPEG copy)", "fingerprint": "abc"}
+    one.tested_on, two.tested_on, unknown.tested_on = split, split, split
+    assert zoo.compared_accuracies(one, two) == (0.8, 0.92)
+    assert zoo.compared_accuracies(one, unknown) is None  # no two-view number passed off as one view
+    two.tested_on = {**split, "fingerprint": "other"}
+    assert zoo.compared_accuracies(one, two) is None  # other images: not like with like
+
+
+def shipped_cards() -> tuple[ModelCard, ModelCard]:
+    return zoo.REGISTRY[zoo.SHIPPED].card, zoo.REGISTRY[zoo.SHIPPED_CNN].card
+
+
+def test_the_shipped_pair_compares_on_one_view():
+    vit, cnn = shipped_cards()
+    assert vit.views == "image" and cnn.views == "image and mirror"
+    assert zoo.compared_accuracies(vit, cnn) == (vit.test_accuracy, cnn.evaluated["one_view_accuracy"])
+    assert zoo.one_view_accuracy_of(vit.teacher) == cnn.one_view_accuracy != vit.teacher["test_accuracy"]
+    for lang in ("en", "ko"):  # the titles the pickers show: one view each, and saying so
+        for spec in (zoo.REGISTRY[zoo.SHIPPED], zoo.REGISTRY[zoo.SHIPPED_CNN]):
+            title = spec.title_in(lang)
+            assert f"{spec.card.one_view_accuracy:.1%}" in title and ("one view" in title or "한 번 보기" in title)
+
+
+@pytest.mark.parametrize(("lang", "mirror"), [("en", "mirror image"), ("ko", "뒤집은")])
+def test_page_8_states_both_accuracies_on_one_view(lang, mirror):
+    vit, cnn = shipped_cards()
+    at = open_page_in_one_run("app_pages/8_compare.py", lang=lang)
+    assert errors(at) == []
+    said = next(c.value for c in at.caption if f"{vit.test_accuracy:.2%}" in c.value)
+    assert f"{cnn.one_view_accuracy:.2%}" in said
+    # the two-view number only after the sentence says it is two views
+    first, second = said.split(f"{cnn.one_view_accuracy:.2%}")
+    assert f"{cnn.test_accuracy:.2%}" not in first and mirror in second and f"{cnn.test_accuracy:.2%}" in second
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_both_cards_show_one_view_and_the_cnn_says_its_mirror_number_as_such(lang):
+    vit, cnn = shipped_cards()
+    label = "Test accuracy, one view" if lang == "en" else "테스트 정확도 (한 번 보기)"
+    for owner, card in ((zoo.SHIPPED, vit), (zoo.SHIPPED_CNN, cnn)):
+        at = open_page_in_one_run("app_pages/9_card.py", lang=lang, card_model=owner)
+        assert errors(at) == []
+        shown = {m.label: m.value for m in at.metric}
+        assert shown[label] == f"{card.one_view_accuracy:.2%}", shown
+        captions = " ".join(c.value for c in at.caption)
+        assert (f"{card.test_accuracy:.2%}" in captions) == (card.views != "image")
+        if card.teacher:  # the ViT's teacher, the shipped CNN, on the ViT's protocol
+            facts = " ".join(str(cell) for table in at.table for cell in table.value.to_numpy().ravel())
+            assert f"{cnn.one_view_accuracy:.2%}" in facts and f"{cnn.test_accuracy:.2%}" not in facts
