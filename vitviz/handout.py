@@ -211,7 +211,9 @@ class _Page:
         if self.in_step:
             self.parts.append("</section>")
         self.in_step = True
-        counter = self.tr("nav.step", index=number, total=total)
+        counter = (
+            self.tr("nav.overview", total=total) if number == 0 else self.tr("nav.step", index=number, total=total)
+        )
         self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
         self.parts.append(f"<h2>{html.escape(self.tr(title_key))}</h2>")
         self.parts.append(markdown(intro))

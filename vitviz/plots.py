@@ -1878,6 +1878,7 @@ def head_grid(
     values = np.asarray(values, dtype=np.float64)
     depth, heads = values.shape
     peak = max(float(np.abs(values).max()), 1e-9)
+    y_word = (y_title or "layer").split(" (")[0]  # the hover names the layer without the axis's note
     fig = go.Figure(
         go.Heatmap(
             z=values,
@@ -1890,7 +1891,7 @@ def head_grid(
             texttemplate="%{text}",
             textfont=dict(size=14),
             colorbar=dict(title=value_title, **percent_ticks(peak)),
-            hovertemplate=f"{y_title or 'layer'} %{{y}}, {x_title or 'head'} %{{x}}: %{{text}}<extra></extra>",
+            hovertemplate=f"{y_word} %{{y}}, {x_title or 'head'} %{{x}}: %{{text}}<extra></extra>",
         )
     )
     for layer, head in marked:

@@ -586,3 +586,9 @@ def test_the_token_rows_name_cls_on_its_own_row():
     slots = [rows.index(v) for v in y.tickvals]
     assert min(np.diff(slots)) * row_px >= plots.TEXT_PX[False]  # no tick level with another
     assert before.layout.yaxis.tickvals[0] == "patch 1"  # the left map, without [CLS], names patch 1
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_head_grids_rotated_layer_title_is_more_than_a_syllable(lang):
+    fig = plots.head_grid(np.zeros((2, 3)), y_title=i18n.t("trust.grid_y", lang), x_title=i18n.t("trust.grid_x", lang))
+    assert plots.ems(fig.layout.yaxis.title.text) >= 3  # a lone "층" on its side read as a mark, not a word
