@@ -18,7 +18,6 @@ keys, and ``vitviz.claims`` for the sentences that read the numbers.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import io
@@ -34,7 +33,7 @@ import torch
 from PIL import Image
 from torch import nn
 
-from vitviz import analysis, claims, lab, plots, zoo
+from vitviz import analysis, claims, commandline, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
@@ -997,9 +996,7 @@ def file_name(model_name: str, image_name: str, lang: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.handout", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = commandline.parser("vitviz.handout", __doc__)
     parser.add_argument(
         "image", help="an image file, a sample photo's name (vitviz/assets/samples/), or test=class/index"
     )
