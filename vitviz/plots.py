@@ -1692,7 +1692,6 @@ def training_curves(
         row=1,
         col=2,
     )  # the whole scale: how far from 100%
-    fig.update_yaxes(exponentformat="e", row=1, col=3)  # "5e-4", not "0.0005": short ticks in the gap
     # every other stage shaded in each panel, and each stage's number centred over its band where
     # the band is wide enough for it, as plain layout entries in one update: add_vrect validates
     # every shape again on each call, on every rerun (docs/benchmarks.md)
