@@ -4,6 +4,7 @@ import streamlit as st
 
 from vitviz import plots
 from vitviz.app import current, furniture, navigation
+from vitviz.app.presenter import presenting
 from vitviz.app.text import tr
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
@@ -11,7 +12,8 @@ from vitviz.trace import forward_steps
 
 cur = current.current()
 config = cur.model.config
-furniture.header("page.home", "home.intro", shape=tuple(cur.trace.pixels.shape))
+go_on = "home.go_on_present" if presenting() else "home.go_on"  # presenter mode hides the menu
+furniture.header("page.home", "home.intro", shape=tuple(cur.trace.pixels.shape), then_key=go_on)
 
 left, right = st.columns([1, 1])
 model_input = denormalize(cur.trace.pixels[0], config.preprocess)

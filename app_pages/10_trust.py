@@ -10,7 +10,7 @@ import streamlit as st
 
 from vitviz import ablation, claims, faithfulness, plots, tables
 from vitviz.app import analyses, caches, current, furniture, navigation, state
-from vitviz.app.text import label, lang, model_title, tr
+from vitviz.app.text import dataset_text, label, lang, model_title, tr
 
 PAGE = "app_pages/10_trust.py"
 
@@ -83,7 +83,7 @@ else:
             for row in [summary["methods"][method]]
         ],
     )
-    st.caption(tr("trust.set_note", images=summary["images"], dataset=summary.get("dataset", "")))
+    st.caption(tr("trust.set_note", images=summary["images"], dataset=dataset_text(summary.get("dataset", ""))))
 
 # ---- switch heads and layers off --------------------------------------------------------------
 st.subheader(tr("trust.ablation_title"))

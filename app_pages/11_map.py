@@ -1,24 +1,30 @@
 """Lab: the map of the test set. Every test image's [CLS] token (or mean patch token) after a
 chosen layer, projected to 2D (vitviz.projection; shipped for the shipped model, computed once
-with a progress bar otherwise); a click on a point shows the image and opens it in the tour."""
+with a progress bar otherwise); a click on a point shows the image and opens it in the tour. A
+server without the test images draws the shipped map without its pictures."""
 
 import streamlit as st
 
 from vitviz import claims, lab, plots, projection
 from vitviz.app import analyses, caches, current, furniture, navigation, session, state
 from vitviz.app.text import label, lang, tr
+from vitviz.i18n import plain
 
 PAGE = "app_pages/11_map.py"
 CHART = "map_points"
 
 chosen = current.current_model()
 furniture.header("page.map", "map.intro")
-split = caches.test_split(chosen.name)
-if split is None or chosen.spec.is_cnn:
-    st.info(tr("map.missing"))
-    navigation.nav(PAGE)
-    st.stop()
-found, data = analyses.cached_projection(chosen.name, split.location)
+split = None if chosen.spec.is_cnn else caches.test_split(chosen.name)
+if split is not None:
+    found, data = analyses.cached_projection(chosen.name, split.location)
+else:  # no test images here: the map that ships with the weights, without its pictures
+    found, data = None if chosen.spec.is_cnn else analyses.shipped_projection(chosen.name), None
+    if found is None:
+        st.info(tr("map.missing"))
+        navigation.nav(PAGE)
+        st.stop()
+    st.info(tr("map.no_images"))
 classes = found.classes or list(chosen.model.config.class_names)
 methods = sorted({m for m, _, _ in found.points}, key=projection.METHODS.index)
 tokens = [t for t in projection.TOKENS if any(k == t for _, k, _ in found.points)]
@@ -41,13 +47,13 @@ colour = state.widget(
 
 points = found.points[(method, token, layer)].numpy()
 labels, predictions = found.labels.numpy(), found.predictions.numpy()
-files = found.files or [str(i) for i in range(len(labels))]
+files = found.files or [tr("map.image_n", n=i + 1) for i in range(len(labels))]
 if colour == "class":
     groups, group_names = labels, [label(c) for c in classes]
 else:
     groups, group_names = (labels != predictions).astype(int), [tr("map.right"), tr("map.wrong")]
-hover = [
-    tr("map.hover", file=files[i], true=label(classes[labels[i]]), predicted=label(classes[predictions[i]]))
+hover = [  # figure text: plain, not Markdown
+    plain(tr("map.hover", file=files[i], true=label(classes[labels[i]]), predicted=label(classes[predictions[i]])))
     for i in range(len(labels))
 ]
 layer_text = tr("map.layer_option", n=layer) if layer else tr("map.layer_embed")
@@ -67,8 +73,11 @@ st.plotly_chart(
 )
 seconds = ", ".join(f"{tr(f'map.method.{m}')}: {s:.0f} s" for m, s in found.seconds.items())
 st.caption(tr("map.note", seconds=seconds or "-"))
-if len(labels) < len(caches.cached_test_set(split.location)):
+if split is not None and len(labels) < len(caches.cached_test_set(split.location)):
     st.caption(tr("map.subset", count=f"{len(labels):,}"))
+if data is None:  # no pictures to show for a click
+    navigation.nav(PAGE)
+    st.stop()
 
 # ---- the image of a clicked point -------------------------------------------------------------
 picked = (session.selection(CHART) or {}).get("selection", {}).get("points", [])

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vitviz.analysis import occlusion_reading
-from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
+from vitviz.i18n import DEFAULT_LANGUAGE, Markdown, class_label, escape, t
 
 # Mean attention distance. A head is *local* when its mean distance is under LOCAL_SHARE of the
 # distance of uniform attention (about a quarter of a square image's side, since uniform
@@ -84,7 +84,8 @@ def _written(value: object, lang: str) -> object:
     if isinstance(value, ClassName):
         return class_label(value.name, lang)
     if isinstance(value, tuple) and value and all(isinstance(v, Claim | ClassName) for v in value):
-        return t("claims.join", lang).join(str(_written(v, lang)) for v in value)
+        parts = (_written(v, lang) for v in value)
+        return Markdown(t("claims.join", lang).join(p if isinstance(p, Markdown) else escape(str(p)) for p in parts))
     return value
 
 
@@ -432,7 +433,7 @@ def reach(fields: Sequence[tuple[str, int]], distances: np.ndarray, side: int) -
         "vit": float(np.asarray(distances, dtype=np.float64)[0].max()),
         "cnn": fields[0][1],
         "side": side,
-        "layer": f"`{covering}`" if covering else Claim("compare.reach_never"),
+        "layer": Markdown(f"`{covering}`") if covering else Claim("compare.reach_never"),
     }
     return Claim("compare.reach_reading", values)
 

@@ -35,6 +35,29 @@ PATH_OPTIONS = (
 )  # folders the server reads: made absolute before the app's folder becomes the working one
 
 
+APP_HELP = """usage: vitviz app [the server's options] [Streamlit's options]
+
+Starts the app's server; open the address it prints (Ctrl+C stops it).
+
+The server's options (each also an environment variable):
+  --data FOLDER          the test images: an ImageFolder copy of CIFAR-10 (VITVIZ_DATA); without
+                         it the lab offers to download CIFAR-10, which needs the network
+  --models DIR           a folder of models (.safetensors and .json) visitors may load; repeat
+                         for more (VITVIZ_MODELS)
+  --allow-hub, --no-hub  whether visitors may load timm: and hf: models, downloaded from the hub
+                         (VITVIZ_ALLOW_HUB; default: only on a server that listens on this machine)
+  --max-model-mb 400, --max-upload-mb 50, --load-timeout-s 300
+                         limits on what visitors load
+  --runs-at-once N       runs computed at once, the others wait their turn (default: one a core)
+  --no-read-ahead        do not compute the next steps' figures ahead (VITVIZ_READ_AHEAD=0)
+
+Streamlit's options have a dot in their name:
+  --server.port 8501          the port
+  --server.address 127.0.0.1  listen on this machine alone; without it Streamlit listens on
+                              every network interface, so other machines can open the app
+"""
+
+
 def app_folder() -> Path:
     """Where app.py and app_pages/ are: the clone's root, else the installed copy."""
     clone = Path(__file__).resolve().parents[1]
@@ -76,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command == "app":
+        if "-h" in rest or "--help" in rest:  # help, not a server on every interface
+            print(APP_HELP.strip())
+            return 0
         folder = app_folder()
         run = streamlit_command(rest, folder)
         os.chdir(folder)  # Streamlit reads .streamlit/config.toml from the working folder

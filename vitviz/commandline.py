@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,27 @@ import torch
 from tqdm import tqdm
 
 from vitviz import zoo
+
+
+def parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """A command's parser: its usage line names it as it was called (``vitviz explain`` through the
+    ``vitviz`` command, ``python -m vitviz.explain`` otherwise), and its description is the module's
+    docstring as a terminal shows it (without the double backquotes of code in docstrings)."""
+    return argparse.ArgumentParser(
+        prog=prog(module), description=readable(doc), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
+def prog(module: str) -> str:
+    """``vitviz <name>`` when ``vitviz.cli`` runs the command (it names it so in sys.argv[0]),
+    else ``python -m <module>``."""
+    called = f"vitviz {module.removeprefix('vitviz.')}"
+    return called if sys.argv[:1] == [called] else f"python -m {module}"
+
+
+def readable(doc: str | None) -> str | None:
+    """A docstring for a terminal: code between double backquotes without them."""
+    return re.sub(r"``([^`]+)``", r"\1", doc) if doc else doc
 
 
 def analysis_parser(module: str, doc: str | None, images: int | None, out: str) -> argparse.ArgumentParser:
@@ -31,21 +53,15 @@ def analysis_parser(module: str, doc: str | None, images: int | None, out: str) 
         images: how many test images by default (at even strides; None: all of them).
         out: what ``--out`` writes ("the grid"), for its help.
     """
-    parser = argparse.ArgumentParser(
-        prog=f"python -m {module}", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument(
-        "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
-    )
-    parser.add_argument(
-        "--data", default=None, help="the dataset root or its test folder (as vitviz.evaluate takes it)"
-    )
+    made = parser(module, doc)
+    made.add_argument("--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path")
+    made.add_argument("--data", default=None, help="the dataset root or its test folder (as vitviz.evaluate takes it)")
     every = "all" if images is None else str(images)
-    parser.add_argument("--images", type=int, default=images, help=f"test images at even strides (default: {every})")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    parser.add_argument("--out", type=Path, default=None, help=f"also write {out} with its weights hash here")
-    return parser
+    made.add_argument("--images", type=int, default=images, help=f"test images at even strides (default: {every})")
+    made.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    made.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    made.add_argument("--out", type=Path, default=None, help=f"also write {out} with its weights hash here")
+    return made
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:

@@ -11,7 +11,6 @@ look is instant too wherever the weights and the dataset are the very ones they 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
@@ -28,7 +27,7 @@ from safetensors.torch import save_file
 from torch import Tensor
 from tqdm import tqdm
 
-from vitviz import zoo
+from vitviz import commandline, zoo
 from vitviz.data import ImageSet, cache_dir, dataset_label, load_split, preprocess_batch, save_atomic, spread_subset
 from vitviz.model import VisionTransformer
 
@@ -368,9 +367,7 @@ def format_report(result: EvalResult) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = commandline.parser("vitviz.evaluate", __doc__)
     parser.add_argument(
         "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
     )

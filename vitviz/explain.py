@@ -8,22 +8,32 @@ The table is the one people build by hand when they first read the paper:
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from vitviz import zoo
+from vitviz import commandline, zoo
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.prediction import top_k
 from vitviz.trace import forward_steps
 
+LISTED = 20  # classes named one by one; more are counted
+
+
+def known_classes(names: Sequence[str]) -> str:
+    """What the model can answer: a photo of anything else still gets one of these, with a
+    probability that says nothing about whether the photo shows it."""
+    listed = f": {', '.join(names)}" if len(names) <= LISTED else f" (the first: {', '.join(names[:5])} ...)"
+    return (
+        f"The model knows only these {len(names)} classes{listed}. It answers with one of them whatever the "
+        "image shows, so a high probability for a photo of something else means nothing."
+    )
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.explain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = commandline.parser("vitviz.explain", __doc__)
     parser.add_argument("image", help="an image file (JPEG, PNG, WebP, ...)")
     parser.add_argument(
         "--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path"
@@ -50,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     print("top-5:")
     for name, prob in top_k(model.config.class_names, trace.logits):
         print(f"  {prob:7.2%}  {name}")
+    print(f"\n{known_classes(model.config.class_names)}")
     print("\nshapes:")
     rows = [(code, shape) for _, code, shape in forward_steps(model.config, trace, per_block=True)]
     width = max(len(code) for code, _ in rows)

@@ -18,7 +18,6 @@ keys, and ``vitviz.claims`` for the sentences that read the numbers.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import html
 import io
@@ -34,10 +33,10 @@ import torch
 from PIL import Image
 from torch import nn
 
-from vitviz import analysis, claims, faithfulness, lab, plots, zoo
+from vitviz import analysis, claims, commandline, faithfulness, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_tensor
-from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES, TranslatedError, class_label, t
+from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
 from vitviz.model import VisionTransformer, flops_per_image, on_weights
 from vitviz.patches import patch_tiles, patchify
 from vitviz.prediction import Verdict, legend_key, top_k, verdict
@@ -139,7 +138,7 @@ def matching_cnn(class_names: Sequence[str]) -> str | None:
 
 def markdown(text: str) -> str:
     """The little Markdown the locale files use (paragraphs, "- " lists, **bold**, *italic*,
-    `code`) as HTML, everything else escaped."""
+    `code`, a backslash before a character that would be markup) as HTML, everything else escaped."""
 
     def inline(line: str) -> str:
         line = re.sub(r"`([^`]+)`", r"<code>\1</code>", line)
@@ -147,7 +146,8 @@ def markdown(text: str) -> str:
         return re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", line)
 
     out, items = [], []
-    for line in html.escape(text, quote=False).split("\n"):
+    literal = ESCAPED.sub(lambda m: f"&#{ord(m[1])};", html.escape(text, quote=False))  # no longer markup
+    for line in literal.split("\n"):
         if line.startswith("- "):
             items.append(f"<li>{inline(line[2:])}</li>")
             continue
@@ -207,7 +207,7 @@ class _Page:
         self.in_step = False
 
     def tr(self, key: str, **values: object) -> str:
-        return t(key, self.lang, **values)
+        return plain(t(key, self.lang, **values))  # the handout writes its own HTML
 
     def label(self, name: str) -> str:
         return class_label(name, self.lang)
@@ -216,7 +216,9 @@ class _Page:
         if self.in_step:
             self.parts.append("</section>")
         self.in_step = True
-        counter = self.tr("nav.step", index=number, total=total)
+        counter = (
+            self.tr("nav.overview", total=total) if number == 0 else self.tr("nav.step", index=number, total=total)
+        )
         self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
         self.parts.append(f"<h2>{html.escape(self.tr(title_key))}</h2>")
         self.parts.append(markdown(intro))
@@ -226,7 +228,7 @@ class _Page:
             )
 
     def heading(self, text: str) -> None:
-        self.parts.append(f"<h3>{html.escape(text)}</h3>")
+        self.parts.append(f"<h3>{html.escape(plain(text))}</h3>")
 
     def text(self, text: str) -> None:
         self.parts.append(markdown(text))
@@ -620,7 +622,7 @@ def _block(page: _Page, tour: _Tour, total: int) -> None:
                 tokens,
                 {page.tr(f"block.series.{k}"): norms[k].numpy() for k in ("input", "norm1", "mid", "norm2")},
                 title=page.tr("block.norms_title", where=where),
-                x_title=claims.text(claims.token_axis(prefix), page.lang),
+                x_title=plain(claims.text(claims.token_axis(prefix), page.lang)),
                 y_title=page.tr("block.y_norm"),
                 dashed=(page.tr("block.series.mid"), page.tr("block.series.norm2")),
                 markers=len(tokens) <= 80,
@@ -1004,9 +1006,7 @@ def file_name(model_name: str, image_name: str, lang: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.handout", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = commandline.parser("vitviz.handout", __doc__)
     parser.add_argument(
         "image", help="an image file, a sample photo's name (vitviz/assets/samples/), or test=class/index"
     )
@@ -1032,23 +1032,25 @@ def main(argv: list[str] | None = None) -> int:
         text = build(model, spec, chosen.data, args.lang, image_name=chosen.name, truth=chosen.truth, cnn=cnn)
         output.write_text(text, encoding="utf-8")
     except (HandoutError, ImageError, zoo.ModelLoadError) as err:
-        print(f"error: {err.sentence(args.lang)}", file=sys.stderr)
+        print(f"error: {plain(err.sentence(args.lang))}", file=sys.stderr)
         return 2
     except OSError as err:
         print(
-            f"error: {t('handout.cannot_write', args.lang, path=str(output), reason=err.strerror or err)}",
+            f"error: {plain(t('handout.cannot_write', args.lang, path=str(output), reason=err.strerror or err))}",
             file=sys.stderr,
         )
         return 2
     size_mb = output.stat().st_size / 1e6
     print(
-        t(
-            "handout.written",
-            args.lang,
-            path=str(output),
-            mb=f"{size_mb:.1f}",
-            model=spec.title_in(args.lang),
-            image=chosen.name,
+        plain(
+            t(
+                "handout.written",
+                args.lang,
+                path=str(output),
+                mb=f"{size_mb:.1f}",
+                model=spec.title_in(args.lang),
+                image=chosen.name,
+            )
         )
     )
     return 0

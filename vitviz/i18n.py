@@ -6,11 +6,21 @@ a key to its sentence, "classes" a dataset's class name to its translation, and 
 prefix. ``t(key, lang, **values)`` formats one; a missing key or language is a test failure,
 never a blank on screen. Technical names (Conv2d, [CLS], softmax, GELU) stay in English in both
 languages, as Korean ML courses write them.
+
+A sentence is Markdown (Streamlit draws almost every string it is given as Markdown): ``t``
+escapes what would turn into markup without being meant as markup, in one place, so no page has to
+remember it. A filled-in value (a number, a name, a file) has every Markdown character escaped; the
+sentence's own text keeps its **bold** and `code` but has its ``~`` and ``$`` escaped, which no
+sentence means as strike-through or LaTeX (Korean writes ranges as "2.65~7.55": two of them in one
+paragraph struck the text between them through). ``plain`` undoes the escapes for what is not
+Markdown: figures, tables, a terminal.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import string
 from pathlib import Path
 
 LANGUAGES = {"en": "English", "ko": "한국어"}
@@ -57,20 +67,49 @@ def class_label(name: str, lang: str = DEFAULT_LANGUAGE, short: bool = False) ->
     return translated if short else f"{translated} ({name})"
 
 
-def t(key: str, lang: str = DEFAULT_LANGUAGE, **values: object) -> str:
-    """The sentence for ``key`` in ``lang``, with ``{name}`` fields filled from ``values``.
+class Markdown(str):
+    """Text that is Markdown already (a sentence ``t`` wrote): it fills another sentence as it is."""
+
+
+MARKUP = re.compile(r"([\\`*_~$])")  # escaped in a value
+NEVER_MEANT = re.compile(r"(?<!\\)([~$])")  # escaped in a sentence's own text
+ESCAPED = re.compile(r"\\([\\`*_~$])")
+
+
+def escape(text: str) -> Markdown:
+    """``text`` with every Markdown character escaped: it reads the same as Markdown."""
+    return Markdown(MARKUP.sub(r"\\\1", text))
+
+
+def plain(text: str) -> str:
+    """A sentence of ``t`` as plain text (for a figure, a table, a terminal): its escapes undone."""
+    return ESCAPED.sub(r"\1", text)
+
+
+class _Filler(string.Formatter):
+    def format_field(self, value: object, format_spec: str) -> str:
+        written = super().format_field(value, format_spec)
+        return written if isinstance(value, Markdown) else escape(written)
+
+
+_FILLER = _Filler()
+
+
+def t(key: str, lang: str = DEFAULT_LANGUAGE, **values: object) -> Markdown:
+    """The sentence for ``key`` in ``lang`` as Markdown, with ``{name}`` fields filled from
+    ``values`` (escaped, unless a value is ``Markdown`` already).
 
     Raises:
         KeyError: for a key that does not exist (a bug, caught by the tests).
     """
     entry = TEXT[key]
-    text = entry.get(lang) or entry[DEFAULT_LANGUAGE]
-    return text.format(**values) if values else text
+    text = NEVER_MEANT.sub(r"\\\1", entry.get(lang) or entry[DEFAULT_LANGUAGE])
+    return Markdown(_FILLER.vformat(text, (), values) if values else text)
 
 
 class TranslatedError(Exception):
-    """An error whose message is an i18n sentence: ``str(err)`` is English, ``sentence(lang)``
-    gives it in any language. Subclasses also derive from the built-in error they stand for.
+    """An error whose message is an i18n sentence: ``str(err)`` is English plain text (for a
+    terminal or a log), ``sentence(lang)`` gives it as Markdown in any language. Subclasses also derive from the built-in error they stand for.
 
     Attributes:
         key: the i18n key of the sentence.
@@ -80,9 +119,9 @@ class TranslatedError(Exception):
     def __init__(self, key: str, **values: object) -> None:
         self.key = key
         self.values = values
-        super().__init__(t(key, **values))
+        super().__init__(plain(t(key, **values)))
 
-    def sentence(self, lang: str) -> str:
+    def sentence(self, lang: str) -> Markdown:
         return t(self.key, lang, **self.values)
 
 

@@ -27,7 +27,6 @@ trains at least one epoch.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import io
@@ -42,7 +41,7 @@ from typing import Any
 
 import torch
 
-from vitviz import zoo
+from vitviz import commandline, zoo
 from vitviz.card import ModelCard
 from vitviz.model import build_model
 from vitviz.train import PRESETS, TrainConfig, hardware_label, load_data, read_run, train
@@ -291,9 +290,7 @@ def lease(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.lease", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = commandline.parser("vitviz.lease", __doc__)
     parser.add_argument("--data", help="the CIFAR-10 ImageFolder (e.g. .gpu/cifar10-jpeg)")
     parser.add_argument("--out", type=Path, help="where the pack goes: the device tool's $OUT")
     parser.add_argument("--unpack", type=Path, help="only unpack this folder's pack into --work (to ship from it)")

@@ -90,6 +90,12 @@ TRUE_COLOUR = PALETTE[2]  # the known true class of a labelled image (bluish gre
 PREDICTED_COLOUR = PALETTE[1]  # the model's answer (vermilion)
 OTHER_COLOUR = PALETTE[0]  # the other classes' bars (blue)
 SYMBOLS = ("circle", "square", "diamond", "triangle-up")  # with the colour, once a palette's worth is used
+# Ten colours for ten classes (CIFAR-10's, on the test-set map), where the eight above would give two
+# classes the colour of two others: Paul Tol's "muted" nine and black. Every pair stays apart for the
+# same four kinds of eye, and every colour from the white paper (tests/unit/test_plots.py).
+CLASS_PALETTE = (
+    "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677", "#882255", "#AA4499", "#000000",
+)  # fmt: skip
 TEXT_COLOUR = "#1a1a1a"  # 17:1 on white (WCAG AA asks 4.5:1)
 HIGHLIGHT_TEXT = "#c4002f"  # red words (a marked token): 6.2:1 on white, where PREDICTED_COLOUR's pink is 3.6
 TEXT_PX = {False: 15, True: 20}  # the figures' text: on a screen, and in presenter mode
@@ -594,12 +600,12 @@ def histogram(
     ]
     layout = dict(
         barmode="overlay",
-        height=height,
-        margin=dict(l=4, r=4, t=TITLE_TOP + 22 if title else 32, b=4),
+        height=height + LEGEND_ROW_PX,  # one row of legend under the plot (a title above may wrap: it had no room)
+        margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
         xaxis=_axis(x_title),
         yaxis=_axis(y_title),
-        legend=dict(orientation="h", y=1, yanchor="bottom"),  # a row between the title and the bars
+        legend=_legend_below(),
     )
     if title:
         layout["title"] = _title(title)
@@ -856,7 +862,8 @@ def token_matrix(
     Args:
         values: (n, D).
         row_labels: (n,) what each row is; the hover and the y ticks read them.
-        marked: row index -> label to outline and point at (e.g. {0: "[CLS]"}).
+        marked: row index -> label of a row to outline and name on the y axis, in red (e.g.
+            {0: "[CLS]"}); ticks nearer to it than a line of text are left out.
         rows: the slots of the y axis, top to bottom, when there are more of them than rows in
             ``values``, whose labels must be a run of ``rows``: the patch tokens, drawn with
             ``rows`` = [CLS] and the patches, leave [CLS]'s slot empty and line up with the
@@ -881,25 +888,23 @@ def token_matrix(
         colorbar=dict(thickness=12),
         hovertemplate=f"%{{y}}, {channel_word} %{{x}}: %{{z:.3f}}<extra></extra>",
     )
-    shapes, notes = [], []
-    for row, label in (marked or {}).items():  # on a category axis, row k of the data sits at k
-        shapes.append(
-            dict(type="rect", x0=0.5, x1=dim + 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3))
-        )
-        notes.append(
-            dict(
-                x=(dim + 1) / 2,
-                y=row,
-                text=f"<b>{label}</b>",
-                showarrow=True,
-                arrowhead=2,
-                arrowcolor="#ff2d55",
-                ax=0,
-                ay=40,
-                font=dict(color=HIGHLIGHT_TEXT, size=16),
-                bgcolor="rgba(255,255,255,0.85)",
-            )
-        )
+    shapes = [  # on a category axis, row k of the data sits at k
+        dict(type="rect", x0=0.5, x1=dim + 0.5, y0=row - 0.5, y1=row + 0.5, line=dict(color="#ff2d55", width=3))
+        for row in marked or {}
+    ]
+    # The y axis names the marked rows beside their outline, and leaves out a tick closer to one
+    # than a line of text: with 65 rows in 350 pixels, "patch 1" sat level with [CLS].
+    slots = {label: slot for slot, label in enumerate(rows)}
+    named = {first + row: label for row, label in (marked or {}).items()}
+    row_px = (height - (TITLE_TOP if title else 10) - 60) / max(len(rows), 1)  # less the x axis's ticks and title
+    apart = int(np.ceil(1.2 * TEXT_PX[False] / max(row_px, 1e-9)))
+    tick_slots = sorted(
+        {slots[t] for t in (ticks if ticks is not None else rows) if all(abs(slots[t] - m) >= apart for m in named)}
+        | set(named)
+    )
+    tick_text = [
+        f'<b><span style="color:{HIGHLIGHT_TEXT}">{named[k]}</span></b>' if k in named else rows[k] for k in tick_slots
+    ]
     layout = dict(
         height=height,
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
@@ -910,13 +915,14 @@ def token_matrix(
             type="category",
             range=[len(rows) - first - 0.5, -first - 0.5],
             tickmode="array",
-            tickvals=list(ticks if ticks is not None else rows),
+            tickvals=[rows[k] for k in tick_slots],
+            ticktext=tick_text,
         ),
     )
     if title:
         layout["title"] = _title(title)
     if shapes:
-        layout |= dict(shapes=shapes, annotations=notes)
+        layout["shapes"] = shapes
     return _figure([heat], layout)
 
 
@@ -1420,7 +1426,7 @@ def multi_line(
             trace["text"] = list(hover_text)
         data.append(trace)
     layout = dict(
-        height=height,
+        height=height + legend_room(len(series)),  # the legend below takes room of its own, not the plot's
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
         legend=_legend_below(),
@@ -1473,6 +1479,15 @@ def _axis(title: str | None = None, **settings: object) -> dict:
     if title is not None:
         axis["title"] = dict(text=title)
     return axis
+
+
+LEGEND_ROW_PX = 24  # one row of a legend, in screen pixels (theme grows it with the figure)
+
+
+def legend_room(entries: int) -> int:
+    """The height a legend of ``entries`` below a plot takes, in the worst case of one entry a row
+    (long names in a narrow column): a figure adds it to the height it wants for its plot."""
+    return LEGEND_ROW_PX * entries if entries > 1 else 0
 
 
 def _legend_below() -> dict:
@@ -1600,6 +1615,14 @@ STAGE_BAND = dict(fillcolor="rgba(0,0,0,0.07)", line=dict(width=0), layer="below
 STAGE_LABEL_SHARE = 0.045
 
 
+CURVES_GAP = 0.1  # between the card's panels, a share of the figure's width
+
+
+def _with_unit(name: str, unit: str) -> str:
+    """A panel's title with what its y axis counts, where that says more than the name."""
+    return name if unit == name else f"{name} ({unit})"
+
+
 def training_curves(
     history: Sequence[dict],
     labels: dict[str, str],
@@ -1624,8 +1647,14 @@ def training_curves(
     """
     text = labels
     epochs = [row["epoch"] for row in history]
+    # The panels beside the first name their quantity in their titles, not on a y axis: a y-axis
+    # title sits in the gap left of its panel, over the panel before it ("images right" ran into the
+    # loss curves); the gap keeps room for the tick labels alone (CURVES_GAP).
     fig = make_subplots(
-        rows=1, cols=3, subplot_titles=[text["loss"], text["accuracy"], text["lr"]], horizontal_spacing=0.08
+        rows=1,
+        cols=3,
+        subplot_titles=[text["loss"], *(_with_unit(text[k], text[f"{k}_axis"]) for k in ("accuracy", "lr"))],
+        horizontal_spacing=CURVES_GAP,
     )
     fig.add_trace(
         go.Scatter(x=epochs, y=[r["train_loss"] for r in history], name=text["train_loss"], mode="lines"), row=1, col=1
@@ -1657,14 +1686,12 @@ def training_curves(
     headroom = 1.12 if stage_starts else 1.0  # a row above 100% for the stages' numbers
     fig.update_yaxes(title_text=text["loss_axis"], row=1, col=1)
     fig.update_yaxes(
-        title_text=text["accuracy_axis"],
         tickformat=".0%",
         range=[0, headroom],
         tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
         row=1,
         col=2,
     )  # the whole scale: how far from 100%
-    fig.update_yaxes(title_text=text["lr_axis"], row=1, col=3)
     # every other stage shaded in each panel, and each stage's number centred over its band where
     # the band is wide enough for it, as plain layout entries in one update: add_vrect validates
     # every shape again on each call, on every rerun (docs/benchmarks.md)
@@ -1814,7 +1841,21 @@ def curves_with_band(
         )
     )
     fig.data = (fig.data[-1], *fig.data[:-1])  # the band under the lines
+    fig.layout.height += legend_room(len(series) + 1) - legend_room(len(series))  # and its legend entry
     return fig
+
+
+def percent_ticks(peak: float, most: int = 6) -> dict:
+    """Ticks for a scale of shares from 0 to ``peak``: a round step (1, 2 or 5 times a power of
+    ten) that gives at most ``most`` ticks, each written with the decimals that tell it from the
+    next ("0.2%, 0.4%, 0.6%" where ".0%" wrote "0%, 0%, 1%")."""
+    peak = max(float(peak), 1e-9)
+    raw = peak / (most - 1)
+    power = 10.0 ** np.floor(np.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+    values = [round(float(k * step), 12) for k in range(int(np.floor(peak / step + 1e-9)) + 1)]
+    decimals = max(0, int(-np.floor(np.log10(step * 100) + 1e-9)))
+    return dict(tickmode="array", tickvals=values, ticktext=[f"{v:.{decimals}%}" for v in values])
 
 
 def head_grid(
@@ -1836,6 +1877,7 @@ def head_grid(
     values = np.asarray(values, dtype=np.float64)
     depth, heads = values.shape
     peak = max(float(np.abs(values).max()), 1e-9)
+    y_word = (y_title or "layer").split(" (")[0]  # the hover names the layer without the axis's note
     fig = go.Figure(
         go.Heatmap(
             z=values,
@@ -1847,8 +1889,8 @@ def head_grid(
             text=[[f"{v:.1%}" for v in row] for row in values],
             texttemplate="%{text}",
             textfont=dict(size=14),
-            colorbar=dict(title=value_title, tickformat=".0%"),
-            hovertemplate=f"{y_title or 'layer'} %{{y}}, {x_title or 'head'} %{{x}}: %{{text}}<extra></extra>",
+            colorbar=dict(title=value_title, **percent_ticks(peak)),
+            hovertemplate=f"{y_word} %{{y}}, {x_title or 'head'} %{{x}}: %{{text}}<extra></extra>",
         )
     )
     for layer, head in marked:
@@ -1897,7 +1939,9 @@ def test_set_map(
                 mode="markers",
                 name=name,
                 marker=dict(
-                    size=5, color=PALETTE[index % len(PALETTE)], symbol=SYMBOLS[index // len(PALETTE) % len(SYMBOLS)]
+                    size=5,
+                    color=CLASS_PALETTE[index % len(CLASS_PALETTE)],
+                    symbol=SYMBOLS[index // len(CLASS_PALETTE) % len(SYMBOLS)],
                 ),
                 customdata=chosen,
                 text=[hover[i] for i in chosen],

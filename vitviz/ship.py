@@ -25,7 +25,6 @@ the weights: ``<name>.faithfulness.json``, and for a ViT ``<name>.ablation.json`
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from typing import Any
 
 import torch
 
-from vitviz import ablation, faithfulness, projection, zoo
+from vitviz import ablation, commandline, faithfulness, projection, zoo
 from vitviz.card import ModelCard
 from vitviz.cnn import ConvNet
 from vitviz.convert import load_state_dict_strict
@@ -307,9 +306,7 @@ def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = commandline.parser("vitviz.ship", __doc__)
     parser.add_argument(
         "run",
         type=Path,

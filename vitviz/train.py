@@ -57,7 +57,7 @@ from torch import Tensor, nn
 from torchvision.transforms import v2
 from tqdm import tqdm
 
-from vitviz import zoo
+from vitviz import commandline, zoo
 from vitviz.augment import BatchAugment, to_device
 from vitviz.card import MACHINES_JOIN, ModelCard
 from vitviz.cnn import ConvNet, init_airbench
@@ -1479,9 +1479,7 @@ def _yes_no(text: str) -> bool:
 
 
 def parse_args(argv: list[str] | None = None) -> TrainConfig:
-    parser = argparse.ArgumentParser(
-        prog="python -m vitviz.train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = commandline.parser("vitviz.train", __doc__)
     parser.add_argument(
         "--preset", choices=sorted(PRESETS), default=None, help="a named recipe; other flags override it"
     )

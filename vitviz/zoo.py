@@ -287,7 +287,8 @@ def device_label(device: torch.device) -> str:
         return f"GPU: {torch.cuda.get_device_name(device)}"
     if device.type == "mps":
         return "GPU: Apple (MPS)"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    return f"CPU ({threads} thread{'' if threads == 1 else 's'})"
 
 
 def load(name: str, device: str | torch.device | None = None, policy: access.Policy | None = None) -> Loaded:

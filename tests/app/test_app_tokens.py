@@ -70,7 +70,7 @@ def test_tokens_page_runs(model: str | None) -> None:
     assert errors(at) == []
     assert at.selectbox(key="pos") is not None
     after = _figure(at, "tokens_after")
-    assert any("[CLS]" in a.get("text", "") for a in after["layout"].get("annotations", []))
+    assert "[CLS]" in after["layout"]["yaxis"]["ticktext"][0]  # named on its own row, not floating over others
     mosaic = _figure(at, "tokens_mosaic")
     assert mosaic["data"][1]["customdata"] is not None  # clickable markers on every block
     compare = _figure(at, "tokens_compare")
@@ -93,9 +93,10 @@ def test_the_tokens_page_numbers_patches_from_the_models_grid(model: str | None,
     slots = {label: k for k, label in enumerate(["[CLS]", *patch_rows])}  # patch k at one height in all three
     assert _slots(after) == _slots(pos) == slots
     assert _slots(before) == {label: k for label, k in slots.items() if label != "[CLS]"}  # [CLS]'s slot empty
-    ticks = after["layout"]["yaxis"]["tickvals"]
-    assert before["layout"]["yaxis"]["tickvals"] == pos["layout"]["yaxis"]["tickvals"] == ticks
+    ticks = before["layout"]["yaxis"]["tickvals"]
     assert ticks[:2] == ["patch 1", f"patch {below}"]  # the first patch of each image row
+    with_cls = after["layout"]["yaxis"]["tickvals"]
+    assert with_cls == pos["layout"]["yaxis"]["tickvals"] == ["[CLS]", *ticks[1:]]  # patch 1 would sit level with [CLS]
 
 
 def test_choosing_another_position_changes_the_large_map() -> None:

@@ -42,3 +42,5 @@ def test_the_trust_page_in_korean_has_no_error():
     at = open_page_in_one_run(PAGE, lang="ko")
     assert errors(at) == []
     assert any("무작위" in m for m in _markdown(at))
+    captions = " ".join(c.value for c in at.caption)
+    assert "CIFAR-10 (JPEG 사본)" in captions and "JPEG copy" not in captions  # the set's name, in Korean

@@ -1,5 +1,9 @@
-from vitviz import zoo
-from vitviz.explain import main
+import sys
+
+import pytest
+
+from vitviz import cli, commandline, zoo
+from vitviz.explain import known_classes, main
 
 SAMPLES = zoo.ASSETS / "samples"
 
@@ -73,3 +77,48 @@ def test_bars_mark_the_true_class_green():
     colours = plots.bars(["b", "d", "c"], [0.5, 0.3, 0.2], highlight=0, correct=1).data[0].marker.color
     assert colours[0] != colours[2] and colours[1] == plots.TRUE_COLOUR
     assert plots.bars(["b", "d"], [0.6, 0.4], highlight=0, correct=0).data[0].marker.color[0] == plots.TRUE_COLOUR
+
+
+# ---- what a newcomer reads on the command line (issue 55) ----
+
+
+def test_the_answer_says_which_classes_the_model_knows(tmp_path, tiny_config, capsys):
+    import torch
+
+    from vitviz.model import VisionTransformer
+
+    torch.manual_seed(0)
+    zoo.save(VisionTransformer(tiny_config), tmp_path / "tiny.safetensors")
+    assert main([str(SAMPLES / "cat-chelsea.jpg"), "--model", str(tmp_path / "tiny.safetensors")]) == 0
+    out = capsys.readouterr().out
+    names = list(tiny_config.class_names)
+    assert f"knows only these {len(names)} classes: {', '.join(names)}." in out  # "92% cat" for a flower
+    many = [f"class {n}" for n in range(1000)]
+    assert known_classes(many).startswith("The model knows only these 1000 classes (the first: class 0, class 1")
+
+
+def test_vitviz_app_help_prints_help_and_starts_no_server(monkeypatch, capsys):
+    def no_server(*args):
+        raise AssertionError(f"a server was started: {args}")
+
+    monkeypatch.setattr(cli.os, "execv", no_server)
+    for flag in ("--help", "-h"):
+        assert cli.main(["app", flag]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("usage: vitviz app") and "--data FOLDER" in out and "--server.address" in out
+
+
+@pytest.mark.parametrize("command", sorted(cli.COMMANDS))
+def test_every_commands_help_names_it_as_called_and_reads_as_text(command, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", list(sys.argv))  # cli.main names the command in sys.argv[0]
+    with pytest.raises(SystemExit) as done:
+        cli.main([command, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: vitviz {command} ")  # not "python -m vitviz.explain"
+    assert "``" not in out  # a docstring's code marks are not help
+
+
+def test_a_module_run_on_its_own_names_itself_so(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/runpy.py"])
+    assert commandline.prog("vitviz.explain") == "python -m vitviz.explain"

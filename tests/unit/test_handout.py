@@ -16,7 +16,7 @@ from tests.apptest import figure_array
 from vitviz import analysis, handout, plots, zoo
 from vitviz.config import CIFAR10_CLASSES, ViTConfig
 from vitviz.data import load_image, to_tensor
-from vitviz.i18n import t
+from vitviz.i18n import plain, t
 from vitviz.model import VisionTransformer
 
 CAT = handout.SAMPLES / "cat-chelsea.jpg"
@@ -242,7 +242,9 @@ def test_files_and_folders_that_do_not_work_get_a_sentence(capsys, tmp_path) -> 
     code, _, err = run(capsys, str(not_an_image), "-o", str(tmp_path / "a.html"))
     assert code == 2 and err.startswith("error: ") and "Traceback" not in err
     code, _, err = run(capsys, "cat-chelsea", "-o", str(tmp_path / "missing" / "a.html"))
-    assert code == 2 and err.strip() == "error: " + t("handout.no_folder", path=str(tmp_path / "missing" / "a.html"))
+    assert code == 2 and err.strip() == "error: " + plain(
+        t("handout.no_folder", path=str(tmp_path / "missing" / "a.html"))
+    )
     code, _, err = run(capsys, "cat-chelsea", "--model", "no-such-model", "-o", str(tmp_path / "a.html"))
     assert code == 2 and err.startswith("error: ") and "no-such-model" in err and "Traceback" not in err
     for argv in (["cat-chelsea"], ["cat-chelsea", "--lang", "fr", "-o", "x.html"], []):

@@ -162,3 +162,14 @@ def test_the_glossary_check_catches_mixed_terms():
     entry = i18n.GLOSSARY["residual stream"]
     assert entry["ko"] == "잔차 스트림" and i18n.GLOSSARY["attention"]["ko"] == "어텐션"
     assert all(entry["ko"] not in entry["forbidden"] for entry in i18n.GLOSSARY.values())
+
+
+def test_korean_titles_keep_no_english_word_but_the_kept_terms():
+    """A title is read at a glance: "head와 상위 클래스" made the reader translate a code name."""
+    english_before_hangul = re.compile(r"(?<![\w./-])([A-Za-z][A-Za-z-]*[A-Za-z])(?=[\uac00-\ud7a3])")
+    found = []
+    for key, entry in i18n.TEXT.items():
+        if re.search(r"(_title|\.title|_chart)$|^page\.", key):
+            text = re.sub(r"`[^`]*`|\{[^}]*\}", "", entry["ko"])
+            found += [(key, w) for w in english_before_hangul.findall(text) if w.lower() not in i18n.KEPT_TERMS]
+    assert found == []

@@ -38,8 +38,9 @@ def test_stage_numbers_never_pile_up_and_every_stage_is_marked_in_every_panel():
     bounds = [1, *starts, 241]
     shaded = [(bounds[n - 1] - 0.5, bounds[n] - 0.5) for n in range(2, 11, 2)]  # stages 2, 4, 6, 8, 10
     assert bands == sorted((axis, *band) for band in shaded for axis in ("x", "x2", "x3"))
-    titled = [fig.layout[f"yaxis{n}"].title.text for n in ("", "2", "3")]
-    assert titled == [labels["loss_axis"], labels["accuracy_axis"], labels["lr_axis"]]  # every axis says what it is
+    assert fig.layout.yaxis.title.text == labels["loss_axis"]  # every panel says what its y axis is: the first
+    titles = [a.text for a in fig.layout.annotations[:3]]  # the others in their titles, clear of their neighbours
+    assert labels["accuracy_axis"] in titles[1] and labels["lr_axis"] in titles[2]
 
 
 def test_a_patch_map_hover_counts_patches_rows_and_columns_from_one():
@@ -493,3 +494,102 @@ def test_a_figure_built_without_plotly_checks_is_the_checked_one(name, monkeypat
             figure.to_dict(), validate=False
         )
     assert _without_empty(json.loads(built[False])) == _without_empty(json.loads(built[True]))
+
+
+# ---- issue 55: figures a class reads wrong ----
+
+
+@pytest.mark.parametrize("eyes", [None, *DICHROMACY], ids=["normal", *DICHROMACY])
+def test_the_test_set_map_gives_ten_classes_ten_colours_that_stay_apart(eyes):
+    points = np.random.default_rng(0).normal(size=(100, 2))
+    groups = np.arange(100) % 10
+    fig = plots.test_set_map(points, groups, [f"class {k}" for k in range(10)], [""] * 100)
+    colours = [trace.marker.color for trace in fig.data]
+    assert len(set(colours)) == 10  # ship is not airplane's colour, nor truck automobile's
+    close = [(a, b) for a, b in itertools.combinations(colours, 2) if _ciede2000(_lab(a, eyes), _lab(b, eyes)) < APART]
+    assert close == []
+    faint = [c for c in colours if _ciede2000(_lab(c, eyes), _lab("#FFFFFF", eyes)) < 15]  # small dots on white
+    assert faint == []
+
+
+def test_the_head_grid_colour_bar_tells_its_ticks_apart():
+    drops = np.array([[0.002, 0.006, 0.011, 0.014], [0.001, 0.004, 0.0, 0.008]])
+    bar = plots.head_grid(drops).data[0].colorbar
+    labels = list(bar.ticktext)
+    assert len(labels) >= 3 and len(set(labels)) == len(labels), labels  # not "1%, 1%, 1%, 0%"
+    for value, label in zip(bar.tickvals, labels, strict=True):
+        assert float(label.rstrip("%")) / 100 == pytest.approx(value, abs=1e-12)  # each label says its value
+    assert max(bar.tickvals) <= drops.max() + 1e-12
+
+
+def test_the_cards_panels_leave_their_neighbours_room():
+    history = [
+        dict(epoch=e, train_loss=1 / e, train_accuracy=0.5, lr=0.002 / e, test_loss=1, test_accuracy=0.6)
+        for e in range(1, 6)
+    ]
+    labels = {key: key.replace("_", " ") for key in plots.CURVE_KEYS} | {"accuracy_axis": "images right"}
+    fig = plots.training_curves(history, labels)
+    # The gap left of a panel holds its tick labels ("100%", "0.0015") and its y title, if any, at a
+    # 900-pixel figure in presenter mode (20 px text); a y title rotated in the gap runs into the panel before.
+    width, text_px = 900, plots.TEXT_PX[True]
+    for name in ("yaxis2", "yaxis3"):
+        axis, x_axis = fig.layout[name], fig.layout[name.replace("y", "x")]
+        left_panel_end = fig.layout["xaxis" if name == "yaxis2" else "xaxis2"].domain[1]
+        gap_px = (x_axis.domain[0] - left_panel_end) * width
+        chars = 4 if name == "yaxis2" else 6  # "100%"; plotly writes a learning rate as "0.0015"
+        needed = chars * 0.55 * text_px + 8 + (1.3 * text_px if axis.title.text else 0)
+        assert gap_px >= needed, (name, axis.title.text, gap_px, needed)
+    assert "images right" in " ".join(a.text for a in fig.layout.annotations)  # the panel says what it counts
+
+
+def _plot_px(fig, presenter: bool, legend_entries: int) -> float:
+    """The height left for a plot once the title, the x axis (ticks and title) and a legend of one
+    entry a row (a narrow column) have taken theirs."""
+    fig = plots.theme(fig, presenter)
+    text, scale = plots.TEXT_PX[presenter], (plots.PRESENTER_SCALE if presenter else 1)
+    legend = 1.3 * text * legend_entries if legend_entries > 1 else 0
+    return fig.layout.height - fig.layout.margin.t - fig.layout.margin.b - 2.6 * text - legend + 0 * scale
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_a_tall_legend_does_not_squash_its_curves(presenter):
+    x = np.linspace(0, 1, 9)
+    names = ["occlusion (hiding one patch at a time)", "[CLS] attention (last layer)", "attention rollout"]
+    names += ["gradient-weighted rollout", "integrated gradients"]
+    trust = plots.curves_with_band(x, {n: x for n in names}, (x, x), "random orders (8): lowest to highest")
+    assert _plot_px(trust, presenter, len(names) + 1) >= 240
+    lines = plots.multi_line(x, {n: x for n in names[:4]}, height=340)
+    assert _plot_px(lines, presenter, 4) >= 220  # the block page's "Size of the stream"
+
+
+@pytest.mark.parametrize("presenter", [False, True])
+def test_a_wrapped_histogram_title_does_not_touch_its_legend(presenter):
+    title = "After normalising (mean -0.12: centred near 0, the values the model reads)"
+    fig = plots.theme(plots.histogram({"R": np.random.rand(50), "G": np.random.rand(50)}, title), presenter)
+    lines = fig.layout.title.text.count("<br>") + 1
+    assert lines > 1
+    title_bottom = fig.layout.title.pad.t + 1.3 * plots.TITLE_PX[presenter] * lines
+    legend = fig.layout.legend
+    legend_on_top = legend.yref != "container" and (legend.y or 0) >= 1
+    needed = title_bottom + (1.3 * plots.TEXT_PX[presenter] + 10 if legend_on_top else 0)
+    assert fig.layout.margin.t >= needed
+
+
+def test_the_token_rows_name_cls_on_its_own_row():
+    rows = ["[CLS]"] + [f"patch {n}" for n in range(1, 65)]
+    ticks = rows[1::8]
+    after = plots.token_matrix(np.ones((65, 8)), rows, title="T x D", marked={0: "[CLS]"}, rows=rows, ticks=ticks)
+    before = plots.token_matrix(np.ones((64, 8)), rows[1:], title="N x D", rows=rows, ticks=ticks)
+    y = after.layout.yaxis
+    assert y.tickvals[0] == "[CLS]" and "[CLS]" in y.ticktext[0]  # [CLS] named beside its row
+    assert not after.layout.annotations  # no label floating over the patches' rows
+    row_px = (420 - plots.TITLE_TOP - 60) / len(rows)
+    slots = [rows.index(v) for v in y.tickvals]
+    assert min(np.diff(slots)) * row_px >= plots.TEXT_PX[False]  # no tick level with another
+    assert before.layout.yaxis.tickvals[0] == "patch 1"  # the left map, without [CLS], names patch 1
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_head_grids_rotated_layer_title_is_more_than_a_syllable(lang):
+    fig = plots.head_grid(np.zeros((2, 3)), y_title=i18n.t("trust.grid_y", lang), x_title=i18n.t("trust.grid_x", lang))
+    assert plots.ems(fig.layout.yaxis.title.text) >= 3  # a lone "층" on its side read as a mark, not a word

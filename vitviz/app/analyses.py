@@ -77,6 +77,14 @@ def cached_ablated(
     }
 
 
+@st.cache_resource(max_entries=2, show_spinner=False)
+def shipped_projection(model_name: str) -> projection.Projection | None:
+    """The map shipped beside the weights, read without the test images: a server that has none
+    draws it without pictures (read-only). None where no map ships for these weights."""
+    model, spec = cached_model(model_name)
+    return projection.read_stored(projection.projection_path(spec.path), model) if spec.path else None
+
+
 COMPUTED_IMAGES = 2000  # a map made here, for a model that ships none: test images at even strides, PCA alone
 
 

@@ -16,10 +16,13 @@ from vitviz.app.presenter import PRESENTER_REM, presenting
 from vitviz.app.text import tr
 
 
-def header(page_key: str, intro_key: str, shape: tuple[int, ...] | str | None = None) -> None:
-    """Title, one explaining paragraph, and the live shape of the tensor at this step."""
+def header(
+    page_key: str, intro_key: str, shape: tuple[int, ...] | str | None = None, then_key: str | None = None
+) -> None:
+    """Title, one explaining paragraph (``then_key``'s sentence after it), and the live shape of
+    the tensor at this step."""
     st.title(tr(page_key))
-    st.markdown(tr(intro_key))
+    st.markdown(tr(intro_key) + (f" {tr(then_key)}" if then_key else ""))
     if shape is not None:
         text = shape if isinstance(shape, str) else "(" + ", ".join(map(str, shape)) + ")"
         st.markdown(f"**{tr('shape.label')}:** `{text}`")

@@ -23,13 +23,18 @@ def nav(script: str) -> None:
     if index > 0:
         left.button(f"← {tr('nav.previous')}", key="nav_prev", width="stretch", on_click=ask_step, args=(index - 1,))
     middle.markdown(
-        f"<div style='text-align:center;padding-top:0.4rem'>{tr('nav.step', index=index, total=len(files) - 1)}</div>",
+        f"<div style='text-align:center;padding-top:0.4rem'>{counter(index, len(files) - 1)}</div>",
         unsafe_allow_html=True,
     )
     if index < len(files) - 1:
         right.button(
             f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary", on_click=ask_step, args=(index + 1,)
         )
+
+
+def counter(index: int, steps: int) -> str:
+    """Where the tour stands: "Overview, then 9 steps" on the overview, "Step 3 of 9" after it."""
+    return tr("nav.overview", total=steps) if index == 0 else tr("nav.step", index=index, total=steps)
 
 
 def ask_step(step: int) -> None:

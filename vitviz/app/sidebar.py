@@ -6,7 +6,7 @@ import streamlit as st
 import torch
 
 from vitviz import handout, lab, values, zoo
-from vitviz.app import charts, session, state, web
+from vitviz.app import charts, session, state, turns, web
 from vitviz.app.caches import DEFAULT_SAMPLE, cached_precision, cached_trace, sample_names
 from vitviz.app.current import (
     chosen_test_image,
@@ -217,10 +217,13 @@ def _stop_upload() -> None:
 
 
 def device_text(device: torch.device) -> str:
-    """Where the model runs, in the user's language: "CPU (2 threads)" / "CPU (스레드 2개)", or the GPU's name."""
-    return (
-        tr("sidebar.device_cpu", threads=torch.get_num_threads()) if device.type == "cpu" else zoo.device_label(device)
-    )
+    """Where the model runs, in the user's language: "CPU (2 cores)" / "CPU (코어 2개)", or the GPU's
+    name. The cores are the server's for torch (``turns``), the same on every page: the threads a
+    run gets change with the sessions that share them, and its sidebar was drawn with a run's."""
+    if device.type != "cpu":
+        return zoo.device_label(device)
+    cores = turns.server_turns().cores
+    return tr("sidebar.device_cpu_one") if cores == 1 else tr("sidebar.device_cpu", cores=cores)
 
 
 def precision_text(name: str) -> str:

@@ -52,6 +52,9 @@ def hardware_text(label: str) -> str:
     language; other labels as written."""
     texts = []
     for machine in label.split(MACHINES_JOIN):
-        found = re.fullmatch(r"CPU \((.+), (\d+) threads\)", machine)
-        texts.append(tr("card.hardware_cpu", name=found[1], threads=found[2]) if found else machine)
+        found = re.fullmatch(r"CPU \((.+), (\d+) threads?\)", machine)
+        if found and found[2] == "1":
+            texts.append(tr("card.hardware_cpu_one", name=found[1]))
+        else:
+            texts.append(tr("card.hardware_cpu", name=found[1], threads=found[2]) if found else machine)
     return MACHINES_JOIN.join(texts)
