@@ -234,6 +234,11 @@ def hostile_uploads() -> list[tuple[str, dict[str, bytes], str]]:
             "model.bad_json",
         ),
         ('a card whose test_accuracy is "high"', card(test_accuracy="high"), "model.load_failed"),
+        (
+            'a card whose one-view accuracy is "high"',
+            card(evaluated={"one_view_accuracy": "high"}),
+            "model.load_failed",
+        ),
         ("a weight that is NaN", broken(float("nan")), "model.not_finite"),
         ("a weight that is infinite", broken(float("inf")), "model.not_finite"),
         ("timm-style weights without a json", {"w.safetensors": weights}, "model.needs_heads"),

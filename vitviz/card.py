@@ -90,6 +90,8 @@ class ModelCard:
         numbers["test_accuracy"] = (self.test_accuracy, 0, 1) if self.test_accuracy is not None else (0, 0, 1)
         if self.planned_epochs is not None:
             numbers["planned_epochs"] = (self.planned_epochs, 0, 10**7)
+        if "one_view_accuracy" in self.evaluated:
+            numbers["one_view_accuracy"] = (self.evaluated["one_view_accuracy"], 0, 1)
         for name, (value, low, high) in numbers.items():
             if not values.finite(value, low, high):
                 raise ValueError(f"The card's {name} must be a number from {low} to {high}, not {value!r}.")
