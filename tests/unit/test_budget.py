@@ -118,3 +118,24 @@ def test_the_servers_flags_set_the_limits():
     with pytest.raises(zoo.ModelLoadError) as caught:
         zoo.load_upload(files, access.Policy(max_image_mb=0.001), device="cpu")
     assert caught.value.key == "model.budget_memory"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"class_token": False, "global_pool": "avg"},
+        {"mlp_ratio": 2.0, "depth": 3, "num_heads": 4},
+        {"image_size": (32, 64), "patch_size": 4, "num_classes": 0, "class_names": ()},
+    ],
+)
+def test_a_plain_vits_flops_are_what_torch_counts(changes):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = TINY.replace(**changes)
+    with torch.device("meta"):  # on the CPU, torch's counter misses its flash-attention kernel
+        model = build_model(config).eval()
+        pixels = torch.zeros(1, 3, *config.image_size)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(pixels)
+    assert budget.vit_flops(config) == counter.get_total_flops()
