@@ -18,6 +18,7 @@ from safetensors.torch import save as save_bytes
 from vitviz import access, values, zoo
 from vitviz.card import ModelCard
 from vitviz.config import ViTConfig
+from vitviz.i18n import plain
 from vitviz.model import VisionTransformer
 
 CLASS_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")  # what a sentence must never name
@@ -48,7 +49,7 @@ def _as_missing(name: str, policy: access.Policy, missing: str) -> None:
     refused, absent = _refusal(name, policy), _refusal(missing, policy)
     assert refused.key == absent.key and refused.key.startswith("model.unknown_served")
     for lang in ("en", "ko"):
-        said, said_missing = refused.sentence(lang), absent.sentence(lang)
+        said, said_missing = plain(refused.sentence(lang)), plain(absent.sentence(lang))  # not as Markdown
         assert said.replace(repr(values.echo(name)), "N") == said_missing.replace(repr(values.echo(missing)), "N")
 
 
