@@ -4,8 +4,12 @@ CIFAR-10 (JPEG copy) is.
 Tests marked ``cifar10`` need real CIFAR-10 images (the shipped models' cards are measured on
 the JPEG copy). They find it through VITVIZ_DATA or at ../shared/data/cifar10-jpeg; where
 neither exists (a clone on its own) they are deselected, with one line saying what is missing
-and how to get it, rather than failing as if a feature were broken. Tests marked ``slow`` run
-the whole test split or the benchmark; ``-m "not slow"`` leaves them out.
+and how to get it, rather than failing as if a feature were broken. In continuous integration
+(``CI=true``, as GitHub Actions and most CI services set it) the data is part of the setup: a
+test whose data is missing fails there, with the same line, instead of vanishing from the
+report. Tests marked ``fashion_mnist`` need Debian's Fashion-MNIST, found where vitviz.data
+looks for it. Tests marked ``slow`` run the whole test split or the benchmark;
+``-m "not slow"`` leaves them out.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ os.environ.setdefault("VITVIZ_PRECISION", "float32")
 os.environ.setdefault("VITVIZ_READ_AHEAD", "0")
 
 from vitviz.config import ViTConfig
+from vitviz.data import DEBIAN_FOLDERS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -47,7 +52,7 @@ CIFAR10 = _cifar10_folder()
 SHARED_DATA = CIFAR10 or REPO.parent / "shared" / "data" / "cifar10-jpeg"  # where the cifar10 tests read it
 
 
-FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")  # Debian's dataset-fashion-mnist
+FASHION_MNIST = DEBIAN_FOLDERS["fashion-mnist"]  # Debian's dataset-fashion-mnist, where vitviz.data reads it
 
 # marker -> (whether its data is here, what to say when it is not)
 MISSING_DATA = {
@@ -63,16 +68,34 @@ MISSING_DATA = {
 }
 
 
+def on_ci() -> bool:
+    """Whether the tests run in continuous integration (``CI=true``, or ``1`` / ``yes``)."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+MISSING = pytest.StashKey[str]()  # on a test whose data is missing in CI: what is missing
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     for marker, (present, why) in MISSING_DATA.items():
         needing = [item for item in items if item.get_closest_marker(marker)]
         if present or not needing:
             continue
+        if on_ci():  # kept, to fail at setup (pytest_runtest_setup) with what is missing
+            for item in needing:
+                item.stash[MISSING] = f"CI=true and the data of this {marker} test is missing: {why}"
+            continue
         config.hook.pytest_deselected(items=needing)
         items[:] = [item for item in items if not item.get_closest_marker(marker)]
         if reporter is not None:
             reporter.write_line(f"{len(needing)} tests deselected: {why}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures, which may read the missing data
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if MISSING in item.stash:
+        pytest.fail(item.stash[MISSING], pytrace=False)
 
 
 @pytest.fixture(autouse=True)

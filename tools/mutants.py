@@ -4,10 +4,12 @@
     python tools/mutants.py --list       # their names, files and tests
     python tools/mutants.py -k ig,grid   # only the mutants whose name contains "ig" or "grid"
 
-Each mutant is one plausible bug written as a text replacement in vitviz/analysis.py,
-vitviz/patches.py or vitviz/compare.py, with the unit tests that should catch it. The work tree
-is never touched: its files (tracked and untracked, not ignored) are copied to a temporary folder
-once, every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
+Each mutant is one plausible bug written as a text replacement in the code that computes what a
+class sees (vitviz/analysis.py, patches.py, compare.py) or writes what it reads (claims.py,
+faithfulness.py, ablation.py, projection.py, handout.py), with the unit tests that should catch
+it. The work tree is never touched: its files (tracked and untracked, not ignored) are copied to
+a temporary folder once, the tests every chosen mutant runs are run there without any mutant,
+then every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
 put back. A mutant is "killed" when a test fails, "survived" when every test passes, and
 "stale" when its text is no longer in the file (the code moved on: mend the list).
 
@@ -48,8 +50,19 @@ class Mutant:
 
 
 ANALYSIS, PATCHES, COMPARE = "vitviz/analysis.py", "vitviz/patches.py", "vitviz/compare.py"
+CLAIMS, FAITHFULNESS, ABLATION = "vitviz/claims.py", "vitviz/faithfulness.py", "vitviz/ablation.py"
+PROJECTION, HANDOUT = "vitviz/projection.py", "vitviz/handout.py"
 T_ANALYSIS, T_LAB, T_PATCHES = "tests/unit/test_analysis.py", "tests/unit/test_lab.py", "tests/unit/test_patches.py"
-T_COMPARE = "tests/unit/test_compare.py"
+T_COMPARE, T_CLAIMS, T_FAITHFULNESS = (
+    "tests/unit/test_compare.py",
+    "tests/unit/test_claims.py",
+    "tests/unit/test_faithfulness.py",
+)
+T_ABLATION, T_PROJECTION, T_HANDOUT = (
+    "tests/unit/test_ablation.py",
+    "tests/unit/test_projection.py",
+    "tests/unit/test_handout.py",
+)
 
 MUTANTS = (
     # ---- attention rollout and what the pooled token reads
@@ -215,15 +228,15 @@ MUTANTS = (
     Mutant(
         "gradcam-without-relu",
         COMPARE,
-        "relu_attributions=True",
-        "relu_attributions=False",
+        "cams = F.relu((alpha * features.detach()).sum(dim=1, keepdim=True))",
+        "cams = (alpha * features.detach()).sum(dim=1, keepdim=True)",
         (T_COMPARE, "-k", "gradcam"),
     ),
     Mutant(
         "gradcam-mirror-not-flipped-back",
         COMPARE,
-        "one_view(pixels.flip(-1)).flip(-1)",
-        "one_view(pixels.flip(-1))",
+        "cam, answer = (cam + cams[1].flip(-1)) / 2",
+        "cam, answer = (cam + cams[1]) / 2",
         (T_COMPARE, "-k", "gradcam"),
     ),
     Mutant(
@@ -246,6 +259,291 @@ MUTANTS = (
         "x = x + model.pos_embed.mean(dim=1, keepdim=True)",
         "x = x + model.pos_embed",
         (T_COMPARE, "-k", "position or experiments"),
+    ),
+    # ---- claims: the sentences that read the numbers (each names the threshold it sits on)
+    Mutant(
+        "claims-local-includes-the-limit",
+        CLAIMS,
+        "local = distances < limit",
+        "local = distances <= limit",
+        (T_CLAIMS, "-k", "local"),
+    ),
+    Mutant(
+        "claims-near-uniform-one-sided",
+        CLAIMS,
+        "np.abs(distances / uniform - 1) <= NEAR_UNIFORM",
+        "(distances / uniform - 1) <= NEAR_UNIFORM",
+        (T_CLAIMS, "-k", "uniform"),
+    ),
+    Mutant(
+        "claims-depth-farther-sign",
+        CLAIMS,
+        '"farther" if last > first else "nearer"',
+        '"farther" if last < first else "nearer"',
+        (T_CLAIMS, "-k", "farther"),
+    ),
+    Mutant(
+        "claims-rise-without-the-threshold",
+        CLAIMS,
+        "return bool(before[peak] > curve[0] + RISE)",
+        "return bool(before[peak] > curve[0])",
+        (T_CLAIMS, "-k", "rise"),
+    ),
+    Mutant(
+        "claims-rise-peak-before-the-last-drop",
+        CLAIMS,
+        "before = curve[: dropped[0] if dropped.size else curve.size]",
+        "before = curve[: dropped[-1] if dropped.size else curve.size]",
+        (T_CLAIMS, "-k", "rise"),
+    ),
+    Mutant(
+        "claims-fall-at-half-exactly",
+        CLAIMS,
+        "below = np.flatnonzero(curve < FALL_SHARE * curve[0])",
+        "below = np.flatnonzero(curve <= FALL_SHARE * curve[0])",
+        (T_CLAIMS, "-k", "occlusion or curve or fall or halve"),
+    ),
+    Mutant(
+        "claims-layernorm-narrower-without-the-factor",
+        CLAIMS,
+        "if cv_after * NARROWER <= cv_before:",
+        "if cv_after <= cv_before:",
+        (T_CLAIMS, "-k", "layer_norm"),
+    ),
+    Mutant(
+        "claims-layernorm-equal-reads-the-input",
+        CLAIMS,
+        "if cv_after < EQUAL_SPREAD:",
+        "if cv_before < EQUAL_SPREAD:",
+        (T_CLAIMS, "-k", "layer_norm"),
+    ),
+    Mutant(
+        "claims-components-one-short",
+        CLAIMS,
+        "np.searchsorted(np.cumsum(ratios), VARIANCE_SHARE - 1e-9)) + 1",
+        "np.searchsorted(np.cumsum(ratios), VARIANCE_SHARE - 1e-9))",
+        (T_CLAIMS, "-k", "filters or shown or share"),
+    ),
+    Mutant(
+        "claims-even-spread-excludes-the-share",
+        CLAIMS,
+        "if needed >= EVEN_SHARE * total else",
+        "if needed > EVEN_SHARE * total else",
+        (T_CLAIMS, "-k", "filters or even"),
+    ),
+    Mutant(
+        "claims-lens-steady-looks-one-ahead",
+        CLAIMS,
+        "while steady > 0 and top1[steady - 1] == final_class:",
+        "while steady > 0 and top1[steady] == final_class:",
+        (T_CLAIMS, "-k", "lens"),
+    ),
+    Mutant(
+        "claims-reach-needs-more-than-the-side",
+        CLAIMS,
+        "if size >= side),",
+        "if size > side),",
+        (T_CLAIMS, "-k", "reach"),
+    ),
+    Mutant(
+        "claims-trust-best-by-insertion",  # the table's best margin is not its best insertion
+        CLAIMS,
+        "best = max(rows, key=lambda m: margin[m])",
+        'best = max(rows, key=lambda m: rows[m]["insertion_auc"])',
+        (T_CLAIMS, "-k", "test_set_table"),
+    ),
+    Mutant(
+        "claims-costliest-one-percent-is-little",
+        CLAIMS,
+        'if float(drops.max()) >= SMALL_DROP else "trust.costliest_none"',
+        'if float(drops.max()) > SMALL_DROP else "trust.costliest_none"',
+        (T_CLAIMS, "-k", "costliest"),
+    ),
+    Mutant(
+        "claims-costliest-layer-and-head-swapped",
+        CLAIMS,
+        "layer, head = np.unravel_index(int(np.argmax(drops)), drops.shape)",
+        "head, layer = np.unravel_index(int(np.argmax(drops)), drops.shape)",
+        (T_CLAIMS, "-k", "costliest"),
+    ),
+    Mutant(
+        "claims-neighbour-self-of-the-first-chunk",  # a map larger than one chunk
+        CLAIMS,
+        "distances[np.arange(len(block)), np.arange(start, start + len(block))] = np.inf",
+        "distances[np.arange(len(block)), np.arange(len(block))] = np.inf",
+        (T_CLAIMS, "-k", "neighbour"),
+    ),
+    Mutant(
+        "claims-ablation-kept-share-of-the-new-answer",
+        CLAIMS,
+        '"p_kept": f"{float(after[first]):.1%}"',
+        '"p_kept": f"{float(after[then]):.1%}"',
+        (T_CLAIMS, "-k", "ablation"),
+    ),
+    # ---- faithfulness: the curves, the verdict against chance, the table over images
+    Mutant(
+        "faithfulness-better-at-the-band-edge",
+        FAITHFULNESS,
+        "BETTER if margins[m] > high else",
+        "BETTER if margins[m] >= high else",
+        (T_FAITHFULNESS, "-k", "verdict or chance or sentences"),
+    ),
+    Mutant(
+        "faithfulness-worse-at-the-band-edge",
+        FAITHFULNESS,
+        "WORSE if margins[m] < low else",
+        "WORSE if margins[m] <= low else",
+        (T_FAITHFULNESS, "-k", "verdict or chance or sentences"),
+    ),
+    Mutant(
+        "faithfulness-best-by-insertion",  # a ranking whose best insertion is not its best margin
+        FAITHFULNESS,
+        "best=max(ranked, key=lambda m: margins[m])",
+        "best=max(ranked, key=lambda m: ranked[m].insertion_auc)",
+        (T_FAITHFULNESS, "-k", "verdict or sentences"),
+    ),
+    Mutant(
+        "faithfulness-best-deletion-is-the-highest",
+        FAITHFULNESS,
+        "best_deletion=min(ranked, key=lambda m: ranked[m].deletion_auc)",
+        "best_deletion=max(ranked, key=lambda m: ranked[m].deletion_auc)",
+        (T_FAITHFULNESS, "-k", "worse or verdict or sentences"),
+    ),
+    Mutant(
+        "faithfulness-margin-sign",
+        FAITHFULNESS,
+        "return self.insertion_aucs - self.deletion_aucs",
+        "return self.deletion_aucs - self.insertion_aucs",
+        (T_FAITHFULNESS, "-k", "curve or verdict"),
+    ),
+    Mutant(
+        "faithfulness-ranking-lowest-first",
+        FAITHFULNESS,
+        "torch.sort(scores.float().cpu(), descending=True, stable=True)",
+        "torch.sort(scores.float().cpu(), descending=False, stable=True)",
+        (T_FAITHFULNESS, "-k", "occlusion_ranks"),
+    ),
+    Mutant(
+        "faithfulness-every-image-one-seed",
+        FAITHFULNESS,
+        "num_random=num_random, seed=seed + i, patch_size=patch_size",
+        "num_random=num_random, seed=seed, patch_size=patch_size",
+        (T_FAITHFULNESS, "-k", "over_images or seed"),
+    ),
+    Mutant(
+        "faithfulness-below-random-is-not-better",
+        FAITHFULNESS,
+        'row["below_random"] = verdicts.count(WORSE) / n',
+        'row["below_random"] = 1 - verdicts.count(BETTER) / n',
+        (T_FAITHFULNESS, "-k", "over_images or summar"),
+    ),
+    Mutant(
+        "faithfulness-per-patch-column-major",
+        FAITHFULNESS,
+        "return blocks.sum(dim=(1, 3)).flatten()  # (N,)",
+        "return blocks.sum(dim=(1, 3)).T.flatten()  # (N,)",
+        (T_FAITHFULNESS, "-k", "per_patch"),
+    ),
+    # ---- ablation: which head, which layer, and the grid's numbers
+    Mutant(
+        "ablation-drop-sign",
+        ABLATION,
+        '"layer_drop": [round(clean - a, 6) for a in layers]',
+        '"layer_drop": [round(a - clean, 6) for a in layers]',
+        (T_ABLATION, "-k", "grid"),
+    ),
+    Mutant(
+        "ablation-means-over-batches-not-images",
+        ABLATION,
+        "means = total / len(data)",
+        "means = total / len(starts)",
+        (T_ABLATION, "-k", "grid"),
+    ),
+    Mutant(
+        "ablation-grid-runs-from-the-next-stream",
+        ABLATION,
+        "_correct(forward_from(variant, hidden[layer], layer), labels)",
+        "_correct(forward_from(variant, hidden[layer + 1], layer), labels)",
+        (T_ABLATION, "-k", "grid"),
+    ),
+    Mutant(
+        "ablation-layer-check-admits-depth",
+        ABLATION,
+        "if not (0 <= layer < depth and 0 <= head < num_heads):",
+        "if not (0 <= layer <= depth and 0 <= head < num_heads):",
+        (T_ABLATION, "-k", "refused"),
+    ),
+    Mutant(
+        "ablation-head-means-mean-of-batch-means",
+        ABLATION,
+        "sums.append(head_outputs(block.attn, block.norm1(x)).float().sum(dim=0))",
+        "sums.append(head_outputs(block.attn, block.norm1(x)).float().mean(dim=0))",
+        (T_ABLATION, "-k", "mean_ablation"),
+    ),
+    # ---- projection: the map of the test set
+    Mutant(
+        "projection-pca-sign-without-abs",
+        PROJECTION,
+        "largest = axes.abs().argmax(dim=1)",
+        "largest = axes.argmax(dim=1)",
+        (T_PROJECTION, "-k", "pca"),
+    ),
+    Mutant(
+        "projection-pca-axes-are-columns",
+        PROJECTION,
+        "axes = vh[:dims]  # (dims, D)",
+        "axes = vh[:, :dims].T  # (dims, D)",
+        (T_PROJECTION, "-k", "pca"),
+    ),
+    Mutant(
+        "projection-default-layers-one-short",
+        PROJECTION,
+        "return sorted({depth // 2, depth})",
+        "return sorted({depth // 2, depth - 1})",
+        (T_PROJECTION, "-k", "points_are"),
+    ),
+    Mutant(
+        "projection-cls-is-the-first-patch",
+        PROJECTION,
+        'picked = stream[:, 0] if token == "cls"',
+        'picked = stream[:, prefix] if token == "cls"',
+        (T_PROJECTION, "-k", "points_are"),
+    ),
+    # ---- handout: the file a student takes home
+    Mutant(
+        "handout-centre-patch-one-left",
+        HANDOUT,
+        "index = (grid_h // 2) * grid_w + grid_w // 2",
+        "index = (grid_h // 2) * grid_w + grid_w // 2 - 1",
+        (T_HANDOUT, "-k", "numbers_in_the_file"),
+    ),
+    Mutant(
+        "handout-lens-rank-from-zero",
+        HANDOUT,
+        'page.tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]) + 1,',
+        'page.tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]),',
+        (T_HANDOUT, "-k", "numbers_in_the_file or lens"),
+    ),
+    Mutant(
+        "handout-occlusion-share-of-the-tokens",
+        HANDOUT,
+        "fractions = counts / num_patches",
+        "fractions = counts / config.num_tokens",
+        (T_HANDOUT, "-k", "numbers_in_the_file or occlusion"),
+    ),
+    Mutant(
+        "handout-maps-rounded-to-decimals",
+        HANDOUT,
+        'lambda v: float(f"{v:.{digits}g}")',
+        "lambda v: round(v, digits)",
+        (T_HANDOUT, "-k", "numbers_in_the_file"),
+    ),
+    Mutant(
+        "handout-selected-head-one-before-the-mean",
+        HANDOUT,
+        '{" selected" if i == heads else ""}',
+        '{" selected" if i == heads - 1 else ""}',
+        (T_HANDOUT, "-k", "selector"),
     ),
 )
 
@@ -284,7 +582,31 @@ def warm_up() -> None:
             importlib.import_module(name)
 
 
-def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[bool, str]:
+def baseline_tests(chosen: list[Mutant]) -> tuple[str, ...]:
+    """One pytest selection that runs what the chosen mutants' selections run, and no more.
+
+    Each mutant's files and ``-k`` become one clause, ``((file names) and (expression))``, and the
+    clauses are joined by ``or``: -k also matches a test's module file name, so the clause of one
+    file's mutant selects nothing in another file. Running whole files instead would run their
+    slow tests (a UMAP or t-SNE map) that no mutant asks for.
+    """
+    files, clauses = [], []
+    for m in chosen:
+        mine = [t for t in m.tests if t.startswith("tests/")]
+        rest = [t for t in m.tests if not t.startswith("tests/")]
+        if rest[:1] == ["-k"] and len(rest) == 2:
+            expression = rest[1]
+        elif not rest:
+            expression = ""
+        else:
+            raise SystemExit(f"{m.name}: give its tests as files and at most one -k expression.")
+        names = " or ".join(Path(t).name for t in mine)
+        clauses.append(f"(({names}) and ({expression}))" if expression else f"({names})")
+        files.extend(mine)
+    return (*dict.fromkeys(files), "-k", " or ".join(dict.fromkeys(clauses)))
+
+
+def run_tests(tree: Path, tests: tuple[str, ...], timeout: float = TIMEOUT_S) -> tuple[bool, str]:
     """Run pytest on ``tests`` in the copy, in a forked child of this (warm) process.
 
     Returns:
@@ -308,12 +630,12 @@ def run_tests(tree: Path, tests: tuple[str, ...]) -> tuple[bool, str]:
         finally:
             sys.stdout.flush()
             os._exit(code)
-    deadline = time.monotonic() + TIMEOUT_S
+    deadline = time.monotonic() + timeout
     while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
         if time.monotonic() > deadline:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
-            return False, f"timed out after {TIMEOUT_S} s"
+            return False, f"timed out after {timeout:.0f} s"
         time.sleep(0.05)
     code = os.waitstatus_to_exitcode(done[1])
     output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
@@ -346,8 +668,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="vitviz-mutants-") as folder:
         tree = Path(folder)
         copy_tree(tree)
-        every_test = tuple(dict.fromkeys(t for m in chosen for t in m.tests if t.startswith("tests/")))
-        passed, why = run_tests(tree, every_test)
+        passed, why = run_tests(tree, baseline_tests(chosen), TIMEOUT_S * len(chosen))
         if not passed:
             raise SystemExit(f"The tests fail without any mutant ({why}): fix them first.")
 

@@ -3,6 +3,7 @@ shared model is never touched, and the test-set grid is what ablated models scor
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from einops import rearrange
 
 from tests.helpers import CLASSES, make_image_folder
 from vitviz import ablation, analysis, zoo
-from vitviz.data import load_split, preprocess_batch
+from vitviz.data import ImageSet, load_split, preprocess_batch
 from vitviz.evaluate import evaluate, weights_hash
 from vitviz.model import Attention, Block, VisionTransformer
 
@@ -157,6 +158,80 @@ def test_the_grid_is_the_accuracy_of_each_ablated_model(folder, classifier):
     skipped = ablation.ablated(classifier, ablation.Ablation.of(layers=[1]))
     with torch.no_grad():
         assert grid["layer_accuracy"][1] == int((skipped(pixels).argmax(-1) == data.labels).sum()) / 15
+
+
+def _accuracy_with_proj_input(model: VisionTransformer, pixels, labels, layer: int, change) -> float:
+    """The accuracy of a copy of ``model`` whose block ``layer`` hands its output projection
+    ``change(x)`` instead of x, (B, T, D) with head h in columns h * head_dim to (h + 1) * head_dim:
+    a forward pre-hook, written apart from ``ablation``'s own replacement of the heads."""
+    hooked = copy.deepcopy(model)
+    hooked.blocks[layer].attn.proj.register_forward_pre_hook(lambda module, args: (change(args[0].clone()),))
+    with torch.no_grad():
+        return int((hooked(pixels).argmax(-1) == labels).sum()) / len(labels)
+
+
+def test_the_grid_over_several_batches_is_each_head_and_layer_switched_off_by_hand(classifier):
+    """A grid where switching parts off changes answers, over 15 images in 4 batches of 4, against
+    ablations written with hooks on the unablated model. The attention branches are made strong
+    (their projections times 4) and the images are noise, so that the answers vary and hang on the
+    heads; the labels are the model's own answers, three of them changed, so that an ablation can
+    cost answers and win some."""
+    with torch.no_grad():
+        for block in classifier.blocks:
+            block.attn.proj.weight.mul_(4.0)
+    images = torch.randint(0, 256, (15, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    pixels = preprocess_batch(images, classifier.config.preprocess)
+    with torch.no_grad():
+        labels = classifier(pixels).argmax(-1)
+    labels[:3] = (labels[:3] + 1) % 3
+    data = ImageSet(images, labels, list(CLASSES), [f"{i}.png" for i in range(15)], "noise", "noise-15")
+    grid = ablation.accuracy_grid(classifier, data, batch_size=4)
+    depth, heads, head_dim = 2, 4, 8
+    with torch.no_grad():
+        clean = int((classifier(pixels).argmax(-1) == labels).sum()) / 15
+    assert clean == 0.8  # 12 of 15: the three changed labels are wrong
+    # every head's mean input to the projection over the 15 images, token by token: (depth, T, D)
+    seen = {layer: [] for layer in range(depth)}
+    hooks = [
+        classifier.blocks[layer].attn.proj.register_forward_pre_hook(
+            lambda module, args, layer=layer: seen[layer].append(args[0])
+        )
+        for layer in range(depth)
+    ]
+    with torch.no_grad():
+        classifier(pixels)
+    for hook in hooks:
+        hook.remove()
+    means = {layer: torch.cat(seen[layer]).mean(dim=0) for layer in range(depth)}  # (T, D)
+
+    def replaced(layer: int, head: int, mode: str):
+        columns = slice(head * head_dim, (head + 1) * head_dim)
+
+        def change(x):
+            x[..., columns] = 0.0 if mode == "zero" else means[layer][:, columns]
+            return x
+
+        return change
+
+    for mode in ablation.MODES:
+        for layer in range(depth):
+            for head in range(heads):
+                expected = _accuracy_with_proj_input(classifier, pixels, labels, layer, replaced(layer, head, mode))
+                assert grid["head_accuracy"][mode][layer][head] == expected, (mode, layer, head)
+                assert grid["head_drop"][mode][layer][head] == pytest.approx(clean - expected, abs=1e-6)
+    for layer in range(depth):
+        skipped = copy.deepcopy(classifier)
+        skipped.blocks[layer] = torch.nn.Identity()
+        with torch.no_grad():
+            expected = int((skipped(pixels).argmax(-1) == labels).sum()) / 15
+        assert grid["layer_accuracy"][layer] == expected and grid["layer_drop"][layer] == pytest.approx(
+            clean - expected, abs=1e-6
+        )
+    # the data separates the cases: some parts cost answers, and zero and mean ablation differ
+    assert grid["accuracy"] == clean
+    assert any(drop != 0 for drop in grid["layer_drop"])
+    assert any(drop != 0 for row in grid["head_drop"]["mean"] for drop in row)
+    assert grid["head_accuracy"]["zero"] != grid["head_accuracy"]["mean"]
 
 
 def test_the_command_prints_the_grid_and_stores_it_with_the_hash(folder, classifier, tmp_path, capsys):

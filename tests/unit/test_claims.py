@@ -104,6 +104,15 @@ def test_many_local_heads_are_counted_not_all_named():
     assert "15 of the 16 heads are local" in en and "and 9 more" in en
 
 
+def test_a_head_exactly_at_the_limit_is_not_local():
+    # uniform 16 px: "local" means under 8 px, so the head at 8.0 px is one of the others
+    found = claims.attention_distance(np.array([[8.0, 3.0], [12.0, 16.0]]), 16.0, 32)
+    assert found[1].key == "claims.distance.some" and found[1].values["k"] == 1
+    en, _ = both(found)
+    assert "1 of the 4 heads are local: layer 1 head 2." in en
+    assert "between 8.0 and 16.0 px, 50% to 100% of the uniform distance" in en
+
+
 @pytest.mark.parametrize(
     "first, last, key",
     [(4.0, 15.0, "claims.distance.depth_farther"), (15.0, 4.0, "claims.distance.depth_nearer"),
@@ -180,6 +189,24 @@ def test_only_one_curve_rising_or_falling_is_told_apart():
     ]
 
 
+def test_a_curve_that_rises_by_less_than_the_threshold_does_not_rise():
+    # both start at 60%: red climbs 4 points (under RISE, 5 points), grey 6 points
+    red = np.array([0.60, 0.64, 0.62, 0.50, 0.45, 0.40, 0.35, 0.30, 0.25, 0.20, 0.15])
+    grey = np.array([0.60, 0.66, 0.62, 0.50, 0.45, 0.40, 0.35, 0.30, 0.25, 0.20, 0.15])
+    found = claims.occlusion(FRACTIONS, red, grey)
+    assert keys(found)[0] == "claims.occlusion.rise_grey"
+    assert found[0].values["grey_peak"] == 0.66 and found[0].values["grey_at"] == pytest.approx(0.1)
+
+
+def test_a_curve_falls_under_half_its_start_only_below_the_half():
+    # 80% at the start: 40% at 20% hidden is half, not under it; 30% at 30% hidden is under
+    red = np.array([0.8, 0.6, 0.4, 0.3, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2])
+    found = claims.occlusion(FRACTIONS, red, np.full(11, 0.8))
+    fall = next(c for c in found if c.key.startswith("claims.occlusion.fall"))
+    assert fall.key == "claims.occlusion.fall_red" and fall.values["red_at"] == pytest.approx(0.3)
+    assert "half its start (40%) once 30% of the patches are hidden; the grey one never does" in claims.text(fall)
+
+
 def starts_at_zero(axis) -> bool:
     """An axis drawn from 0: a fixed range from 0, or an automatic one that keeps 0 in view."""
     return (axis.range is not None and axis.range[0] == 0) or (axis.range is None and axis.rangemode == "tozero")
@@ -227,6 +254,19 @@ def test_a_layer_norm_that_spreads_the_lengths_is_not_said_to_narrow_them():
     en, _ = both(found)
     assert "does not make the lengths more alike" in en
     assert claims.spread(np.full(5, 3.0)) == 0.0
+
+
+@pytest.mark.parametrize(
+    "half_width, key",
+    [(0.149, "claims.layernorm.not_narrower"), (0.151, "claims.layernorm.narrower")],
+)
+def test_a_layer_norm_narrows_the_lengths_only_by_the_factor(half_width, key):
+    # two tokens of lengths 1 -/+ w: spread (population std / mean) w. After: 0.9 and 1.1, spread 0.10.
+    # NARROWER is 1.5: a spread of 0.149 is 1.49 times 0.10 (not narrower), 0.151 is 1.51 times (narrower)
+    found = claims.layer_norm_lengths(np.array([1 - half_width, 1 + half_width]), np.array([0.9, 1.1]))
+    assert found.values["cv_before"] == pytest.approx(half_width) and found.values["cv_after"] == pytest.approx(0.1)
+    assert found.key == key
+    both(found)
 
 
 def test_the_token_axis_names_cls_only_when_there_is_one():
@@ -291,6 +331,15 @@ def test_the_number_shown_is_the_count_that_reaches_the_share():
     assert found["title"].values["carried"] == pytest.approx(0.96)
     assert "(96.0%)" in claims.text(found["title"])
     assert claims.components_to_show(np.array([0.95, 0.05])) == 1
+
+
+def test_the_spread_is_even_from_exactly_the_share_of_all_components():
+    # 10 components; EVEN_SHARE 0.8: needing 8 of them for 95% is even, needing 7 is not
+    eight = np.array([0.12] * 8 + [0.02, 0.02])  # 0.84 after 7, 0.96 after 8
+    seven = np.array([0.14] * 7 + [0.01] * 3)  # 0.84 after 6, 0.98 after 7
+    assert claims.components_needed(eight) == 8 and claims.components_needed(seven) == 7
+    assert claims.filter_components(eight, 4)["spread"].key == "claims.filters.even"
+    assert claims.filter_components(seven, 4)["spread"].key == "claims.filters.few"
 
 
 def test_small_filters_are_said_not_to_look_like_the_papers():
@@ -358,6 +407,9 @@ def test_the_reach_sentence_names_the_first_covering_layer_or_never():
     assert "never" in never and "`pool`" not in never
     assert english_words(claims.text(claims.reach(fields[:2], np.array([[5.0, 9.5]]), 32), "ko")) == []
 
+    exactly = claims.text(claims.reach([("conv1", 3), ("conv2", 32), ("pool", 40)], np.array([[5.0]]), 32))
+    assert "at `conv2`" in exactly  # a 32 px field covers a 32 px image
+
 
 def test_the_component_tiles_fill_their_rows_evenly():
     def grid(count: int) -> tuple[int, int]:
@@ -395,6 +447,12 @@ def test_the_costliest_head_is_read_from_the_grid():
     flat = claims.costliest_head(np.full((3, 4), 0.001), 0.85, 1000, "mean")
     assert flat.key == "trust.costliest_none"  # no head costs 1%: the opposite sentence
 
+    edge = np.zeros((3, 4))
+    edge[1, 2] = 0.01  # exactly 1% (SMALL_DROP): it costs, and is not one of the heads that cost less
+    costs = claims.costliest_head(edge, 0.85, 1000, "zero")
+    assert costs.key == "trust.costliest" and costs.values["small"] == 11
+    assert "head 3 of layer 2 costs the most: 1.0%" in claims.text(costs)
+
 
 def test_the_test_set_table_names_the_ranking_with_the_best_margin():
     row = {"deletion_auc_std": 0.1, "insertion_auc_std": 0.1, "below_random": 0.0}
@@ -410,6 +468,10 @@ def test_the_test_set_table_names_the_ranking_with_the_best_margin():
     assert "follows occlusion (each patch hidden alone) best" in said and "attention rollout beats" in said
     summary["methods"]["rollout"].update(deletion_auc=0.1, insertion_auc=0.95)  # now rollout's margin is the larger
     assert "follows attention rollout best" in claims.text(claims.trust_over_images(summary))
+
+    # the highest insertion area is not the highest margin: rollout reveals best but deletes worst
+    summary["methods"]["rollout"].update(deletion_auc=0.6, insertion_auc=0.9)  # margin 0.3 against 0.6
+    assert "follows occlusion (each patch hidden alone) best" in claims.text(claims.trust_over_images(summary))
 
 
 def test_the_map_reads_how_often_a_neighbour_shares_the_class():
@@ -473,3 +535,25 @@ def test_page_7_states_no_verdict_that_the_trust_page_can_contradict(red, grey, 
             "ko": ("모델이 쓰는 패치를 가리킵니다", "근거를 가리키지 않습니다"),
         }[lang]:
             assert verdict_said not in page7 and verdict_said not in t("prediction.occlusion_intro", lang)
+
+
+def test_the_neighbours_of_a_map_larger_than_one_chunk_are_found_in_every_chunk():
+    # five points on a line: 0 and 1 are each other's nearest (same label), 3's nearest is 1,
+    # 7's is 8 and 8's is 7 (labels differ): 2 of 5 agree, however the points are cut into chunks
+    points = np.array([[0.0, 0.0], [1.0, 0.0], [3.0, 0.0], [7.0, 0.0], [8.0, 0.0]])
+    labels = np.array([0, 0, 1, 1, 0])
+    for chunk in (1, 2, 3, 5, 1024):
+        assert claims.neighbour_agreement(points, labels, chunk=chunk) == 0.4, chunk
+
+
+def test_the_map_of_a_test_set_larger_than_one_chunk_agrees_with_a_plain_loop():
+    rng = np.random.default_rng(1)
+    points = rng.integers(0, 1000, (1500, 2)).astype(np.float64)  # integers: every distance exact in float32
+    labels = rng.integers(0, 3, 1500)
+    same = 0
+    for i in range(len(points)):
+        squared = ((points - points[i]) ** 2).sum(axis=1)
+        squared[i] = np.inf
+        same += int(labels[squared.argmin()] == labels[i])
+    assert claims.neighbour_agreement(points, labels) == same / 1500
+    assert 0.2 < same / 1500 < 0.5  # three labels at random: about a third agree

@@ -14,7 +14,7 @@ from tests.helpers import CLASSES, make_image_folder
 from vitviz import analysis, claims, compare, faithfulness, zoo
 from vitviz.cnn import ConvNet
 from vitviz.config import CNNConfig
-from vitviz.data import load_split
+from vitviz.data import ImageSet, load_split
 from vitviz.evaluate import weights_hash
 from vitviz.model import VisionTransformer
 
@@ -232,6 +232,98 @@ def test_the_sentences_name_the_best_and_the_chance_rankings_in_both_languages(p
     removing = chance.__class__(**{**chance.__dict__, "best_deletion": "rollout", "best_insertion": "attention"})
     assert faithfulness.sentences(removing)[0].key == "trust.best_deletion"
     assert "[CLS] attention" in claims.text(faithfulness.sentences(removing)[0], "en")
+
+
+def hand_curves(method: str, deletion: list[list[float]], insertion: list[list[float]]) -> faithfulness.MethodCurves:
+    """Curves written by hand, (R, S + 1) each: their areas and margins are exact in binary."""
+    rows = len(deletion)
+    scores = None if method == faithfulness.RANDOM else torch.zeros(4)
+    orders = torch.arange(4).repeat(rows, 1)
+    return faithfulness.MethodCurves(method, scores, orders, torch.tensor(deletion), torch.tensor(insertion))
+
+
+def hand_result(**methods: tuple[list[list[float]], list[list[float]]]) -> faithfulness.Faithfulness:
+    """A 2 x 2 grid's result from curves given by hand, the random orders' first."""
+    curves = {name: hand_curves(name, *pair) for name, pair in methods.items()}
+    return faithfulness.Faithfulness(
+        target=0,
+        probability=1.0,
+        blank_probability=0.0,
+        counts=torch.tensor([0, 4]),
+        patch_size=4,
+        grid_size=(2, 2),
+        methods=curves,
+    )
+
+
+# the random orders' margins (insertion area minus deletion area) are 0 and 0.5: the band [0, 0.5]
+BAND = {"random": ([[0.5, 0.5], [0.25, 0.25]], [[0.5, 0.5], [0.75, 0.75]])}
+
+
+def test_the_verdict_at_the_edges_of_the_chance_band_is_chance():
+    result = hand_result(
+        **BAND,
+        rollout=([[0.25, 0.25]], [[0.75, 0.75]]),  # margin 0.5: the band's top, not above it
+        attention=([[0.5, 0.5]], [[0.5, 0.5]]),  # margin 0: the band's bottom, not below it
+        occlusion=([[0.0, 0.0]], [[0.875, 0.875]]),  # margin 0.875, the best; lowest deletion
+        gradient_rollout=([[0.75, 0.75]], [[1.0, 1.0]]),  # margin 0.25; the highest insertion
+        integrated_gradients=([[0.75, 0.75]], [[0.25, 0.25]]),  # margin -0.5: below every order
+    )
+    reading = faithfulness.read(result)
+    assert (reading.chance_low, reading.chance_high) == (0.0, 0.5)
+    assert reading.verdicts == {
+        "rollout": "chance",
+        "attention": "chance",
+        "occlusion": "better",
+        "gradient_rollout": "chance",
+        "integrated_gradients": "worse",
+    }
+    # the best margin is not the best insertion: the sentence says so
+    assert (reading.best, reading.best_deletion, reading.best_insertion) == (
+        "occlusion",
+        "occlusion",
+        "gradient_rollout",
+    )
+    said = faithfulness.sentences(reading)
+    assert [c.key for c in said] == ["trust.best_deletion", "trust.chance", "trust.worse"]
+    assert said[0].values["margin"] == 0.875
+
+
+def test_the_summary_over_images_counts_better_and_worse_on_each_image():
+    first = hand_result(
+        **BAND,
+        occlusion=([[0.0, 0.0]], [[1.0, 1.0]]),  # better
+        rollout=([[0.5, 0.5]], [[0.75, 0.75]]),  # margin 0.25: chance
+        attention=([[0.75, 0.75]], [[0.25, 0.25]]),  # worse
+    )
+    second = hand_result(
+        **BAND,
+        occlusion=([[0.5, 0.5]], [[0.75, 0.75]]),  # chance
+        rollout=([[0.25, 0.5]], [[0.5, 0.75]]),  # margin 0.25: chance
+        attention=([[0.0, 0.0]], [[1.0, 1.0]]),  # better
+    )
+    table = faithfulness.summarise([first, second])
+    assert table["images"] == 2
+    rows = table["methods"]
+    assert (rows["occlusion"]["beats_random"], rows["occlusion"]["below_random"]) == (0.5, 0.0)
+    assert (rows["rollout"]["beats_random"], rows["rollout"]["below_random"]) == (0.0, 0.0)
+    assert (rows["attention"]["beats_random"], rows["attention"]["below_random"]) == (0.5, 0.5)
+    # areas: the mean over the images of each image's mean over the steps, and their population std
+    assert rows["rollout"]["deletion_auc"] == 0.4375 and rows["rollout"]["deletion_auc_std"] == 0.0625
+    assert rows["random"]["deletion_auc_orders_std"] == 0.125  # each image's two orders: 0.5 and 0.25
+    assert table["curves"]["rollout"]["deletion"] == [0.375, 0.5]
+
+
+def test_every_image_over_images_gets_random_orders_of_its_own(tiny_config):
+    """The same image twice: what the rankings give is the same for both, so any spread of the
+    random orders' areas across the two images comes from their seeds (``seed + i``)."""
+    torch.manual_seed(0)
+    model = VisionTransformer(tiny_config.replace(num_classes=3, class_names=CLASSES)).eval()
+    image = torch.randint(0, 256, (1, 3, 32, 32), dtype=torch.uint8)
+    twice = ImageSet(image.repeat(2, 1, 1, 1), torch.tensor([0, 0]), list(CLASSES), ["a", "a"], "hand", "twice")
+    rows = faithfulness.over_images(model, twice, steps=4, num_random=2, seed=5)["methods"]
+    assert rows["rollout"]["deletion_auc_std"] == 0.0 and rows["occlusion"]["insertion_auc_std"] == 0.0
+    assert rows["random"]["deletion_auc_std"] > 0.0 and rows["random"]["insertion_auc_std"] > 0.0
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -100,6 +101,20 @@ def test_the_numbers_in_the_file_are_the_traces() -> None:
         with torch.inference_mode():
             expected = analysis.occlusion_curve(model, trace.pixels, order, steps, target=int(probs.argmax()))
         np.testing.assert_allclose(figure_array(curve["y"]), expected.numpy(), rtol=1e-5, atol=1e-7)
+        # x: the share of the 64 patches hidden, from none to all of them
+        hidden = np.round(np.linspace(0, 64, steps + 1)) / 64
+        np.testing.assert_allclose(figure_array(curve["x"]), hidden, rtol=1e-6)
+        assert figure_array(curve["x"])[-1] == 1.0
+
+    # the logit lens table: after each block, the final answer's rank counted from 1 (1 + the
+    # classes scored above it there); after the last block it is the answer, rank 1
+    final = int(probs.argmax())
+    rows = lens_table(text, t("prediction.col.rank", "en", name=CIFAR10_CLASSES[final]))
+    assert len(rows) == depth + 1
+    for block, row in enumerate(rows):
+        above = sum(1 for score in lens[block, 0].tolist() if score > float(lens[block, 0, final]))
+        assert int(row[-1]) == above + 1, (block, row)
+    assert int(rows[-1][-1]) == 1
 
     similarity = analysis.pos_embed_similarity(model.pos_embed.detach()[0], trace.grid_size, 1).numpy()
     mosaic = figure_array(figures["fig-tokens-mosaic"][0][0]["z"])
@@ -107,6 +122,15 @@ def test_the_numbers_in_the_file_are_the_traces() -> None:
     centre = 4 * 8 + 4
     token = figure_array(figures["fig-vectors-token"][0][0]["y"])
     np.testing.assert_allclose(token, trace.patch_tokens[0, centre].numpy(), rtol=1e-6)
+
+
+def lens_table(text: str, rank_column: str) -> list[list[str]]:
+    """The cells of the handout's table whose last column is ``rank_column``, row by row."""
+    for found in re.finditer(r"<table><thead><tr>(.*?)</tr></thead><tbody>(.*?)</tbody></table>", text, re.S):
+        columns = re.findall(r"<th>(.*?)</th>", found.group(1))
+        if columns and html.unescape(columns[-1]) == rank_column:
+            return [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", found.group(2))]
+    raise AssertionError(f"no table with the column {rank_column!r}")
 
 
 def test_the_attention_step_has_a_selector_per_layer_and_head_and_the_sentences_are_the_apps() -> None:
@@ -118,6 +142,10 @@ def test_the_attention_step_has_a_selector_per_layer_and_head_and_the_sentences_
     assert re.findall(r">([^<]+)</option>", heads) == [
         *(t("attention.head_n", "ko", n=n) for n in range(1, 5)),
         t("attention.mean_heads", "ko"),
+    ]
+    # the figure opens on the mean of the heads, and so does the head selector
+    assert re.findall(r'<option value="(\d+)" selected>([^<]+)</option>', heads) == [
+        ("4", t("attention.mean_heads", "ko"))
     ]
     titles = re.findall(r"<h2>([^<]+)</h2>", text)
     assert titles[:3] == [t(key, "ko") for key in ("page.home", "page.input", "page.patches")]

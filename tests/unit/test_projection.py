@@ -80,6 +80,25 @@ def test_pca_is_the_top_principal_axes_with_a_fixed_sign():
     assert torch.equal(projection.pca(x), points)
 
 
+@pytest.mark.parametrize(
+    "axis",
+    [(3.0, -1.0, 0.5), (-3.0, 1.0, 0.5), (1.0, -4.0, 2.0), (-1.0, 4.0, 2.0), (0.5, 2.0, -5.0), (-0.5, -2.0, 5.0)],
+)
+def test_pca_turns_each_axis_so_its_largest_loading_by_size_is_positive(axis):
+    """Points along a line: the first axis is the line's direction, turned so that its entry of
+    largest size is positive (the line (-3, 1, 0.5) is read as (3, -1, -0.5)). A point's first
+    coordinate is then its signed distance from the centre along that turned direction."""
+    direction = torch.tensor(axis, dtype=torch.float64)
+    direction = direction / direction.norm()
+    turned = direction * torch.sign(direction[direction.abs().argmax()])
+    steps = torch.linspace(-5.0, 5.0, 21, dtype=torch.float64)  # along the line, centred at 0
+    across = torch.tensor([1.0, 1.0, 1.0], dtype=torch.float64)
+    across = across - (across @ direction) * direction  # a little spread off the line, for a second axis
+    x = steps[:, None] * direction + 0.01 * torch.cos(steps)[:, None] * across + 2.0
+    expected = (steps * float(turned @ direction)).float()  # +-steps: the turned axis is +-direction
+    torch.testing.assert_close(projection.pca(x)[:, 0], expected, atol=1e-3, rtol=0)
+
+
 def test_a_model_without_cls_projects_its_mean_patch_token(folder, tiny_config):
     torch.manual_seed(0)
     model = VisionTransformer(
