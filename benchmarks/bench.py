@@ -1598,11 +1598,6 @@ def hostile_upload_figures(report: Report, plan: Plan) -> None:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(server.url, wait_until="domcontentloaded")
-            wait_ready(page)
-            page.get_by_text("Your own model").first.click()
-            chooser = page.locator("[class*='st-key-model_upload_files'] input[type=file]")
-            chooser.wait_for(state="attached", timeout=60_000)
             before = resident_mb(server.process.pid)
             peak, stop = [before], threading.Event()
 
@@ -1614,7 +1609,12 @@ def hostile_upload_figures(report: Report, plan: Plan) -> None:
             sampler.start()
             unanswered, seconds = 0, []
             try:
-                for paths in folders:
+                for paths in folders:  # a student each: the uploader of a fresh session holds no file
+                    page.goto(server.url, wait_until="domcontentloaded")
+                    wait_ready(page)
+                    page.get_by_text("Your own model").first.click()
+                    chooser = page.locator("[class*='st-key-model_upload_files'] input[type=file]")
+                    chooser.wait_for(state="attached", timeout=60_000)
                     started = time.perf_counter()
                     chooser.set_input_files([str(path) for path in paths])
                     weights = next(path.name for path in paths if path.suffix == ".safetensors")
@@ -1625,8 +1625,6 @@ def hostile_upload_figures(report: Report, plan: Plan) -> None:
                         unanswered += 1
                     unanswered += page.locator("[data-testid='stException']").count()
                     seconds.append(time.perf_counter() - started)
-                    for button in page.locator("[data-testid='stFileUploaderDeleteBtn'] button").all():
-                        button.click()
             finally:
                 stop.set()
                 sampler.join()

@@ -52,6 +52,8 @@ class Mutant:
 ANALYSIS, PATCHES, COMPARE = "vitviz/analysis.py", "vitviz/patches.py", "vitviz/compare.py"
 CLAIMS, FAITHFULNESS, ABLATION = "vitviz/claims.py", "vitviz/faithfulness.py", "vitviz/ablation.py"
 PROJECTION, HANDOUT = "vitviz/projection.py", "vitviz/handout.py"
+VALUES, ACCESS, STATE, BUDGET = "vitviz/values.py", "vitviz/access.py", "vitviz/app/state.py", "vitviz/budget.py"
+T_VALUES, T_ACCESS, T_BUDGET = "tests/unit/test_values.py", "tests/unit/test_access.py", "tests/unit/test_budget.py"
 T_ANALYSIS, T_LAB, T_PATCHES = "tests/unit/test_analysis.py", "tests/unit/test_lab.py", "tests/unit/test_patches.py"
 T_COMPARE, T_CLAIMS, T_FAITHFULNESS = (
     "tests/unit/test_compare.py",
@@ -544,6 +546,81 @@ MUTANTS = (
         '{" selected" if i == heads else ""}',
         '{" selected" if i == heads - 1 else ""}',
         (T_HANDOUT, "-k", "selector"),
+    ),
+    # ---- what a visitor sends (values, the URL's state) and what the server allows (access, budget)
+    Mutant(
+        "values-integer-takes-any-unicode-digit",
+        VALUES,
+        'rf"-?[0-9]{{1,{MAX_DIGITS}}}"',
+        'rf"-?\\d{{1,{MAX_DIGITS}}}"',
+        (T_VALUES,),
+    ),
+    Mutant("values-integer-of-any-length", VALUES, 'rf"-?[0-9]{{1,{MAX_DIGITS}}}"', 'rf"-?[0-9]+"', (T_VALUES,)),
+    Mutant("values-clip-low-off-by-one", VALUES, "value = max(value, low)", "value = max(value, low + 1)", (T_VALUES,)),
+    Mutant(
+        "values-test-image-takes-a-negative-index",
+        VALUES,
+        "number is not None and number >= 0",
+        "number is not None and number >= -1",
+        (T_VALUES,),
+    ),
+    Mutant("values-echo-not-cut", VALUES, "line[: limit - 1]", "line[:limit]", (T_VALUES,)),
+    Mutant(
+        "state-layer-zero-read-as-the-mean",
+        STATE,
+        "number - 1 if number is not None and number >= 1 else text",
+        "number - 1 if number is not None and number >= 0 else text",
+        (T_VALUES, "-k", "links_numbers"),
+    ),
+    Mutant(
+        "state-step-counted-from-one",
+        STATE,
+        "        return text if number is None else number\n",
+        "        return text if number is None else number - 1\n",
+        (T_VALUES, "-k", "links_numbers"),
+    ),
+    Mutant(
+        "access-relative-name-read-in-the-working-folder",
+        ACCESS,
+        "candidates = [name] if Path(name).is_absolute() else [",
+        "candidates = [name] + [",
+        (T_ACCESS, "-k", "relative_name"),
+    ),
+    Mutant(
+        "access-any-folder-offered",
+        ACCESS,
+        'os.path.isfile(os.path.join(entry.path, "config.json"))',
+        "True",
+        (T_ACCESS, "-k", "relative_name"),
+    ),
+    Mutant(
+        "access-offered-shows-the-folder",
+        ACCESS,
+        "names.add(entry.name)",
+        "names.add(entry.path)",
+        (T_ACCESS, "-k", "relative_name"),
+    ),
+    Mutant("budget-limit-refuses-its-own-value", BUDGET, "if value > limit:", "if value >= limit:", (T_BUDGET,)),
+    Mutant(
+        "budget-shape-refuses-its-lowest-value",
+        BUDGET,
+        "if not low <= value <= high:",
+        "if not low < value <= high:",
+        (T_BUDGET, "-k", "shapes"),
+    ),
+    Mutant(
+        "budget-no-attention-maps-in-memory",
+        BUDGET,
+        "outputs = 3 * depth * tokens * width + depth * config.num_heads * tokens * tokens\n        return _cost(params, tokens, outputs, vit_flops",
+        "outputs = 3 * depth * tokens * width\n        return _cost(params, tokens, outputs, vit_flops",
+        (T_BUDGET,),
+    ),
+    Mutant(
+        "budget-no-rollout",
+        BUDGET,
+        "vit_flops(config) + depth * 2 * tokens**3",
+        "vit_flops(config)",
+        (T_BUDGET,),
     ),
 )
 

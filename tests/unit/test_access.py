@@ -214,7 +214,13 @@ def test_a_relative_name_is_looked_for_in_the_model_folders_alone(folders, polic
     zoo.save(model, folders[0] / "mine.safetensors")
     found = access.decide("mine.safetensors", policy, zoo.registry_files())
     assert found == ("file", (folders[0] / "mine.safetensors").resolve())
-    assert access.offered(policy) == ["mine.safetensors"]
+    (folders[0] / "notes").mkdir()  # a folder without a config.json is no model: not offered
+    zoo.save(model, folders[0] / "notes" / "mine.safetensors")
+    monkeypatch.chdir(folders[0] / "notes")  # the working folder is no folder of names, even inside
+    assert access.decide("mine.safetensors", policy, zoo.registry_files()) == found
+    (folders[0] / "hf-model").mkdir()
+    (folders[0] / "hf-model" / "config.json").write_text("{}")
+    assert access.offered(policy) == ["hf-model", "mine.safetensors"]
     refused = _refusal("other.safetensors", policy)
     assert "mine.safetensors" in refused.sentence("en") and str(folders[0]) not in refused.sentence("en")
 

@@ -80,7 +80,8 @@ def test_shapes_out_of_range_are_refused_before_any_build(changes, field, monkey
     with pytest.raises(budget.OverBudget) as caught:
         budget.cost(config)
     assert caught.value.key == "model.budget_shape" and caught.value.values["field"] == field
-    budget.check_shape(TINY.replace(depth=budget.MAX_DEPTH))
+    budget.check_shape(TINY.replace(depth=budget.MAX_DEPTH))  # the edges of the range are taken
+    budget.check_shape(TINY.replace(depth=1, num_classes=1, class_names=()))
 
 
 def test_the_default_limits_take_every_registry_model():

@@ -54,3 +54,17 @@ def test_an_echo_is_one_line_of_at_most_80_characters():
     long = values.echo("x" * 10_000)
     assert len(long) == values.ECHO_CHARS and long.endswith("…")
     assert values.echo("a\nb\tc") == "a b c"
+
+
+def test_a_links_numbers_come_back_as_the_session_holds_them():
+    """``state.from_url`` reads a URL's numbers with ``values.integer``: people count layers and
+    heads from 1, code from 0; anything else stays text, which the session then refuses."""
+    from vitviz.app import state
+
+    assert state.from_url("layer", "1") == 0 and state.from_url("layer", "12") == 11
+    assert state.from_url("head", "mean") == -1 and state.from_url("step", "3") == 3
+    for key, text in (("layer", "0"), ("layer", "-1"), ("head", "²"), ("step", "①"), ("query", "9" * 5000)):
+        assert state.from_url(key, text) == text and not state.is_valid(key, text), (key, text)
+    for text in ("1", "2", "12"):
+        assert state.to_url("layer", state.from_url("layer", text)) == text
+    assert state.to_url("head", state.from_url("head", "mean")) == "mean"
