@@ -25,7 +25,7 @@ from vitviz.app import load_app, warm_up  # noqa: E402
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
     from vitviz import zoo
-    from vitviz.app import ahead, navigation, presenter, sidebar, state, turns
+    from vitviz.app import ahead, models, navigation, presenter, sidebar, state, turns
     from vitviz.app.text import tr
     from vitviz.app.tour import LAB, ROOT, TOUR
 
@@ -45,12 +45,13 @@ def main() -> None:
         navigation.go_to(unopened)
 
     with turns.server_turns().turn(turns.session_id()):  # a class's runs compute a few at a time, in order
-        sidebar.sidebar()
-        navigation.follow_step_link(page)
-        navigation.open_at_the_top(page)
-        if page in steps:  # while the class reads, the prediction's heaviest work for this image
-            ahead.read_ahead(files[steps.index(page)])
-        page.run()
+        with models.within_limits():  # a visitor's model: a time limit, and it stops when they leave
+            sidebar.sidebar()
+            navigation.follow_step_link(page)
+            navigation.open_at_the_top(page)
+            if page in steps:  # while the class reads, the prediction's heaviest work for this image
+                ahead.read_ahead(files[steps.index(page)])
+            page.run()
 
 
 if __name__ == "__main__":  # every session's run

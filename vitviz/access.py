@@ -5,15 +5,16 @@ server's files nor hang it. The server's options (flags after ``--``, else envir
 
     streamlit run app.py -- --models DIR [--models DIR2] [--allow-hub | --no-hub]
                             [--max-model-mb 400] [--max-upload-mb 50] [--load-timeout-s 300]
-                            [--max-image-mb 1024] [--max-gflop 200]
+                            [--max-image-mb 1024] [--max-gflop 200] [--max-run-s 60]
 
     VITVIZ_MODELS=DIR:DIR2  VITVIZ_ALLOW_HUB=1|0  VITVIZ_MAX_MODEL_MB  VITVIZ_MAX_UPLOAD_MB
-    VITVIZ_LOAD_TIMEOUT_S  VITVIZ_MAX_IMAGE_MB  VITVIZ_MAX_GFLOP
+    VITVIZ_LOAD_TIMEOUT_S  VITVIZ_MAX_IMAGE_MB  VITVIZ_MAX_GFLOP  VITVIZ_MAX_RUN_S
 
 A visitor's model (an upload, a file of the model folders, a download) is costed from its config
 before it is built (``vitviz.budget``): its parameters against ``--max-model-mb``, the memory one
 explained image keeps against ``--max-image-mb``, and the FLOPs of one image against
-``--max-gflop``. The defaults fit a class server of 2 cores and 24 GB.
+``--max-gflop``. The defaults fit a class server of 2 cores and 24 GB. Such a model then computes
+within ``--max-run-s`` seconds a run, and stops when its visitor leaves (``vitviz.deadline``).
 
 By default a visitor may load the registry's models, no file of the server (no ``--models``),
 hub names (``timm:``, ``hf:``) only when the server listens on this machine alone (Streamlit's
@@ -69,6 +70,7 @@ class Policy:
         load_timeout_s: how long a download may take before the visitor is told to try later.
         max_image_mb: the memory one explained image of a visitor's model may keep.
         max_gflop: the FLOPs (in billions) one image of a visitor's model may take.
+        max_run_s: how long one run of a page may compute with a visitor's model.
     """
 
     model_dirs: tuple[Path, ...] = ()
@@ -78,6 +80,7 @@ class Policy:
     load_timeout_s: float = 300.0
     max_image_mb: int = 1024
     max_gflop: int = 200
+    max_run_s: float = 60.0
     notes: tuple[str, ...] = field(default=(), compare=False)  # options the server ignored, and why
 
 
@@ -117,6 +120,7 @@ def server_policy(argv: Sequence[str], environ: Mapping[str, str], address: str 
     parser.add_argument("--load-timeout-s", type=float, default=None)
     parser.add_argument("--max-image-mb", type=int, default=None)
     parser.add_argument("--max-gflop", type=int, default=None)
+    parser.add_argument("--max-run-s", type=float, default=None)
     args, _ = parser.parse_known_args(list(argv))
 
     folders = list(args.models) or [p for p in environ.get("VITVIZ_MODELS", "").split(os.pathsep) if p]
@@ -145,6 +149,7 @@ def server_policy(argv: Sequence[str], environ: Mapping[str, str], address: str 
         load_timeout_s=number(args.load_timeout_s, "VITVIZ_LOAD_TIMEOUT_S", Policy.load_timeout_s),
         max_image_mb=number(args.max_image_mb, "VITVIZ_MAX_IMAGE_MB", Policy.max_image_mb),
         max_gflop=number(args.max_gflop, "VITVIZ_MAX_GFLOP", Policy.max_gflop),
+        max_run_s=number(args.max_run_s, "VITVIZ_MAX_RUN_S", Policy.max_run_s),
         notes=tuple(notes),
     )
 

@@ -38,6 +38,16 @@ def limit(seconds: float | None = None, stopped: Callable[[], bool] | None = Non
         _local.limit = before
 
 
+def tighten(seconds: float | None, stopped: Callable[[], bool] | None = None) -> bool:
+    """Within a ``limit`` block that has none yet, set its limit from now on (a run that learns
+    midway that its model is a visitor's); True when set. Outside a block, or once set, nothing."""
+    found = getattr(_local, "limit", None)
+    if found is None or found != (None, None, None):
+        return False
+    _local.limit = (None if seconds is None else time.monotonic() + seconds, seconds, stopped)
+    return True
+
+
 def check() -> None:
     """Raise ``Stopped`` when this thread's limit has passed or its work was stopped (never while
     ``torch.compile`` traces a model: a compiled training step has no limit)."""

@@ -402,3 +402,23 @@ def test_a_hostile_link_opens_the_tour(query, cifar_classes_folder):
     assert not errors(at), errors(at)
     at.button(key="nav_next").click().run()
     assert not errors(at), errors(at)
+
+
+def test_a_visitors_model_stops_at_the_servers_time_limit_with_a_sentence(tmp_path, monkeypatch):
+    """A run with an uploaded model computes within --max-run-s (VITVIZ_MAX_RUN_S): over it, the
+    page ends with one sentence, no traceback; the registry's models have no such limit."""
+    model = zoo.load(zoo.UNTRAINED, device="cpu").model
+    zoo.save(model, tmp_path / "slow.safetensors")
+    files = {p.name: p.read_bytes() for p in (tmp_path / "slow.safetensors", tmp_path / "slow.json")}
+    name = models.keep_upload(files)
+    monkeypatch.setenv("VITVIZ_MAX_RUN_S", "0.000001")  # over it at the model's first block
+    at = open_page(model_upload=name)
+    assert [e.value for e in at.exception] == []
+    said = _texts(at.error)
+    assert "slow.safetensors took longer than this server allows for one page (1e-06 s)" in said, said
+    assert not at.get("plotly_chart")  # stopped before its first figure
+    at = open_page()  # the shipped model: no limit
+    assert errors(at) == [] and figure(at, "home_topk")["data"]
+    monkeypatch.delenv("VITVIZ_MAX_RUN_S")
+    at = open_page(model_upload=name)
+    assert errors(at) == [] and figure(at, "home_topk")["data"]  # within the default minute

@@ -22,7 +22,7 @@ from vitviz.app.caches import (
     sample_names,
     test_split,
 )
-from vitviz.app.models import cached_model, tour_problem
+from vitviz.app.models import cached_model, limit_visitor_model, tour_problem
 from vitviz.app.text import dataset_text, label, lang, tr
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError
@@ -52,6 +52,7 @@ def model_name() -> str:
     the list's choice, else (a download from the list that failed) the default model."""
     wanted = wanted_model()
     if wanted and tour_problem(wanted) is None:
+        limit_visitor_model(wanted)
         return wanted
     picked = state.get("model", zoo.default_name())
     if picked in zoo.REGISTRY and tour_problem(picked) is None:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from vitviz import access, zoo
+from vitviz import access, deadline, zoo
 from vitviz.app import turns, web
 from vitviz.app.text import model_title, tr
 
@@ -32,6 +32,7 @@ POLICY_ENVIRONMENT = (
     "VITVIZ_LOAD_TIMEOUT_S",
     "VITVIZ_MAX_IMAGE_MB",
     "VITVIZ_MAX_GFLOP",
+    "VITVIZ_MAX_RUN_S",
 )
 
 
@@ -160,3 +161,26 @@ def lab_pair(model_name: str) -> str | None:
     """The second model the lab sets beside a model from its first view: the shipped CNN beside
     the shipped ViT (the page offers it only when it predicts the same classes)."""
     return zoo.SHIPPED_CNN if model_name == zoo.SHIPPED else None
+
+
+@contextmanager
+def within_limits() -> Iterator[None]:
+    """A run's scope: once it learns that its model is a visitor's (``limit_visitor_model``), it
+    computes within the server's ``--max-run-s`` and stops when its visitor leaves; over the
+    limit, the page ends with one sentence instead of holding the class's cores."""
+    try:
+        with deadline.limit():  # no limit until the run's model is known to be a visitor's
+            yield
+    except deadline.Stopped as err:
+        if err.reason == "time":
+            name = st.session_state.get("_limited_model", "")
+            st.error(tr("model.too_slow", name=model_title(name), seconds=f"{err.seconds:g}"))
+
+
+def limit_visitor_model(name: str) -> None:
+    """The run's model is ``name``: a visitor's (anything but the registry's) starts the run's clock."""
+    if name in zoo.REGISTRY:
+        return
+    session = turns.session_id()
+    if deadline.tighten(server_policy().max_run_s, stopped=lambda: not turns.session_alive(session)):
+        st.session_state["_limited_model"] = name

@@ -161,6 +161,18 @@ def session_id() -> str | None:
     return ctx.session_id if ctx is not None else None
 
 
+def session_alive(session: str | None) -> bool:
+    """Whether a session still has a browser (True outside a server, as under AppTest)."""
+    from streamlit import runtime
+
+    if session is None or not runtime.exists():
+        return True
+    try:
+        return runtime.get_instance().is_active_session(session)
+    except Exception:  # a Streamlit without the call: never stop a run for it
+        return True
+
+
 def step_aside() -> None:
     """This run's work from here on may take long: it gives its turn to the next in the queue."""
     server_turns().step_aside()
