@@ -18,7 +18,9 @@
 #   PYTHON          the Python with vitviz's requirements (default: python3 of the active venv)
 #   VITVIZ_NGINX    the nginx binary (default: nginx on PATH, else /usr/sbin/nginx)
 #   VITVIZ_SERVE_DIR  the folder for nginx's files and every server's log (default: a new
-#                   temporary folder, removed at the end; a given one is kept)
+#                   temporary folder, removed at the end; a given one is kept). Its replicas.txt
+#                   has a line per app server: the name its students' cookie gives it, its
+#                   address and its process id.
 #
 # Needs Debian's nginx (`apt-get install -y nginx`); no root: nginx runs from its own folder.
 set -euo pipefail
@@ -78,8 +80,11 @@ for option in "$@"; do
 done
 if [ "${VITVIZ_ALLOW_HUB:-}" != "" ]; then hub=(); fi
 
-# One upstream group per replica (the others as backups), the group for a new browser, and the
-# map from a browser's cookie to its replica's group.
+# Each replica's name in the cookie: random, so that a browser learns no address or port of this
+# machine (nor how many replicas there are) from it. One upstream group per replica (the others as
+# backups), the group for a new browser, the map from a browser's cookie to its replica's group,
+# and the map from the address that answered (the last one tried) to its name.
+read -ra tokens <<<"$("$python" -c 'import secrets, sys; print(*(secrets.token_hex(8) for _ in range(int(sys.argv[1]))))' "$replicas")"
 {
   echo "upstream vitviz_new {"
   echo "    least_conn;"
@@ -95,7 +100,11 @@ if [ "${VITVIZ_ALLOW_HUB:-}" != "" ]; then hub=(); fi
   done
   echo "map \$cookie_vitviz_replica \$vitviz_upstream {"
   echo "    default vitviz_new;"
-  for i in $(seq 1 "$replicas"); do echo "    \"127.0.0.1:$((port + i))\" vitviz_$((port + i));"; done
+  for i in $(seq 1 "$replicas"); do echo "    ${tokens[i - 1]} vitviz_$((port + i));"; done
+  echo "}"
+  echo "map \$upstream_addr \$vitviz_replica {"
+  echo "    default \"\";"
+  for i in $(seq 1 "$replicas"); do echo "    \"~(^|, )127\\.0\\.0\\.1:$((port + i))\$\" ${tokens[i - 1]};"; done
   echo "}"
 } >"$dir/replicas.conf"
 sed "s/@LISTEN@/$listen:$port/" "$root/deploy/nginx.conf.template" >"$dir/nginx.conf"
@@ -108,7 +117,8 @@ for i in $(seq 1 "$replicas"); do
     --server.port $((port + i)) -- "${hub[@]}" "$@" >"$dir/replica-$((port + i)).log" 2>&1 &
   pids+=($!)
   names[$!]="127.0.0.1:$((port + i))"
-done
+  echo "${tokens[i - 1]} 127.0.0.1:$((port + i)) $!"
+done >"$dir/replicas.txt"
 
 healthy() {
   "$python" -c 'import sys, urllib.request

@@ -57,6 +57,40 @@ def test_next_and_previous_open_the_step_without_drawing_the_page_clicked_on_aga
     assert drawn == ["app_pages/2_patches.py"]
 
 
+def click_in_a_new_session(at, key: str) -> None:
+    """Click button ``key`` on ``at``'s page, and run the click in a new session (the same URL, the
+    same widgets sent): what another app server sees of a browser whose own server stopped.
+    Streamlit's frontend reconnects, keeps its page and sends its next click to a session that
+    never drew it. (AppTest's private parts: a new Streamlit that renames them fails here.)"""
+    from streamlit.runtime.state.safe_session_state import SafeSessionState
+    from streamlit.runtime.state.session_state import SessionState
+    from streamlit.testing.v1.app_test import TESTING_KEY, _AppTestSessionState
+
+    at.button(key=key).click()
+    sent = at._tree.get_widget_states()  # what the browser sends: its page's widgets and the click
+    assert isinstance(at._session_state, SafeSessionState)  # where AppTest keeps the session
+    fresh = SessionState()
+    fresh[TESTING_KEY] = {}
+    at._session_state = SafeSessionState(fresh, lambda: None)
+    at.session_state = _AppTestSessionState(at._session_state)
+    at._run(sent)
+
+
+@pytest.mark.parametrize(
+    ("button", "title", "step"), [("nav_next", "Patch vectors", 3), ("nav_prev", "Image to input", 1)]
+)
+def test_next_and_previous_clicked_in_a_session_that_never_drew_them_still_open_the_step(button, title, step):
+    """The first click after a browser moved to another app server (deploy/serve-class.sh, its own
+    server killed) reaches a session where Streamlit knows no callback for the button: the click
+    still opens the step, on the image of the URL."""
+    at = open_page("app_pages/2_patches.py", query={"sample": "coffee.jpg"})
+    assert any("Patches" in t.value for t in at.title) and at.query_params["sample"] == "coffee.jpg"
+    click_in_a_new_session(at, button)
+    assert errors(at) == [] and any(title in t.value for t in at.title), [t.value for t in at.title]
+    assert at.session_state["step"] == step and at.query_params["step"] == str(step)
+    assert at.session_state["sample"] == "coffee.jpg"
+
+
 def test_next_on_a_streamlit_without_the_page_hook_switches_pages_in_two_runs(monkeypatch):
     """Where Streamlit's page manager has no hook to say which page a run is on, Next falls back
     to st.switch_page: one more run of app.py, the same step."""

@@ -20,16 +20,31 @@ def nav(script: str) -> None:
     index = files.index(script)
     st.divider()
     left, middle, right = st.columns([1, 2, 1])
-    if index > 0:
-        left.button(f"← {tr('nav.previous')}", key="nav_prev", width="stretch", on_click=ask_step, args=(index - 1,))
+    clicked = None
+    if index > 0 and left.button(
+        f"← {tr('nav.previous')}", key="nav_prev", width="stretch", on_click=ask_step, args=(index - 1,)
+    ):
+        clicked = index - 1
     middle.markdown(
         f"<div style='text-align:center;padding-top:0.4rem'>{counter(index, len(files) - 1)}</div>",
         unsafe_allow_html=True,
     )
-    if index < len(files) - 1:
-        right.button(
-            f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary", on_click=ask_step, args=(index + 1,)
-        )
+    if index < len(files) - 1 and right.button(
+        f"{tr('nav.next')} →", key="nav_next", width="stretch", type="primary", on_click=ask_step, args=(index + 1,)
+    ):
+        clicked = index + 1
+    if clicked is not None:
+        _follow_unasked_click(clicked)
+
+
+def _follow_unasked_click(step: int) -> None:
+    """Previous / Next clicked, and this run did not follow their callback (``ask_step``): the
+    click came to a session that had never drawn the button, so Streamlit knew no callback for it.
+    That is the first click after the browser reconnected to another app server (its own stopped,
+    deploy/serve-class.sh): the frontend keeps its page and sends no run until the click, whose run
+    then draws the page clicked on. Open the step now (a second run), so that the click counts."""
+    if not st.session_state.get("_asked_step_followed"):
+        go_to(step)
 
 
 def counter(index: int, steps: int) -> str:
@@ -62,6 +77,7 @@ def follow_asked_step(steps: list) -> int | None:
     one takes its place at once, so a slider's rerun hides nothing)."""
     step = st.session_state.pop("_asked_step", None)
     switching = step is not None and 0 <= step < len(steps)
+    st.session_state["_asked_step_followed"] = switching  # nav: a click whose callback did not run
     st.html(web.style("hide_stale.css") if switching else "<style></style>")
     if not switching:
         return None
