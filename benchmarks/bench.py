@@ -1609,7 +1609,7 @@ def hostile_upload_figures(report: Report, plan: Plan) -> None:
             sampler.start()
             unanswered, seconds = 0, []
             try:
-                for paths in folders:  # a student each: the uploader of a fresh session holds no file
+                for (what, _, _), paths in zip(corpus, folders, strict=True):  # a fresh session each
                     page.goto(server.url, wait_until="domcontentloaded")
                     wait_ready(page)
                     page.get_by_text("Your own model").first.click()
@@ -1623,6 +1623,7 @@ def hostile_upload_figures(report: Report, plan: Plan) -> None:
                         said.first.wait_for(timeout=60_000)
                     except Exception:  # Playwright's TimeoutError: no sentence came
                         unanswered += 1
+                        report.note(f"hostile upload {what!r}: no sentence within 60 s")
                     unanswered += page.locator("[data-testid='stException']").count()
                     seconds.append(time.perf_counter() - started)
             finally:
