@@ -1617,8 +1617,7 @@ def hostile_upload_figures(report: Report, plan: Plan) -> None:
                     chooser.wait_for(state="attached", timeout=60_000)
                     started = time.perf_counter()
                     chooser.set_input_files([str(path) for path in paths])
-                    weights = next(path.name for path in paths if path.suffix == ".safetensors")
-                    said = page.locator("[data-testid='stAlert']", has_text=weights)
+                    said = page.locator("[data-testid='stAlert']", has_text=paths[0].stem)  # its weights or its json
                     try:
                         said.first.wait_for(timeout=60_000)
                     except Exception:  # Playwright's TimeoutError: no sentence came
