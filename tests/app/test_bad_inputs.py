@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -66,11 +67,38 @@ def test_the_documented_model_table_is_what_users_really_see():
     assert model_table() in doc, "regenerate the table with: python -m tests.bad_inputs models"
 
 
-def test_upload_limit_is_configured_and_stated():
+def _uploaders(at) -> dict[str, int]:
+    """Each file uploader's limit as the browser gets it (MB), by its label."""
+    return {uploader.proto.label: uploader.proto.max_upload_size_mb for uploader in at.get("file_uploader")}
+
+
+def test_one_upload_limit_by_default():
+    """Streamlit's server.maxUploadSize (HTTP 413 above it, before the app sees a file) is the
+    app's --max-upload-mb by default: a 21.6 MB checkpoint met Streamlit's 20 under the app's 50."""
+    from vitviz import access
+
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
-    assert config["server"]["maxUploadSize"] == 20
+    assert config["server"]["maxUploadSize"] == access.Policy.max_upload_mb == 50
     at = open_page(source="upload")
-    assert any("20 MB" in c.value for c in at.sidebar.caption)
+    assert set(_uploaders(at).values()) == {50} and len(_uploaders(at)) == 2  # the image's and the checkpoint's
+    assert "Up to 50 MB; nothing you upload is stored." in [c.value for c in at.sidebar.caption]
+
+
+@pytest.mark.parametrize("ours, streamlits, holds", [(80, 50, 50), (10, 50, 10)])
+def test_where_the_limits_differ_the_smaller_holds_and_is_stated(monkeypatch, ours, streamlits, holds):
+    """``streamlit run app.py -- --max-upload-mb 80`` alone: Streamlit still refuses files over its
+    50 MB, so the uploaders stop there (the browser refuses larger files itself, with no 413) and
+    the captions say 50; a smaller app limit is what the uploaders get, and say."""
+    import streamlit
+
+    original = streamlit.get_option
+    monkeypatch.setattr(sys, "argv", ["app.py", "--max-upload-mb", str(ours)])
+    monkeypatch.setattr(
+        streamlit, "get_option", lambda key: streamlits if key == "server.maxUploadSize" else original(key)
+    )
+    at = open_page(source="upload", lang="ko")
+    assert set(_uploaders(at).values()) == {holds} and len(_uploaders(at)) == 2
+    assert f"{holds} MB까지 올릴 수 있고, 올린 파일은 저장되지 않습니다." in [c.value for c in at.sidebar.caption]
 
 
 # ---- large pictures (issue 53) ----------------------------------------------------------------
