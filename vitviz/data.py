@@ -31,10 +31,10 @@ log = logging.getLogger(__name__)
 
 MAX_PIXELS = 50_000_000  # refused above this, before decoding: a 48 MP phone photo opens, a bomb does not
 # Larger pictures are scaled down as they are decoded (JPEG in its DCT, at 1/2, 1/4 or 1/8): every
-# model here resizes its input to a few hundred pixels, and a figure shows at most a thousand, so a
+# model here resizes its input to a few hundred pixels, and a figure sends at most 800 a side, so a
 # 48 MP photo is never held whole. The shorter side keeps at least WORK_MIN_SIDE (a panorama
 # stays sharp where the model looks).
-WORK_PIXELS = 2**21
+WORK_PIXELS = 2**20
 WORK_MIN_SIDE = 512
 NOTES_KEY = "vitviz.notes"
 SIZE_KEY = "vitviz.size"  # the picture's (width, height) in its file, upright, before any scaling down

@@ -121,11 +121,11 @@ def test_a_6900_px_upload_opens_step_1_and_every_element_sent_is_small(lang):
     title = figure(at, "input_original")["layout"]["title"]["text"].replace("<br>", " ")
     notes = " ".join(c.value for c in at.caption)
     if lang == "en":
-        assert title == "Original: 6900 x 6900 px, opened at 1448 x 1448"
-        assert "The picture is 6900x6900 pixels: the app opened it scaled down to 1448x1448" in notes
+        assert title == "Original: 6900 x 6900 px, opened at 1024 x 1024"
+        assert "The picture is 6900x6900 pixels: the app opened it scaled down to 1024x1024" in notes
     else:
-        assert title == "원본: 6900 x 6900 픽셀 (1448 x 1448로 줄여 사용)"
-        assert "사진이 6900x6900 픽셀이어서, 열 때 1448x1448 픽셀로 줄인 사본으로 작업합니다." in notes
+        assert title == "원본: 6900 x 6900 픽셀 (1024 x 1024로 줄여 사용)"
+        assert "사진이 6900x6900 픽셀이어서, 열 때 1024x1024 픽셀로 줄인 사본으로 작업합니다." in notes
 
 
 RSS_SCRIPT = """

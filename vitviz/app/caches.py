@@ -69,7 +69,7 @@ if "PILLOW_BLOCK_SIZE" not in os.environ:
     Image.core.set_block_size(PILLOW_BLOCK_BYTES)
 
 # Decoded images (Pillow keeps RGB in 4 bytes a pixel), and the same as arrays for the pages:
-# load_image keeps a picture at about 2 megapixels, so 30 uploads of a class, or every CIFAR image
+# load_image keeps a picture at about 1 megapixel, so 60 uploads of a class, or every CIFAR image
 # it opens, fit.
 IMAGE_BYTES = 256 * 2**20
 IMAGES: shelf.Shelf[Image.Image] = shelf.Shelf(
