@@ -44,14 +44,14 @@ def main() -> None:
     if unopened is not None:  # a Streamlit whose page manager cannot be told: st.switch_page's second run
         navigation.go_to(unopened)
 
-    with turns.server_turns().turn(turns.session_id()):  # a class's runs compute a few at a time, in order
-        with models.within_limits():  # a visitor's model: a time limit, and it stops when they leave
-            sidebar.sidebar()
-            navigation.follow_step_link(page)
-            navigation.open_at_the_top(page)
-            if page in steps:  # while the class reads, the prediction's heaviest work for this image
-                ahead.read_ahead(files[steps.index(page)])
-            page.run()
+    # a class's runs compute a few at a time, in order; a visitor's model within a time limit
+    with turns.server_turns().turn(turns.session_id()), models.within_limits():
+        sidebar.sidebar()
+        navigation.follow_step_link(page)
+        navigation.open_at_the_top(page)
+        if page in steps:  # while the class reads, the prediction's heaviest work for this image
+            ahead.read_ahead(files[steps.index(page)])
+        page.run()
 
 
 if __name__ == "__main__":  # every session's run

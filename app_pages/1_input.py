@@ -1,20 +1,20 @@
 """Step 1: from the photo to the model's input tensor, using the model's own preprocessing."""
 
 import streamlit as st
-from PIL import Image
 
 from vitviz import claims, plots
-from vitviz.app import current, furniture, navigation
+from vitviz.app import caches, current, furniture, navigation
 from vitviz.app.text import lang, tr
-from vitviz.data import denormalize, input_pixels, inverts
+from vitviz.data import denormalize, input_pixels, inverts, original_size
 
 cur = current.current()
 config = cur.model.config
 pre = config.preprocess
 furniture.header("page.input", "input.intro", shape=tuple(cur.trace.pixels.shape))
 
-original = cur.image
-picture = Image.fromarray(original)
+original = cur.image  # the picture as load_image kept it (a large photo scaled down as it was opened)
+picture = caches.decoded_image(cur.image_bytes)
+width, height = original_size(picture)
 resized = input_pixels(picture, pre, config.in_chans).permute(1, 2, 0).numpy()  # (H, W, C) uint8, as the model gets it
 gray = config.in_chans == 1
 inverted = inverts(picture, pre, config.in_chans)
@@ -23,8 +23,15 @@ if gray:
     st.info(tr("input.gray_note"))
 
 a, b = st.columns(2)
+kept_height, kept_width = original.shape[:2]
+if (width, height) == (kept_width, kept_height):
+    original_title = tr("input.original", width=width, height=height)
+else:
+    original_title = tr(
+        "input.original_scaled", width=width, height=height, kept_width=kept_width, kept_height=kept_height
+    )
 a.plotly_chart(
-    plots.image(original, tr("input.original", width=original.shape[1], height=original.shape[0])),
+    plots.image(original, original_title),
     width="stretch",
     key="input_original",
 )

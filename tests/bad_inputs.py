@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from tests.helpers import lossless_webp
+
 
 def _encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
     buffer = io.BytesIO()
@@ -30,6 +32,12 @@ def _animated(fmt: str) -> bytes:
     buffer = io.BytesIO()
     frames[0].save(buffer, fmt, save_all=True, append_images=frames[1:], duration=100, loop=0)
     return buffer.getvalue()
+
+
+def _large_photo() -> bytes:
+    """A 48-megapixel JPEG (8000 x 6000, a phone camera's largest): smooth, as a photo is."""
+    rng = np.random.default_rng(0)
+    return _encode(Image.fromarray(rng.integers(0, 255, (60, 80, 3), dtype=np.uint8)).resize((8000, 6000)), "JPEG")
 
 
 def _exif_rotated() -> bytes:
@@ -73,6 +81,9 @@ CASES: list[tuple[str, Callable[[], bytes], bool]] = [
     ("a 1x1 image", lambda: _encode(Image.new("RGB", (1, 1), (9, 9, 9)), "PNG"), True),
     ("a 10000x20 strip", lambda: _encode(Image.new("RGB", (10000, 20), (5, 5, 200)), "PNG"), True),
     ("a photo with an EXIF rotation", _exif_rotated, True),
+    ("a 6900x6900 lossless WebP (44 kB)", lambda: lossless_webp(6900), True),
+    ("a 48-megapixel JPEG (8000x6000)", _large_photo, True),
+    ("a PNG over the pixel limit (7100x7100)", lambda: _encode(Image.new("1", (7100, 7100)), "PNG"), False),
 ]
 
 

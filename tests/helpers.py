@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
+import io
 from pathlib import Path
 
 import numpy as np
@@ -70,3 +72,17 @@ def no_cls_vit(path: Path, **changes: object) -> Path:
     ).replace(**changes)  # fmt: skip
     zoo.save(VisionTransformer(config), path)
     return path
+
+
+@functools.lru_cache(maxsize=2)
+def lossless_webp(side: int) -> bytes:
+    """A side x side lossless WebP of stripes, a few tens of kB: issue 53's attack uploaded a
+    6900 x 6900 one of 75 kB, 190 MB once decoded."""
+    ramp = (np.arange(side) // 27 % 256).astype(np.uint8)
+    picture = np.empty((side, side, 3), dtype=np.uint8)
+    picture[..., 0], picture[..., 1] = ramp[None, :], ramp[:, None]
+    index = np.arange(side, dtype=np.int32)
+    picture[..., 2] = (index[:, None] + index[None, :]) // 54 % 256  # diagonals: WebP packs them into 44 kB
+    buffer = io.BytesIO()
+    Image.fromarray(picture).save(buffer, "WEBP", lossless=True, quality=0, method=0)
+    return buffer.getvalue()

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
 
 COMMANDS = {
@@ -81,14 +83,23 @@ def _options(argv: list[str]) -> list[tuple[str, str | None]]:
     return pairs
 
 
-def streamlit_command(argv: list[str], folder: Path) -> list[str]:
+def streamlit_command(argv: list[str], folder: Path, environ: Mapping[str, str] | None = None) -> list[str]:
     """``streamlit run`` for the app in ``folder``: Streamlit's options (a dot in the name) before
-    ``--``, the server's after it, its folders made absolute."""
+    ``--``, the server's after it, its folders made absolute. The app's upload limit
+    (``--max-upload-mb``, or VITVIZ_MAX_UPLOAD_MB in ``environ``) is Streamlit's
+    ``server.maxUploadSize`` too, unless that is given: Streamlit refuses a larger file before
+    the app sees it."""
     theirs, ours = [], []
-    for name, value in _options(argv):
+    options = _options(argv)
+    for name, value in options:
         if name in PATH_OPTIONS and value is not None:
             value = str(Path(value).expanduser().resolve())
         (theirs if "." in name else ours).append(name if value is None else f"{name}={value}")
+    names = {name for name, _ in options}
+    upload_mb = next((value for name, value in options if name == "--max-upload-mb"), None)
+    upload_mb = upload_mb or (os.environ if environ is None else environ).get("VITVIZ_MAX_UPLOAD_MB")
+    if "--server.maxUploadSize" not in names and upload_mb and re.fullmatch(r"[1-9][0-9]{0,5}", upload_mb.strip()):
+        theirs.append(f"--server.maxUploadSize={int(upload_mb)}")
     return [sys.executable, "-m", "streamlit", "run", str(folder / "app.py"), *theirs, "--", *ours]
 
 

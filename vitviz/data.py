@@ -29,8 +29,15 @@ from vitviz.i18n import DEFAULT_LANGUAGE, TranslatedError, t
 
 log = logging.getLogger(__name__)
 
-MAX_PIXELS = 50_000_000
+MAX_PIXELS = 50_000_000  # refused above this, before decoding: a 48 MP phone photo opens, a bomb does not
+# Larger pictures are scaled down as they are decoded (JPEG in its DCT, at 1/2, 1/4 or 1/8): every
+# model here resizes its input to a few hundred pixels, and a figure sends at most 800 a side, so a
+# 48 MP photo is never held whole. The shorter side keeps at least WORK_MIN_SIDE (a panorama
+# stays sharp where the model looks).
+WORK_PIXELS = 2**20
+WORK_MIN_SIDE = 512
 NOTES_KEY = "vitviz.notes"
+SIZE_KEY = "vitviz.size"  # the picture's (width, height) in its file, upright, before any scaling down
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
 
@@ -56,16 +63,28 @@ def _to_8bit(image: Image.Image) -> Image.Image:
     return Image.fromarray(np.clip(scaled * 255.0 + 0.5, 0, 255).astype(np.uint8), mode="L")
 
 
-def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
-    """Decode an uploaded file into an upright 8-bit RGB image.
+def working_size(width: int, height: int, max_pixels: int = WORK_PIXELS) -> tuple[int, int]:
+    """The (width, height) ``load_image`` keeps of a picture: its own when it has at most
+    ``max_pixels``, else scaled down to about that many, the shorter side kept at WORK_MIN_SIDE
+    or more (or the picture's own, when that is less)."""
+    if width * height <= max_pixels:
+        return width, height
+    scale = max((max_pixels / (width * height)) ** 0.5, min(1.0, WORK_MIN_SIDE / min(width, height)))
+    return max(1, round(width * scale)), max(1, round(height * scale))
+
+
+def load_image(data: bytes, max_pixels: int = MAX_PIXELS, work_pixels: int = WORK_PIXELS) -> Image.Image:
+    """Decode an uploaded file into an upright 8-bit RGB image, at most about ``work_pixels``.
 
     Transparent images (RGBA, LA, palette with transparency) are composited on white.
-    Animated images give their first frame. Notes about such changes are kept in
+    Animated images give their first frame. A picture over ``work_pixels`` is scaled down
+    (``working_size``) as it is decoded. Notes about such changes are kept in
     ``image.info["vitviz.notes"]``; ``image_notes(image, lang)`` gives them as sentences.
 
     Args:
         data: the file's bytes.
         max_pixels: larger images are refused before they are decoded.
+        work_pixels: larger images are scaled down to about this many pixels.
 
     Returns:
         A PIL image in mode "RGB" with its EXIF orientation applied.
@@ -84,7 +103,7 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
             width, height = image.size
             if width * height > max_pixels:
                 raise ImageError(
-                    "image.too_large", width=width, height=height, megapixels=round(width * height / 1e6), limit=limit
+                    "image.too_large", width=width, height=height, megapixels=f"{width * height / 1e6:.1f}", limit=limit
                 )
             if width < 1 or height < 1:
                 raise ImageError("image.no_pixels")
@@ -92,6 +111,9 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
             if frames > 1:
                 notes.append(("image.note.animated", {"frames": frames}))
                 image.seek(0)
+            kept = working_size(width, height, work_pixels)
+            if kept != (width, height):
+                image.draft(None, kept)  # JPEG: decoded at the smallest 1/2^k scale still over ``kept``
             image.load()
     except ImageError:
         raise
@@ -103,22 +125,39 @@ def load_image(data: bytes, max_pixels: int = MAX_PIXELS) -> Image.Image:
         log.info("image decode failed: %r", err)
         raise ImageError("image.damaged") from None
     try:
-        image = ImageOps.exif_transpose(image) or image
+        ImageOps.exif_transpose(image, in_place=True)  # in place: no copy of a large picture
     except Exception as err:
         log.info("EXIF orientation ignored: %r", err)
         notes.append(("image.note.exif", {}))
     try:
         if image.mode in _TRANSPARENT_MODES or "transparency" in image.info:
             notes.append(("image.note.transparent", {}))
+        ratio = image.width / image.height
+        if abs(ratio - height / width) < abs(ratio - width / height):  # turned upright by a quarter turn
+            width, height, kept = height, width, kept[::-1]
+        if image.size != kept:  # larger than kept (a JPEG's draft stops at or above it)
+            if image.mode not in _REDUCIBLE_MODES or "transparency" in image.info:
+                image = _to_rgb(image)  # a palette, a transparent colour or 16 bits do not scale as they are
+            image = image.resize(kept, Image.Resampling.BICUBIC, reducing_gap=1.0)  # a box filter first: fast
+        if kept != (width, height):
+            notes.append(("image.note.downscaled", {"width": width, "height": height, "kept": f"{kept[0]}x{kept[1]}"}))
         image = _to_rgb(image)
     except Exception as err:
         log.info("colour conversion failed: %r", err)
         raise ImageError("image.colour") from None
     image.info[NOTES_KEY] = notes
+    image.info[SIZE_KEY] = (width, height)
     return image
 
 
+def original_size(image: Image.Image) -> tuple[int, int]:
+    """(width, height) of the picture in its file, upright: larger than the image when
+    ``load_image`` scaled it down."""
+    return image.info.get(SIZE_KEY, image.size)
+
+
 _TRANSPARENT_MODES = ("RGBA", "LA", "PA", "La", "RGBa")
+_REDUCIBLE_MODES = ("RGB", "RGBA", "RGBX", "L", "LA", "CMYK", "YCbCr")  # Image.reduce takes them
 
 
 def _to_rgb(image: Image.Image) -> Image.Image:

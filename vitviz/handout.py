@@ -35,7 +35,7 @@ from torch import nn
 
 from vitviz import analysis, claims, commandline, faithfulness, lab, plots, zoo
 from vitviz import data as vdata
-from vitviz.data import ImageError, denormalize, input_pixels, load_image, to_tensor
+from vitviz.data import ImageError, denormalize, input_pixels, load_image, original_size, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
 from vitviz.model import VisionTransformer, flops_per_image, on_weights
 from vitviz.patches import patch_tiles, patchify
@@ -288,7 +288,8 @@ class _Tour:
 
     model: VisionTransformer
     spec: zoo.ModelSpec
-    image: np.ndarray  # (H, W, 3) uint8, upright
+    image: np.ndarray  # (H, W, 3) uint8, upright, as load_image kept it
+    original_size: tuple[int, int]  # (width, height) in the file: larger where load_image scaled it down
     name: str
     trace: Trace
     truth: Truth | None
@@ -365,9 +366,14 @@ def _verdict(page: _Page, tour: _Tour) -> None:
 def _input(page: _Page, tour: _Tour, total: int) -> None:
     config, pre = tour.config, tour.config.preprocess
     page.step(1, total, "page.input", page.tr("input.intro"), _shape(tour.trace.pixels.shape))
-    height, width = tour.image.shape[:2]
+    kept_height, kept_width = tour.image.shape[:2]
+    width, height = tour.original_size
     uri, _ = image_uri(tour.image)
-    original = html.escape(page.tr("input.original", width=width, height=height))
+    if (width, height) == (kept_width, kept_height):
+        original = html.escape(page.tr("input.original", width=width, height=height))
+    else:
+        values = dict(width=width, height=height, kept_width=kept_width, kept_height=kept_height)
+        original = html.escape(page.tr("input.original_scaled", **values))
     resized = input_pixels(Image.fromarray(tour.image), pre, config.in_chans).permute(1, 2, 0).numpy()  # (H, W, C)
     title = "input.resized_gray" if config.in_chans == 1 else "input.resized"
     page.raw(
@@ -956,6 +962,7 @@ def build(
         model=model,
         spec=spec,
         image=np.asarray(picture),
+        original_size=original_size(picture),
         name=image_name,
         trace=trace,
         truth=truth,

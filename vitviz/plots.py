@@ -285,9 +285,31 @@ def _image_figure(z: np.ndarray, height: int | None, title: str | None, **trace:
     return _figure([_image_trace(z, **trace)], _image_layout_dict(height, title))
 
 
+# A picture goes to the browser at most this many pixels on its longer side: a figure draws it a
+# few hundred pixels high (380 on page 1), about twice that on a sharp projector. A larger one (a 48 MP photo
+# was a 124 MB message) is scaled down and each of its pixels drawn dx x dy wide, so the figure's
+# coordinates, and maps laid over it, stay those of the picture given.
+SHOWN_SIDE = 800
+
+
+def shown_size(height: int, width: int, longest: int = SHOWN_SIDE) -> tuple[int, int]:
+    """(height, width) a picture is sent at: its own, or scaled to ``longest`` on its longer side."""
+    scale = min(1.0, longest / max(height, width))
+    return max(1, round(height * scale)), max(1, round(width * scale))
+
+
 def _image_trace(z: np.ndarray, **trace: object) -> dict:
     """A picture's trace dictionary. A picture above ``PNG_ABOVE_PIXELS`` goes as a PNG; its hover
-    reads the pixel's colour from the picture."""
+    reads the pixel's colour from the picture. One above ``SHOWN_SIDE`` goes scaled down to it."""
+    height, width = z.shape[:2]
+    sent_h, sent_w = shown_size(height, width)
+    if (sent_h, sent_w) != (height, width):
+        picture = Image.fromarray(z).resize((sent_w, sent_h), Image.Resampling.BICUBIC, reducing_gap=2.0)
+        z = np.asarray(picture)
+        dx, dy = width / sent_w, height / sent_h
+        trace |= dict(x0=(dx - 1) / 2, y0=(dy - 1) / 2, dx=dx, dy=dy)  # the left edge stays at x = -0.5
+        if isinstance(trace.get("hovertemplate"), str):
+            trace["hovertemplate"] = trace["hovertemplate"].replace("%{x}", "%{x:.0f}").replace("%{y}", "%{y:.0f}")
     if z.shape[0] * z.shape[1] > PNG_ABOVE_PIXELS:
         pixels = dict(source=png_data_uri(z))
         if isinstance(trace.get("hovertemplate"), str):  # a PNG's pixel is [r, g, b, alpha]: show r, g, b

@@ -369,3 +369,11 @@ def test_the_faithfulness_figures_time_one_image_and_one_ablated_pass():
     assert _finite_positive(report.figures["ablation_explain_s"])
     assert {"issue43.faithfulness", "issue43.ablation"} <= report.medians_ms.keys()
     assert ("faithfulness_image_s", "<=", 2.0) in bench.TARGETS and "faithfulness_image_s" in bench.REQUIRED_KEYS
+
+
+def test_the_big_picture_is_small_on_disk_and_large_once_decoded(tmp_path: Path) -> None:
+    from PIL import Image
+
+    path = bench.big_picture(6900, tmp_path)
+    assert path.stat().st_size < 100_000 and Image.open(path).size == (6900, 6900)
+    assert ("big_image_step1_s", "<=", 5.0) in bench.TARGETS and "big_image_step1_s" in bench.BROWSER_KEYS

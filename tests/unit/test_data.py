@@ -4,9 +4,9 @@ import io
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+from PIL import Image, ImageOps
 
-from tests.helpers import write_idx
+from tests.helpers import lossless_webp, write_idx
 from vitviz import data as vdata
 from vitviz.config import CIFAR10_CLASSES, Preprocess
 from vitviz.data import ImageError, image_notes, load_image, preprocess_batch, resize_and_crop, to_tensor
@@ -257,3 +257,94 @@ def test_folder_classes_are_listed_again_when_a_class_folder_comes_or_goes(tmp_p
     (tmp_path / "bird").mkdir()
     os.utime(tmp_path, ns=(0, tmp_path.stat().st_mtime_ns + 1))  # a coarse clock: the change still shows
     assert folder_classes(tmp_path) == ["bird", "cat", "dog"]
+
+
+# ---- large pictures: a pixel limit, and scaled down as they are opened (issue 53) ---------------
+
+
+@pytest.mark.parametrize("lang, words", [("en", "over 50 megapixels"), ("ko", "50 메가픽셀 초과")])
+def test_a_decompression_bomb_gets_a_sentence_in_each_language(lang, words):
+    bomb = encode(Image.new("1", (20000, 20000)), "PNG")  # 400 megapixels in about 50 kB
+    assert len(bomb) < 100_000
+    with pytest.raises(ImageError) as refused:
+        load_image(bomb)
+    assert words in refused.value.sentence(lang)
+
+
+def test_over_the_pixel_limit_is_refused_before_decoding(monkeypatch):
+    data = encode(Image.new("RGB", (7100, 7100)), "WEBP", lossless=True, quality=0, method=0)  # 50.4 megapixels
+    monkeypatch.setattr(Image.Image, "load", lambda self: pytest.fail("decoded a picture over the limit"))
+    with pytest.raises(ImageError) as refused:
+        load_image(data)
+    assert refused.value.sentence("en").startswith("The image is 7100x7100 pixels (50.4 megapixels), over the limit")
+    assert "7100x7100 픽셀" in refused.value.sentence("ko")
+
+
+def test_a_6900_px_webp_is_scaled_down_to_the_working_size_and_says_so():
+    image = load_image(lossless_webp(6900))
+    assert image.size == (1024, 1024) and image.width * image.height <= vdata.WORK_PIXELS
+    assert vdata.original_size(image) == (6900, 6900)
+    assert "6900x6900" in " ".join(image_notes(image)) and "1024x1024" in " ".join(image_notes(image, "ko"))
+    assert np.asarray(image).shape == (1024, 1024, 3)
+
+
+def test_a_large_jpeg_is_decoded_at_a_fraction_of_its_size(monkeypatch):
+    """A 48 MP photo is never held whole: its JPEG draft decodes it at 1/4 scale (2000 x 1500),
+    and the resize that follows starts from that."""
+    photo = Image.fromarray(np.random.default_rng(0).integers(0, 255, (60, 80, 3), dtype=np.uint8))
+    data = encode(photo.resize((8000, 6000), Image.BICUBIC), "JPEG", quality=85)
+    resized_from = []
+    resize = Image.Image.resize
+
+    def spy(self, size, *args, **kwargs):
+        resized_from.append(self.size)
+        return resize(self, size, *args, **kwargs)
+
+    monkeypatch.setattr(Image.Image, "resize", spy)
+    image = load_image(data)
+    assert resized_from == [(2000, 1500)]
+    assert image.size == vdata.working_size(8000, 6000) == (1182, 887)
+    assert vdata.original_size(image) == (8000, 6000)
+
+
+def test_scaling_down_keeps_orientation_and_a_panorama_sharp():
+    tall = encode(rgb((3000, 1000)), "JPEG", exif=_orientation(6))  # stored wide, shown tall
+    image = load_image(tall)
+    assert image.size == (591, 1774) and vdata.original_size(image) == (1000, 3000)
+    assert "1000x3000" in " ".join(image_notes(image))
+    panorama = load_image(encode(rgb((12000, 600)), "PNG"))
+    assert panorama.height == vdata.WORK_MIN_SIDE  # the area alone would make it 229 pixels high
+
+
+def _orientation(value: int) -> bytes:
+    exif = Image.Exif()
+    exif[0x0112] = value
+    return exif.tobytes()
+
+
+@pytest.mark.parametrize("mode", ["P", "I;16", "RGBA"])
+def test_large_pictures_of_every_mode_scale_down_to_rgb(mode):
+    if mode == "I;16":
+        picture = Image.fromarray(np.full((1200, 2000), 40000, dtype=np.uint16))
+    else:
+        picture = Image.new("RGBA", (2000, 1200), (10, 200, 30, 255)).convert(mode)
+    image = load_image(encode(picture, "PNG"))
+    assert image.mode == "RGB" and image.size == vdata.working_size(2000, 1200) != (2000, 1200)
+
+
+def test_normal_pictures_reach_the_model_exactly_as_before():
+    """Pictures within WORK_PIXELS are not touched: the shipped samples give the pixels an
+    independent decode gives, and so the same model input."""
+    from vitviz import zoo
+
+    pre = Preprocess(resize=248, crop=(224, 224), interpolation="bicubic")
+    samples = sorted((zoo.ASSETS / "samples").glob("*.jpg"))
+    assert len(samples) >= 4
+    for path in samples:
+        ours = load_image(path.read_bytes())
+        independent = ImageOps.exif_transpose(Image.open(path)).convert("RGB")
+        assert np.array_equal(np.asarray(ours), np.asarray(independent)), path.name
+        assert torch.equal(to_tensor(ours, pre), to_tensor(independent, pre)), path.name
+        assert image_notes(ours) == []
+    edge = load_image(encode(rgb((2048, 512)), "PNG"))  # exactly WORK_PIXELS
+    assert edge.size == (2048, 512)

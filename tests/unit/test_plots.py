@@ -75,6 +75,29 @@ def test_a_large_picture_goes_as_a_lossless_png_and_a_small_one_as_numbers():
     assert overlay[0].source is not None and overlay[0].hoverinfo == "skip"  # the map's hover speaks, not the photo's
 
 
+def test_a_picture_larger_than_shown_goes_scaled_down_over_the_same_coordinates():
+    """However large the picture a page passes, the figure carries at most SHOWN_SIDE pixels a
+    side (a 6900 px upload made a 205 MB message), and draws them over the picture's own
+    coordinates, so a patch map laid over it still lines up."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    noise = np.random.default_rng(1).integers(0, 256, size=(1448, 2048, 3), dtype=np.uint8)  # the worst for PNG
+    for fig in (plots.image(noise, "a photo"), plots.heatmap_overlay(noise, np.ones((14, 14)))):
+        picture = fig.data[0]
+        sent = Image.open(io.BytesIO(base64.b64decode(picture.source.split(",", 1)[1])))
+        assert sent.size == (plots.SHOWN_SIDE, round(1448 * plots.SHOWN_SIDE / 2048)) == (800, 566)
+        assert len(plotly.io.to_json(fig)) < 3_000_000  # a few MB at most, whatever the picture
+        left, right = picture.x0 - picture.dx / 2, picture.x0 + (sent.width - 0.5) * picture.dx
+        top, bottom = picture.y0 - picture.dy / 2, picture.y0 + (sent.height - 0.5) * picture.dy
+        assert np.allclose([left, right, top, bottom], [-0.5, 2047.5, -0.5, 1447.5])
+    assert "x=%{x:.0f}, y=%{y:.0f}" in plots.image(noise).data[0].hovertemplate  # a pixel of the picture given
+    shown = plots.image(noise[:800, :600]).data[0]
+    assert shown.dx is None and shown.x0 is None  # at most SHOWN_SIDE: pixel for pixel, as before
+
+
 def test_markdown_table_aligns_numbers_right_and_escapes_pipes() -> None:
     text = tables.markdown_table(["", "right", "wrong"], [["this | that", "1,234", 5], ["other", "0", "7\n8"]])
     assert text.splitlines() == [

@@ -58,10 +58,24 @@ def image_key(image_bytes: bytes) -> bytes:
     return hashlib.blake2b(image_bytes, digest_size=16).digest()
 
 
-IMAGE_BYTES = 256 * 2**20  # decoded images, as RGB bytes: 24 12-megapixel photos, or every CIFAR image a class opens
+# Pillow allocates a picture in blocks of 16 MB, and glibc keeps freed blocks of that size in the
+# heap of the thread that decoded them: three sessions decoding a 6900 px upload at once left the
+# server 1.1 GB larger for good. Blocks over 32 MB (glibc's largest mmap threshold) are mapped
+# and unmapped, so the memory goes back when the picture is freed. PILLOW_BLOCK_SIZE, Pillow's
+# own setting, wins where whoever runs the server sets it.
+PILLOW_BLOCK_BYTES = 64 * 2**20
+if "PILLOW_BLOCK_SIZE" not in os.environ:
+    Image.core.set_block_size(PILLOW_BLOCK_BYTES)
+
+# Decoded images (Pillow keeps RGB in 4 bytes a pixel), and the same as arrays for the pages:
+# load_image keeps a picture at about 1 megapixel, so 60 uploads of a class, or every CIFAR image
+# it opens, fit.
+IMAGE_BYTES = 256 * 2**20
 IMAGES: shelf.Shelf[Image.Image] = shelf.Shelf(
-    IMAGE_BYTES, size=lambda image: image.width * image.height * len(image.getbands()), ttl_s=3600
+    IMAGE_BYTES, size=lambda image: image.width * image.height * 4, ttl_s=3600
 )
+ARRAY_BYTES = 192 * 2**20
+ARRAYS: shelf.Shelf[np.ndarray] = shelf.Shelf(ARRAY_BYTES, size=lambda array: array.nbytes, ttl_s=3600)
 
 
 def decoded_image(image_bytes: bytes) -> Image.Image:
@@ -219,11 +233,19 @@ def cached_routes(model_name: str, image_bytes: bytes) -> dict[str, float]:
     return compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
 
 
-@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def cached_image(image_bytes: bytes, language: str) -> tuple[np.ndarray, list[str]]:
-    """The decoded upload as an (H, W, 3) uint8 array, and load_image's notes in a language."""
+    """The decoded upload as an (H, W, 3) uint8 array (shared and read-only, in a shelf bounded by
+    its bytes, not a pickled copy a run), and load_image's notes in a language."""
     image = decoded_image(image_bytes)
-    return np.asarray(image), image_notes(image, language)
+    return ARRAYS.get(image_key(image_bytes), lambda: _read_only(np.asarray(image))), image_notes(image, language)
+
+
+cached_image.clear = ARRAYS.clear  # type: ignore[attr-defined]
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 def test_split(model_name: str) -> lab.TestSplit | None:

@@ -3,7 +3,9 @@ uploads, and loading with a spinner that says what is happening."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -15,6 +17,8 @@ from vitviz import access, deadline, zoo
 from vitviz.app import turns, web
 from vitviz.app.text import model_title, tr
 
+log = logging.getLogger(__name__)
+
 
 def server_policy() -> access.Policy:
     """What this server lets its visitors load, set by whoever starts it (``streamlit run app.py
@@ -22,6 +26,28 @@ def server_policy() -> access.Policy:
     hub downloads are allowed by default only where Streamlit's server.address is loopback."""
     settings = tuple(os.environ.get(name) for name in POLICY_ENVIRONMENT)
     return _policy(tuple(sys.argv[1:]), settings, st.get_option("server.address"))
+
+
+def upload_limit_mb() -> int:
+    """The one upload limit, in MB, for images and checkpoints alike: the server's
+    ``--max-upload-mb``, which ``vitviz app`` also gives Streamlit as ``server.maxUploadSize``.
+    Streamlit refuses a larger file itself (HTTP 413, before the app sees it), so where the two
+    differ (``streamlit run app.py -- --max-upload-mb 80`` alone) the smaller one holds, and the
+    server's log says how to set both."""
+    return _upload_limit(server_policy().max_upload_mb, int(st.get_option("server.maxUploadSize")))
+
+
+@functools.lru_cache(maxsize=4)
+def _upload_limit(ours: int, streamlits: int) -> int:
+    if ours != streamlits:
+        log.warning(
+            "--max-upload-mb is %d MB but Streamlit's server.maxUploadSize is %d MB: uploads stop at %d MB. "
+            "Start the app with `vitviz app --max-upload-mb N`, which sets both.",
+            ours,
+            streamlits,
+            min(ours, streamlits),
+        )
+    return min(ours, streamlits)
 
 
 POLICY_ENVIRONMENT = (
@@ -53,7 +79,7 @@ def cached_model(name: str) -> zoo.Loaded:
         files = uploaded_models().get(name)
         if files is None:
             raise zoo.ModelLoadError("model.upload_gone")
-        return zoo.load_upload(files, server_policy())[1]
+        return zoo.load_upload(files, dataclasses.replace(server_policy(), max_upload_mb=upload_limit_mb()))[1]
     return zoo.load(name, policy=server_policy())
 
 

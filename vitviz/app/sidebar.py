@@ -16,7 +16,14 @@ from vitviz.app.current import (
     uploaded_model,
     wanted_model,
 )
-from vitviz.app.models import cached_model, forget_tries, keep_upload, server_policy, tour_models, tour_problem
+from vitviz.app.models import (
+    cached_model,
+    forget_tries,
+    keep_upload,
+    tour_models,
+    tour_problem,
+    upload_limit_mb,
+)
 from vitviz.app.presenter import presenter_mode
 from vitviz.app.text import dataset_text, label, lang, model_title, tr
 from vitviz.i18n import LANGUAGES
@@ -102,8 +109,9 @@ def _image_picker(side) -> None:
         state.widget(side.selectbox, "sample", tr("sidebar.sample"), sample_names())
         state.set_param("test", None)
     elif source == "upload":
-        upload = side.file_uploader(tr("sidebar.upload"), type=None, key="upload")
-        side.caption(tr("sidebar.upload_limit", limit=st.get_option("server.maxUploadSize")))
+        limit = upload_limit_mb()
+        upload = side.file_uploader(tr("sidebar.upload"), type=None, key="upload", max_upload_size=limit)
+        side.caption(tr("sidebar.upload_limit", limit=limit))
         if upload is not None:
             session.keep_upload_image(upload.name, upload.getvalue())
         elif session.uploaded_image():  # the uploader forgets its file on a page switch; the image stays
@@ -190,7 +198,7 @@ def handout_button(where) -> None:
 def _model_upload(side) -> None:
     """The sidebar's uploader of a visitor's own checkpoint (read in memory, never saved), and,
     once one is in use, a button to stop using it."""
-    limit = server_policy().max_upload_mb
+    limit = upload_limit_mb()
     files = side.file_uploader(
         tr("sidebar.model_upload"),
         type=["safetensors", "json"],
