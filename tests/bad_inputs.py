@@ -236,7 +236,7 @@ def hostile_uploads() -> list[tuple[str, dict[str, bytes], str]]:
         ),
         ("mlp_ratio -1", with_config(mlp_ratio=-1), "model.load_failed"),
         ("mlp_ratio 1e308", with_config(mlp_ratio=1e308), "model.load_failed"),
-        ("num_classes 0", with_config(num_classes=0, class_names=[]), "model.budget_shape"),
+        ("num_classes 100,001", with_config(num_classes=100_001, class_names=[]), "model.budget_shape"),
         ("num_classes 1e10", with_config(num_classes=1e10, class_names=[]), "model.load_failed"),
         ("depth 0", with_config(depth=0), "model.budget_shape"),
         (

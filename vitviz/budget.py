@@ -78,13 +78,14 @@ class OverBudget(ValueError):
 
 def check_shape(config: ModelConfig) -> None:
     """Refuse a config too deep, wide or large to build even on the meta device, or one the tour
-    cannot explain (no classifier, no block).
+    cannot explain (no block).
 
     Raises:
         OverBudget: ``model.budget_shape`` with what is out of range.
     """
     side = max(config.image_size)
-    checks = [("image_size", side, 1, MAX_SIDE), ("num_classes", config.num_classes, 1, MAX_CLASSES)]
+    # num_classes 0: a ViT without a head (features only), whose pages say that it has none
+    checks = [("image_size", side, 1, MAX_SIDE), ("num_classes", config.num_classes, 0, MAX_CLASSES)]
     if isinstance(config, ViTConfig):
         checks += [("depth", config.depth, 1, MAX_DEPTH), ("embed_dim", config.embed_dim, 1, MAX_WIDTH)]
         checks += [("hybrid_layers", n, 1, MAX_STAGE_BLOCKS) for n in config.hybrid_layers or ()]

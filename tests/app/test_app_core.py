@@ -15,6 +15,7 @@ from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figure
 from vitviz import analysis, compare, zoo
 from vitviz.app import ahead, caches, furniture, models, navigation, state, text, tour, turns
 from vitviz.card import ModelCard
+from vitviz.i18n import plain
 from vitviz.config import ViTConfig
 from vitviz.model import VisionTransformer
 
@@ -441,7 +442,8 @@ def test_unknown_custom_model_says_so():
     """One sentence on the page, and the tour goes on with the list's model (issue 40)."""
     at = open_page(custom_model="timm:no_such_model_at_all")
     assert errors(at) == []
-    assert any("timm:no_such_model_at_all" in w.value and "The tour goes on with" in w.value for w in at.warning)
+    said = [plain(w.value) for w in at.warning]  # as read: the name is escaped for Markdown
+    assert any("timm:no_such_model_at_all" in w and "The tour goes on with" in w for w in said)
     assert not any("in use instead of the list above" in c.value for c in at.sidebar.caption)
     at = open_page(custom_model="no-such-model")
     assert any("There is no model called 'no-such-model'" in w.value for w in at.warning)
@@ -543,7 +545,9 @@ def test_the_card_page_shows_the_shipped_cnns_card_too(lang):
     assert at.subheader[0].value == cnn.spec.title_in(lang)
     values = metric_values(at)
     assert f"{cnn.model.num_params():,}" in values and f"{cnn.model.config.widths[-1]} x 3 x 3" in values
-    assert f"{cnn.spec.card.test_accuracy:.2%}" in values
+    # one view, the protocol every card is compared by; the CNN's own image-and-mirror figure below it
+    assert f"{cnn.spec.card.one_view_accuracy:.2%}" in values
+    assert f"{cnn.spec.card.test_accuracy:.2%}" in " ".join(plain(c.value) for c in at.caption)
     assert "0.111111" in list(at.dataframe[1].value.iloc[:, 1])  # logit_scale 1/9, not 0.1111111111111111
     curves = plotly_figures(at)[0]
     test_acc = [t for t in curves["data"] if t["name"] == ("test accuracy" if lang == "en" else "테스트 정확도")]
@@ -588,8 +592,11 @@ def test_the_card_page_starts_on_the_sidebars_model_and_names_its_teachers():
     assert len(taught) == len(card.teachers())  # a row a teacher; none for a model that learnt alone
     for teacher, _ in card.teachers():
         if teacher.get("weights_sha256"):
+            one_view = zoo.one_view_accuracy_of(teacher)  # the teacher's card's one-view figure, where it has one
             expected = (
-                f"{teacher['name']}, {teacher['test_accuracy']:.2%} test (weights {teacher['weights_sha256'][:12]})"
+                f"{teacher['name']}, {one_view:.2%} test, one view (weights {teacher['weights_sha256'][:12]})"
+                if one_view is not None
+                else f"{teacher['name']}, {teacher['test_accuracy']:.2%} test (weights {teacher['weights_sha256'][:12]})"
             )
             assert expected in taught
 

@@ -222,7 +222,7 @@ def test_token_matrix_marks_cls_row() -> None:
     fig = plots.token_matrix(
         np.zeros((5, 8)), ["[CLS]", "patch 1", "patch 2", "patch 3", "patch 4"], marked={0: "[CLS]"}
     )
-    assert "[CLS]" in fig.layout.annotations[0].text
+    assert "[CLS]" in fig.layout.yaxis.ticktext[0] and fig.layout.yaxis.tickvals[0] == "[CLS]"  # named on its row
     assert (fig.layout.shapes[0].y0, fig.layout.shapes[0].y1) == (-0.5, 0.5)
     assert list(fig.data[0].x) == list(range(1, 9))  # channels counted from 1
 

@@ -72,7 +72,11 @@ def test_each_limit_refuses_just_above_and_takes_just_at_it(limit):
 
 @pytest.mark.parametrize(
     "changes, field",
-    [({"depth": 0}, "depth"), ({"depth": budget.MAX_DEPTH + 1}, "depth"), ({"num_classes": 0}, "num_classes")],
+    [
+        ({"depth": 0}, "depth"),
+        ({"depth": budget.MAX_DEPTH + 1}, "depth"),
+        ({"num_classes": budget.MAX_CLASSES + 1}, "num_classes"),
+    ],
 )
 def test_shapes_out_of_range_are_refused_before_any_build(changes, field, monkeypatch):
     monkeypatch.setattr(budget, "build_model", lambda config: pytest.fail("built a model it should refuse"))
@@ -81,7 +85,7 @@ def test_shapes_out_of_range_are_refused_before_any_build(changes, field, monkey
         budget.cost(config)
     assert caught.value.key == "model.budget_shape" and caught.value.values["field"] == field
     budget.check_shape(TINY.replace(depth=budget.MAX_DEPTH))  # the edges of the range are taken
-    budget.check_shape(TINY.replace(depth=1, num_classes=1, class_names=()))
+    budget.check_shape(TINY.replace(depth=1, num_classes=0, class_names=()))  # no head: features only
 
 
 def test_the_default_limits_take_every_registry_model():
