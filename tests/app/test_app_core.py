@@ -15,8 +15,8 @@ from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figure
 from vitviz import analysis, compare, zoo
 from vitviz.app import ahead, caches, furniture, models, navigation, state, text, tour, turns
 from vitviz.card import ModelCard
-from vitviz.i18n import plain
 from vitviz.config import ViTConfig
+from vitviz.i18n import plain
 from vitviz.model import VisionTransformer
 
 
