@@ -57,7 +57,33 @@ async def warm_up(app: object) -> AsyncIterator[None]:
     twice. Whatever fails here is logged and left for the page that needs it to explain in the
     user's language."""
     threading.Thread(target=_warm, name="vitviz-warm-up", daemon=True).start()
+    shut_down_on_sigterm()
     yield
+
+
+def shut_down_on_sigterm() -> bool:
+    """SIGTERM shuts the server down as it does now, and the process then exits 0.
+
+    Serving an ``st.App``, Streamlit runs uvicorn, whose SIGTERM handler records the signal, shuts
+    the server down and then raises the signal again with the default handler: the process dies
+    of it (exit -15) without Python's exit, so the read-ahead worker's ``atexit`` never runs. Here
+    the handler asks uvicorn's server to exit (its public ``should_exit``) without recording the
+    signal: the same shutdown, then Python's own exit, which stops the worker and returns 0. Where
+    the handler is not uvicorn's (another Streamlit, another server), nothing changes. Returns
+    whether it took over."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    if server is None or type(server).__module__ != "uvicorn.server" or not hasattr(server, "should_exit"):
+        return False
+
+    def shut_down(signum: int, frame: object) -> None:
+        server.should_exit = True
+
+    signal.signal(signal.SIGTERM, shut_down)
+    return True
 
 
 STARTUP_DONE = "startup done"  # the last line the startup logs (the benchmark waits for it)
