@@ -66,11 +66,13 @@ def test_weights_that_do_not_beat_the_shipped_ones_are_not_written(run, tmp_path
     folder, data = run
     ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
     card = json.loads((tmp_path / "tiny.json").read_text())
-    card["test_accuracy"] = 1.01  # pretend the shipped model is better than anything
+    card["test_accuracy"] = (
+        1.0  # pretend the shipped model is perfect: nothing beats it (a card holds a fraction, 0 to 1)
+    )
     (tmp_path / "tiny.json").write_text(json.dumps(card))
     again = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
     assert not again.shipped and "does not beat" in again.reason
-    assert json.loads((tmp_path / "tiny.json").read_text())["test_accuracy"] == 1.01
+    assert json.loads((tmp_path / "tiny.json").read_text())["test_accuracy"] == 1.0
 
 
 def test_weights_below_the_floor_are_not_written(run, tmp_path, capsys):
@@ -104,7 +106,7 @@ def test_a_finished_schedule_that_does_not_beat_its_shipped_checkpoint_is_writte
     assert ship(folder, str(data), out_dir=tmp_path, name="tiny", checkpoint=True, floor=0.0).shipped
     card_path = tmp_path / "tiny.json"
     shipped = json.loads(card_path.read_text())
-    shipped["test_accuracy"] = 1.01  # the checkpoint beats whatever the schedule's end measures
+    shipped["test_accuracy"] = 1.0  # the checkpoint beats whatever the schedule's end measures
     card_path.write_text(json.dumps(shipped))
     weights = (tmp_path / "tiny.safetensors").read_bytes()
 
@@ -126,7 +128,7 @@ def test_a_finished_schedule_that_does_not_beat_its_shipped_checkpoint_is_writte
     assert not ended.shipped and "schedule ended" in ended.reason
     written = ModelCard.read(card_path)
     assert written.schedule_end == {"epoch": 2, "test_accuracy": ended.card.test_accuracy}
-    assert written.interim and written.test_accuracy == 1.01  # still the checkpoint's card
+    assert written.interim and written.test_accuracy == 1.0  # still the checkpoint's card
     assert (tmp_path / "tiny.safetensors").read_bytes() == weights  # and its weights
 
 
