@@ -263,11 +263,12 @@ class _RunsCode:
 
 def _sentences(load, name: str | None, models: Path) -> tuple[str, str]:
     from vitviz import zoo
+    from vitviz.i18n import plain
 
     try:
         load()
     except zoo.ModelLoadError as err:
-        texts = [err.sentence(lang) for lang in ("en", "ko")]
+        texts = [plain(err.sentence(lang)) for lang in ("en", "ko")]  # as read: paths hold "_"
     else:
         raise AssertionError(f"{name} loaded")
     if name is not None:
