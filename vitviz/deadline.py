@@ -15,6 +15,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 _local = threading.local()
+_everything = threading.Event()  # the process is ending: every thread's model stops at its next block
+
+
+def stop_everything() -> None:
+    """Stop the work of every thread at its model's next block, limit or none (the process ends:
+    a thread still inside torch when Python tears down aborts it)."""
+    _everything.set()
 
 
 class Stopped(RuntimeError):
@@ -54,6 +61,8 @@ def check() -> None:
     torch = sys.modules.get("torch")
     if torch is not None and torch.compiler.is_compiling():
         return
+    if _everything.is_set():
+        raise Stopped("stopped")
     found = getattr(_local, "limit", None)
     if found is None:
         return

@@ -1,6 +1,7 @@
 """The Streamlit glue: the only part of vitviz that imports Streamlit (caches, the session's
 choices and the URL, navigation, the sidebar, widgets). ``import vitviz`` never loads it."""
 
+import atexit
 import contextlib
 import gc
 import importlib
@@ -56,9 +57,23 @@ async def warm_up(app: object) -> AsyncIterator[None]:
     waits for what it needs (the imports' lock, Streamlit's per-value cache locks), never loads it
     twice. Whatever fails here is logged and left for the page that needs it to explain in the
     user's language."""
-    threading.Thread(target=_warm, name="vitviz-warm-up", daemon=True).start()
+    warming = threading.Thread(target=_warm, name="vitviz-warm-up", daemon=True)
+    warming.start()
+    atexit.register(_stop_at_exit, warming)  # the test split's predictions may still be computing
     shut_down_on_sigterm()
     yield
+
+
+STOP_S = 5.0
+
+
+def _stop_at_exit(warming: threading.Thread) -> None:
+    """At the process's exit, the warm-up's models stop at their next block, and it is waited for:
+    a thread inside torch when Python tears down aborts the process (exit 134)."""
+    from vitviz import deadline
+
+    deadline.stop_everything()
+    warming.join(STOP_S)
 
 
 def shut_down_on_sigterm() -> bool:
