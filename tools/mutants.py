@@ -611,15 +611,15 @@ MUTANTS = (
     Mutant(
         "budget-no-attention-maps-in-memory",
         BUDGET,
-        "outputs = 3 * depth * tokens * width + depth * config.num_heads * tokens * tokens\n        return _cost(params, tokens, outputs, vit_flops",
-        "outputs = 3 * depth * tokens * width\n        return _cost(params, tokens, outputs, vit_flops",
+        "outputs = 3 * depth * tokens * width + depth * config.num_heads * tokens * tokens\n",
+        "outputs = 3 * depth * tokens * width\n",
         (T_BUDGET,),
     ),
     Mutant(
         "budget-no-rollout",
         BUDGET,
-        "vit_flops(config) + depth * 2 * tokens**3",
-        "vit_flops(config)",
+        "forward_flops + depth * 2 * tokens**3",
+        "forward_flops",
         (T_BUDGET,),
     ),
 )

@@ -109,9 +109,7 @@ def cost(config: ModelConfig) -> Cost:
         pixels = torch.empty(1, config.in_chans, *config.image_size)
     params = sum(p.numel() for p in model.parameters())
     if isinstance(config, ViTConfig) and not config.is_hybrid:  # its matmuls, from the shapes alone
-        tokens, width, depth = config.num_tokens, config.embed_dim, config.depth
-        outputs = 3 * depth * tokens * width + depth * config.num_heads * tokens * tokens
-        return _cost(params, tokens, outputs, vit_flops(config) + depth * 2 * tokens**3)
+        return _vit_cost(config, params, vit_flops(config))
     # a hybrid's ResNet or a CNN: counted on a forward pass over the meta device
     counts: list[int] = []  # a CNN's layers' outputs, as the comparison page keeps them
     hooks = [m.register_forward_hook(_output_counter(counts)) for m in model.modules()]
@@ -122,10 +120,16 @@ def cost(config: ModelConfig) -> Cost:
         for hook in hooks:
             hook.remove()
     if isinstance(config, ViTConfig):
-        tokens, width, depth = config.num_tokens, config.embed_dim, config.depth
-        outputs = 3 * depth * tokens * width + depth * config.num_heads * tokens * tokens
-        return _cost(params, tokens, outputs, counter.get_total_flops() + depth * 2 * tokens**3)
+        return _vit_cost(config, params, counter.get_total_flops())
     return _cost(params, 0, sum(counts), counter.get_total_flops())
+
+
+def _vit_cost(config: ViTConfig, params: int, forward_flops: float) -> Cost:
+    """A ViT's cost: what its explained image keeps (every block's output and both branches, every
+    attention map) and its forward pass plus the attention rollout (a T x T product a block)."""
+    tokens, width, depth = config.num_tokens, config.embed_dim, config.depth
+    outputs = 3 * depth * tokens * width + depth * config.num_heads * tokens * tokens
+    return _cost(params, tokens, outputs, forward_flops + depth * 2 * tokens**3)
 
 
 def _cost(params: int, tokens: int, outputs: int, flops: float) -> Cost:
