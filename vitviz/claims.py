@@ -529,3 +529,31 @@ def test_set_map(points: np.ndarray, labels: np.ndarray, predictions: np.ndarray
         "same": f"{neighbour_agreement(points, labels):.0%}",
     }
     return Claim("map.reading", values)
+
+
+# --------------------------------------------------------------------------------------------
+# Page 2: the patch grid (takeaways: arithmetic on the model's sizes, which change per model)
+# --------------------------------------------------------------------------------------------
+
+
+def patch_grid(
+    image_size: tuple[int, int], square: int, grid: tuple[int, int], patch_dim: int, hybrid: bool = False
+) -> Claim:
+    """How the image becomes tokens: the grid and the numbers each token holds (of a hybrid, the
+    squares of pixels its tokens stand for)."""
+    (height, width), (grid_h, grid_w) = image_size, grid
+    values = {"height": height, "width": width, "grid_h": grid_h, "grid_w": grid_w, "count": grid_h * grid_w}
+    values |= {"s": square, "dim": patch_dim}
+    return Claim("claims.patch_grid_hybrid" if hybrid else "claims.patch_grid", values)
+
+
+def patch_order(count: int, grid_w: int) -> Claim:
+    """Reading order: patch 1 at the top left, the second row starting at patch ``grid_w + 1``."""
+    if count <= grid_w:
+        return Claim("claims.patch_order_one_row", {"count": count})
+    return Claim("claims.patch_order", {"count": count, "second_row": grid_w + 1})
+
+
+def attention_pairs(tokens: int) -> Claim:
+    """Attention compares every pair of tokens: ``tokens`` squared scores per head and layer."""
+    return Claim("patches.attention_cost", {"tokens": tokens, "pairs": f"{tokens * tokens:,}"})

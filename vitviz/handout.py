@@ -38,8 +38,9 @@ from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, original_size, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
 from vitviz.model import VisionTransformer, flops_per_image, on_weights
-from vitviz.patches import patch_tiles, patchify
 from vitviz.prediction import Verdict, legend_key, top_k, verdict
+from vitviz.steps import blocks, patches
+from vitviz.steps.subject import Subject
 from vitviz.trace import Trace, forward_steps
 from vitviz.values import echo, test_image
 
@@ -267,6 +268,52 @@ class _Page:
     def html(self) -> str:
         return "\n".join([*self.parts, "</section>"] if self.in_step else self.parts)
 
+    def described(self, number: int, total: int, step: blocks.Step) -> None:
+        """A step described as data (``vitviz.steps``): the same blocks the page and the slides
+        draw. A control becomes the sentence of the value it was described with; downloads stay
+        in the app."""
+        if self.in_step:
+            self.parts.append("</section>")
+        self.in_step = True
+        counter = (
+            self.tr("nav.overview", total=total) if number == 0 else self.tr("nav.step", index=number, total=total)
+        )
+        self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
+        self.parts.append(f"<h2>{html.escape(plain(step.title))}</h2>")
+        self.text(step.intro)
+        if step.shape is not None:
+            label = html.escape(self.tr("shape.label"))
+            self.parts.append(f'<p class="shape"><strong>{label}:</strong> <code>{html.escape(step.shape)}</code></p>')
+        for block in step.blocks:
+            self.block(block)
+
+    def block(self, block: blocks.Block) -> None:
+        """One block of a described step, on paper."""
+        if isinstance(block, blocks.Text):
+            kind = {"info": "note", "success": "verdict right", "warning": "verdict wrong"}.get(block.role)
+            self.raw(f'<div class="{kind}">{markdown(block.text)}</div>' if kind else markdown(block.text))
+        elif isinstance(block, blocks.Heading):
+            self.heading(block.text)
+        elif isinstance(block, blocks.Metrics):
+            self.raw(table([{plain(label): value for label, value in block.items}]))
+        elif isinstance(block, blocks.Figure | blocks.Figures):
+            shown = (block,) if isinstance(block, blocks.Figure) else block.figures
+            self.figures(*((figure.key.replace("_", "-"), figure.figure) for figure in shown))
+            self.raw(
+                '<div class="row takeaways">'
+                + "".join(f'<p class="takeaway">{html.escape(plain(figure.takeaway))}</p>' for figure in shown)
+                + "</div>"
+            )
+        elif isinstance(block, blocks.Table):
+            self.raw(table([{plain(str(k)): v for k, v in row.items()} for row in block.rows]))
+            if block.caption:
+                self.text(block.caption)
+        elif isinstance(block, blocks.Controls):
+            chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls)
+            self.raw(f'<p class="chosen">{chosen}</p>')
+        elif not isinstance(block, blocks.Download):
+            raise TypeError(f"No handout for {type(block).__name__}")
+
 
 def _shape(shape: Sequence[int]) -> str:
     return "(" + ", ".join(map(str, shape)) + ")"
@@ -389,35 +436,6 @@ def _input(page: _Page, tour: _Tour, total: int) -> None:
     )
     means, stds = ", ".join(f"{m:.4g}" for m in pre.mean), ", ".join(f"{s:.4g}" for s in pre.std)
     page.text(f"`(x - mean) / std, mean=({means}), std=({stds})`")
-
-
-def _patches(page: _Page, tour: _Tour, total: int) -> None:
-    trace, config = tour.trace, tour.config
-    grid_h, grid_w = trace.grid_size
-    height, width = config.image_size
-    p, square = config.patch_size, config.token_size
-    page.step(2, total, "page.patches", page.tr("patches.intro"), _shape(trace.patches.shape))
-    page.raw(
-        table(
-            [
-                {
-                    page.tr("patches.image_size"): f"{height} x {width}",
-                    page.tr("patches.patch_size"): f"{p} x {p}",
-                    page.tr("patches.count"): f"{grid_h} x {grid_w} = {grid_h * grid_w}",
-                    page.tr("patches.vector"): f"{config.patch_dim}",
-                }
-            ]
-        )
-    )
-    squares = patchify(trace.pixels, square)[0]  # (N, C*s*s)
-    tiles = patch_tiles(squares, square, config.in_chans, config.preprocess.mean, config.preprocess.std).numpy()
-    page.figures(
-        (
-            "patches-grid",
-            plots.patch_grid(tour.model_input, square, title=page.tr("patches.grid"), numbers=grid_h * grid_w <= 64),
-        ),
-        ("patches-gallery", plots.patch_gallery(tiles, (grid_h, grid_w), title=page.tr("patches.gallery"))),
-    )
 
 
 def _vectors(page: _Page, tour: _Tour, total: int) -> None:
@@ -889,6 +907,9 @@ th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-al
 th { background: #f6f6f6; }
 .controls { display: flex; gap: 24px; margin: 8px 0; }
 .controls select { font-size: 1rem; margin-left: 6px; }
+.takeaways p { flex: 1; margin: 0 0 8px; font-weight: 600; }
+.chosen { color: #444; font-style: italic; }
+.note { padding: 6px 12px; border-radius: 6px; margin: 8px 0; background: #e8f0fb; }
 .verdict { padding: 6px 12px; border-radius: 6px; margin: 8px 0; }
 .verdict.right { background: #e7f5e9; }
 .verdict.wrong { background: #fdf0e1; }
@@ -969,6 +990,7 @@ def build(
         found=found,
         model_input=denormalize(trace.pixels[0], config.preprocess),
     )
+    subject = Subject(model, np.asarray(picture), trace, lang, found)
     page = _Page(lang)
     total = 9
     model_title = spec.title_in(lang)
@@ -978,7 +1000,7 @@ def build(
         page.raw(f'<div class="verdict wrong">{markdown(page.tr("sidebar.untrained"))}</div>')
     _overview(page, tour, total)
     _input(page, tour, total)
-    _patches(page, tour, total)
+    page.described(2, total, patches.describe(subject, {}))
     _vectors(page, tour, total)
     _tokens(page, tour, total)
     if trace.depth:

@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
+    "render",
 )  # fmt: skip
+STEP_MODULES = ("blocks", "subject", "patches")  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
     # 0: plain data, no tensors
@@ -29,6 +31,8 @@ LAYERS = {
     "train": 4, "ship": 4, "explain": 4, "handout": 4, "lease": 4, "cli": 4,
     "faithfulness": 3, "ablation": 3, "projection": 3,  # issue 43's analyses: computed, stored beside the weights, commands
     "commandline": 3,  # what those three command lines share
+    # 3: the tour's steps as data (read the models and their analyses; no Streamlit)
+    "steps": 3, **{f"steps.{name}": 3 for name in STEP_MODULES},
     # figures: numpy and Plotly only
     "plots": 0,
     # 5: the app (Streamlit): its startup and server, its figures shared by the sessions, and the glue

@@ -28,6 +28,7 @@ from vitviz.config import ViTConfig
 from vitviz.data import ImageError
 from vitviz.model import VisionTransformer
 from vitviz.prediction import Verdict, legend_key, verdict
+from vitviz.steps.subject import Subject
 from vitviz.trace import Trace
 
 
@@ -132,6 +133,13 @@ def current() -> Current:
         st.caption(tr("note.inverted"))
     probs = trace.logits[0].float().softmax(dim=-1)  # (K,)
     return Current(name, model, spec, array, data, trace, verdict(probs, model.config.class_names, true_class()))
+
+
+def subject() -> Subject:
+    """What a step's description reads (``vitviz.steps``): the session's model, image and trace, in
+    its language; on a user error, one sentence and the page stops (``current``)."""
+    cur = current()
+    return Subject(cur.model, cur.image, cur.trace, lang(), cur.verdict)
 
 
 def chosen_test_image() -> tuple[str, int] | None:

@@ -21,11 +21,16 @@ def header(
 ) -> None:
     """Title, one explaining paragraph (``then_key``'s sentence after it), and the live shape of
     the tensor at this step."""
-    st.title(tr(page_key))
-    st.markdown(tr(intro_key) + (f" {tr(then_key)}" if then_key else ""))
+    shape = shape if shape is None or isinstance(shape, str) else "(" + ", ".join(map(str, shape)) + ")"
+    title(tr(page_key), tr(intro_key) + (f" {tr(then_key)}" if then_key else ""), shape)
+
+
+def title(text: str, intro: str, shape: str | None = None) -> None:
+    """A step's title, its paragraph and the live shape of its tensor, in the reader's words."""
+    st.title(text)
+    st.markdown(intro)
     if shape is not None:
-        text = shape if isinstance(shape, str) else "(" + ", ".join(map(str, shape)) + ")"
-        st.markdown(f"**{tr('shape.label')}:** `{text}`")
+        st.markdown(f"**{tr('shape.label')}:** `{shape}`")
 
 
 def patch_picker(where, label_key: str, key: str, grid: tuple[int, int]) -> int:

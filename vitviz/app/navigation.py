@@ -37,6 +37,57 @@ def nav(script: str) -> None:
         _follow_unasked_click(clicked)
 
 
+def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
+    """Presenter mode's Previous / Next in the columns ``where`` (left, middle, right): slide by
+    slide (``index`` of ``count``), then step by step (Previous from a step opens the last slide
+    of the one before)."""
+    files = [f for f, _, _ in TOUR]
+    step = files.index(script)
+    left, middle, right = where
+    clicked = None
+    if (index > 0 or step > 0) and left.button(
+        "←", key="nav_prev", width="stretch", on_click=_previous_slide, args=(step, index), help=tr("nav.previous")
+    ):
+        clicked = step - 1 if index == 0 else None
+    spot = tr("slides.counter", step=counter(step, len(files) - 1), index=index + 1, count=count)
+    middle.markdown(f"<div style='text-align:center'>{spot}</div>", unsafe_allow_html=True)
+    if (index < count - 1 or step < len(files) - 1) and right.button(
+        "→",
+        key="nav_next",
+        width="stretch",
+        type="primary",
+        on_click=_next_slide,
+        args=(step, index, count),
+        help=tr("nav.next"),
+    ):
+        clicked = step + 1 if index == count - 1 else None
+    if clicked is not None:
+        _follow_unasked_click(clicked)
+
+
+def slide_of(step: int) -> int:
+    """The slide presenter mode shows of ``step``: 0 unless the session moved within it (-1: the last)."""
+    kept = str(state.get("slide", ""))
+    shown, _, index = kept.partition(":")
+    return int(index) if shown == str(step) and index.lstrip("-").isdigit() and len(index) < 4 else 0
+
+
+def _next_slide(step: int, index: int, count: int) -> None:
+    if index < count - 1:
+        state.set(slide=f"{step}:{index + 1}")
+    else:
+        state.set(slide=f"{step + 1}:0")
+        ask_step(step + 1)
+
+
+def _previous_slide(step: int, index: int) -> None:
+    if index > 0:
+        state.set(slide=f"{step}:{index - 1}")
+    else:
+        state.set(slide=f"{step - 1}:-1")
+        ask_step(step - 1)
+
+
 def _follow_unasked_click(step: int) -> None:
     """Previous / Next clicked, and this run did not follow their callback (``ask_step``): the
     click came to a session that had never drawn the button, so Streamlit knew no callback for it.
@@ -45,6 +96,11 @@ def _follow_unasked_click(step: int) -> None:
     then draws the page clicked on. Open the step now (a second run), so that the click counts."""
     if not st.session_state.get("_asked_step_followed"):
         go_to(step)
+
+
+def step_of(script: str) -> int:
+    """The tour's index of a page script (0: the overview)."""
+    return [f for f, _, _ in TOUR].index(script)
 
 
 def counter(index: int, steps: int) -> str:

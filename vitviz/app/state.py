@@ -87,9 +87,11 @@ CHOICES = (
     Choice("test_class", str, options=_test_classes),
     Choice("test_index", int),
     Choice("step", int, url=True),  # the tour page, 0 = overview
+    Choice("slide", str),  # presenter mode's slide as "step:index" (index -1: the step's last)
     Choice("layer", int, url=True, from_one=True, scope=TOUR_VIEW),
     Choice("head", int, url=True, from_one=True, scope=TOUR_VIEW),  # -1: the mean of the heads
     Choice("query", int, url=True, scope=TOUR_VIEW),  # a token index, [CLS] = 0
+    Choice("concept_size", int, scope="app_pages/2_patches.py"),  # the concept figure's image side
     Choice("concept_p", int, scope="app_pages/2_patches.py"),  # the patch side of the concept figure
     Choice("patch", int, scope="app_pages/3_vectors.py"),
     Choice("pos", int, scope="app_pages/4_tokens.py"),

@@ -1,0 +1,178 @@
+"""Draw a step's description (``vitviz.steps``) in Streamlit: as a page, or in presenter mode as
+slides. The third renderer, paper, is ``vitviz.handout``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+import streamlit as st
+
+from vitviz import plots
+from vitviz.app import current, furniture, navigation, presenter, state
+from vitviz.app.text import tr
+from vitviz.steps.blocks import (
+    Block,
+    Control,
+    Controls,
+    Download,
+    Figure,
+    Figures,
+    Heading,
+    Metrics,
+    Slide,
+    Step,
+    Table,
+    Text,
+)
+from vitviz.steps.subject import Subject
+
+Describe = Callable[[Subject, Mapping], Step]
+METRICS_PER_ROW = 4
+SLIDE_PX = 420  # a slide's figure height: with its title line and takeaway it fits 1280 x 720
+
+
+class SessionChoices(Mapping):
+    """The session's choices (``vitviz.app.state``) as the mapping a step's description reads."""
+
+    def __getitem__(self, key: str):
+        value = state.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(state.BY_KEY)
+
+    def __len__(self) -> int:
+        return len(state.BY_KEY)
+
+
+def page(describe: Describe, script: str) -> None:
+    """A tour page: the step the session's choices describe, drawn as a page or as slides, then
+    Previous / Next."""
+    step = describe(current.subject(), SessionChoices())
+    if presenter.presenting():
+        slides(step, script)
+    else:
+        blocks(step)
+        navigation.nav(script)
+
+
+def blocks(step: Step) -> None:
+    """The step as a page: title, paragraph, shape, then every block in order."""
+    furniture.title(step.title, step.intro, step.shape)
+    for block in step.blocks:
+        draw(block)
+
+
+def draw(block: Block, where=st) -> None:
+    """One block of a step on the page (``where``: the page, or a column)."""
+    if isinstance(block, Text):
+        _text(block, where)
+    elif isinstance(block, Heading):
+        where.subheader(block.text)
+    elif isinstance(block, Metrics):
+        for start in range(0, len(block.items), METRICS_PER_ROW):
+            row = block.items[start : start + METRICS_PER_ROW]
+            for column, (label, value) in zip(where.columns(METRICS_PER_ROW), row, strict=False):
+                column.metric(label, value)
+    elif isinstance(block, Figure):
+        _figure(block, where)
+    elif isinstance(block, Figures):
+        for column, figure in zip(where.columns(len(block.figures)), block.figures, strict=True):
+            _figure(figure, column)
+    elif isinstance(block, Table):
+        where.dataframe(list(block.rows), hide_index=True)
+        if block.caption:
+            where.caption(block.caption)
+    elif isinstance(block, Controls):
+        for column, control in zip(where.columns(len(block.controls)), block.controls, strict=True):
+            widget(control, column)
+    elif isinstance(block, Download):
+        furniture.download_npz(block.label_key, block.file_name, block.key, **block.arrays)
+    else:
+        raise TypeError(f"No renderer for {type(block).__name__}")
+
+
+def _text(block: Text, where) -> None:
+    show = {"body": where.markdown, "caption": where.caption, "info": where.info, "success": where.success}
+    show.get(block.role, where.warning)(block.text)
+
+
+def _figure(block: Figure, where, height: int | None = None) -> None:
+    """A figure and, under it, its takeaway."""
+    fig = block.figure
+    if height is not None:  # a slide's height, before presenter mode scales it (plots.theme)
+        fig = plots.Figure(fig)
+        fig.update_layout(height=round(height / plots.PRESENTER_SCALE))
+    kwargs = {}
+    if block.select is not None:
+        select = block.select
+        kwargs = {
+            "on_select": furniture.choose_clicked_patch(block.key, select.key, select.count, select.offset),
+            "selection_mode": "points",
+        }
+    where.plotly_chart(fig, width="stretch", key=block.key, **kwargs)
+    if height is None:
+        where.caption(block.takeaway)
+
+
+def widget(control: Control, where=st):
+    """A control's widget, showing the value the step was described with."""
+    if state.get(control.key) != control.value:
+        state.set(**{control.key: control.value})
+    if control.kind == "toggle":
+        return state.widget(where.toggle, control.key, control.label)
+    draw_with = {"slider": where.select_slider, "select": where.selectbox, "radio": where.radio}[control.kind]
+    extra = {"horizontal": True} if control.kind == "radio" else {}
+    format_func = control.format or str
+    return state.widget(
+        draw_with, control.key, control.label, options=list(control.options), format_func=format_func, **extra
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Slides: presenter mode
+# ---------------------------------------------------------------------------------------------
+
+
+def slide_index(script: str, count: int) -> int:
+    """The session's slide of the step ``script`` with ``count`` slides: 0 at first, the last
+    after Previous from the next step."""
+    index = navigation.slide_of(navigation.step_of(script))
+    return count - 1 if index < 0 else min(index, count - 1)
+
+
+def slides(step: Step, script: str) -> None:
+    """The step as slides: one figure (or a row of them) a slide, its takeaway in large type, the
+    paragraphs as the presenter's notes, the controls in a pop-over; → and ← move slide by slide,
+    then step by step."""
+    shown = step.slides()
+    index = slide_index(script, len(shown))
+    slide = shown[index]
+    # the title, the way through the tour, the notes and the controls on one line; presenter
+    # mode's leave button floats in the corner above them
+    top = st.columns([4.2, 0.6, 2.8, 0.6, 1.3, 1.3, 1], vertical_alignment="center")
+    top[0].markdown(f"#### {step.title}")
+    navigation.slide_nav(script, index, len(shown), (top[1], top[2], top[3]))
+    with top[4].popover(tr("slides.notes"), width="stretch"):
+        for note in slide.notes:
+            st.markdown(note)
+    if slide.controls:
+        with top[5].popover(tr("slides.controls"), width="stretch"):
+            for control in slide.controls:
+                widget(control)
+    _slide(slide)
+
+
+def _slide(slide: Slide) -> None:
+    if not slide.figures:  # a step with no figure: its notes are the slide
+        for note in slide.notes:
+            st.markdown(note)
+        return
+    columns = st.columns(len(slide.figures)) if len(slide.figures) > 1 else [st]
+    for column, figure in zip(columns, slide.figures, strict=True):
+        _figure(figure, column, height=SLIDE_PX)
+    with st.container(key="vitviz-takeaway"):
+        for column, figure in zip(st.columns(len(slide.figures)), slide.figures, strict=True):
+            column.markdown(figure.takeaway)

@@ -1,0 +1,171 @@
+"""What a step of the tour says, as data: a title, a paragraph and an ordered list of small typed
+blocks. ``vitviz.steps.<step>.describe`` returns one ``Step`` from the session's choices; the
+Streamlit page, the slides and the handout draw it (``vitviz.app.render``, ``vitviz.handout``).
+Nothing here imports Streamlit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from vitviz import plots
+
+Choices = Mapping[str, Any]  # the session's choices by key (vitviz.app.state.CHOICES); absent: the default
+
+
+@dataclass(frozen=True)
+class Text:
+    """A paragraph of Markdown. ``role``: "body" (a paragraph), "caption" (small print under what it
+    describes), or a coloured box: "info", "success", "warning"."""
+
+    text: str
+    role: str = "body"
+
+
+@dataclass(frozen=True)
+class Heading:
+    """A section's heading within a step."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """A row of numbers with their labels ("Patches: 8 x 8 = 64")."""
+
+    items: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class Select:
+    """A click on a patch figure chooses a patch: the choice ``key`` becomes the clicked patch (of
+    ``count``) plus ``offset`` (the [CLS] and other prefix tokens, for a token index)."""
+
+    key: str
+    count: int
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure and the one line it shows, computed from its numbers (the slide's large type)."""
+
+    key: str  # unique within the step: the widget key on the page, the anchor in the handout
+    figure: plots.Figure
+    takeaway: str
+    select: Select | None = None
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Figures side by side: on the page, on one slide and in the handout."""
+
+    figures: tuple[Figure, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of a table, each a mapping from column title to cell."""
+
+    rows: tuple[Mapping[str, object], ...]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Control:
+    """A widget the step needs: a choice of ``vitviz.app.state.CHOICES`` (``key``), drawn as a
+    ``kind`` ("select", "slider", "radio", "toggle") over ``options``. ``value`` is the value this
+    description was made with (the session's, clipped to the options), ``static`` the sentence a
+    page of paper says instead of the widget ("Patch side: 16 pixels")."""
+
+    key: str
+    kind: str
+    label: str
+    options: tuple[Any, ...]
+    value: Any
+    static: str
+    format: Callable[[Any], str] | None = None
+
+
+@dataclass(frozen=True)
+class Controls:
+    """Widgets side by side, above what they change."""
+
+    controls: tuple[Control, ...]
+
+
+@dataclass(frozen=True)
+class Download:
+    """Arrays a page offers as one .npz file (the handout has no downloads)."""
+
+    label_key: str  # the button's sentence (vitviz.locales)
+    file_name: str
+    key: str
+    arrays: Mapping[str, Any]
+
+
+Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download
+
+
+@dataclass(frozen=True)
+class Slide:
+    """What a projector shows at once: one figure, or figures side by side, with their takeaways;
+    the step's paragraphs before it are the presenter's notes, the controls before it change it."""
+
+    figures: tuple[Figure, ...]
+    notes: tuple[str, ...]
+    controls: tuple[Control, ...]
+
+
+@dataclass(frozen=True)
+class Step:
+    """A step of the tour, described once."""
+
+    title: str
+    intro: str
+    blocks: tuple[Block, ...]
+    shape: str | None = None  # the live shape of the tensor at this step, "(1, 64, 48)"
+    notes: tuple[str, ...] = field(default=())  # said by the presenter, not shown on a slide
+
+    def figures(self) -> list[Figure]:
+        """Every figure, in order."""
+        found = []
+        for block in self.blocks:
+            found += [block] if isinstance(block, Figure) else list(getattr(block, "figures", ()))
+        return found
+
+    def controls(self) -> list[Control]:
+        """Every control, in order."""
+        return [control for block in self.blocks if isinstance(block, Controls) for control in block.controls]
+
+    def slides(self) -> list[Slide]:
+        """One slide per figure block (a ``Figures`` row is one slide), each with the paragraphs
+        since the last figure as notes (the intro on the first) and every control declared before
+        it (a later figure may depend on an earlier control). A step with no figure is one slide
+        of notes."""
+        slides: list[Slide] = []
+        notes: list[str] = [self.intro, *self.notes]
+        controls: list[Control] = []
+        for block in self.blocks:
+            if isinstance(block, Text | Heading):
+                notes.append(block.text)
+            elif isinstance(block, Metrics):
+                notes.append(" · ".join(f"{label}: {value}" for label, value in block.items))
+            elif isinstance(block, Controls):
+                controls += block.controls
+            elif isinstance(block, Figure | Figures):
+                shown = (block,) if isinstance(block, Figure) else block.figures
+                slides.append(Slide(tuple(shown), tuple(notes), tuple(controls)))
+                notes = []
+        if not slides:
+            return [Slide((), tuple(notes), tuple(controls))]
+        if notes:  # paragraphs after the last figure belong to it
+            last = slides[-1]
+            slides[-1] = Slide(last.figures, last.notes + tuple(notes), last.controls)
+        return slides
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    """A tensor's shape as the pages write it: "(1, 64, 48)"."""
+    return "(" + ", ".join(map(str, shape)) + ")"

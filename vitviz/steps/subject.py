@@ -1,0 +1,42 @@
+"""What a step describes: the model, the image, their trace, and the reader's language."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vitviz import claims
+from vitviz.config import ViTConfig
+from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
+from vitviz.model import VisionTransformer
+from vitviz.prediction import Verdict
+from vitviz.trace import Trace
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The model and image a step describes, in one language. The app builds it from the
+    session (``vitviz.app.current.subject``), the handout from its command line."""
+
+    model: VisionTransformer
+    image: np.ndarray  # (H, W, 3) uint8, upright, as decoded
+    trace: Trace
+    lang: str = DEFAULT_LANGUAGE
+    verdict: Verdict | None = None  # the prediction against the image's known class, if any
+
+    @property
+    def config(self) -> ViTConfig:
+        return self.model.config
+
+    def tr(self, key: str, **values: object) -> str:
+        """The sentence for ``key`` in the reader's language (Markdown)."""
+        return t(key, self.lang, **values)
+
+    def label(self, class_name: str, short: bool = False) -> str:
+        """A class name in the reader's language."""
+        return class_label(class_name, self.lang, short=short)
+
+    def says(self, claim: claims.Claim | list[claims.Claim]) -> str:
+        """A claim's sentence in the reader's language."""
+        return claims.text(claim, self.lang)
