@@ -28,7 +28,7 @@ from vitviz.config import ViTConfig
 from vitviz.data import ImageError
 from vitviz.model import VisionTransformer
 from vitviz.prediction import Verdict, legend_key, verdict
-from vitviz.steps.subject import Subject
+from vitviz.steps.subject import Compute, Subject
 from vitviz.trace import Trace
 
 
@@ -139,7 +139,12 @@ def subject() -> Subject:
     """What a step's description reads (``vitviz.steps``): the session's model, image and trace, in
     its language; on a user error, one sentence and the page stops (``current``)."""
     cur = current()
-    return Subject(cur.model, cur.image, cur.trace, lang(), cur.verdict)
+    return Subject(cur.model, cur.image, cur.trace, lang(), cur.verdict, cur.name, cur.image_bytes, CachedCompute())
+
+
+class CachedCompute(Compute):
+    """``vitviz.steps.subject.Compute`` from the server's caches (``vitviz.app.caches``): one
+    computation per (model, image) for every session."""
 
 
 def chosen_test_image() -> tuple[str, int] | None:

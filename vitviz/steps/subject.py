@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,6 +12,13 @@ from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.model import VisionTransformer
 from vitviz.prediction import Verdict
 from vitviz.trace import Trace
+
+
+class Compute:
+    """The heavier analyses steps read, computed here from the subject (the handout's way). The
+    app hands its steps a subclass that reads the server's caches instead
+    (``vitviz.app.current.CachedCompute``), keyed by the subject's ``name`` and ``image_bytes``.
+    Add a method here and its cached twin there; a step calls ``subject.compute.<method>(subject, ...)``."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +31,9 @@ class Subject:
     trace: Trace
     lang: str = DEFAULT_LANGUAGE
     verdict: Verdict | None = None  # the prediction against the image's known class, if any
+    name: str = ""  # the model's name (registry or upload): with image_bytes, what caches are keyed by
+    image_bytes: bytes = b""
+    compute: Compute = field(default_factory=Compute)
 
     @property
     def config(self) -> ViTConfig:
