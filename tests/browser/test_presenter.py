@@ -104,3 +104,75 @@ def test_presenter_mode_cuts_nothing_on_any_page(server):  # noqa: F811
         browser.close()
     print(f"presenter mode: 22 pages at 2 sizes in {time.perf_counter() - started:.0f} s")
     assert problems == [], "\n".join(problems)
+
+
+# A slide: its counter says where it is; every figure is whole inside the window; its takeaways
+# show; and nothing scrolls (the page is exactly one screen).
+SLIDE = """() => {
+  const main = document.querySelector("[data-testid='stMain']");
+  const counter = document.querySelector(".vitviz-slide-counter");
+  const height = window.innerHeight, width = window.innerWidth;
+  const figures = Array.from(main.querySelectorAll(".st-key-vitviz-slide [data-testid='stPlotlyChart']"));
+  const cut = figures.filter((box) => { const r = box.getBoundingClientRect(); return r.top < -1 || r.bottom > height + 1 || r.right > width + 1; });
+  const takeaway = main.querySelector(".st-key-vitviz-takeaway");
+  const t = takeaway && takeaway.getBoundingClientRect();
+  return {
+    where: counter && [counter.dataset.step, counter.dataset.slide, counter.dataset.slides].map(Number),
+    figures: figures.length,
+    cut: cut.length,
+    takeaway: Boolean(t && t.height > 0 && t.bottom <= height + 1),
+    scrolls: main.scrollHeight > main.clientHeight + 1 ? `${main.scrollHeight} > ${main.clientHeight}` : "",
+  };
+}"""
+
+
+def _slide_problems(page, name: str) -> tuple[list[int] | None, list[str]]:
+    page.wait_for_function(SETTLED, timeout=90_000)
+    page.wait_for_timeout(500)
+    seen = page.evaluate(SLIDE)
+    problems = []
+    if seen["where"] is None:
+        problems.append(f"{name}: no slide counter (not drawn as slides)")
+    elif seen["figures"] and (seen["cut"] or not seen["takeaway"]):
+        problems.append(f"{name}: {seen['cut']} of {seen['figures']} figures cut, takeaway shown: {seen['takeaway']}")
+    if seen["scrolls"]:
+        problems.append(f"{name}: the slide scrolls, {seen['scrolls']}")
+    return seen["where"], problems
+
+
+def test_every_slide_shows_its_whole_figure_and_nothing_scrolls(server):  # noqa: F811
+    """Every step and lab page, in English and Korean, slide by slide (→ moves on), at 1280 x 720 and
+    again after a resize to 1920 x 1080 (Korean the other way round)."""
+    from playwright.sync_api import sync_playwright
+
+    problems: list[str] = []
+    slides = 0
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport=dict(zip(("width", "height"), SIZES[0], strict=True)))
+        for lang in ("en", "ko"):
+            sizes = SIZES if lang == "en" else SIZES[::-1]
+            for script in tour.scripts():
+                path = url_path(script)
+                page.set_viewport_size(dict(zip(("width", "height"), sizes[0], strict=True)))
+                page.goto(f"{server}/{path}?lang={lang}&present=1", wait_until="domcontentloaded")
+                page.wait_for_selector("#vitviz-present", state="attached", timeout=90_000)
+                page.wait_for_selector("[data-testid='stMain'] h1", timeout=90_000)
+                while True:
+                    where = None
+                    for width, height in sizes:
+                        page.set_viewport_size({"width": width, "height": height})
+                        where, found = _slide_problems(page, f"/{path} {lang} {width}x{height} slide {where}")
+                        problems += found
+                    slides += 1
+                    if where is None or where[1] + 1 >= where[2]:
+                        break
+                    page.locator(".st-key-nav_next button").first.click()  # (with its tooltip, two buttons)
+                    page.wait_for_function(
+                        "(n) => document.querySelector('.vitviz-slide-counter')?.dataset.slide === String(n)",
+                        arg=where[1] + 1,
+                        timeout=90_000,
+                    )
+        browser.close()
+    print(f"slides: {slides} slides checked")
+    assert problems == [], "\n".join(problems)

@@ -18,6 +18,7 @@ def nav(script: str) -> None:
     if script not in files:
         return
     index = files.index(script)
+    st.session_state.pop("_slide_moved", None)  # a slide's click that led here
     st.divider()
     left, middle, right = st.columns([1, 2, 1])
     clicked = None
@@ -44,13 +45,19 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
     files = [f for f, _, _ in TOUR]
     step = files.index(script)
     left, middle, right = where
-    clicked = None
+    # a click whose callback ran has moved the slide already: this run draws where it went
+    followed = st.session_state.pop("_slide_moved", False)
+    unasked = None
     if (index > 0 or step > 0) and left.button(
         "←", key="nav_prev", width="stretch", on_click=_previous_slide, args=(step, index), help=tr("nav.previous")
     ):
-        clicked = step - 1 if index == 0 else None
+        unasked = _previous_slide
     spot = tr("slides.counter", step=counter(step, len(files) - 1), index=index + 1, count=count)
-    middle.markdown(f"<div style='text-align:center'>{spot}</div>", unsafe_allow_html=True)
+    middle.markdown(  # the data attributes say where the slide is, for tests and a follower's page
+        f"<div class='vitviz-slide-counter' data-step='{step}' data-slide='{index}' data-slides='{count}' "
+        f"style='text-align:center'>{spot}</div>",
+        unsafe_allow_html=True,
+    )
     if (index < count - 1 or step < len(files) - 1) and right.button(
         "→",
         key="nav_next",
@@ -60,9 +67,12 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         args=(step, index, count),
         help=tr("nav.next"),
     ):
-        clicked = step + 1 if index == count - 1 else None
-    if clicked is not None:
-        _follow_unasked_click(clicked)
+        unasked = _next_slide
+    if unasked is not None and not followed:  # the first click after a reconnection (_follow_unasked_click)
+        asked = unasked(step, index, count) if unasked is _next_slide else unasked(step, index)
+        if asked is None:
+            st.rerun()  # the slide this run drew is the one before the click
+        _follow_unasked_click(asked)
 
 
 def slide_of(step: int) -> int:
@@ -72,20 +82,26 @@ def slide_of(step: int) -> int:
     return int(index) if shown == str(step) and index.lstrip("-").isdigit() and len(index) < 4 else 0
 
 
-def _next_slide(step: int, index: int, count: int) -> None:
+def _next_slide(step: int, index: int, count: int) -> int | None:
+    """→ in presenter mode: the next slide, or the next step's first. Returns the step it asks for."""
+    st.session_state["_slide_moved"] = True
     if index < count - 1:
         state.set(slide=f"{step}:{index + 1}")
-    else:
-        state.set(slide=f"{step + 1}:0")
-        ask_step(step + 1)
+        return None
+    state.set(slide=f"{step + 1}:0")
+    ask_step(step + 1)
+    return step + 1
 
 
-def _previous_slide(step: int, index: int) -> None:
+def _previous_slide(step: int, index: int) -> int | None:
+    """← in presenter mode: the slide before, or the step before's last. Returns the step it asks for."""
+    st.session_state["_slide_moved"] = True
     if index > 0:
         state.set(slide=f"{step}:{index - 1}")
-    else:
-        state.set(slide=f"{step - 1}:-1")
-        ask_step(step - 1)
+        return None
+    state.set(slide=f"{step - 1}:-1")
+    ask_step(step - 1)
+    return step - 1
 
 
 def _follow_unasked_click(step: int) -> None:

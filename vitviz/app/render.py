@@ -149,11 +149,16 @@ def slides(step: Step, script: str) -> None:
     then step by step."""
     shown = step.slides()
     index = slide_index(script, len(shown))
+    with st.container(key="vitviz-slide"):
+        _slide_with_header(step, shown, index, script)
+
+
+def _slide_with_header(step: Step, shown: list[Slide], index: int, script: str) -> None:
     slide = shown[index]
     # the title, the way through the tour, the notes and the controls on one line; presenter
     # mode's leave button floats in the corner above them
     top = st.columns([4.2, 0.6, 2.8, 0.6, 1.3, 1.3, 1], vertical_alignment="center")
-    top[0].markdown(f"#### {step.title}")
+    top[0].markdown(f"# {step.title}")  # the page's title (h1), in a slide's size (presenter.css)
     navigation.slide_nav(script, index, len(shown), (top[1], top[2], top[3]))
     with top[4].popover(tr("slides.notes"), width="stretch"):
         for note in slide.notes:
