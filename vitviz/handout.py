@@ -237,11 +237,17 @@ class _Page:
     def raw(self, markup: str) -> None:
         self.parts.append(markup)
 
-    def figures(self, *named: tuple[str, plots.Figure]) -> None:
-        """One figure across the column, or several side by side."""
-        width = WIDTH if len(named) == 1 else (WIDTH - 16 * (len(named) - 1)) // len(named)
+    def figures(self, *named: tuple[str, plots.Figure], widths: Sequence[float] = ()) -> None:
+        """One figure across the column, or several side by side (``widths``: their relative widths)."""
+        shares = list(widths) or [1.0] * len(named)
+        room = WIDTH - 16 * (len(named) - 1)
         self.parts.append(
-            '<div class="row">' + "".join(self.figure(name, fig, width) for name, fig in named) + "</div>"
+            '<div class="row">'
+            + "".join(
+                self.figure(name, fig, int(room * share / sum(shares)))
+                for (name, fig), share in zip(named, shares, strict=True)
+            )
+            + "</div>"
         )
 
     def figure(self, name: str, fig: plots.Figure, width: int = WIDTH) -> str:
@@ -297,8 +303,8 @@ class _Page:
         elif isinstance(block, blocks.Metrics):
             self.raw(table([{plain(label): value for label, value in block.items}]))
         elif isinstance(block, blocks.Figure | blocks.Figures):
-            shown = (block,) if isinstance(block, blocks.Figure) else block.figures
-            self.figures(*((figure.key.replace("_", "-"), figure.figure) for figure in shown))
+            shown, widths = ((block,), ()) if isinstance(block, blocks.Figure) else (block.figures, block.widths)
+            self.figures(*((figure.key.replace("_", "-"), figure.figure) for figure in shown), widths=widths)
             self.raw(
                 '<div class="row takeaways">'
                 + "".join(f'<p class="takeaway">{html.escape(plain(figure.takeaway))}</p>' for figure in shown)
@@ -309,9 +315,10 @@ class _Page:
             if block.caption:
                 self.text(block.caption)
         elif isinstance(block, blocks.Controls):
-            chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls)
-            self.raw(f'<p class="chosen">{chosen}</p>')
-        elif not isinstance(block, blocks.Download):
+            chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls if control.static)
+            if chosen:
+                self.raw(f'<p class="chosen">{chosen}</p>')
+        elif not isinstance(block, blocks.Download | blocks.DownloadCsv | blocks.Link | blocks.Button):
             raise TypeError(f"No handout for {type(block).__name__}")
 
 
