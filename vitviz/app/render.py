@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 import streamlit as st
 
 from vitviz import plots
-from vitviz.app import current, furniture, models, navigation, presenter, state
+from vitviz.app import current, furniture, models, navigation, presenter, state, tour
 from vitviz.app.text import tr
 from vitviz.steps.blocks import (
     Block,
@@ -96,7 +96,8 @@ def draw(block: Block, where=st) -> None:
     elif isinstance(block, DownloadCsv):
         furniture.download_csv(block.label_key, block.file_name, block.key, block.text)
     elif isinstance(block, Link):
-        where.page_link(block.page, label=block.label, icon=block.icon or None)
+        script, _, icon = next(page for page in tour.TOUR + tour.LAB if page[1] == block.page)
+        where.page_link(script, label=block.label, icon=icon)
     elif isinstance(block, Button):
         where.button(block.label, key=block.key, on_click=state.set, kwargs=dict(block.sets), disabled=block.disabled)
     else:

@@ -123,12 +123,12 @@ class DownloadCsv:
 
 @dataclass(frozen=True)
 class Link:
-    """A link to another page of the app (``page``: its script); paper has no link: the handout
-    leaves it out (the sentences around it name the page)."""
+    """A link to another page of the app, named by its title's key ("page.trust": the renderer
+    finds its script and icon in ``vitviz.app.tour``); paper has no link: the handout leaves it
+    out (the sentences around it name the page)."""
 
     page: str
     label: str
-    icon: str = ""
 
 
 @dataclass(frozen=True)
