@@ -12,7 +12,7 @@ import streamlit as st
 
 from vitviz import compare, lab, plots, values, zoo
 from vitviz import data as vdata
-from vitviz.app import session, state
+from vitviz.app import models, session, state
 from vitviz.app.caches import (
     SAMPLES,
     cached_comparison,
@@ -167,6 +167,9 @@ class CachedCompute(Compute):
         if problem is not None:
             raise problem
         return cached_model(name)
+
+    def cnns(self) -> list[str]:
+        return models.cnn_models()
 
     def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         with st.spinner(tr("prediction.occlusion_running")):

@@ -82,7 +82,7 @@ def draw(block: Block, where=st) -> None:
     elif isinstance(block, Figure):
         _figure(block, where)
     elif isinstance(block, Figures):
-        for column, figure in zip(where.columns(block.widths or len(block.figures)), block.figures, strict=True):
+        for column, figure in zip(where.columns(block.widths or len(block.figures)), block.figures, strict=False):
             _figure(figure, column)
     elif isinstance(block, Table):
         where.dataframe(list(block.rows), hide_index=True)
@@ -197,8 +197,8 @@ def _slide(slide: Slide) -> None:
         return
     widths = slide.widths or len(slide.figures)
     columns = st.columns(widths) if len(slide.figures) > 1 else [st]
-    for column, figure in zip(columns, slide.figures, strict=True):
+    for column, figure in zip(columns, slide.figures, strict=False):
         _figure(figure, column, height=SLIDE_PX)
     with st.container(key="vitviz-takeaway"):
-        for column, figure in zip(st.columns(widths), slide.figures, strict=True):
+        for column, figure in zip(st.columns(widths), slide.figures, strict=False):
             column.markdown(figure.takeaway)

@@ -63,7 +63,7 @@ class Figures:
     """Figures side by side: on the page, on one slide and in the handout."""
 
     figures: tuple[Figure, ...]
-    widths: tuple[float, ...] = ()  # their columns' relative widths (equal when empty)
+    widths: tuple[float, ...] = ()  # their columns' relative widths (equal when empty; more: the last stay empty)
 
 
 @dataclass(frozen=True)

@@ -43,11 +43,6 @@ SHIFTS = (1, 2, 3, 4)  # pixels, wrapping round
 SEEDS = (0, 999)  # the shuffle's numbers, first to last
 
 
-def cnn_names() -> list[str]:
-    """The registry's CNNs, for the list beside the ViT."""
-    return [name for name, spec in zoo.REGISTRY.items() if spec.is_cnn]
-
-
 def describe(subject: Subject, choices: Choices) -> Step:
     """The ViT and the chosen CNN (``compare_cnn``, or a file in ``compare_cnn_path``) on the
     subject's image; with the CNN missing, unloadable or of other classes, one sentence saying so."""
@@ -98,7 +93,7 @@ def _cnn(subject: Subject, choices: Choices) -> tuple[tuple[str, zoo.Loaded] | s
     """The CNN to compare with, as (name, loaded), or the sentence saying why there is none; and
     the blocks that choose it (the list's CNN, a CNN file), with a note when a typed file is not used."""
     tr, lang = subject.tr, subject.lang
-    offered = cnn_names()
+    offered = subject.compute.cnns()
     listed = choices.get("compare_cnn")
     listed = listed if listed in offered else (offered[0] if offered else None)
     path = str(choices.get("compare_cnn_path") or "").strip()

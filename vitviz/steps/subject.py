@@ -41,6 +41,10 @@ class Compute:
             self._models[name] = zoo.load(name, device="cpu")
         return self._models[name]
 
+    def cnns(self) -> list[str]:
+        """The CNNs a list offers to set beside the ViT: the registry's."""
+        return [name for name, spec in zoo.REGISTRY.items() if spec.is_cnn]
+
     def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         """Page 7's occlusion curve in one order: (N,) the patches in the order they are hidden,
         and (steps + 1,) the probability of the answer at each step (``analysis.occlusion_curve``)."""
@@ -55,7 +59,7 @@ class Compute:
     def comparison(self, subject: Subject, cnn_name: str, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
         """Page 8's CNN logits and both models' maps for one class (``compare.comparison``)."""
         vit, cnn = subject.model, self.model(cnn_name).model
-        vit_pixels = on_weights(subject.trace.pixels, vit)
+        vit_pixels = on_weights(subject.trace.pixels.clone(), vit)  # a normal tensor, for gradients
         return compare.comparison(vit, vit_pixels, subject.trace, cnn, _cnn_pixels(subject, cnn), class_index, with_ig)
 
     def experiment(
@@ -63,7 +67,7 @@ class Compute:
     ) -> compare.Experiment:
         """Both models' answers after one of page 8's experiments (``compare.run_experiment``)."""
         vit, cnn = subject.model, self.model(cnn_name).model
-        pixels = on_weights(subject.trace.pixels, vit)
+        pixels = on_weights(subject.trace.pixels.clone(), vit)
         cnn_pixels = _cnn_pixels(subject, cnn)
         return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
 
