@@ -180,11 +180,12 @@ def _occlusion(subject: Subject, occlusion: Occlusion) -> list:
         Text(tr("prediction.occlusion_intro")),
         Figures(
             (
-                Figure("prediction_occlusion", curves, subject.says(reading)),
+                Figure("prediction_occlusion", curves, subject.says(reading[-1])),  # which area is lower
                 Figure("prediction_rollout", rollout_figure, subject.says(claims.map_focus(rollout))),
             ),
             widths=(3, 2),
         ),
+        Text(subject.says(reading[:-1])),  # whether the curves rise first, where each halves
         # what the curves show, and no verdict: the trust page decides against many random orders
         Text(tr("prediction.occlusion_verdict", page=trust, orders=faithfulness.RANDOM_ORDERS)),
         Link("page.trust", trust),
