@@ -624,3 +624,13 @@ def experiment(
     cnn_keeps = cnn_after[0] == cnn_before[0]
     key = {(True, True): "both_keep", (False, False): "both_change", (False, True): "vit_changes"}
     return Claim(f"claims.experiment.{key.get((vit_keeps, cnn_keeps), 'cnn_changes')}", values)
+
+
+def occlusion_area(rollout_curve: np.ndarray, random_curve: np.ndarray) -> Claim:
+    """The occlusion chart's one line: which order costs the answer more over the whole curve (the
+    lower mean probability, by more than AREA_MARGIN), as ``occlusion``'s last sentence reads it."""
+    faster, red_area, grey_area = occlusion_reading(
+        np.asarray(rollout_curve, dtype=np.float64), np.asarray(random_curve, dtype=np.float64), AREA_MARGIN
+    )
+    key = {"rollout_faster": "red_lower", "random_faster": "grey_lower", "similar": "similar"}[faster]
+    return Claim(f"claims.occlusion.short_{key}", {"red": red_area, "grey": grey_area})

@@ -605,3 +605,17 @@ def test_an_experiment_says_which_model_changed_its_answer(vit_after, cnn_after,
     assert claim.key == f"claims.experiment.{key}"
     assert f"{vit_after[0]} (50%)" in claims.text(claim)
     assert ("does not apply" in claims.text(claim)) == (cnn_after is None)
+
+
+@pytest.mark.parametrize(
+    ("red", "grey", "key"),
+    [((0.6, 0.2, 0.1), (0.6, 0.5, 0.4), "red_lower"), ((0.6, 0.5, 0.4), (0.6, 0.2, 0.1), "grey_lower"),
+     ((0.6, 0.4, 0.2), (0.6, 0.41, 0.2), "similar")],
+)  # fmt: skip
+def test_the_occlusion_chart_s_line_names_the_order_that_costs_more(red, grey, key):
+    claim = claims.occlusion_area(np.array(red), np.array(grey))
+    assert claim.key == f"claims.occlusion.short_{key}"
+    assert (
+        claims.occlusion(np.linspace(0, 1, 3), np.array(red), np.array(grey))[-1].key == f"claims.occlusion.area_{key}"
+    )
+    assert "(red)" in claims.text(claim) and "(빨강)" in claims.text(claim, "ko")

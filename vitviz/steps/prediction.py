@@ -159,7 +159,8 @@ def _occlusion(subject: Subject, occlusion: Occlusion) -> list:
     rollout_figure = plots.heatmap_overlay(
         model_input, rollout, title=tr("prediction.rollout_title"), height=360, hover=answers.grid_hover(subject)
     )
-    reading = claims.occlusion(fractions, occlusion["rollout"][1], occlusion["random"][1])
+    red, grey = occlusion["rollout"][1], occlusion["random"][1]
+    reading = claims.occlusion(fractions, red, grey)
 
     rollout_order = torch.as_tensor(occlusion["rollout"][0])
     shown = sorted({round(steps * f) for f in STRIP})
@@ -180,12 +181,12 @@ def _occlusion(subject: Subject, occlusion: Occlusion) -> list:
         Text(tr("prediction.occlusion_intro")),
         Figures(
             (
-                Figure("prediction_occlusion", curves, subject.says(reading[-1])),  # which area is lower
+                Figure("prediction_occlusion", curves, subject.says(claims.occlusion_area(red, grey))),
                 Figure("prediction_rollout", rollout_figure, subject.says(claims.map_focus(rollout))),
             ),
             widths=(3, 2),
         ),
-        Text(subject.says(reading[:-1])),  # whether the curves rise first, where each halves
+        Text(subject.says(reading)),  # whether the curves rise first, where each halves, which area is lower
         # what the curves show, and no verdict: the trust page decides against many random orders
         Text(tr("prediction.occlusion_verdict", page=trust, orders=faithfulness.RANDOM_ORDERS)),
         Link("page.trust", trust),
