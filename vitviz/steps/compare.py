@@ -264,6 +264,9 @@ def _reach(subject: Subject, cnn) -> list:
         head_word=tr("attention.distance_head"),
         image_label=tr("compare.reach.image"),
     )
+    # the CNN's layers by their place in its groups ("1.conv3", hover: "groups.1.conv3"): the full
+    # names, turned 45 degrees, took more of a slide's height than the plot
+    chart.update_layout(xaxis_ticktext=[name.removeprefix("groups.") for name, _ in fields])
     return [
         Heading(tr("compare.reach_title")),
         Text(tr("compare.reach_intro")),
