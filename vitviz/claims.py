@@ -557,3 +557,80 @@ def patch_order(count: int, grid_w: int) -> Claim:
 def attention_pairs(tokens: int) -> Claim:
     """Attention compares every pair of tokens: ``tokens`` squared scores per head and layer."""
     return Claim("patches.attention_cost", {"tokens": tokens, "pairs": f"{tokens * tokens:,}"})
+
+
+# --------------------------------------------------------------------------------------------
+# Pages 7 and 8: the answer, a map's focus, the occluded strip, an experiment (takeaways)
+# --------------------------------------------------------------------------------------------
+
+# An answer is *clear* when its probability is at least CLEAR_LEAD times the next class's. A map
+# is *focused* when its brightest quarter of cells holds at least FOCUSED of its weight (an even
+# map: a quarter).
+CLEAR_LEAD = 2.0
+FOCUSED = 0.5
+QUARTER = 0.25
+
+
+def top_answer(names: Sequence[str], probabilities: Sequence[float]) -> Claim:
+    """The answer and how far it leads the next class (the top-k bars, best first).
+
+    Args:
+        names: the classes as the model spells them, best first.
+        probabilities: their probabilities, best first.
+    """
+    values: dict[str, object] = {"name": ClassName(names[0]), "p": float(probabilities[0])}
+    if len(names) < 2:
+        return Claim("claims.top.only", values)
+    first, second = float(probabilities[0]), float(probabilities[1])
+    values |= {"runner": ClassName(names[1]), "q": second, "gap": f"{100 * (first - second):.1f}"}
+    if second <= 0 or first >= CLEAR_LEAD * second:
+        values["ratio"] = f"{first / second:.1f}" if second > 0 else "∞"
+        return Claim("claims.top.clear", values)
+    return Claim("claims.top.close", values)
+
+
+def map_focus(values: np.ndarray) -> Claim:
+    """How much of a map's weight (its values clipped at 0) its brightest quarter of cells holds."""
+    weights = np.clip(np.asarray(values, dtype=np.float64).ravel(), 0.0, None)
+    total = float(weights.sum())
+    if total <= 0:
+        return Claim("claims.focus.empty")
+    count = max(1, round(QUARTER * weights.size))
+    share = float(np.sort(weights)[::-1][:count].sum()) / total
+    return Claim("claims.focus.focused" if share >= FOCUSED else "claims.focus.spread", {"share": share})
+
+
+def occluded_strip(hidden: float, kept: float, start: float, name: ClassName | Claim) -> Claim:
+    """The occlusion strip's last picture: the answer's probability with ``hidden`` of the patches
+    hidden (most attended first), against ``start`` with none hidden; it *falls* under FALL_SHARE
+    of its start."""
+    values = {"hidden": float(hidden), "kept": float(kept), "start": float(start), "name": name}
+    return Claim("claims.occluded.falls" if kept < FALL_SHARE * start else "claims.occluded.holds", values)
+
+
+def experiment(
+    vit_before: tuple[str, float],
+    vit_after: tuple[str, float],
+    cnn_before: tuple[str, float],
+    cnn_after: tuple[str, float] | None,
+) -> Claim:
+    """Whether each model keeps its answer after an experiment ((class, probability) before and
+    after; ``cnn_after`` None: the experiment does not apply to the CNN)."""
+    values = {"vit": ClassName(vit_after[0]), "vit_p": float(vit_after[1])}
+    vit_keeps = vit_after[0] == vit_before[0]
+    if cnn_after is None:
+        return Claim("claims.experiment.vit_keeps_na" if vit_keeps else "claims.experiment.vit_changes_na", values)
+    values |= {"cnn": ClassName(cnn_after[0]), "cnn_p": float(cnn_after[1])}
+    cnn_keeps = cnn_after[0] == cnn_before[0]
+    key = {(True, True): "both_keep", (False, False): "both_change", (False, True): "vit_changes"}
+    return Claim(f"claims.experiment.{key.get((vit_keeps, cnn_keeps), 'cnn_changes')}", values)
+
+
+def occlusion_area(rollout_curve: np.ndarray, random_curve: np.ndarray) -> Claim:
+    """The occlusion chart's one line: which order costs the answer more over the whole curve (the
+    lower mean probability, by more than AREA_MARGIN), as ``occlusion``'s last sentence reads it."""
+    faster, red_area, grey_area = occlusion_reading(
+        np.asarray(rollout_curve, dtype=np.float64), np.asarray(random_curve, dtype=np.float64), AREA_MARGIN
+    )
+    key = {"rollout_faster": "red_lower", "random_faster": "grey_lower", "similar": "similar"}[faster]
+    return Claim(f"claims.occlusion.short_{key}", {"red": red_area, "grey": grey_area})

@@ -17,15 +17,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from vitviz.analysis import occlude
+from vitviz.analysis import grad_rollout, occlude, rollout_map
 from vitviz.cnn import ConvNet
 from vitviz.config import check_pixels
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.patches import grid_size, patchify, unpatchify
+from vitviz.trace import Trace
 
 
 def _one_image(pixels: Tensor) -> Tensor:
@@ -158,6 +160,38 @@ EXPERIMENTS = ("shuffle", "shift", "no_position", "hide")
 # page's widgets and the work done ahead of the page both start from these)
 DEFAULT_SHIFT = 2
 DEFAULT_SEED = 0
+
+
+def comparison(
+    vit: VisionTransformer,
+    vit_pixels: Tensor,
+    trace: Trace,
+    cnn: nn.Module,
+    cnn_pixels: Tensor,
+    class_index: int,
+    with_ig: bool,
+) -> dict[str, np.ndarray]:
+    """What page 8 sets side by side for one image and class: the CNN's logits and both models' maps.
+
+    Args:
+        vit_pixels, cnn_pixels: (1, C, H, W) each model's input, on its weights' device.
+        trace: the ViT's trace of ``vit_pixels`` (its rollout).
+
+    Returns:
+        "cnn_logits" (K,), "rollout" and "grad_rollout" (grid_h, grid_w), "gradcam" (H, W) of
+        the CNN's input, and with ``with_ig`` "ig_vit" and "ig_cnn" (the inputs' H, W).
+    """
+    gradcam_map, cnn_logits = gradcam_and_logits(cnn, cnn_pixels, class_index)  # one pass for both
+    arrays = {
+        "cnn_logits": cnn_logits.numpy(),
+        "rollout": rollout_map(trace)[0].float().cpu().numpy(),
+        "grad_rollout": grad_rollout(vit, vit_pixels, class_index).numpy(),
+        "gradcam": gradcam_map.numpy(),
+    }
+    if with_ig:
+        arrays["ig_vit"] = integrated_gradients(vit, vit_pixels, class_index).numpy()
+        arrays["ig_cnn"] = integrated_gradients(cnn, cnn_pixels, class_index).numpy()
+    return arrays
 
 
 def explained_class(names: Sequence[str], logits: Tensor, true_name: str | None) -> int:

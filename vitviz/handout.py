@@ -31,16 +31,15 @@ from pathlib import Path
 import numpy as np
 import torch
 from PIL import Image
-from torch import nn
 
-from vitviz import analysis, claims, commandline, faithfulness, lab, plots, zoo
+from vitviz import analysis, claims, commandline, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, original_size, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
 from vitviz.model import VisionTransformer, flops_per_image, on_weights
 from vitviz.prediction import Verdict, legend_key, top_k, verdict
-from vitviz.steps import blocks, patches
-from vitviz.steps.subject import Subject
+from vitviz.steps import blocks, compare, patches, prediction
+from vitviz.steps.subject import Compute, Subject
 from vitviz.trace import Trace, forward_steps
 from vitviz.values import echo, test_image
 
@@ -237,11 +236,17 @@ class _Page:
     def raw(self, markup: str) -> None:
         self.parts.append(markup)
 
-    def figures(self, *named: tuple[str, plots.Figure]) -> None:
-        """One figure across the column, or several side by side."""
-        width = WIDTH if len(named) == 1 else (WIDTH - 16 * (len(named) - 1)) // len(named)
+    def figures(self, *named: tuple[str, plots.Figure], widths: Sequence[float] = ()) -> None:
+        """One figure across the column, or several side by side (``widths``: their relative widths)."""
+        shares = list(widths) or [1.0] * len(named)  # more shares than figures: the last columns stay empty
+        room = WIDTH - 16 * (len(shares) - 1)
         self.parts.append(
-            '<div class="row">' + "".join(self.figure(name, fig, width) for name, fig in named) + "</div>"
+            '<div class="row">'
+            + "".join(
+                self.figure(name, fig, int(room * share / sum(shares)))
+                for (name, fig), share in zip(named, shares, strict=False)
+            )
+            + "</div>"
         )
 
     def figure(self, name: str, fig: plots.Figure, width: int = WIDTH) -> str:
@@ -297,8 +302,8 @@ class _Page:
         elif isinstance(block, blocks.Metrics):
             self.raw(table([{plain(label): value for label, value in block.items}]))
         elif isinstance(block, blocks.Figure | blocks.Figures):
-            shown = (block,) if isinstance(block, blocks.Figure) else block.figures
-            self.figures(*((figure.key.replace("_", "-"), figure.figure) for figure in shown))
+            shown, widths = ((block,), ()) if isinstance(block, blocks.Figure) else (block.figures, block.widths)
+            self.figures(*((figure.key.replace("_", "-"), figure.figure) for figure in shown), widths=widths)
             self.raw(
                 '<div class="row takeaways">'
                 + "".join(f'<p class="takeaway">{html.escape(plain(figure.takeaway))}</p>' for figure in shown)
@@ -309,9 +314,10 @@ class _Page:
             if block.caption:
                 self.text(block.caption)
         elif isinstance(block, blocks.Controls):
-            chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls)
-            self.raw(f'<p class="chosen">{chosen}</p>')
-        elif not isinstance(block, blocks.Download):
+            chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls if control.static)
+            if chosen:
+                self.raw(f'<p class="chosen">{chosen}</p>')
+        elif not isinstance(block, blocks.Download | blocks.DownloadCsv | blocks.Link | blocks.Button):
             raise TypeError(f"No handout for {type(block).__name__}")
 
 
@@ -684,168 +690,6 @@ def _block(page: _Page, tour: _Tour, total: int) -> None:
     )
 
 
-def _prediction(page: _Page, tour: _Tour, total: int) -> None:
-    trace, model, config = tour.trace, tour.model, tour.config
-    page.step(7, total, "page.prediction", page.tr("prediction.intro"), _shape(trace.logits.shape))
-    if config.num_classes == 0:
-        page.text(page.tr("prediction.no_head"))
-        return
-    page.heading(page.tr("prediction.topk_title"))
-    page.figures(
-        (
-            "prediction-topk",
-            _class_bars(page, tour, trace.logits, page.tr("prediction.topk_chart", k=TOP), 90 + 36 * TOP),
-        )
-    )
-    _verdict(page, tour)
-    # the logit lens
-    page.heading(page.tr("prediction.lens_title"))
-    page.text(page.tr("prediction.lens_intro_cls" if config.global_pool == "token" else "prediction.lens_intro_avg"))
-    lens = analysis.logit_lens(model, trace).float().cpu()  # (depth + 1, B, K)
-    blocks = np.arange(trace.depth + 1)
-    after = [
-        page.tr("prediction.after_embed") if i == 0 else page.tr("prediction.after_layer", n=i, index=i - 1)
-        for i in blocks
-    ]
-    tracked, scores = analysis.logit_lens_tracks(lens, k=min(TOP, config.num_classes))
-    names = config.class_names
-
-    def class_name(index: int) -> str:
-        return page.label(names[index]) if names else page.tr("prediction.class_n", n=index)
-
-    page.figures(
-        (
-            "prediction-lens",
-            plots.multi_line(
-                blocks,
-                {class_name(int(c)): scores[:, j].numpy() for j, c in enumerate(tracked)},
-                title=page.tr("prediction.lens_chart"),
-                x_title=page.tr("prediction.x_block"),
-                y_title=page.tr("prediction.y_prob"),
-                percent=True,
-                hover_text=after,
-            ),
-        )
-    )
-    top1, top1_prob = analysis.logit_lens_top1(lens)
-    final_class = int(trace.logits[0].argmax())
-    final_rank = analysis.class_rank_by_layer(lens, final_class)[:, 0]
-    page.raw(
-        table(
-            [
-                {
-                    page.tr("prediction.col.after"): after[i],
-                    page.tr("prediction.col.top1"): class_name(int(top1[i])),
-                    page.tr("prediction.col.prob"): f"{float(top1_prob[i]):.1%}",
-                    page.tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]) + 1,
-                }
-                for i in blocks
-            ]
-        )
-    )
-    # occlusion
-    page.heading(page.tr("prediction.occlusion_title"))
-    page.text(page.tr("prediction.occlusion_intro"))
-    steps = analysis.occlusion_steps(model)
-    num_patches = config.num_patches
-    curves = {}
-    start = trace.logits[0].float().softmax(dim=-1)  # the top-k bars' numbers: the curves start from them
-    for kind in analysis.OCCLUSION_ORDERS:
-        order = analysis.occlusion_order(trace, kind)
-        with torch.inference_mode():
-            curve = analysis.occlusion_curve(model, trace.pixels, order, steps, target=final_class, start=start)
-        curves[kind] = curve.numpy()
-    counts = analysis.occlusion_counts(num_patches, steps).numpy()
-    fractions = counts / num_patches
-    curve_names = {kind: page.tr(f"prediction.order.{kind}") for kind in analysis.OCCLUSION_ORDERS}
-    page.figures(
-        (
-            "prediction-occlusion",
-            plots.multi_line(
-                fractions,
-                {curve_names[kind]: curve for kind, curve in curves.items()},
-                title=page.tr("prediction.occlusion_chart", name=class_name(final_class)),
-                x_title=page.tr("prediction.x_hidden"),
-                y_title=page.tr("prediction.y_prob"),
-                percent=True,
-                x_percent=True,
-                colours={curve_names["rollout"]: "#d62728", curve_names["random"]: "#7f7f7f"},
-                hover_text=[page.tr("prediction.hidden_n", n=int(c), total=num_patches) for c in counts],
-            ),
-        )
-    )
-    page.text(claims.text(claims.occlusion(fractions, curves["rollout"], curves["random"]), page.lang))
-    orders = faithfulness.RANDOM_ORDERS
-    page.text(page.tr("prediction.occlusion_verdict", page=page.tr("page.trust"), orders=orders))
-    page.text(page.tr("prediction.occlusion_caption", steps=steps, images=steps, patches=num_patches))
-
-
-def _compare(page: _Page, tour: _Tour, total: int, cnn: nn.Module) -> None:
-    from vitviz import compare
-
-    trace, vit = tour.trace, tour.model
-    names = list(vit.config.class_names)
-    image = Image.fromarray(tour.image)
-    cnn_pixels = on_weights(to_tensor(image, cnn.config.preprocess, cnn.config.in_chans), cnn)
-    with torch.inference_mode():
-        cnn_logits = cnn(cnn_pixels).float().cpu()  # (1, K)
-    page.step(
-        8,
-        total,
-        "page.compare",
-        page.tr("compare.intro"),
-        f"ViT {_shape(trace.logits.shape)}, CNN {_shape(cnn_logits.shape)}",
-    )
-    page.heading(page.tr("compare.answers"))
-    page.figures(
-        (
-            "compare-vit-top",
-            _class_bars(
-                page, tour, trace.logits, page.tr("compare.vit_top"), 90 + 36 * TOP, (_found(tour, cnn_logits),)
-            ),
-        ),
-        (
-            "compare-cnn-top",
-            _class_bars(page, tour, cnn_logits, page.tr("compare.cnn_top"), 90 + 36 * TOP, (tour.found,)),
-        ),
-    )
-    truth = tour.truth.class_name if tour.truth else None
-    class_index = names.index(truth) if truth in names else int(trace.logits[0].argmax())
-    shown = page.label(names[class_index])
-    page.heading(page.tr("compare.maps_title"))
-    page.text(page.tr("compare.maps_intro"))
-    vit_pixels = on_weights(trace.pixels, vit)
-    cnn_input = denormalize(cnn_pixels[0].cpu(), cnn.config.preprocess)
-    maps = {
-        "rollout": (analysis.rollout_map(trace)[0].numpy(), tour.model_input, page.tr("compare.map.rollout")),
-        "grad_rollout": (
-            analysis.grad_rollout(vit, vit_pixels, class_index).numpy(),
-            tour.model_input,
-            page.tr("compare.map.grad_rollout", name=shown),
-        ),
-        "gradcam": (
-            compare.gradcam(cnn, cnn_pixels, class_index).numpy(),
-            cnn_input,
-            page.tr("compare.map.gradcam", name=shown),
-        ),
-    }
-    figures = []
-    for key, (values, picture, title) in maps.items():
-        scaled = values / max(float(values.max()), 1e-12)  # its own maximum: one 0..1 scale for all
-        fig = plots.heatmap_overlay(
-            picture,
-            scaled,
-            title=title,
-            height=300,
-            zmin=0.0,
-            zmax=1.0,
-            colorbar=key == "gradcam",
-            hover=_grid_hover(page),
-        )
-        figures.append((f"compare-{key.replace('_', '-')}", fig))
-    page.figures(*figures)
-
-
 def _card(page: _Page, tour: _Tour, total: int) -> None:
     model, spec, config = tour.model, tour.spec, tour.config
     page.step(9, total, "page.card", page.tr("card.intro"))
@@ -953,7 +797,7 @@ def build(
     image_name: str = "",
     truth: Truth | None = None,
     trace: Trace | None = None,
-    cnn: nn.Module | None = None,
+    cnn: zoo.Loaded | None = None,
 ) -> str:
     """The handout of one image through one model, in one language, as the text of an HTML file.
 
@@ -966,7 +810,8 @@ def build(
         truth: the image's known class, for a test image.
         trace: the image's Trace, when it is already computed (the app's cached one); else
             ``model.explain`` in float32 here.
-        cnn: a CNN with the same classes for the ViT-vs-CNN step; None leaves the step out.
+        cnn: a CNN with the same classes, and its registry entry, for the ViT-vs-CNN step; None
+            leaves the step out.
 
     Raises:
         ImageError: the bytes are not an image this project reads.
@@ -990,7 +835,18 @@ def build(
         found=found,
         model_input=denormalize(trace.pixels[0], config.preprocess),
     )
-    subject = Subject(model, np.asarray(picture), trace, lang, found, image_bytes=image_bytes)
+    cnn_name = cnn.spec.name if cnn is not None else ""
+    subject = Subject(
+        model,
+        np.asarray(picture),
+        trace,
+        lang,
+        found,
+        image_bytes=image_bytes,
+        compute=Compute({cnn_name: cnn} if cnn is not None else None),
+        dataset=truth.dataset if truth else "",
+        spec=spec,
+    )
     page = _Page(lang)
     total = 9
     model_title = spec.title_in(lang)
@@ -1006,9 +862,10 @@ def build(
     if trace.depth:
         _attention(page, tour, total)
         _block(page, tour, total)
-    _prediction(page, tour, total)
+    page.described(7, total, prediction.describe(subject, {}))
     if cnn is not None and config.num_classes:
-        _compare(page, tour, total, cnn)
+        listed = cnn_name in subject.compute.cnns()  # the page's list, else its box for a CNN file
+        page.described(8, total, compare.describe(subject, {"compare_cnn" if listed else "compare_cnn_path": cnn_name}))
     _card(page, tour, total)
     title = f"vitviz: {model_title} · {image_name}" if image_name else f"vitviz: {model_title}"
     script = f"<script>{SCRIPT}</script>" if trace.depth else ""
@@ -1057,7 +914,7 @@ def main(argv: list[str] | None = None) -> int:
             raise HandoutError("handout.cnn_model", name=args.model)
         chosen = choose_image(args.image, model.config.class_names, args.data)
         cnn_name = matching_cnn(model.config.class_names)
-        cnn = zoo.load(cnn_name, device="cpu").model if cnn_name else None
+        cnn = zoo.load(cnn_name, device="cpu") if cnn_name else None
         text = build(model, spec, chosen.data, args.lang, image_name=chosen.name, truth=chosen.truth, cnn=cnn)
         output.write_text(text, encoding="utf-8")
     except (HandoutError, ImageError, zoo.ModelLoadError) as err:

@@ -29,3 +29,22 @@ def test_every_chart_of_a_page_is_drawn_larger_in_presenter_mode_and_no_page_is_
             assert layout["height"] > before["height"], key  # drawn larger
     presenting = web.page_text("presenter.css", root_px="20") + web.page_text("presenter.js", marker="m")
     assert "zoom:" not in presenting.replace(" ", "")  # a zoomed page cut the figures at their column's edge
+
+
+def test_next_and_previous_move_slide_by_slide_before_they_move_step_by_step():
+    """Step 7 has four slides: → walks them one by one (the click onto the last slide stays in
+    the step), then opens step 8; ← from step 8's first slide opens step 7's last, and ← again
+    its third."""
+    at = open_page("app_pages/7_prediction.py", query={"present": "1"})
+    assert errors(at) == []
+    counters = []
+    for _ in range(4):
+        counters.append(next(m.value for m in at.markdown if "slide" in m.value))
+        at.button(key="nav_next").click().run()
+        assert errors(at) == []
+    assert [c.split("slide ")[1].split("<")[0] for c in counters] == ["1 of 4", "2 of 4", "3 of 4", "4 of 4"]
+    assert "Step 7 of 9" in counters[-1] and any("Step 8 of 9 · slide 1" in m.value for m in at.markdown)
+    at.button(key="nav_prev").click().run()
+    assert any("Step 7 of 9 · slide 4 of 4" in m.value for m in at.markdown)
+    at.button(key="nav_prev").click().run()
+    assert any("Step 7 of 9 · slide 3 of 4" in m.value for m in at.markdown)

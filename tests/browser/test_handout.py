@@ -21,7 +21,7 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The shipped ViT's handouts of the cat, with the CNN beside it, in both languages."""
     folder = tmp_path_factory.mktemp("handouts")
     model, spec = zoo.load(zoo.SHIPPED, device="cpu")
-    cnn = zoo.load(handout.matching_cnn(model.config.class_names), device="cpu").model
+    cnn = zoo.load(handout.matching_cnn(model.config.class_names), device="cpu")
     data = (handout.SAMPLES / "cat-chelsea.jpg").read_bytes()
     made = {}
     for lang in ("en", "ko"):

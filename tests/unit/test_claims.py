@@ -557,3 +557,65 @@ def test_the_map_of_a_test_set_larger_than_one_chunk_agrees_with_a_plain_loop():
         same += int(labels[squared.argmin()] == labels[i])
     assert claims.neighbour_agreement(points, labels) == same / 1500
     assert 0.2 < same / 1500 < 0.5  # three labels at random: about a third agree
+
+
+# --------------------------------------------------------------------------------------------
+# Pages 7 and 8: the takeaways of the answer, a map, the occluded strip and an experiment
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "key", "said"),
+    [((0.6, 0.2, 0.1), "claims.top.clear", "3.0 times the next class, dog (20.0%)"),
+     ((0.4, 0.35, 0.1), "claims.top.close", "by only 5.0 percentage points"),
+     ((0.9,), "claims.top.only", "with 90.0%")],
+)  # fmt: skip
+def test_the_answer_is_clear_or_close_by_how_far_it_leads(probabilities, key, said):
+    claim = claims.top_answer(["cat", "dog", "frog"][: len(probabilities)], probabilities)
+    assert claim.key == key and said in claims.text(claim)
+    assert "고양이" in claims.text(claim, "ko")
+
+
+def test_a_map_is_focused_when_its_brightest_quarter_holds_half_its_weight():
+    peaked = np.zeros((4, 4))
+    peaked[1, 2] = 1.0
+    even = np.ones((4, 4))
+    assert claims.map_focus(peaked).key == "claims.focus.focused" and "100%" in claims.text(claims.map_focus(peaked))
+    assert claims.map_focus(even).key == "claims.focus.spread" and "only 25%" in claims.text(claims.map_focus(even))
+    assert claims.map_focus(-even).key == "claims.focus.empty"  # negative values weigh nothing
+
+
+def test_the_occluded_strip_says_whether_the_answer_survives():
+    holds = claims.occluded_strip(0.75, 0.5, 0.6, claims.ClassName("cat"))
+    falls = claims.occluded_strip(0.75, 0.2, 0.6, claims.ClassName("cat"))
+    assert (
+        claims.text(holds) == "With 75% of the patches hidden, most attended first, 'cat' still has 50.0% (from 60.0%)."
+    )
+    assert falls.key == "claims.occluded.falls" and "falls to 20.0%" in claims.text(falls)
+
+
+@pytest.mark.parametrize(
+    ("vit_after", "cnn_after", "key"),
+    [(("cat", 0.5), ("cat", 0.4), "both_keep"), (("dog", 0.5), ("dog", 0.4), "both_change"),
+     (("dog", 0.5), ("cat", 0.4), "vit_changes"), (("cat", 0.5), ("dog", 0.4), "cnn_changes"),
+     (("cat", 0.5), None, "vit_keeps_na"), (("dog", 0.5), None, "vit_changes_na")],
+)  # fmt: skip
+def test_an_experiment_says_which_model_changed_its_answer(vit_after, cnn_after, key):
+    claim = claims.experiment(("cat", 0.9), vit_after, ("cat", 0.8), cnn_after)
+    assert claim.key == f"claims.experiment.{key}"
+    assert f"{vit_after[0]} (50%)" in claims.text(claim)
+    assert ("does not apply" in claims.text(claim)) == (cnn_after is None)
+
+
+@pytest.mark.parametrize(
+    ("red", "grey", "key"),
+    [((0.6, 0.2, 0.1), (0.6, 0.5, 0.4), "red_lower"), ((0.6, 0.5, 0.4), (0.6, 0.2, 0.1), "grey_lower"),
+     ((0.6, 0.4, 0.2), (0.6, 0.41, 0.2), "similar")],
+)  # fmt: skip
+def test_the_occlusion_chart_s_line_names_the_order_that_costs_more(red, grey, key):
+    claim = claims.occlusion_area(np.array(red), np.array(grey))
+    assert claim.key == f"claims.occlusion.short_{key}"
+    assert (
+        claims.occlusion(np.linspace(0, 1, 3), np.array(red), np.array(grey))[-1].key == f"claims.occlusion.area_{key}"
+    )
+    assert "(red)" in claims.text(claim) and "(빨강)" in claims.text(claim, "ko")

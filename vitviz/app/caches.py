@@ -174,18 +174,8 @@ def cached_comparison(
     image = decoded_image(image_bytes)
     vit_pixels = on_weights(to_tensor(image, vit.config.preprocess, vit.config.in_chans), vit)
     cnn_pixels = on_weights(to_tensor(image, cnn.config.preprocess, cnn.config.in_chans), cnn)
-    gradcam, cnn_logits = compare.gradcam_and_logits(cnn, cnn_pixels, class_index)  # one pass for both
     trace = cached_trace(vit_name, image_bytes)
-    arrays = {
-        "cnn_logits": cnn_logits.numpy(),
-        "rollout": analysis.rollout_map(trace)[0].float().cpu().numpy(),
-        "grad_rollout": analysis.grad_rollout(vit, vit_pixels, class_index).numpy(),
-        "gradcam": gradcam.numpy(),
-    }
-    if with_ig:
-        arrays["ig_vit"] = compare.integrated_gradients(vit, vit_pixels, class_index).numpy()
-        arrays["ig_cnn"] = compare.integrated_gradients(cnn, cnn_pixels, class_index).numpy()
-    return arrays
+    return compare.comparison(vit, vit_pixels, trace, cnn, cnn_pixels, class_index, with_ig)
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)

@@ -10,19 +10,22 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from vitviz import compare, lab, plots, values, zoo
 from vitviz import data as vdata
-from vitviz import lab, plots, values, zoo
-from vitviz.app import session, state
+from vitviz.app import models, session, state
 from vitviz.app.caches import (
     SAMPLES,
+    cached_comparison,
+    cached_experiment,
     cached_image,
+    cached_occlusion,
     cached_test_set,
     cached_trace,
     decoded_image,
     sample_names,
     test_split,
 )
-from vitviz.app.models import cached_model, limit_visitor_model, tour_problem
+from vitviz.app.models import cached_model, limit_visitor_model, tour_problem, try_model
 from vitviz.app.text import dataset_text, label, lang, tr
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError
@@ -139,12 +142,49 @@ def subject() -> Subject:
     """What a step's description reads (``vitviz.steps``): the session's model, image and trace, in
     its language; on a user error, one sentence and the page stops (``current``)."""
     cur = current()
-    return Subject(cur.model, cur.image, cur.trace, lang(), cur.verdict, cur.name, cur.image_bytes, CachedCompute())
+    dataset = dataset_text(images.split.label) if cur.verdict is not None and (images := test_images()) else ""
+    return Subject(
+        cur.model,
+        cur.image,
+        cur.trace,
+        lang(),
+        cur.verdict,
+        cur.name,
+        cur.image_bytes,
+        CachedCompute(),
+        dataset=dataset,
+        spec=cur.spec,
+    )
 
 
 class CachedCompute(Compute):
     """``vitviz.steps.subject.Compute`` from the server's caches (``vitviz.app.caches``): one
-    computation per (model, image) for every session."""
+    computation per (model, image) for every session, called as the work done ahead
+    (``vitviz.app.ahead``) calls them, so that it finds what the read-ahead computed."""
+
+    def model(self, name: str) -> zoo.Loaded:
+        problem = try_model(name)  # once per session and name, with a spinner
+        if problem is not None:
+            raise problem
+        return cached_model(name)
+
+    def cnns(self) -> list[str]:
+        return models.cnn_models()
+
+    def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+        with st.spinner(tr("prediction.occlusion_running")):
+            return cached_occlusion(subject.name, subject.image_bytes, kind, steps)
+
+    def comparison(self, subject: Subject, cnn_name: str, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
+        return cached_comparison(subject.name, cnn_name, subject.image_bytes, class_index, with_ig)
+
+    def experiment(
+        self, subject: Subject, cnn_name: str, kind: str, shift: int, seed: int, hidden: tuple[int, ...]
+    ) -> compare.Experiment:
+        # only the setting of the chosen experiment is part of its key (as ahead asks)
+        return cached_experiment(
+            subject.name, cnn_name, subject.image_bytes, kind, shift=shift, seed=seed, hidden=hidden
+        )
 
 
 def chosen_test_image() -> tuple[str, int] | None:

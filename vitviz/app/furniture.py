@@ -61,6 +61,20 @@ def choose_clicked_patch(chart_key: str, state_key: str, count: int, offset: int
     return choose
 
 
+def toggle_clicked_patch(chart_key: str, state_key: str, count: int, offset: int = 0) -> Callable[[], None]:
+    """A patch figure's ``on_select`` callback for a choice that lists patches: the clicked patch
+    (of ``count``, plus ``offset``) joins the list, or leaves it when it was there."""
+
+    def toggle() -> None:
+        index = clicks.patch_from_selection(session.selection(chart_key), count)
+        if index is not None:
+            chosen = list(state.get(state_key, []))
+            chosen.remove(offset + index) if offset + index in chosen else chosen.append(offset + index)
+            state.set(**{state_key: chosen})
+
+    return toggle
+
+
 def back_and_forward(
     columns, labels: tuple[str, str], key: str, on_click: Callable[[int], None], value: int, last: int
 ) -> None:

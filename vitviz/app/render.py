@@ -8,16 +8,19 @@ from collections.abc import Callable, Iterator, Mapping
 import streamlit as st
 
 from vitviz import plots
-from vitviz.app import current, furniture, navigation, presenter, state
+from vitviz.app import current, furniture, models, navigation, presenter, state, tour
 from vitviz.app.text import tr
 from vitviz.steps.blocks import (
     Block,
+    Button,
     Control,
     Controls,
     Download,
+    DownloadCsv,
     Figure,
     Figures,
     Heading,
+    Link,
     Metrics,
     Slide,
     Step,
@@ -79,7 +82,7 @@ def draw(block: Block, where=st) -> None:
     elif isinstance(block, Figure):
         _figure(block, where)
     elif isinstance(block, Figures):
-        for column, figure in zip(where.columns(len(block.figures)), block.figures, strict=True):
+        for column, figure in zip(where.columns(block.widths or len(block.figures)), block.figures, strict=False):
             _figure(figure, column)
     elif isinstance(block, Table):
         where.dataframe(list(block.rows), hide_index=True)
@@ -90,6 +93,13 @@ def draw(block: Block, where=st) -> None:
             widget(control, column)
     elif isinstance(block, Download):
         furniture.download_npz(block.label_key, block.file_name, block.key, **block.arrays)
+    elif isinstance(block, DownloadCsv):
+        furniture.download_csv(block.label_key, block.file_name, block.key, block.text)
+    elif isinstance(block, Link):
+        script, _, icon = next(page for page in tour.TOUR + tour.LAB if page[1] == block.page)
+        where.page_link(script, label=block.label, icon=icon)
+    elif isinstance(block, Button):
+        where.button(block.label, key=block.key, on_click=state.set, kwargs=dict(block.sets), disabled=block.disabled)
     else:
         raise TypeError(f"No renderer for {type(block).__name__}")
 
@@ -108,10 +118,8 @@ def _figure(block: Figure, where, height: int | None = None) -> None:
     kwargs = {}
     if block.select is not None:
         select = block.select
-        kwargs = {
-            "on_select": furniture.choose_clicked_patch(block.key, select.key, select.count, select.offset),
-            "selection_mode": "points",
-        }
+        choose = furniture.toggle_clicked_patch if select.toggle else furniture.choose_clicked_patch
+        kwargs = {"on_select": choose(block.key, select.key, select.count, select.offset), "selection_mode": "points"}
     where.plotly_chart(fig, width="stretch", key=block.key, **kwargs)
     if height is None:
         where.caption(block.takeaway)
@@ -122,12 +130,29 @@ def widget(control: Control, where=st):
     if state.get(control.key) != control.value:
         state.set(**{control.key: control.value})
     if control.kind == "toggle":
-        return state.widget(where.toggle, control.key, control.label)
+        return state.widget(where.toggle, control.key, control.label, disabled=control.disabled)
+    if control.kind in ("int_slider", "number"):
+        draw_with = where.slider if control.kind == "int_slider" else where.number_input
+        low, high = control.options[0], control.options[-1]
+        return state.widget(
+            draw_with, control.key, control.label, min_value=low, max_value=high, step=1, disabled=control.disabled
+        )
+    if control.kind == "model_name":  # a new name is tried afresh (a download that failed may work now)
+        placeholder = control.placeholder or None
+        return state.widget(
+            where.text_input, control.key, control.label, placeholder=placeholder, on_change=models.forget_tries
+        )
     draw_with = {"slider": where.select_slider, "select": where.selectbox, "radio": where.radio}[control.kind]
     extra = {"horizontal": True} if control.kind == "radio" else {}
     format_func = control.format or str
     return state.widget(
-        draw_with, control.key, control.label, options=list(control.options), format_func=format_func, **extra
+        draw_with,
+        control.key,
+        control.label,
+        options=list(control.options),
+        format_func=format_func,
+        disabled=control.disabled,
+        **extra,
     )
 
 
@@ -175,9 +200,10 @@ def _slide(slide: Slide) -> None:
         for note in slide.notes:
             st.markdown(note)
         return
-    columns = st.columns(len(slide.figures)) if len(slide.figures) > 1 else [st]
-    for column, figure in zip(columns, slide.figures, strict=True):
+    widths = slide.widths or len(slide.figures)
+    columns = st.columns(widths) if len(slide.figures) > 1 else [st]
+    for column, figure in zip(columns, slide.figures, strict=False):
         _figure(figure, column, height=SLIDE_PX)
     with st.container(key="vitviz-takeaway"):
-        for column, figure in zip(st.columns(len(slide.figures)), slide.figures, strict=True):
+        for column, figure in zip(st.columns(widths), slide.figures, strict=False):
             column.markdown(figure.takeaway)

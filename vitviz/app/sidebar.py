@@ -176,7 +176,7 @@ def handout_button(where) -> None:
 
     def make() -> bytes:
         cnn_name = handout.matching_cnn(model.config.class_names)
-        cnn = cached_model(cnn_name).model if cnn_name else None
+        cnn = cached_model(cnn_name) if cnn_name else None
         trace = cached_trace(name, data)
         with charts.private():  # the handout resizes and themes its figures: never the sessions' shared ones
             text = handout.build(model, spec, data, language, image_name=image_name, truth=truth, trace=trace, cnn=cnn)

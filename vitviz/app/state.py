@@ -103,12 +103,15 @@ CHOICES = (
     Choice("mistakes_other", str, scope=LAB),  # a second model (a registry name, or a file)
     Choice("mistakes_other_path", str, scope=LAB),
     Choice("mistakes_pair", str, scope=LAB, options=lambda: lab.PAIRS),  # which of the two gets it wrong
+    Choice("topk", int, scope="app_pages/7_prediction.py"),  # how many classes the bars show
     Choice("compare_cnn", str, scope=COMPARE),  # the registry's CNN, or a file
     Choice("compare_cnn_path", str, scope=COMPARE),
     Choice("compare_class", int, scope=COMPARE),
     Choice("compare_ig", bool, scope=COMPARE),
     Choice("compare_experiment", str, scope=COMPARE, options=lambda: compare.EXPERIMENTS),
     Choice("compare_hidden", list, scope=COMPARE),  # the patches the hiding experiment hides
+    Choice("compare_shift", int, scope=COMPARE),  # the shift experiment's pixels
+    Choice("compare_seed", int, scope=COMPARE),  # the shuffle experiment's order
     Choice("card_model", str, url=True, scope=CARD),  # whose card: the sidebar's ViT, or a CNN
     Choice("trust_heads", list, scope=TRUST),  # heads switched off, as layer * heads + head
     Choice("trust_layers", list, scope=TRUST),  # layers skipped

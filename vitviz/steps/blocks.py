@@ -45,6 +45,7 @@ class Select:
     key: str
     count: int
     offset: int = 0
+    toggle: bool = False  # the choice is a list of patches: a click adds the patch, a second removes it
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Figures:
     """Figures side by side: on the page, on one slide and in the handout."""
 
     figures: tuple[Figure, ...]
+    widths: tuple[float, ...] = ()  # their columns' relative widths (equal when empty; more: the last stay empty)
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,11 @@ class Table:
 @dataclass(frozen=True)
 class Control:
     """A widget the step needs: a choice of ``vitviz.app.state.CHOICES`` (``key``), drawn as a
-    ``kind`` ("select", "slider", "radio", "toggle") over ``options``. ``value`` is the value this
-    description was made with (the session's, clipped to the options), ``static`` the sentence a
-    page of paper says instead of the widget ("Patch side: 16 pixels")."""
+    ``kind`` ("select", "slider", "radio", "toggle"; "int_slider" and "number": a slider or a
+    number box from the first option to the last; "model_name": a box to type a model's name in)
+    over ``options``. ``value`` is the value this description was made with (the session's,
+    clipped to the options), ``static`` the sentence a page of paper says instead of the widget
+    ("Patch side: 16 pixels"; "": paper says nothing of it). ``disabled``: drawn, but not in use."""
 
     key: str
     kind: str
@@ -86,6 +90,8 @@ class Control:
     value: Any
     static: str
     format: Callable[[Any], str] | None = None
+    placeholder: str = ""
+    disabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,37 @@ class Download:
     arrays: Mapping[str, Any]
 
 
-Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download
+@dataclass(frozen=True)
+class DownloadCsv:
+    """A table a page offers as a .csv file, made when the button is clicked (the handout has no downloads)."""
+
+    label_key: str  # the button's sentence (vitviz.locales)
+    file_name: str
+    key: str
+    text: Callable[[], str]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link to another page of the app, named by its title's key ("page.trust": the renderer
+    finds its script and icon in ``vitviz.app.tour``); paper has no link: the handout leaves it
+    out (the sentences around it name the page)."""
+
+    page: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Button:
+    """A button that sets choices (``sets``: key -> value), "Show every patch again"; paper leaves it out."""
+
+    key: str
+    label: str
+    sets: Mapping[str, Any]
+    disabled: bool = False
+
+
+Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download | DownloadCsv | Link | Button
 
 
 @dataclass(frozen=True)
@@ -116,6 +152,7 @@ class Slide:
     figures: tuple[Figure, ...]
     notes: tuple[str, ...]
     controls: tuple[Control, ...]
+    widths: tuple[float, ...] = ()  # the figures' relative widths (a ``Figures`` row's)
 
 
 @dataclass(frozen=True)
@@ -155,14 +192,14 @@ class Step:
             elif isinstance(block, Controls):
                 controls += block.controls
             elif isinstance(block, Figure | Figures):
-                shown = (block,) if isinstance(block, Figure) else block.figures
-                slides.append(Slide(tuple(shown), tuple(notes), tuple(controls)))
+                shown, widths = ((block,), ()) if isinstance(block, Figure) else (block.figures, block.widths)
+                slides.append(Slide(tuple(shown), tuple(notes), tuple(controls), widths))
                 notes = []
         if not slides:
             return [Slide((), tuple(notes), tuple(controls))]
         if notes:  # paragraphs after the last figure belong to it
             last = slides[-1]
-            slides[-1] = Slide(last.figures, last.notes + tuple(notes), last.controls)
+            slides[-1] = Slide(last.figures, last.notes + tuple(notes), last.controls, last.widths)
         return slides
 
 

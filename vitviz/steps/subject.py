@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
+from PIL import Image
 
-from vitviz import claims
+from vitviz import analysis, claims, compare, zoo
 from vitviz.config import ViTConfig
+from vitviz.data import to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
-from vitviz.model import VisionTransformer
+from vitviz.model import VisionTransformer, on_weights
 from vitviz.prediction import Verdict
 from vitviz.trace import Trace
 
@@ -18,7 +22,59 @@ class Compute:
     """The heavier analyses steps read, computed here from the subject (the handout's way). The
     app hands its steps a subclass that reads the server's caches instead
     (``vitviz.app.current.CachedCompute``), keyed by the subject's ``name`` and ``image_bytes``.
-    Add a method here and its cached twin there; a step calls ``subject.compute.<method>(subject, ...)``."""
+    Add a method here and its cached twin there; a step calls ``subject.compute.<method>(subject, ...)``.
+
+    Args:
+        models: models already loaded, by name (the handout's CNN); others load on first use.
+    """
+
+    def __init__(self, models: Mapping[str, zoo.Loaded] | None = None) -> None:
+        self._models = dict(models or {})
+
+    def model(self, name: str) -> zoo.Loaded:
+        """A model by name (registry, file, hub), loaded once.
+
+        Raises:
+            zoo.ModelLoadError: a sentence saying why it does not load.
+        """
+        if name not in self._models:
+            self._models[name] = zoo.load(name, device="cpu")
+        return self._models[name]
+
+    def cnns(self) -> list[str]:
+        """The CNNs a list offers to set beside the ViT: the registry's."""
+        return [name for name, spec in zoo.REGISTRY.items() if spec.is_cnn]
+
+    def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """Page 7's occlusion curve in one order: (N,) the patches in the order they are hidden,
+        and (steps + 1,) the probability of the answer at each step (``analysis.occlusion_curve``)."""
+        model, trace = subject.model, subject.trace
+        order = analysis.occlusion_order(trace, kind)  # type: ignore[arg-type]
+        start = trace.logits[0].float().softmax(dim=-1)  # the top-k bars' numbers: the curves start from them
+        with torch.inference_mode():
+            pixels = on_weights(trace.pixels, model)
+            curve = analysis.occlusion_curve(model, pixels, order, steps, target=int(start.argmax()), start=start)
+        return order.numpy(), curve.numpy()
+
+    def comparison(self, subject: Subject, cnn_name: str, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
+        """Page 8's CNN logits and both models' maps for one class (``compare.comparison``)."""
+        vit, cnn = subject.model, self.model(cnn_name).model
+        vit_pixels = on_weights(subject.trace.pixels.clone(), vit)  # a normal tensor, for gradients
+        return compare.comparison(vit, vit_pixels, subject.trace, cnn, _cnn_pixels(subject, cnn), class_index, with_ig)
+
+    def experiment(
+        self, subject: Subject, cnn_name: str, kind: str, shift: int, seed: int, hidden: tuple[int, ...]
+    ) -> compare.Experiment:
+        """Both models' answers after one of page 8's experiments (``compare.run_experiment``)."""
+        vit, cnn = subject.model, self.model(cnn_name).model
+        pixels = on_weights(subject.trace.pixels.clone(), vit)
+        cnn_pixels = _cnn_pixels(subject, cnn)
+        return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
+
+
+def _cnn_pixels(subject: Subject, cnn) -> torch.Tensor:
+    """The subject's image as the CNN reads it, (1, C, H, W) on its weights."""
+    return on_weights(to_tensor(Image.fromarray(subject.image), cnn.config.preprocess, cnn.config.in_chans), cnn)
 
 
 @dataclass(frozen=True)
@@ -34,6 +90,8 @@ class Subject:
     name: str = ""  # the model's name (registry or upload): with image_bytes, what caches are keyed by
     image_bytes: bytes = b""
     compute: Compute = field(default_factory=Compute)
+    dataset: str = ""  # the test set the verdict's class comes from, in the reader's words
+    spec: zoo.ModelSpec | None = None  # the model's registry entry: its title, description, card, weights file
 
     @property
     def config(self) -> ViTConfig:

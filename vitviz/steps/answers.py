@@ -1,0 +1,86 @@
+"""What steps say about an answer: its top-k bars, right or wrong against the image's known
+class, the classes a model knows, and the hover of a patch map (steps 7 and 8)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from vitviz import access, plots, values, zoo
+from vitviz.i18n import t
+from vitviz.prediction import Verdict, legend_key
+from vitviz.steps.blocks import Text
+from vitviz.steps.subject import Subject
+
+DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
+MOST_LISTED_CLASSES = 20  # a model with more classes gets no list of them under its answer
+
+
+def grid_hover(subject: Subject) -> str:
+    """A patch map's hover in the reader's language ("patch 5 (row 2, col 1): 0.1234")."""
+    where = subject.tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
+    return f"{subject.tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
+
+
+def class_bars(
+    subject: Subject,
+    names: Sequence[str],
+    probabilities: Sequence[float],
+    title: str,
+    found: Verdict | None,
+    height: int,
+    beside: Iterable[Verdict | None] = (),
+) -> plots.Figure:
+    """Top-k probabilities, best first, labelled in the reader's language: the answer red and, when
+    the image's class is known, the true class green. The title says what the colours mean
+    (``prediction.legend_key``), for this chart and the charts set ``beside`` it, so that charts
+    side by side share one legend, wrap their titles alike and start their bars level."""
+    names = list(names)
+    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
+    key = legend_key([found, *beside])
+    title = f"{title} ({subject.tr(key)})" if key else title
+    labels = [subject.label(name) for name in names]
+    return plots.bars(labels, list(probabilities), title=title, height=height, highlight=0, correct=correct)
+
+
+def verdict(subject: Subject, found: Verdict | None) -> list[Text]:
+    """Right or wrong, and where the true class ranks, as one coloured sentence (nothing when the
+    image's class is unknown)."""
+    if found is None:
+        return []
+    filled = {
+        "truth": subject.label(found.true_class),
+        "pred": subject.label(found.predicted),
+        "p": f"{found.probability:.1%}",
+        "rank": found.rank,
+        "n": found.num_classes,
+        "dataset": subject.dataset,
+    }
+    kind = "right" if found.correct else "wrong"
+    return [Text(subject.tr(f"verdict.{kind}", **filled), role="success" if found.correct else "warning")]
+
+
+def known_classes(subject: Subject, found: Verdict | None) -> list[Text]:
+    """Under the answer for an image of no known class: a model with a short list of classes
+    (CIFAR-10's 10) gives every image one of them, whatever the image shows."""
+    names = subject.config.class_names
+    if found is not None or not names or len(names) > MOST_LISTED_CLASSES:
+        return []
+    listed = ", ".join(subject.label(name) for name in names)
+    return [Text(subject.tr("prediction.known_classes", n=len(names), names=listed), role="caption")]
+
+
+def model_title(name: str, lang: str) -> str:
+    """A registry model's title in ``lang``; an upload's file name; a hub name as it was typed; a
+    file of the server's model folders by its name (never its folder), cut to 80 characters."""
+    if name in zoo.REGISTRY:
+        return zoo.REGISTRY[name].title_in(lang)
+    if name.startswith(zoo.UPLOAD):
+        return values.echo(name.split(":", 2)[-1])
+    return values.echo(name if name.startswith(access.HUB_PREFIXES) else Path(name).name)
+
+
+def dataset_name(label: str, lang: str) -> str:
+    """A dataset's name as ``vitviz.data.dataset_label`` and model cards write it, in ``lang``."""
+    key = DATASET_KEYS.get(label)
+    return t(key, lang) if key else label
