@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
-    "render",
+    "render", "classroom",
 )  # fmt: skip
 STEP_MODULES = ("blocks", "subject", "patches")  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
