@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest import APP, TIMEOUT, errors
+from tests.apptest import APP, TIMEOUT, errors, figure
 from vitviz.app import classroom
 
 PATCHES = "app_pages/2_patches.py"
@@ -38,10 +38,6 @@ def _student(code: str, **query: str) -> AppTest:
     return at
 
 
-def _where(at: AppTest) -> tuple[int, str]:
-    return at.session_state["step"], at.session_state["slide"] if "slide" in at.session_state else ""
-
-
 def test_students_follow_the_teacher_explore_alone_and_come_back():
     teacher = _teacher()
     code, token = teacher.session_state[classroom.TEACHER]
@@ -54,7 +50,7 @@ def test_students_follow_the_teacher_explore_alone_and_come_back():
     for student in (one, two):
         assert errors(student) == []
         assert student.session_state["step"] == 2  # opened on the teacher's step, not the overview
-        assert any("class_explore" == b.key for b in student.button)
+        assert any(b.key == "class_explore" for b in student.button)
 
     _button(teacher, "nav_next").click().run()  # the teacher's next slide
     position = classroom.server_store().position(code)
@@ -88,7 +84,7 @@ def test_students_follow_the_teacher_explore_alone_and_come_back():
     _button(teacher, "class_end").click().run()
     one.run()
     assert any(code[:4] in i.value for i in one.info), [i.value for i in one.info]  # one sentence: ended
-    assert not any("class_explore" == b.key for b in one.button)
+    assert not any(b.key == "class_explore" for b in one.button)
     assert errors(one) == []
 
 
@@ -121,3 +117,31 @@ def test_everyone_on_my_image():
     assert classroom.server_store().position(code).image == f"sample:{teacher_image}"
     student.run()
     assert student.session_state["sample"] == teacher_image != mine or other is None
+
+
+def test_ask_the_class_vote_and_reveal():
+    teacher = _teacher("app_pages/7_prediction.py")
+    code, _ = teacher.session_state[classroom.TEACHER]
+    _button(teacher, "class_ask").click().run()
+    poll = classroom.server_store().poll(code)
+    assert poll is not None and len(poll.options) >= 2 and poll.total == 0
+    students = [_student(code), _student(code)]
+    for n, student in enumerate(students):
+        assert errors(student) == []
+        assert student.session_state["step"] == 7
+        ballot = [b for b in student.button if b.key.startswith("class_vote_")]
+        assert len(ballot) == len(poll.options)
+        ballot[n].click().run()  # the first student votes for the first option, the second for the second
+    _button(students[0], "class_vote_1_1").click().run()  # a changed mind: still one vote
+    poll = classroom.server_store().poll(code)
+    assert poll.total == 2 and poll.counts[poll.options[1]] == 2
+    teacher.run()
+    bars = figure(teacher, "class_votes")["data"][0]
+    assert sorted(bars["x"]) == sorted(poll.counts.values())  # the teacher's chart shows the count
+    _button(teacher, "class_reveal").click().run()
+    answer = classroom.server_store().poll(code).answer
+    shown = " ".join(m.value for m in teacher.markdown)
+    assert "2 of 2 votes" in shown and (f"{2 if answer == poll.options[1] else 0} of 2 chose" in shown)
+    students[1].run()
+    assert not [b for b in students[1].button if b.key.startswith("class_vote_")]  # closed
+    assert "2 of 2 votes" in " ".join(m.value for m in students[1].markdown)

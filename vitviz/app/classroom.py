@@ -14,6 +14,7 @@ server's memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import secrets
@@ -36,6 +37,7 @@ STUDENT = "_class_student"  # session state: this student's anonymous id
 EXPLORING = "_class_exploring"  # session state: the student left to explore alone
 SHOWN_IMAGE = "_class_image"  # session state: the shared image the student last moved to
 GONE = "_class_gone"  # session state: a sentence for the run after the class was found gone
+REFUSED = "_class_refused"  # session state: the student's last vote was not counted
 ARRIVING = "_class_arriving"  # session state: the shared image to open before the sidebar's widgets
 
 _MAKING = threading.Lock()
@@ -65,12 +67,9 @@ def code_text(code: str) -> str:
 
 def join_address(code: str) -> str:
     """The address students open: this page's origin with ``?class=CODE``."""
-    origin = ""
-    try:
-        origin = st.context.url.split("?")[0].rsplit("/", 1)[0] if st.context.url else ""
-    except AttributeError:  # a Streamlit without st.context.url
-        pass
-    return f"{origin or ''}/?class={code}"
+    url = getattr(st.context, "url", None)  # None: a Streamlit without st.context.url, or AppTest
+    origin = url.split("?")[0].rsplit("/", 1)[0] if url else ""
+    return f"{origin}/?class={code}"
 
 
 def qr_png(text: str) -> bytes:
@@ -177,10 +176,8 @@ def _start() -> None:
 def _end() -> None:
     held = st.session_state.pop(TEACHER, None)
     if held:
-        try:
+        with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
             server_store().end(*held)
-        except classes.ClassError:  # gone already: nothing left to close
-            pass
 
 
 def _share_image(share: bool) -> None:
@@ -188,30 +185,24 @@ def _share_image(share: bool) -> None:
     if held is None:
         return
     step = state.get("step") or 0
-    try:
+    with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
         server_store().publish(*held, step, navigation.slide_of(step), image=_image_choice(), share=share)
-    except classes.ClassError:
-        pass
 
 
 def _ask(options: tuple[str, ...], answer: str) -> None:
     held = teaching()
     if held is None:
         return
-    try:
+    with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
         _share_image(True)  # the class votes on the teacher's image
         server_store().ask(*held, "class", options, answer)
-    except classes.ClassError:
-        pass
 
 
 def _reveal() -> None:
     held = teaching()
     if held is not None:
-        try:
+        with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
             server_store().reveal(*held)
-        except classes.ClassError:
-            pass
 
 
 def poll_options(class_names: Sequence[str], probabilities: Sequence[float]) -> tuple[tuple[str, ...], str]:
@@ -408,6 +399,14 @@ def _move_to(shown: classes.Position) -> None:
         st.rerun(scope="app")
 
 
+def _vote(code: str, number: int, option: str) -> None:
+    try:
+        counted = server_store().vote(code, student_id(), number, option)
+    except classes.StoreDown:
+        counted = False
+    st.session_state[REFUSED] = not counted
+
+
 def _ballot(code: str, poll: classes.Poll) -> None:
     """The poll's options as buttons (the student's vote marked), or, after the reveal, the answer."""
     store = server_store()
@@ -422,16 +421,13 @@ def _ballot(code: str, poll: classes.Poll) -> None:
         st.markdown(tr("class.question"))
         with st.container(horizontal=True):
             for i, option in enumerate(poll.options):
-                if st.button(
+                st.button(
                     label(option, short=True),
                     key=f"class_vote_{poll.number}_{i}",
                     type="primary" if option == mine else "secondary",
-                ):
-                    try:
-                        counted = store.vote(code, student_id(), poll.number, option)
-                    except classes.StoreDown:
-                        counted = False
-                    if not counted:
-                        st.toast(tr("class.vote_refused"))
-                    st.rerun(scope="fragment")
+                    on_click=_vote,
+                    args=(code, poll.number, option),
+                )
+        if st.session_state.pop(REFUSED, False):
+            st.caption(tr("class.vote_refused"))
         st.caption(tr("class.voted", option=label(mine, short=True)) if mine else tr("class.vote_help"))
