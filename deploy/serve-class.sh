@@ -7,7 +7,10 @@
 # on PORT in front of them (deploy/nginx.conf.template), in the foreground: Ctrl-C stops them
 # all (so does nginx stopping; an app server that stops leaves its students to the others).
 # APP OPTIONS go to every app server after `--` (for example `--models DIR`, `--allow-hub`: see
-# README "Serving a class").
+# README "Serving a class"). With `--redis redis://127.0.0.1:PORT/DB` the servers share their
+# classes (a teacher's join code works on every replica) through that Redis; where nothing answers
+# at such an address on this machine, this script starts Debian's redis-server there (in memory
+# only, no file) and stops it at the end. Without --redis, each server keeps its own classes.
 #
 # Environment:
 #   VITVIZ_LISTEN   the address nginx listens on (default 0.0.0.0: the students' machines);
@@ -57,15 +60,40 @@ fi
 mkdir -p "$dir/tmp"
 
 pids=()
+redis_pid=""
 stop() {
   trap - EXIT INT TERM
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ -n "$redis_pid" ]; then kill -TERM "$redis_pid" 2>/dev/null || true; wait "$redis_pid" 2>/dev/null || true; fi
   [ "$keep" = 1 ] || rm -rf "$dir"
 }
 trap stop EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# The classes' Redis: started here when the options name one on this machine that is not running.
+redis_url=""
+previous=""
+for option in "$@"; do
+  case $option in --redis=*) redis_url=${option#--redis=} ;; esac
+  [ "$previous" = --redis ] && redis_url=$option
+  previous=$option
+done
+if [[ $redis_url =~ ^redis://(127\.0\.0\.1|localhost)(:([0-9]+))?(/[0-9]*)?$ ]]; then
+  redis_port=${BASH_REMATCH[3]:-6379}
+  if ! "$python" -c 'import socket, sys; sys.exit(socket.socket().connect_ex(("127.0.0.1", int(sys.argv[1]))) != 0)' "$redis_port"; then
+    redis=${VITVIZ_REDIS_SERVER:-$(command -v redis-server || echo /usr/bin/redis-server)}
+    [ -x "$redis" ] || { echo "error: no redis-server at $redis: apt-get install -y redis-server" >&2; exit 2; }
+    "$redis" --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no >"$dir/redis.log" 2>&1 &
+    redis_pid=$!
+    for _ in $(seq 1 40); do
+      "$python" -c 'import socket, sys; sys.exit(socket.socket().connect_ex(("127.0.0.1", int(sys.argv[1]))) != 0)' "$redis_port" && break
+      sleep 0.25
+    done
+    echo "redis-server $redis_pid on 127.0.0.1:$redis_port" >"$dir/redis.txt"
+  fi
+fi
 
 # Every server signs its cookies (the upload form's XSRF token) with one shared secret, so that a
 # browser that fails over to another replica keeps working.

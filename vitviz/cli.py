@@ -52,6 +52,8 @@ The server's options (each also an environment variable):
                          limits on what visitors load
   --runs-at-once N       runs computed at once, the others wait their turn (default: one a core)
   --no-read-ahead        do not compute the next steps' figures ahead (VITVIZ_READ_AHEAD=0)
+  --redis URL            keep classes (a teacher's join code, the polls) in this Redis, shared by
+                         several servers (VITVIZ_REDIS); without it, in this server's memory
 
 Streamlit's options have a dot in their name:
   --server.port 8501          the port

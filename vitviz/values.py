@@ -59,3 +59,22 @@ def echo(text: object, limit: int = ECHO_CHARS) -> str:
     """A visitor's text as a sentence may repeat it: one line, cut to ``limit`` characters."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+# A class's join code (vitviz.classes): letters and digits with no look-alikes (no 0/O, 1/I/L).
+CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+CODE_LENGTH = 8  # 31**8: about 39.6 bits
+_CODE = re.compile(rf"[{CODE_ALPHABET}]{{{CODE_LENGTH}}}")
+
+
+def class_code(text: object) -> str | None:
+    """A class's join code as typed or in a link ("abcd-2345", " ABCD2345 "), in its stored form
+    ("ABCD2345"); None for anything else.
+
+    >>> class_code("abcd-2345"), class_code("ABCD0000"), class_code("A" * 5000)
+    ('ABCD2345', None, None)
+    """
+    if not isinstance(text, str) or len(text) > 4 * CODE_LENGTH:
+        return None
+    code = "".join(text.split()).replace("-", "").upper()
+    return code if _CODE.fullmatch(code) else None

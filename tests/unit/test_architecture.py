@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
-    "render",
+    "render", "classroom",
 )  # fmt: skip
 STEP_MODULES = (
     "blocks",
@@ -28,6 +28,7 @@ STEP_MODULES = (
 LAYERS = {
     # 0: plain data, no tensors
     "config": 0, "i18n": 0, "clicks": 0, "tables": 0, "card": 0, "access": 0, "values": 0, "deadline": 0,
+    "classes": 0,  # a class that follows its teacher: the store (memory or Redis), no Streamlit
     # 1: tensors, one concept each
     "patches": 1, "resnet": 1, "trace": 1, "prediction": 1, "cnn": 1, "data": 1, "precision": 1, "augment": 1,
     # 2: the models and what is computed from them

@@ -52,6 +52,7 @@ class Choice:
         from_one: an index counted from 0 in code, from 1 on screen and in the URL (a layer, a head).
         scope: APP, or the page script that draws it.
         options: the valid values, where they are a list (evaluated when a value is checked).
+        check: what else a valid value passes (a class's join code: ``values.class_code``).
     """
 
     key: str
@@ -60,6 +61,7 @@ class Choice:
     from_one: bool = False
     scope: str = APP
     options: Callable[[], Collection[Any]] | None = None
+    check: Callable[[Any], bool] | None = None
 
 
 def _test_classes() -> Collection[str]:
@@ -88,6 +90,7 @@ CHOICES = (
     Choice("test_index", int),
     Choice("step", int, url=True),  # the tour page, 0 = overview
     Choice("slide", str),  # presenter mode's slide as "step:index" (index -1: the step's last)
+    Choice("class", str, url=True, check=lambda code: values.class_code(code) is not None),  # the class followed
     Choice("layer", int, url=True, from_one=True, scope=TOUR_VIEW),
     Choice("head", int, url=True, from_one=True, scope=TOUR_VIEW),  # -1: the mean of the heads
     Choice("query", int, url=True, scope=TOUR_VIEW),  # a token index, [CLS] = 0
@@ -142,7 +145,11 @@ def is_valid(key: str, value: object) -> bool:
         valid = isinstance(value, list) and all(_is_number(v) for v in value)
     else:
         valid = isinstance(value, choice.kind)
-    return valid and (choice.options is None or value in choice.options())
+    return (
+        valid
+        and (choice.options is None or value in choice.options())
+        and (choice.check is None or choice.check(value))
+    )
 
 
 def _kept() -> dict[str, Any]:
