@@ -290,8 +290,10 @@ class _Page:
     def block(self, block: blocks.Block) -> None:
         """One block of a described step, on paper."""
         if isinstance(block, blocks.Text):
+            said = block.text if block.paper is None else block.paper
             kind = {"info": "note", "success": "verdict right", "warning": "verdict wrong"}.get(block.role)
-            self.raw(f'<div class="{kind}">{markdown(block.text)}</div>' if kind else markdown(block.text))
+            if said:
+                self.raw(f'<div class="{kind}">{markdown(said)}</div>' if kind else markdown(said))
         elif isinstance(block, blocks.Heading):
             self.heading(block.text)
         elif isinstance(block, blocks.Metrics):
@@ -311,7 +313,9 @@ class _Page:
         elif isinstance(block, blocks.Controls):
             chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls)
             self.raw(f'<p class="chosen">{chosen}</p>')
-        elif not isinstance(block, blocks.Download):
+        elif isinstance(block, blocks.Formula):
+            self.raw(f'<p class="formula">{html.escape(block.text)}</p>')
+        elif not isinstance(block, blocks.Download | blocks.DownloadCsv):
             raise TypeError(f"No handout for {type(block).__name__}")
 
 
@@ -909,6 +913,7 @@ th { background: #f6f6f6; }
 .controls select { font-size: 1rem; margin-left: 6px; }
 .takeaways p { flex: 1; margin: 0 0 8px; font-weight: 600; }
 .chosen { color: #444; font-style: italic; }
+.formula { text-align: center; font-family: "Cambria Math", "STIX Two Math", serif; font-size: 1.1rem; }
 .note { padding: 6px 12px; border-radius: 6px; margin: 8px 0; background: #e8f0fb; }
 .verdict { padding: 6px 12px; border-radius: 6px; margin: 8px 0; }
 .verdict.right { background: #e7f5e9; }

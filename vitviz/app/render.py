@@ -15,8 +15,10 @@ from vitviz.steps.blocks import (
     Control,
     Controls,
     Download,
+    DownloadCsv,
     Figure,
     Figures,
+    Formula,
     Heading,
     Metrics,
     Slide,
@@ -72,10 +74,11 @@ def draw(block: Block, where=st) -> None:
     elif isinstance(block, Heading):
         where.subheader(block.text)
     elif isinstance(block, Metrics):
+        helps = block.helps or ("",) * len(block.items)
         for start in range(0, len(block.items), METRICS_PER_ROW):
-            row = block.items[start : start + METRICS_PER_ROW]
-            for column, (label, value) in zip(where.columns(METRICS_PER_ROW), row, strict=False):
-                column.metric(label, value)
+            row = zip(block.items[start : start + METRICS_PER_ROW], helps[start : start + METRICS_PER_ROW], strict=True)
+            for column, ((label, value), help_text) in zip(where.columns(METRICS_PER_ROW), row, strict=False):
+                column.metric(label, value, help=help_text or None)
     elif isinstance(block, Figure):
         _figure(block, where)
     elif isinstance(block, Figures):
@@ -90,6 +93,10 @@ def draw(block: Block, where=st) -> None:
             widget(control, column)
     elif isinstance(block, Download):
         furniture.download_npz(block.label_key, block.file_name, block.key, **block.arrays)
+    elif isinstance(block, Formula):
+        where.latex(block.latex)
+    elif isinstance(block, DownloadCsv):
+        furniture.download_csv(block.label_key, block.file_name, block.key, block.text)
     else:
         raise TypeError(f"No renderer for {type(block).__name__}")
 
@@ -121,13 +128,25 @@ def widget(control: Control, where=st):
     """A control's widget, showing the value the step was described with."""
     if state.get(control.key) != control.value:
         state.set(**{control.key: control.value})
+    help_text = control.help or None
     if control.kind == "toggle":
-        return state.widget(where.toggle, control.key, control.label)
+        return state.widget(where.toggle, control.key, control.label, help=help_text)
+    if control.kind == "number":
+        low, high = control.options[0], control.options[-1]
+        return state.widget(
+            where.number_input, control.key, control.label, min_value=low, max_value=high, step=1, help=help_text
+        )
     draw_with = {"slider": where.select_slider, "select": where.selectbox, "radio": where.radio}[control.kind]
     extra = {"horizontal": True} if control.kind == "radio" else {}
     format_func = control.format or str
     return state.widget(
-        draw_with, control.key, control.label, options=list(control.options), format_func=format_func, **extra
+        draw_with,
+        control.key,
+        control.label,
+        options=list(control.options),
+        format_func=format_func,
+        help=help_text,
+        **extra,
     )
 
 

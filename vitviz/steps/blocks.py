@@ -21,6 +21,7 @@ class Text:
 
     text: str
     role: str = "body"
+    paper: str | None = None  # what paper says instead, where ``text`` asks for a click or a key ("" : nothing)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Metrics:
     """A row of numbers with their labels ("Patches: 8 x 8 = 64")."""
 
     items: tuple[tuple[str, str], ...]
+    helps: tuple[str, ...] = ()  # a tooltip per item, on the page
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,8 @@ class Table:
 @dataclass(frozen=True)
 class Control:
     """A widget the step needs: a choice of ``vitviz.app.state.CHOICES`` (``key``), drawn as a
-    ``kind`` ("select", "slider", "radio", "toggle") over ``options``. ``value`` is the value this
+    ``kind`` ("select", "slider", "radio", "toggle", "number": a number box from the first
+    option to the last) over ``options``. ``value`` is the value this
     description was made with (the session's, clipped to the options), ``static`` the sentence a
     page of paper says instead of the widget ("Patch side: 16 pixels")."""
 
@@ -86,6 +89,7 @@ class Control:
     value: Any
     static: str
     format: Callable[[Any], str] | None = None
+    help: str = ""  # the widget's tooltip
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,25 @@ class Download:
     arrays: Mapping[str, Any]
 
 
-Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download
+@dataclass(frozen=True)
+class Formula:
+    """A displayed formula: LaTeX on the page and on slides, ``text`` (plain Unicode) on paper."""
+
+    latex: str
+    text: str
+
+
+@dataclass(frozen=True)
+class DownloadCsv:
+    """A table a page offers as a .csv file, made when the button is clicked (the handout has no downloads)."""
+
+    label_key: str  # the button's sentence (vitviz.locales)
+    file_name: str
+    key: str
+    text: Callable[[], str]
+
+
+Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download | Formula | DownloadCsv
 
 
 @dataclass(frozen=True)
@@ -152,6 +174,8 @@ class Step:
                 notes.append(block.text)
             elif isinstance(block, Metrics):
                 notes.append(" · ".join(f"{label}: {value}" for label, value in block.items))
+            elif isinstance(block, Formula):
+                notes.append(f"$$\n{block.latex}\n$$")
             elif isinstance(block, Controls):
                 controls += block.controls
             elif isinstance(block, Figure | Figures):
