@@ -199,3 +199,10 @@ def test_paper_variants_of_text_and_the_new_blocks_on_paper():
     assert "The centre patch." in markup and "Click" not in markup
     assert '<p class="formula">a / b</p>' in markup and "frac" not in markup
     assert step.slides()[0].notes == ("intro", "Click a patch.", "Click here.", "$$\n\\frac{a}{b}\n$$")
+
+
+def test_figures_apart_are_side_by_side_on_the_page_and_a_slide_each():
+    one, two = (blocks.Figure(key, None, key) for key in ("a", "b"))  # type: ignore[arg-type]
+    step = blocks.Step("T", "intro", (blocks.Figures((one, two), apart=True), blocks.Text("after")))
+    assert step.slides() == [blocks.Slide((one,), ("intro",), ()), blocks.Slide((two,), ("after",), ())]
+    assert step.figures() == [one, two]

@@ -61,9 +61,12 @@ class Figure:
 
 @dataclass(frozen=True)
 class Figures:
-    """Figures side by side: on the page, on one slide and in the handout."""
+    """Figures side by side: on the page, on one slide and in the handout. ``apart``: a slide
+    each instead (charts whose legends and titles need a slide's whole width to leave their
+    plots room at a slide's height)."""
 
     figures: tuple[Figure, ...]
+    apart: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,10 +165,10 @@ class Step:
         return [control for block in self.blocks if isinstance(block, Controls) for control in block.controls]
 
     def slides(self) -> list[Slide]:
-        """One slide per figure block (a ``Figures`` row is one slide), each with the paragraphs
-        since the last figure as notes (the intro on the first) and every control declared before
-        it (a later figure may depend on an earlier control). A step with no figure is one slide
-        of notes."""
+        """One slide per figure block (a ``Figures`` row is one slide, or a slide a figure when
+        ``apart``), each with the paragraphs since the last figure as notes (the intro on the
+        first) and every control declared before it (a later figure may depend on an earlier
+        control). A step with no figure is one slide of notes."""
         slides: list[Slide] = []
         notes: list[str] = [self.intro, *self.notes]
         controls: list[Control] = []
@@ -180,8 +183,10 @@ class Step:
                 controls += block.controls
             elif isinstance(block, Figure | Figures):
                 shown = (block,) if isinstance(block, Figure) else block.figures
-                slides.append(Slide(tuple(shown), tuple(notes), tuple(controls)))
-                notes = []
+                rows = [(figure,) for figure in shown] if getattr(block, "apart", False) else [tuple(shown)]
+                for row in rows:
+                    slides.append(Slide(row, tuple(notes), tuple(controls)))
+                    notes = []
         if not slides:
             return [Slide((), tuple(notes), tuple(controls))]
         if notes:  # paragraphs after the last figure belong to it
