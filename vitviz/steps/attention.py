@@ -228,7 +228,7 @@ class View:
         last_where = f"{self.layer_label(depth - 1)}, {self.head_label(HEAD_MEAN)}"
         last_title = tr("attention.cls_title" if self.prefix else "attention.mean_title", where=last_where)
         hover = subject.grid_hover()
-        rollout_who = tr("claims.who.rollout", depth=depth, readout=readout)
+        rollout_who = tr("claims.who.rollout", readout=readout)
         return [
             Heading(tr("attention.rollout")),
             Text(tr("attention.rollout_intro", readout=readout)),

@@ -160,7 +160,8 @@ def _layer(subject: Subject, layer: int, query: int, per_layer: dict) -> tuple[l
                         claims.branch_sizes(norms["attn_ratio"].numpy(), norms["mlp_ratio"].numpy(), layer + 1)
                     ),
                 ),
-            )
+            ),
+            apart=True,
         ),
         Text(tr("block.norms_caption", dim=trace.hidden_states[0].shape[-1]), role="caption"),
         Text(subject.says(claims.layer_norm_lengths(before, after))),
@@ -243,7 +244,8 @@ def _depth(subject: Subject, layer: int, per_layer: dict) -> list:
             (
                 Figure("block_depth_norms", sizes, subject.says(stream)),
                 Figure("block_depth_cosine", turns, subject.says(branches)),
-            )
+            ),
+            apart=True,
         ),
         Text(tr("block.depth_caption") if cls is not None else tr("block.no_cls"), role="caption"),
     ]
