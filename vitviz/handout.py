@@ -268,7 +268,7 @@ class _Page:
         )
         self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
         self.parts.append(f"<h2>{html.escape(plain(step.title))}</h2>")
-        self.text(step.intro)
+        self.text(step.intro if step.paper_intro is None else step.paper_intro)
         if step.shape is not None:
             label = html.escape(self.tr("shape.label"))
             self.parts.append(f'<p class="shape"><strong>{label}:</strong> <code>{html.escape(step.shape)}</code></p>')

@@ -186,19 +186,20 @@ def test_paper_variants_of_text_and_the_new_blocks_on_paper():
     page = handout._Page("en")
     step = blocks.Step(
         "T",
-        "intro",
+        "Click to choose.",
         (
             blocks.Text("Click a patch.", paper="The centre patch."),
             blocks.Text("Click here.", paper=""),
             blocks.Formula(r"\frac{a}{b}", "a / b"),
             blocks.DownloadCsv("download.csv", "x.csv", "x_csv", lambda: "a\n1\n"),
         ),
+        paper_intro="One patch, chosen.",
     )
     page.described(1, 9, step)
     markup = page.html()
-    assert "The centre patch." in markup and "Click" not in markup
+    assert "The centre patch." in markup and "One patch, chosen." in markup and "Click" not in markup
     assert '<p class="formula">a / b</p>' in markup and "frac" not in markup
-    assert step.slides()[0].notes == ("intro", "Click a patch.", "Click here.", "$$\n\\frac{a}{b}\n$$")
+    assert step.slides()[0].notes == ("Click to choose.", "Click a patch.", "Click here.", "$$\n\\frac{a}{b}\n$$")
 
 
 def test_figures_apart_are_side_by_side_on_the_page_and_a_slide_each():

@@ -152,6 +152,7 @@ class Step:
     blocks: tuple[Block, ...]
     shape: str | None = None  # the live shape of the tensor at this step, "(1, 64, 48)"
     notes: tuple[str, ...] = field(default=())  # said by the presenter, not shown on a slide
+    paper_intro: str | None = None  # the intro on paper, where ``intro`` asks for a click or a key
 
     def figures(self) -> list[Figure]:
         """Every figure, in order."""
