@@ -179,6 +179,7 @@ def test_the_handout_draws_every_figure_and_says_instead_of_asking_for_a_click()
     assert "Layer: Layer 1 · Head: Head 1 · Query token: token 11 = patch 11 (row 3, col 3)" in markup
     assert "Attention(q, K, V) = softmax(q Kᵀ / √d) V,   d = 8" in markup  # the formula, in plain text
     assert plain(t("attention.click_hint")) not in markup and plain(t("attention.maps_caption", tokens=17)) in markup
+    assert plain(t("attention.intro_paper")) in markup and "click" not in markup.lower()  # no click asked of paper
     assert "Download" not in markup
 
 

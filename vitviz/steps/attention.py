@@ -73,9 +73,9 @@ def describe(subject: Subject, choices: Choices) -> Step:
     view = View(subject, layer, head, query)
     blocks = [*view.controls(), *view.maps(), *view.every_head(choices), *view.rollout(choices), *view.distance()]
     blocks += [*view.worked(), *view.downloads()]
-    return Step(
-        tr("page.attention"), tr("attention.intro"), tuple(blocks), shape=shape_text(trace.attentions[layer].shape)
-    )
+    shape = shape_text(trace.attentions[layer].shape)
+    paper = tr("attention.intro_paper")
+    return Step(tr("page.attention"), tr("attention.intro"), tuple(blocks), shape=shape, paper_intro=paper)
 
 
 class View:
