@@ -179,7 +179,7 @@ def test_presenter_mode_walks_every_slide_of_the_step_then_the_next_step() -> No
         assert errors(at) == []
         seen.append(spot())
     assert [s.split("slide ")[-1].split("<")[0] for s in seen] == [
-        "1 of 5", "2 of 5", "3 of 5", "4 of 5", "5 of 5", "1 of 4",
+        "1 of 5", "2 of 5", "3 of 5", "4 of 5", "5 of 5", "1 of 6",
     ]  # fmt: skip
     assert "Step 6 of 9" in seen[-1]
     at.button(key="nav_prev").click().run()
