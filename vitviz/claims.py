@@ -634,3 +634,116 @@ def occlusion_area(rollout_curve: np.ndarray, random_curve: np.ndarray) -> Claim
     )
     key = {"rollout_faster": "red_lower", "random_faster": "grey_lower", "similar": "similar"}[faster]
     return Claim(f"claims.occlusion.short_{key}", {"red": red_area, "grey": grey_area})
+
+
+# --------------------------------------------------------------------------------------------
+# Pages 5 and 6: the takeaways of the attention maps and of the encoder block's charts
+# --------------------------------------------------------------------------------------------
+
+# An attention map is *focused* when its largest weight is at least FOCUSED times an even share
+# (the map's mean); below that it spreads its attention almost evenly. One key *takes most* of a
+# query's weight at MOST_WEIGHT or more; the top keys shown carry *most* of it at MOST_WEIGHT.
+FOCUSED = 2.0
+MOST_WEIGHT = 0.5
+
+
+def _patch(index: int, grid_w: int) -> dict[str, int]:
+    """A patch's number and place counted from 1, as the pages write them."""
+    return {"patch": index + 1, "row": index // grid_w + 1, "col": index % grid_w + 1}
+
+
+def attention_focus(values: np.ndarray, who: str, own: int | None = None) -> Claim:
+    """Where one attention map (a figure's colours) puts its largest weight.
+
+    Args:
+        values: (grid_h, grid_w) the weights a query gives the patches.
+        who: the query, as the figure's title names it ("[CLS] · Layer 1, Head 1").
+        own: the query's own patch index (0-based), when the query is a patch.
+
+    Returns:
+        "spreads almost evenly" (the largest weight under FOCUSED times the mean), "looks most at
+        itself", or "looks most at patch p", with the weight and its multiple of an even share.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    peak = int(values.argmax())
+    mean = float(values.mean())
+    top = float(values.flat[peak])
+    said = {"who": who, "top": top, "times": top / mean if mean > 0 else 1.0, **_patch(peak, values.shape[-1])}
+    if said["times"] < FOCUSED:
+        return Claim("claims.focus.even", said)
+    if own is not None and peak == own:
+        return Claim("claims.focus.self", said)
+    return Claim("claims.focus.peak", said)
+
+
+def head_peaks(maps: np.ndarray, where: str) -> Claim:
+    """Whether the heads of one layer look most at the same patch (the small multiples).
+
+    Args:
+        maps: (heads, grid_h, grid_w) one query's attention in every head.
+        where: the layer, as the page names it ("Layer 1").
+    """
+    maps = np.asarray(maps, dtype=np.float64)
+    heads, grid_w = maps.shape[0], maps.shape[-1]
+    peaks = maps.reshape(heads, -1).argmax(axis=1)
+    found, counts = np.unique(peaks, return_counts=True)
+    common = int(found[counts.argmax()])
+    said = {"heads": heads, "where": where, "k": int(found.size), "shared": int(counts.max()), **_patch(common, grid_w)}
+    if heads == 1:
+        return Claim("claims.heads.one", said)
+    if found.size == 1:
+        return Claim("claims.heads.same", said)
+    if found.size == heads:
+        return Claim("claims.heads.differ", said)
+    return Claim("claims.heads.some", said)
+
+
+def key_weights(weights: Sequence[float], tokens: Sequence[int], total: int) -> Claim:
+    """How much of one query's weight its top keys take (the worked example's bars).
+
+    Args:
+        weights: the shown keys' softmax weights, largest first.
+        tokens: their token indices.
+        total: how many keys the query weighs (every token).
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    said = {"k": weights.size, "tokens": total, "shown": float(weights.sum()), "top": float(weights[0])}
+    said["token"] = int(tokens[0])
+    if said["top"] >= MOST_WEIGHT:
+        return Claim("claims.keys.one", said)
+    return Claim("claims.keys.few" if said["shown"] >= MOST_WEIGHT else "claims.keys.spread", said)
+
+
+def block_shape(shape: Sequence[int], hidden: int, depth: int) -> Claim:
+    """What one block does to the shape of the tokens (the diagram): it keeps it, so blocks
+    stack; inside, the MLP passes each token through ``hidden`` numbers."""
+    dim = int(shape[-1])
+    said = {"depth": depth, "shape": "(" + ", ".join(map(str, shape)) + ")", "dim": dim, "hidden": hidden}
+    said["times"] = hidden / dim
+    return Claim("claims.block.widens" if hidden > dim else "claims.block.narrows", said)
+
+
+def layer_norm_takeaway(before: np.ndarray, after: np.ndarray) -> Claim:
+    """``layer_norm_lengths`` in one line: the spreads before and after norm1, and what that means."""
+    found = layer_norm_lengths(before, after)
+    return Claim(found.key.replace("claims.layernorm.", "claims.layernorm_line."), found.values)
+
+
+def branch_sizes(attn_ratio: np.ndarray, mlp_ratio: np.ndarray, layer: int) -> Claim:
+    """Which branch changes the tokens more in one layer: the mean over the tokens of
+    ||branch|| / ||stream|| (the ratio chart).
+
+    Args:
+        attn_ratio, mlp_ratio: (T,) each token's ratio.
+        layer: the layer, counted from 1.
+    """
+    attn, mlp = float(np.mean(attn_ratio)), float(np.mean(mlp_ratio))
+    said = {"attn": attn, "mlp": mlp, "layer": layer}
+    return Claim("claims.branches.mlp" if mlp > attn else "claims.branches.attn", said)
+
+
+def gelu_share(preactivations: np.ndarray) -> Claim:
+    """``gelu_inputs`` in one line: whether most of what GELU gets for a token is negative."""
+    pre = np.asarray(preactivations, dtype=np.float64)
+    said = {"hidden": pre.size, "negative": float((pre < 0).mean())}
+    return Claim("claims.gelu.mostly_negative" if said["negative"] >= 0.5 else "claims.gelu.mostly_positive", said)

@@ -7,12 +7,12 @@ or ``test=class/index``: a test image of the model's dataset, found as the app's
 (``vitviz.lab.test_split_for``; ``--data`` plays the part of the server's ``--data``).
 
 The file holds plotly.js once, inlined, then every figure of the tour as Plotly's own JSON
-(``to_html(include_plotlyjs=False, full_html=False)``), the image as a data: URI, and a few lines
-of script for the attention step's layer and head selectors: it asks for nothing over the
-network. Only what the figures show is stored: the readout rows of attention ([CLS], or the mean
-of the patch queries), never whole (layers, heads, T, T) tensors; figure arrays travel as
-Plotly's base64 typed arrays, exact, and the selectors' maps with 4 significant digits. A print
-stylesheet starts every step on a page of its own. The sentences are the app's: the same i18n
+(``to_html(include_plotlyjs=False, full_html=False)``) and the image as a data: URI: it asks for
+nothing over the network. The steps described as data (``vitviz.steps``) are drawn from the same
+blocks as the page, each control as the sentence of the value the page opens with (the attention
+step at layer 1, head 1, the centre patch as the query). Only what the figures show is stored,
+never whole (layers, heads, T, T) tensors; figure arrays travel as Plotly's base64 typed arrays,
+exact. A print stylesheet starts every step on a page of its own. The sentences are the app's: the same i18n
 keys, and ``vitviz.claims`` for the sentences that read the numbers.
 """
 
@@ -21,7 +21,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -38,7 +37,8 @@ from vitviz.data import ImageError, denormalize, input_pixels, load_image, origi
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
 from vitviz.model import VisionTransformer, flops_per_image, on_weights
 from vitviz.prediction import Verdict, legend_key, top_k, verdict
-from vitviz.steps import blocks, compare, patches, prediction
+from vitviz.steps import attention, blocks, compare, patches, prediction
+from vitviz.steps import block as encoder_block
 from vitviz.steps.subject import Compute, Subject
 from vitviz.trace import Trace, forward_steps
 from vitviz.values import echo, test_image
@@ -47,7 +47,6 @@ SAMPLES = zoo.ASSETS / "samples"
 WIDTH = 720  # pixels of the page's column: A4 portrait, less 10 mm margins, at 96 dpi
 HALF = 352  # two figures side by side
 IMAGE_SIDE = 640  # the embedded photo's longer side at most (a 12-megapixel photo would be megabytes)
-DIGITS = 4  # significant digits of the selectors' attention maps (the figures' own arrays are exact)
 TOP = 5
 PLOT_CONFIG = {"displaylogo": False, "responsive": False}
 
@@ -186,17 +185,6 @@ def image_uri(array: np.ndarray, longest: int = IMAGE_SIDE) -> tuple[str, tuple[
     return f"data:image/{kind};base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), picture.size
 
 
-def _json_script(element_id: str, value: object) -> str:
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
-    return f'<script type="application/json" id="{element_id}">{text}</script>'
-
-
-def rounded(values: np.ndarray, digits: int = DIGITS) -> list:
-    """An array as nested lists of numbers with ``digits`` significant digits (for the JSON the
-    selectors read)."""
-    return np.vectorize(lambda v: float(f"{v:.{digits}g}"), otypes=[float])(np.asarray(values, np.float64)).tolist()
-
-
 class _Page:
     """The handout's HTML in the making: steps, each a title, a paragraph, a shape and its figures."""
 
@@ -285,7 +273,7 @@ class _Page:
         )
         self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
         self.parts.append(f"<h2>{html.escape(plain(step.title))}</h2>")
-        self.text(step.intro)
+        self.text(step.intro if step.paper_intro is None else step.paper_intro)
         if step.shape is not None:
             label = html.escape(self.tr("shape.label"))
             self.parts.append(f'<p class="shape"><strong>{label}:</strong> <code>{html.escape(step.shape)}</code></p>')
@@ -295,8 +283,10 @@ class _Page:
     def block(self, block: blocks.Block) -> None:
         """One block of a described step, on paper."""
         if isinstance(block, blocks.Text):
+            said = block.text if block.paper is None else block.paper
             kind = {"info": "note", "success": "verdict right", "warning": "verdict wrong"}.get(block.role)
-            self.raw(f'<div class="{kind}">{markdown(block.text)}</div>' if kind else markdown(block.text))
+            if said:
+                self.raw(f'<div class="{kind}">{markdown(said)}</div>' if kind else markdown(said))
         elif isinstance(block, blocks.Heading):
             self.heading(block.text)
         elif isinstance(block, blocks.Metrics):
@@ -317,6 +307,8 @@ class _Page:
             chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls if control.static)
             if chosen:
                 self.raw(f'<p class="chosen">{chosen}</p>')
+        elif isinstance(block, blocks.Formula):
+            self.raw(f'<p class="formula">{html.escape(block.text)}</p>')
         elif not isinstance(block, blocks.Download | blocks.DownloadCsv | blocks.Link | blocks.Button):
             raise TypeError(f"No handout for {type(block).__name__}")
 
@@ -527,169 +519,6 @@ def _tokens(page: _Page, tour: _Tour, total: int) -> None:
     )
 
 
-def _attention(page: _Page, tour: _Tour, total: int) -> None:
-    trace, config = tour.trace, tour.config
-    depth, heads = trace.depth, trace.num_heads
-    prefix = trace.num_prefix_tokens
-    page.step(5, total, "page.attention", page.tr("attention.intro"), _shape(trace.attentions[0].shape))
-    # every layer's readout maps, and their mean over the heads last: (depth, heads + 1, grid_h, grid_w)
-    maps = torch.stack([analysis.readout_attention(trace, layer)[0] for layer in range(depth)])
-    maps = torch.cat([maps, maps.mean(dim=1, keepdim=True)], dim=1).numpy()
-    layer_names = [page.tr("attention.layer_n", n=n + 1) for n in range(depth)]
-    head_names = [page.tr("attention.head_n", n=n + 1) for n in range(heads)] + [page.tr("attention.mean_heads")]
-    title_key = "attention.cls_title" if prefix else "attention.mean_title"
-    titles = [[page.tr(title_key, where=f"{layer}, {head}") for head in head_names] for layer in layer_names]
-    page.heading(page.tr("attention.maps"))
-    options = "".join(f'<option value="{i}">{html.escape(n)}</option>' for i, n in enumerate(layer_names))
-    head_options = "".join(
-        f'<option value="{i}"{" selected" if i == heads else ""}>{html.escape(n)}</option>'
-        for i, n in enumerate(head_names)
-    )
-    page.raw(
-        '<div class="controls">'
-        f'<label>{html.escape(page.tr("attention.layer"))} <select id="attention-layer">{options}</select></label>'
-        f'<label>{html.escape(page.tr("attention.head"))} <select id="attention-head">{head_options}</select></label>'
-        "</div>"
-    )
-    first = plots.heatmap_overlay(
-        tour.model_input, maps[0, heads], title=titles[0][heads], height=440, hover=_grid_hover(page)
-    )
-    page.figures(("attention", first))
-    page.heading(page.tr("attention.heads"))
-    every = plots.small_multiples(
-        maps[0, :heads], head_names[:heads], columns=min(heads, 6), height_per_row=160, hover=_grid_hover(page)
-    )
-    page.figures(("attention-heads", every))
-    page.raw(
-        _json_script(
-            "attention-data",
-            {"heads": heads, "titles": titles, "layers": layer_names, "maps": rounded(maps)},
-        )
-    )
-    # rollout beside the last layer alone
-    page.heading(page.tr("attention.rollout"))
-    readout = page.tr("attention.rollout_readout.cls" if prefix else "attention.rollout_readout.mean")
-    page.text(page.tr("attention.rollout_intro", readout=readout))
-    rollout = analysis.rollout_map(trace)[0].numpy()
-    rollout_title = page.tr("attention.rollout_title", depth=depth, fusion=page.tr("attention.fusion.mean"))
-    page.figures(
-        (
-            "attention-rollout",
-            plots.heatmap_overlay(tour.model_input, rollout, title=rollout_title, height=360, hover=_grid_hover(page)),
-        ),
-        (
-            "attention-last",
-            plots.heatmap_overlay(
-                tour.model_input, maps[-1, heads], title=titles[-1][heads], height=360, hover=_grid_hover(page)
-            ),
-        ),
-    )
-    page.text(page.tr("attention.rollout_caption"))
-    # mean attention distance
-    page.heading(page.tr("attention.distance"))
-    page.text(page.tr("attention.distance_intro"))
-    distances = analysis.mean_attention_distance(trace, config.token_size).numpy()  # (depth, heads)
-    uniform = analysis.uniform_attention_distance(trace.grid_size, config.token_size)
-    page.figures(
-        (
-            "attention-distance",
-            plots.attention_distance(
-                distances,
-                title=page.tr("attention.distance_title"),
-                x_title=page.tr("attention.distance_x"),
-                y_title=page.tr("attention.distance_y"),
-                head_word=page.tr("attention.distance_head"),
-                uniform=uniform,
-                uniform_label=page.tr("attention.distance_uniform"),
-            ),
-        )
-    )
-    page.text(claims.text(claims.attention_distance(distances, uniform, max(trace.pixels.shape[-2:])), page.lang))
-
-
-def _block(page: _Page, tour: _Tour, total: int) -> None:
-    trace, model = tour.trace, tour.model
-    depth, prefix = trace.depth, trace.num_prefix_tokens
-    page.step(6, total, "page.block", page.tr("block.intro"), _shape(trace.hidden_states[1].shape))
-    steps = analysis.block_shapes(model, trace)
-    boxes = [(page.tr(f"block.step.{step}"), _shape(shape), plots.BLOCK_KINDS[step]) for step, shape in steps]
-    add1, add2 = analysis.BLOCK_STEPS.index("add1"), analysis.BLOCK_STEPS.index("add2")
-    dim = trace.hidden_states[0].shape[-1]
-    page.heading(page.tr("block.diagram"))
-    page.figures(
-        (
-            "block-diagram",
-            plots.block_diagram(
-                boxes, residuals=[(0, add1), (add1, add2)], title=page.tr("block.diagram_title", depth=depth)
-            ),
-        )
-    )
-    page.text(page.tr("block.parts", heads=trace.num_heads, hidden=dict(steps)["fc1"][-1], dim=dim))
-    # the block's numbers, every layer (the app shows one at a time)
-    per_layer = analysis.block_statistics(trace)  # (depth,) each, mean over patch tokens
-    page.raw(
-        table(
-            [
-                {
-                    page.tr("block.x_layer"): page.tr("block.layer_n", n=i + 1, index=i),
-                    page.tr("block.metric_attn"): f"{float(per_layer['attn_ratio'][i]):.2f}",
-                    page.tr("block.metric_mlp"): f"{float(per_layer['mlp_ratio'][i]):.2f}",
-                    page.tr("block.metric_cosine"): f"{float(per_layer['cosine'][i]):.3f}",
-                }
-                for i in range(depth)
-            ]
-        )
-    )
-    # layer 1, token by token: what LayerNorm does to the tokens' lengths (the app's first view)
-    norms = analysis.block_token_norms(model, trace, 0)
-    tokens = np.arange(trace.hidden_states[0].shape[1])
-    where = page.tr("block.layer_n", n=1, index=0)
-    page.heading(page.tr("block.layer_title"))
-    page.figures(
-        (
-            "block-norms",
-            plots.multi_line(
-                tokens,
-                {page.tr(f"block.series.{k}"): norms[k].numpy() for k in ("input", "norm1", "mid", "norm2")},
-                title=page.tr("block.norms_title", where=where),
-                x_title=plain(claims.text(claims.token_axis(prefix), page.lang)),
-                y_title=page.tr("block.y_norm"),
-                dashed=(page.tr("block.series.mid"), page.tr("block.series.norm2")),
-                markers=len(tokens) <= 80,
-            ),
-        )
-    )
-    page.text(claims.text(claims.layer_norm_lengths(norms["input"].numpy(), norms["norm1"].numpy()), page.lang))
-    # layer by layer
-    page.heading(page.tr("block.depth_title"))
-    page.text(page.tr("block.depth_intro"))
-    x = np.arange(1, depth + 1)
-    series = {page.tr(f"block.series.{k}"): per_layer[k].numpy() for k in ("residual_norm", "attn_norm", "mlp_norm")}
-    cosine = {page.tr("block.series.cosine"): per_layer["cosine"].numpy()}
-    page.figures(
-        (
-            "block-depth-norms",
-            plots.multi_line(
-                x,
-                series,
-                title=page.tr("block.depth_norms_title"),
-                x_title=page.tr("block.x_layer"),
-                y_title=page.tr("block.y_norm"),
-            ),
-        ),
-        (
-            "block-depth-cosine",
-            plots.multi_line(
-                x,
-                cosine,
-                title=page.tr("block.depth_cosine_title"),
-                x_title=page.tr("block.x_layer"),
-                y_title=page.tr("block.y_cosine"),
-            ),
-        ),
-    )
-
-
 def _card(page: _Page, tour: _Tour, total: int) -> None:
     model, spec, config = tour.model, tour.spec, tour.config
     page.step(9, total, "page.card", page.tr("card.intro"))
@@ -749,10 +578,9 @@ figure.photo figcaption { text-align: center; font-size: 0.9rem; color: #444; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f6f6f6; }
-.controls { display: flex; gap: 24px; margin: 8px 0; }
-.controls select { font-size: 1rem; margin-left: 6px; }
 .takeaways p { flex: 1; margin: 0 0 8px; font-weight: 600; }
 .chosen { color: #444; font-style: italic; }
+.formula { text-align: center; font-family: "Cambria Math", "STIX Two Math", serif; font-size: 1.1rem; }
 .note { padding: 6px 12px; border-radius: 6px; margin: 8px 0; background: #e8f0fb; }
 .verdict { padding: 6px 12px; border-radius: 6px; margin: 8px 0; }
 .verdict.right { background: #e7f5e9; }
@@ -764,27 +592,8 @@ th { background: #f6f6f6; }
   section.step:first-of-type { break-before: auto; }
   .row, .figure, table, h3 { break-inside: avoid; }
   h3 { break-after: avoid; }
-  .controls { display: none; }
   .modebar-container { display: none !important; }
 }
-"""
-
-# The attention step's selectors: the chosen layer's and head's map into the figure, and every
-# head of the chosen layer into the small multiples (Plotly.restyle; no request, no library).
-SCRIPT = """
-(function () {
-  var data = JSON.parse(document.getElementById("attention-data").textContent);
-  var layer = document.getElementById("attention-layer");
-  var head = document.getElementById("attention-head");
-  function show() {
-    var l = Number(layer.value), h = Number(head.value);
-    Plotly.restyle("fig-attention", {z: [data.maps[l][h]]}, [1]);
-    Plotly.relayout("fig-attention", {"title.text": data.titles[l][h]});
-    Plotly.restyle("fig-attention-heads", {z: data.maps[l].slice(0, data.heads)});
-  }
-  layer.addEventListener("change", show);
-  head.addEventListener("change", show);
-})();
 """
 
 
@@ -860,22 +669,21 @@ def build(
     _vectors(page, tour, total)
     _tokens(page, tour, total)
     if trace.depth:
-        _attention(page, tour, total)
-        _block(page, tour, total)
+        page.described(5, total, attention.describe(subject, {}))
+        page.described(6, total, encoder_block.describe(subject, {}))
     page.described(7, total, prediction.describe(subject, {}))
     if cnn is not None and config.num_classes:
         listed = cnn_name in subject.compute.cnns()  # the page's list, else its box for a CNN file
         page.described(8, total, compare.describe(subject, {"compare_cnn" if listed else "compare_cnn_path": cnn_name}))
     _card(page, tour, total)
     title = f"vitviz: {model_title} · {image_name}" if image_name else f"vitviz: {model_title}"
-    script = f"<script>{SCRIPT}</script>" if trace.depth else ""
     return (
         f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>{html.escape(title)}</title>\n'
         f"<style>{STYLE}</style>\n"
         '<script type="text/javascript">window.PlotlyConfig = {MathJaxConfig: "local"};</script>\n'
         f'<script type="text/javascript">{plots.plotly_js()}</script>\n'
-        f"</head>\n<body>\n<main>\n{page.html()}\n</main>\n{script}\n</body>\n</html>\n"
+        f"</head>\n<body>\n<main>\n{page.html()}\n</main>\n</body>\n</html>\n"
     )
 
 

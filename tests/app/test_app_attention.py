@@ -163,3 +163,26 @@ def test_model_without_cls_token_default_query(tmp_path) -> None:
     assert errors(at) == []
     assert at.number_input(key="query").value == 2 * 4 + 2  # no prefix: the centre patch is token 10
     assert "Mean over patch queries" in _figure(at, "attention_readout")["layout"]["title"]["text"]
+
+
+def test_presenter_mode_walks_every_slide_of_the_step_then_the_next_step() -> None:
+    """→ moves slide by slide (the last one too), then to step 6; ← comes back to the last slide."""
+    at = open_page(PAGE, query={"present": "1"})
+    assert errors(at) == []
+
+    def spot() -> str:
+        return next(m.value for m in at.markdown if "slide" in m.value)
+
+    seen = [spot()]
+    for _ in range(5):
+        at.button(key="nav_next").click().run()
+        assert errors(at) == []
+        seen.append(spot())
+    assert [s.split("slide ")[-1].split("<")[0] for s in seen] == [
+        "1 of 5", "2 of 5", "3 of 5", "4 of 5", "5 of 5", "1 of 6",
+    ]  # fmt: skip
+    assert "Step 6 of 9" in seen[-1]
+    at.button(key="nav_prev").click().run()
+    assert "Step 5 of 9" in spot() and "5 of 5" in spot()
+    at.button(key="nav_prev").click().run()
+    assert "Step 5 of 9" in spot() and "4 of 5" in spot()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from tests.apptest import errors, open_page
-from vitviz.app import web
+from vitviz.app import render, web
 
 
 def _charts(present: bool) -> dict[str, tuple[dict, str]]:
@@ -20,13 +20,13 @@ def _charts(present: bool) -> dict[str, tuple[dict, str]]:
 
 def test_every_chart_of_a_page_is_drawn_larger_in_presenter_mode_and_no_page_is_zoomed():
     screen, presenter = _charts(False), _charts(True)
-    assert screen.keys() == presenter.keys() and len(screen) >= 4
+    # presenter mode shows a slide: the step's first figure row ([CLS]'s map beside the query's)
+    assert presenter.keys() <= screen.keys() and len(presenter) >= 2 and len(screen) >= 4
     for key, (figure, theme) in presenter.items():
         layout, before = figure["layout"], screen[key][0]["layout"]
         assert theme == "", key  # no Streamlit theme over the figure's own (its light grey, small ticks)
         assert layout["font"]["size"] >= 18 and before["font"]["size"] >= 14, key
-        if before.get("height"):
-            assert layout["height"] > before["height"], key  # drawn larger
+        assert layout["height"] >= render.SLIDE_PX, key  # a slide's figure: the slide's height, larger type
     presenting = web.page_text("presenter.css", root_px="20") + web.page_text("presenter.js", marker="m")
     assert "zoom:" not in presenting.replace(" ", "")  # a zoomed page cut the figures at their column's edge
 

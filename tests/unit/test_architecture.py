@@ -23,6 +23,8 @@ STEP_MODULES = (
     "answers",
     "prediction",
     "compare",
+    "attention",
+    "block",
 )  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {

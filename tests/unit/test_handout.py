@@ -36,12 +36,6 @@ def plotted(text: str) -> dict[str, tuple[list[dict], dict]]:
     return found
 
 
-def embedded(text: str, element_id: str) -> object:
-    """The JSON of a <script type="application/json" id=...> block."""
-    block = re.search(rf'<script type="application/json" id="{element_id}">(.*?)</script>', text, re.S)
-    return json.loads(block.group(1).replace("<\\/", "</"))
-
-
 def tiny_model() -> tuple[VisionTransformer, zoo.ModelSpec]:
     config = ViTConfig(
         image_size=32, patch_size=4, num_classes=10, embed_dim=32, depth=2, num_heads=4, class_names=CIFAR10_CLASSES
@@ -64,17 +58,14 @@ def test_the_numbers_in_the_file_are_the_traces() -> None:
         trace = model.explain(pixels)
     depth, heads = trace.depth, trace.num_heads
 
-    # the selectors' maps: every layer and head, and the mean of the heads, to their 4 digits
-    maps = np.asarray(embedded(text, "attention-data")["maps"])
-    assert maps.shape == (depth, heads + 1, 8, 8)  # the readout rows only, never (T, T)
-    for layer in range(depth):
-        readout = analysis.readout_attention(trace, layer)[0].numpy()  # (heads, 8, 8)
-        np.testing.assert_allclose(maps[layer, :heads], readout, rtol=5e-4, atol=1e-9)
-        np.testing.assert_allclose(maps[layer, heads], readout.mean(0), rtol=5e-4, atol=1e-9)
-    first = analysis.readout_attention(trace, 0)[0].numpy()
-    np.testing.assert_allclose(figure_array(figures["fig-attention"][0][1]["z"]), first.mean(0), rtol=1e-6)
+    # the attention step as the page opens: layer 1, head 1, the centre patch as the query
+    first = analysis.readout_attention(trace, 0)[0].numpy()  # (heads, 8, 8)
+    np.testing.assert_allclose(figure_array(figures["fig-attention-readout"][0][1]["z"]), first[0], rtol=1e-6)
+    centre = analysis.query_attention(trace, 0, 1 + 4 * 8 + 4)[0, 0].numpy()
+    np.testing.assert_allclose(figure_array(figures["fig-attention-query"][0][1]["z"]), centre, rtol=1e-6)
     for head, panel in enumerate(figures["fig-attention-heads"][0]):
         np.testing.assert_allclose(figure_array(panel["z"]), first[head], rtol=1e-6)
+    assert len(figures["fig-attention-heads"][0]) == heads
 
     rollout = analysis.rollout_map(trace)[0].numpy()
     np.testing.assert_allclose(figure_array(figures["fig-attention-rollout"][0][1]["z"]), rollout, rtol=1e-6)
@@ -133,20 +124,15 @@ def lens_table(text: str, rank_column: str) -> list[list[str]]:
     raise AssertionError(f"no table with the column {rank_column!r}")
 
 
-def test_the_attention_step_has_a_selector_per_layer_and_head_and_the_sentences_are_the_apps() -> None:
+def test_the_attention_step_says_what_it_shows_and_the_sentences_are_the_apps() -> None:
     model, spec = tiny_model()
     text = handout.build(model, spec, CAT.read_bytes(), "ko", image_name="cat")
-    layers = re.search(r'<select id="attention-layer">(.*?)</select>', text).group(1)
-    heads = re.search(r'<select id="attention-head">(.*?)</select>', text).group(1)
-    assert re.findall(r">([^<]+)</option>", layers) == [t("attention.layer_n", "ko", n=n) for n in (1, 2)]
-    assert re.findall(r">([^<]+)</option>", heads) == [
-        *(t("attention.head_n", "ko", n=n) for n in range(1, 5)),
-        t("attention.mean_heads", "ko"),
-    ]
-    # the figure opens on the mean of the heads, and so does the head selector
-    assert re.findall(r'<option value="(\d+)" selected>([^<]+)</option>', heads) == [
-        ("4", t("attention.mean_heads", "ko"))
-    ]
+    chosen = [html.unescape(found) for found in re.findall(r'<p class="chosen">(.*?)</p>', text)]
+    layer = f"{t('attention.layer', 'ko')}: {t('attention.layer_n', 'ko', n=1)}"
+    head = f"{t('attention.head', 'ko')}: {t('attention.head_n', 'ko', n=1)}"
+    query = f"{t('attention.query', 'ko')}: {t('attention.token_patch', 'ko', token=37, patch=37, row=5, col=5)}"
+    assert " · ".join((layer, head, query)) in chosen  # the page's first view, said instead of its widgets
+    assert "<select" not in text and t("attention.click_hint", "ko") not in text  # nothing to choose or click on paper
     titles = re.findall(r"<h2>([^<]+)</h2>", text)
     assert titles[:3] == [t(key, "ko") for key in ("page.home", "page.input", "page.patches")]
     assert t("page.card", "ko") in titles
@@ -197,8 +183,7 @@ def test_a_vit_b16_handout_is_under_20_mb(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(analysis, "occlusion_steps", lambda model: 1)
     model, spec = zoo.load("untrained-vit-b16", device="cpu")
     text = handout.build(model, spec, CAT.read_bytes(), "en", image_name="cat-chelsea.jpg")
-    maps = np.asarray(embedded(text, "attention-data")["maps"])
-    assert maps.shape == (12, 13, 14, 14)
+    assert len(plotted(text)["fig-attention-heads"][0]) == 12
     assert len(text.encode()) <= 20e6
 
 

@@ -19,6 +19,7 @@ from vitviz.steps.blocks import (
     DownloadCsv,
     Figure,
     Figures,
+    Formula,
     Heading,
     Link,
     Metrics,
@@ -75,10 +76,11 @@ def draw(block: Block, where=st) -> None:
     elif isinstance(block, Heading):
         where.subheader(block.text)
     elif isinstance(block, Metrics):
+        helps = block.helps or ("",) * len(block.items)
         for start in range(0, len(block.items), METRICS_PER_ROW):
-            row = block.items[start : start + METRICS_PER_ROW]
-            for column, (label, value) in zip(where.columns(METRICS_PER_ROW), row, strict=False):
-                column.metric(label, value)
+            row = zip(block.items[start : start + METRICS_PER_ROW], helps[start : start + METRICS_PER_ROW], strict=True)
+            for column, ((label, value), help_text) in zip(where.columns(METRICS_PER_ROW), row, strict=False):
+                column.metric(label, value, help=help_text or None)
     elif isinstance(block, Figure):
         _figure(block, where)
     elif isinstance(block, Figures):
@@ -100,6 +102,8 @@ def draw(block: Block, where=st) -> None:
         where.page_link(script, label=block.label, icon=icon)
     elif isinstance(block, Button):
         where.button(block.label, key=block.key, on_click=state.set, kwargs=dict(block.sets), disabled=block.disabled)
+    elif isinstance(block, Formula):
+        where.latex(block.latex)
     else:
         raise TypeError(f"No renderer for {type(block).__name__}")
 
@@ -129,13 +133,21 @@ def widget(control: Control, where=st):
     """A control's widget, showing the value the step was described with."""
     if state.get(control.key) != control.value:
         state.set(**{control.key: control.value})
+    help_text = control.help or None
     if control.kind == "toggle":
-        return state.widget(where.toggle, control.key, control.label, disabled=control.disabled)
+        return state.widget(where.toggle, control.key, control.label, disabled=control.disabled, help=help_text)
     if control.kind in ("int_slider", "number"):
         draw_with = where.slider if control.kind == "int_slider" else where.number_input
         low, high = control.options[0], control.options[-1]
         return state.widget(
-            draw_with, control.key, control.label, min_value=low, max_value=high, step=1, disabled=control.disabled
+            draw_with,
+            control.key,
+            control.label,
+            min_value=low,
+            max_value=high,
+            step=1,
+            disabled=control.disabled,
+            help=help_text,
         )
     if control.kind == "model_name":  # a new name is tried afresh (a download that failed may work now)
         placeholder = control.placeholder or None
@@ -152,6 +164,7 @@ def widget(control: Control, where=st):
         options=list(control.options),
         format_func=format_func,
         disabled=control.disabled,
+        help=help_text,
         **extra,
     )
 

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from vitviz import compare, lab, values
+from vitviz import analysis, compare, lab, values
 from vitviz.app.caches import sample_names
 from vitviz.app.models import tour_models
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES
@@ -72,6 +72,7 @@ def _test_classes() -> Collection[str]:
 
 
 TOUR_VIEW = "app_pages/[5-6]_*.py"  # the pages that share the view of one layer, head and query
+ATTENTION = "app_pages/5_attention.py"
 LAB = "app_pages/9_mistakes.py"
 COMPARE = "app_pages/8_compare.py"
 CARD = "app_pages/9_card.py"
@@ -94,6 +95,8 @@ CHOICES = (
     Choice("layer", int, url=True, from_one=True, scope=TOUR_VIEW),
     Choice("head", int, url=True, from_one=True, scope=TOUR_VIEW),  # -1: the mean of the heads
     Choice("query", int, url=True, scope=TOUR_VIEW),  # a token index, [CLS] = 0
+    Choice("attention_heads_of", str, scope=ATTENTION, options=lambda: ("readout", "query")),  # the small multiples'
+    Choice("attention_fusion", str, scope=ATTENTION, options=lambda: analysis.HEAD_FUSIONS),  # rollout's head fusion
     Choice("concept_size", int, scope="app_pages/2_patches.py"),  # the concept figure's image side
     Choice("concept_p", int, scope="app_pages/2_patches.py"),  # the patch side of the concept figure
     Choice("patch", int, scope="app_pages/3_vectors.py"),

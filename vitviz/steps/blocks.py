@@ -21,6 +21,7 @@ class Text:
 
     text: str
     role: str = "body"
+    paper: str | None = None  # what paper says instead, where ``text`` asks for a click or a key ("" : nothing)
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Metrics:
     """A row of numbers with their labels ("Patches: 8 x 8 = 64")."""
 
     items: tuple[tuple[str, str], ...]
+    helps: tuple[str, ...] = ()  # a tooltip per item, on the page
 
 
 @dataclass(frozen=True)
@@ -60,10 +62,13 @@ class Figure:
 
 @dataclass(frozen=True)
 class Figures:
-    """Figures side by side: on the page, on one slide and in the handout."""
+    """Figures side by side: on the page, on one slide and in the handout. ``apart``: a slide
+    each instead (charts whose legends and titles need a slide's whole width to leave their
+    plots room at a slide's height)."""
 
     figures: tuple[Figure, ...]
     widths: tuple[float, ...] = ()  # their columns' relative widths (equal when empty; more: the last stay empty)
+    apart: bool = False
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ class Table:
 class Control:
     """A widget the step needs: a choice of ``vitviz.app.state.CHOICES`` (``key``), drawn as a
     ``kind`` ("select", "slider", "radio", "toggle"; "int_slider" and "number": a slider or a
-    number box from the first option to the last; "model_name": a box to type a model's name in)
+    number box from the first option to the last; "model_name": a box to type a model's name in; ``help``: its tooltip)
     over ``options``. ``value`` is the value this description was made with (the session's,
     clipped to the options), ``static`` the sentence a page of paper says instead of the widget
     ("Patch side: 16 pixels"; "": paper says nothing of it). ``disabled``: drawn, but not in use."""
@@ -92,6 +97,7 @@ class Control:
     format: Callable[[Any], str] | None = None
     placeholder: str = ""
     disabled: bool = False
+    help: str = ""  # the widget's tooltip
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,14 @@ class Download:
     file_name: str
     key: str
     arrays: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A displayed formula: LaTeX on the page and on slides, ``text`` (plain Unicode) on paper."""
+
+    latex: str
+    text: str
 
 
 @dataclass(frozen=True)
@@ -141,7 +155,9 @@ class Button:
     disabled: bool = False
 
 
-Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download | DownloadCsv | Link | Button
+Block = (
+    Text | Heading | Metrics | Figure | Figures | Table | Controls | Download | Formula | DownloadCsv | Link | Button
+)
 
 
 @dataclass(frozen=True)
@@ -164,6 +180,7 @@ class Step:
     blocks: tuple[Block, ...]
     shape: str | None = None  # the live shape of the tensor at this step, "(1, 64, 48)"
     notes: tuple[str, ...] = field(default=())  # said by the presenter, not shown on a slide
+    paper_intro: str | None = None  # the intro on paper, where ``intro`` asks for a click or a key
 
     def figures(self) -> list[Figure]:
         """Every figure, in order."""
@@ -177,10 +194,10 @@ class Step:
         return [control for block in self.blocks if isinstance(block, Controls) for control in block.controls]
 
     def slides(self) -> list[Slide]:
-        """One slide per figure block (a ``Figures`` row is one slide), each with the paragraphs
-        since the last figure as notes (the intro on the first) and every control declared before
-        it (a later figure may depend on an earlier control). A step with no figure is one slide
-        of notes."""
+        """One slide per figure block (a ``Figures`` row is one slide, or a slide a figure when
+        ``apart``), each with the paragraphs since the last figure as notes (the intro on the
+        first) and every control declared before it (a later figure may depend on an earlier
+        control). A step with no figure is one slide of notes."""
         slides: list[Slide] = []
         notes: list[str] = [self.intro, *self.notes]
         controls: list[Control] = []
@@ -189,12 +206,16 @@ class Step:
                 notes.append(block.text)
             elif isinstance(block, Metrics):
                 notes.append(" · ".join(f"{label}: {value}" for label, value in block.items))
+            elif isinstance(block, Formula):
+                notes.append(f"$$\n{block.latex}\n$$")
             elif isinstance(block, Controls):
                 controls += block.controls
             elif isinstance(block, Figure | Figures):
                 shown, widths = ((block,), ()) if isinstance(block, Figure) else (block.figures, block.widths)
-                slides.append(Slide(tuple(shown), tuple(notes), tuple(controls), widths))
-                notes = []
+                rows = [((figure,), ()) for figure in shown] if getattr(block, "apart", False) else [(shown, widths)]
+                for row, row_widths in rows:
+                    slides.append(Slide(tuple(row), tuple(notes), tuple(controls), row_widths))
+                    notes = []
         if not slides:
             return [Slide((), tuple(notes), tuple(controls))]
         if notes:  # paragraphs after the last figure belong to it

@@ -108,3 +108,8 @@ class Subject:
     def says(self, claim: claims.Claim | list[claims.Claim]) -> str:
         """A claim's sentence in the reader's language."""
         return claims.text(claim, self.lang)
+
+    def grid_hover(self) -> str:
+        """A patch map's hover in the reader's language ("patch 5 (row 2, col 1): 0.1234"; "패치 5 (2행 1열)")."""
+        where = self.tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
+        return f"{self.tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
