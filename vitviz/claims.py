@@ -640,10 +640,10 @@ def occlusion_area(rollout_curve: np.ndarray, random_curve: np.ndarray) -> Claim
 # Pages 5 and 6: the takeaways of the attention maps and of the encoder block's charts
 # --------------------------------------------------------------------------------------------
 
-# An attention map is *focused* when its largest weight is at least FOCUSED times an even share
+# An attention map is *focused* when its largest weight is at least PEAKED times an even share
 # (the map's mean); below that it spreads its attention almost evenly. One key *takes most* of a
 # query's weight at MOST_WEIGHT or more; the top keys shown carry *most* of it at MOST_WEIGHT.
-FOCUSED = 2.0
+PEAKED = 2.0
 MOST_WEIGHT = 0.5
 
 
@@ -661,7 +661,7 @@ def attention_focus(values: np.ndarray, who: str, own: int | None = None) -> Cla
         own: the query's own patch index (0-based), when the query is a patch.
 
     Returns:
-        "spreads almost evenly" (the largest weight under FOCUSED times the mean), "looks most at
+        "spreads almost evenly" (the largest weight under PEAKED times the mean), "looks most at
         itself", or "looks most at patch p", with the weight and its multiple of an even share.
     """
     values = np.asarray(values, dtype=np.float64)
@@ -669,7 +669,7 @@ def attention_focus(values: np.ndarray, who: str, own: int | None = None) -> Cla
     mean = float(values.mean())
     top = float(values.flat[peak])
     said = {"who": who, "top": top, "times": top / mean if mean > 0 else 1.0, **_patch(peak, values.shape[-1])}
-    if said["times"] < FOCUSED:
+    if said["times"] < PEAKED:
         return Claim("claims.focus.even", said)
     if own is not None and peak == own:
         return Claim("claims.focus.self", said)
