@@ -311,6 +311,8 @@ class _Page:
         elif isinstance(block, blocks.Controls):
             chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls)
             self.raw(f'<p class="chosen">{chosen}</p>')
+        elif isinstance(block, blocks.Formula):
+            self.raw(f'<p class="formula"><code>{html.escape(block.plain)}</code></p>')
         elif not isinstance(block, blocks.Download):
             raise TypeError(f"No handout for {type(block).__name__}")
 
@@ -909,6 +911,7 @@ th { background: #f6f6f6; }
 .controls select { font-size: 1rem; margin-left: 6px; }
 .takeaways p { flex: 1; margin: 0 0 8px; font-weight: 600; }
 .chosen { color: #444; font-style: italic; }
+.formula { text-align: center; }
 .note { padding: 6px 12px; border-radius: 6px; margin: 8px 0; background: #e8f0fb; }
 .verdict { padding: 6px 12px; border-radius: 6px; margin: 8px 0; }
 .verdict.right { background: #e7f5e9; }

@@ -17,6 +17,7 @@ from vitviz.steps.blocks import (
     Download,
     Figure,
     Figures,
+    Formula,
     Heading,
     Metrics,
     Slide,
@@ -90,6 +91,8 @@ def draw(block: Block, where=st) -> None:
             widget(control, column)
     elif isinstance(block, Download):
         furniture.download_npz(block.label_key, block.file_name, block.key, **block.arrays)
+    elif isinstance(block, Formula):
+        where.latex(block.tex)
     else:
         raise TypeError(f"No renderer for {type(block).__name__}")
 

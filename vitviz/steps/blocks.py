@@ -105,7 +105,16 @@ class Download:
     arrays: Mapping[str, Any]
 
 
-Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download
+@dataclass(frozen=True)
+class Formula:
+    """An equation: LaTeX for the page (and the slides' notes), and the same in plain characters
+    for paper, which has no TeX ("z_p (192) = W (192 x 48) x_p (48) + b (192)")."""
+
+    tex: str
+    plain: str
+
+
+Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download | Formula
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,8 @@ class Step:
                 notes.append(block.text)
             elif isinstance(block, Metrics):
                 notes.append(" · ".join(f"{label}: {value}" for label, value in block.items))
+            elif isinstance(block, Formula):
+                notes.append(f"$$\n{block.tex}\n$$")
             elif isinstance(block, Controls):
                 controls += block.controls
             elif isinstance(block, Figure | Figures):
