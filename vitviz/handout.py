@@ -993,7 +993,16 @@ def build(
         found=found,
         model_input=denormalize(trace.pixels[0], config.preprocess),
     )
-    subject = Subject(model, np.asarray(picture), trace, lang, found, image_bytes=image_bytes)
+    subject = Subject(
+        model,
+        np.asarray(picture),
+        trace,
+        lang,
+        found,
+        image_bytes=image_bytes,
+        trained=spec.trained,
+        dataset=truth.dataset if truth else "",
+    )
     page = _Page(lang)
     total = 9
     model_title = spec.title_in(lang)

@@ -139,7 +139,19 @@ def subject() -> Subject:
     """What a step's description reads (``vitviz.steps``): the session's model, image and trace, in
     its language; on a user error, one sentence and the page stops (``current``)."""
     cur = current()
-    return Subject(cur.model, cur.image, cur.trace, lang(), cur.verdict, cur.name, cur.image_bytes, CachedCompute())
+    dataset = dataset_text(images.split.label) if cur.verdict is not None and (images := test_images()) else ""
+    return Subject(
+        cur.model,
+        cur.image,
+        cur.trace,
+        lang(),
+        cur.verdict,
+        cur.name,
+        cur.image_bytes,
+        CachedCompute(),
+        trained=cur.spec.trained,
+        dataset=dataset,
+    )
 
 
 class CachedCompute(Compute):

@@ -34,6 +34,8 @@ class Subject:
     name: str = ""  # the model's name (registry or upload): with image_bytes, what caches are keyed by
     image_bytes: bytes = b""
     compute: Compute = field(default_factory=Compute)
+    trained: bool = True  # False: random weights (pages say what that hides)
+    dataset: str = ""  # the test set the verdict's class comes from, in the reader's words
 
     @property
     def config(self) -> ViTConfig:
