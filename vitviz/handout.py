@@ -290,7 +290,12 @@ class _Page:
     def block(self, block: blocks.Block) -> None:
         """One block of a described step, on paper."""
         if isinstance(block, blocks.Text):
-            kind = {"info": "note", "success": "verdict right", "warning": "verdict wrong"}.get(block.role)
+            kind = {
+                "info": "note",
+                "success": "verdict right",
+                "warning": "verdict wrong",
+                "error": "verdict wrong",
+            }.get(block.role)
             self.raw(f'<div class="{kind}">{markdown(block.text)}</div>' if kind else markdown(block.text))
         elif isinstance(block, blocks.Heading):
             self.heading(block.text)

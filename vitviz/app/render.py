@@ -99,6 +99,7 @@ def draw(block: Block, where=st) -> None:
 
 def _text(block: Text, where) -> None:
     show = {"body": where.markdown, "caption": where.caption, "info": where.info, "success": where.success}
+    show["error"] = where.error
     show.get(block.role, where.warning)(block.text)
 
 
