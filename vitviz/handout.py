@@ -1007,6 +1007,7 @@ def build(
         image_bytes=image_bytes,
         trained=spec.trained,
         dataset=truth.dataset if truth else "",
+        paper=True,
     )
     page = _Page(lang)
     total = 9

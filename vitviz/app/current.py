@@ -9,13 +9,17 @@ from pathlib import Path
 
 import numpy as np
 import streamlit as st
+from PIL import Image
 
 from vitviz import data as vdata
 from vitviz import lab, plots, values, zoo
 from vitviz.app import session, state
 from vitviz.app.caches import (
     SAMPLES,
+    cached_component_tiles,
+    cached_filter_components,
     cached_image,
+    cached_routes,
     cached_test_set,
     cached_trace,
     decoded_image,
@@ -157,6 +161,18 @@ def subject() -> Subject:
 class CachedCompute(Compute):
     """``vitviz.steps.subject.Compute`` from the server's caches (``vitviz.app.caches``): one
     computation per (model, image) for every session."""
+
+    def picture(self, subject: Subject) -> Image.Image:
+        return decoded_image(subject.image_bytes)
+
+    def routes(self, subject: Subject) -> dict[str, float]:
+        return cached_routes(subject.name, subject.image_bytes)
+
+    def filter_components(self, subject: Subject) -> tuple[np.ndarray, np.ndarray]:
+        return cached_filter_components(subject.name)
+
+    def component_tiles(self, subject: Subject, k: int) -> plots.Figure:
+        return cached_component_tiles(subject.name, k)
 
 
 def chosen_test_image() -> tuple[str, int] | None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from PIL import Image
 
-from vitviz import claims
+from vitviz import analysis, claims, plots
 from vitviz.config import ViTConfig
+from vitviz.data import load_image
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.model import VisionTransformer
+from vitviz.patches import compare_routes
 from vitviz.prediction import Verdict
 from vitviz.trace import Trace
 
@@ -19,6 +22,26 @@ class Compute:
     app hands its steps a subclass that reads the server's caches instead
     (``vitviz.app.current.CachedCompute``), keyed by the subject's ``name`` and ``image_bytes``.
     Add a method here and its cached twin there; a step calls ``subject.compute.<method>(subject, ...)``."""
+
+    def picture(self, subject: Subject) -> Image.Image:
+        """The image as decoded (``data.load_image``): upright, its size in the file kept (``data.original_size``)."""
+        return load_image(subject.image_bytes)
+
+    def routes(self, subject: Subject) -> dict[str, float]:
+        """``patches.compare_routes`` on the subject's pixels (a hybrid's feature map) and the model's patch embedding."""
+        proj, trace = subject.model.patch_embed.proj, subject.trace
+        return compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
+
+    def filter_components(self, subject: Subject) -> tuple[np.ndarray, np.ndarray]:
+        """Every principal component of the patch filters, and its share of the variance."""
+        weight = subject.model.patch_embed.proj.weight.detach().cpu()
+        components, ratios = analysis.patch_embed_components(weight, k=None)
+        return components.numpy(), ratios.numpy()
+
+    def component_tiles(self, subject: Subject, k: int) -> plots.Figure:
+        """``plots.component_tiles`` of the first ``k`` of ``filter_components``."""
+        components, ratios = self.filter_components(subject)
+        return plots.component_tiles(components[:k], ratios[:k])
 
 
 @dataclass(frozen=True)
@@ -36,6 +59,7 @@ class Subject:
     compute: Compute = field(default_factory=Compute)
     trained: bool = True  # False: random weights (pages say what that hides)
     dataset: str = ""  # the test set the verdict's class comes from, in the reader's words
+    paper: bool = False  # described for the handout: no sentence may ask to click, hover or press
 
     @property
     def config(self) -> ViTConfig:
