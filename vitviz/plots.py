@@ -279,6 +279,13 @@ def png_data_uri(picture: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def jpeg_data_uri(picture: np.ndarray, quality: int = 90) -> str:
+    """uint8 (H, W, 3) -> "data:image/jpeg;base64,..." (a photo in about a tenth of a PNG's bytes)."""
+    buffer = io.BytesIO()
+    Image.fromarray(picture).save(buffer, format="JPEG", quality=quality)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
 def _image_figure(z: np.ndarray, height: int | None, title: str | None, **trace: object) -> go.Figure:
     """One go.Image trace and the picture layout, built in a single constructor call (plotly's
     update_* methods each cost milliseconds, which add up in an app rerun)."""
@@ -298,9 +305,10 @@ def shown_size(height: int, width: int, longest: int = SHOWN_SIDE) -> tuple[int,
     return max(1, round(height * scale)), max(1, round(width * scale))
 
 
-def _image_trace(z: np.ndarray, **trace: object) -> dict:
-    """A picture's trace dictionary. A picture above ``PNG_ABOVE_PIXELS`` goes as a PNG; its hover
-    reads the pixel's colour from the picture. One above ``SHOWN_SIDE`` goes scaled down to it."""
+def _image_trace(z: np.ndarray, jpeg: bool = False, **trace: object) -> dict:
+    """A picture's trace dictionary. A picture above ``PNG_ABOVE_PIXELS`` goes as a PNG (a JPEG
+    with ``jpeg``); its hover reads the pixel's colour from the picture. One above ``SHOWN_SIDE``
+    goes scaled down to it."""
     height, width = z.shape[:2]
     sent_h, sent_w = shown_size(height, width)
     if (sent_h, sent_w) != (height, width):
@@ -311,7 +319,7 @@ def _image_trace(z: np.ndarray, **trace: object) -> dict:
         if isinstance(trace.get("hovertemplate"), str):
             trace["hovertemplate"] = trace["hovertemplate"].replace("%{x}", "%{x:.0f}").replace("%{y}", "%{y:.0f}")
     if z.shape[0] * z.shape[1] > PNG_ABOVE_PIXELS:
-        pixels = dict(source=png_data_uri(z))
+        pixels = dict(source=jpeg_data_uri(z) if jpeg else png_data_uri(z))
         if isinstance(trace.get("hovertemplate"), str):  # a PNG's pixel is [r, g, b, alpha]: show r, g, b
             rgb = "[%{color[0]}, %{color[1]}, %{color[2]}]"
             trace["hovertemplate"] = trace["hovertemplate"].replace("%{z}", rgb)
@@ -323,9 +331,11 @@ def _image_trace(z: np.ndarray, **trace: object) -> dict:
 PIXEL_HOVER = "x=%{x}, y=%{y}<br>RGB %{z}<extra></extra>"
 
 
-def image(array: np.ndarray, title: str | None = None, height: int | None = 380) -> go.Figure:
-    """A picture, pixel for pixel, with hover showing (x, y) and the RGB values."""
-    return _image_figure(to_uint8(array), height, title, hovertemplate=PIXEL_HOVER)
+def image(array: np.ndarray, title: str | None = None, height: int | None = 380, photo: bool = False) -> go.Figure:
+    """A picture, pixel for pixel, with hover showing (x, y) and the RGB values. ``photo``: a
+    large picture goes as a JPEG, not a lossless PNG (for a file to keep, where bytes count more
+    than exact hover colours)."""
+    return _image_figure(to_uint8(array), height, title, hovertemplate=PIXEL_HOVER, jpeg=photo)
 
 
 def patch_grid(

@@ -141,3 +141,12 @@ def test_the_handout_draws_every_figure_and_takeaway():
         assert f'id="fig-{figure.key.replace("_", "-")}"' in markup
         assert html.escape(plain(figure.takeaway)) in markup
     assert "Download" not in markup
+
+
+def test_paper_gets_the_photo_as_a_jpeg_and_the_page_as_exact_pixels():
+    page = model_input.describe(subject(120, 80), {}).figures()[0].figure
+    paper_subject = subject(120, 80)
+    paper = model_input.describe(Subject(**{**paper_subject.__dict__, "paper": True}), {}).figures()[0].figure
+    assert page.data[0].source.startswith("data:image/png;base64,")
+    assert paper.data[0].source.startswith("data:image/jpeg;base64,")
+    assert len(paper.data[0].source) < len(page.data[0].source) / 2

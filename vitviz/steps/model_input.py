@@ -38,7 +38,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
             (
                 Figure(
                     "input_original",
-                    plots.image(original, original_title),
+                    plots.image(original, original_title, photo=subject.paper),  # paper: a JPEG
                     subject.says(claims.kept_region((width, height), pre)),
                 ),
                 Figure(
