@@ -44,6 +44,7 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
     files = [f for f, _, _ in TOUR]
     step = files.index(script)
     left, middle, right = where
+    moved = st.session_state.pop("_slide_moved", False)  # a click whose callback ran: ``index`` is where it led
     clicked = None
     if (index > 0 or step > 0) and left.button(
         "←", key="nav_prev", width="stretch", on_click=_previous_slide, args=(step, index), help=tr("nav.previous")
@@ -61,7 +62,7 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         help=tr("nav.next"),
     ):
         clicked = step + 1 if index == count - 1 else None
-    if clicked is not None:
+    if clicked is not None and not moved:
         _follow_unasked_click(clicked)
 
 
@@ -73,6 +74,7 @@ def slide_of(step: int) -> int:
 
 
 def _next_slide(step: int, index: int, count: int) -> None:
+    st.session_state["_slide_moved"] = True
     if index < count - 1:
         state.set(slide=f"{step}:{index + 1}")
     else:
@@ -81,6 +83,7 @@ def _next_slide(step: int, index: int, count: int) -> None:
 
 
 def _previous_slide(step: int, index: int) -> None:
+    st.session_state["_slide_moved"] = True
     if index > 0:
         state.set(slide=f"{step}:{index - 1}")
     else:
