@@ -566,7 +566,7 @@ def attention_pairs(tokens: int) -> Claim:
 CLEAR_LEAD = 2.0  # an answer is "clear" when at least this many times as likely as the next class
 WHOLE_PHOTO = 0.995  # a crop that keeps this share of the photo keeps all of it
 SAME_SCALE = 0.05  # a photo within 5% of the input's size is not resized
-FULL_RANGE = 0.8  # pixels whose 1st to 99th percentiles span this much of [0, 1] use the whole range
+FULL_RANGE = 0.5  # pixels whose 1st to 99th percentiles span this much of [0, 1] spread widely
 SMALL_POSITION = 0.25  # position embeddings under a quarter of the patch tokens' length are "small"
 LAYOUT_MARGIN = 0.1  # neighbours this much more alike (cosine) than positions in general: a 2D layout
 
@@ -637,8 +637,8 @@ def channel_means(names: Sequence[str], channels: np.ndarray) -> Claim:
 
 
 def pixel_range(values: np.ndarray) -> Claim:
-    """Where 98% of the pixel values in [0, 1] lie (1st to 99th percentile): nearly the whole
-    range, or a narrow part of it (a low-contrast picture)."""
+    """Where 98% of the pixel values in [0, 1] lie (1st to 99th percentile): widely spread, or in
+    a narrow part of the range (a low-contrast picture)."""
     low, high = np.percentile(np.asarray(values, dtype=np.float64), [1, 99])
     key = "claims.range_full" if high - low >= FULL_RANGE else "claims.range_narrow"
     return Claim(key, {"low": f"{low:.2f}", "high": f"{high:.2f}"})

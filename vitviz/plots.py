@@ -45,6 +45,7 @@ LOOK = dict(font=FONT, modebar=MODEBAR)  # every figure's layout carries both
 MODEBAR_STRIP = 28  # pixels at a figure's top that the modebar covers while the pointer is on the figure
 PANEL_TITLES_TOP = 54  # top margin over a row of panel titles: they sit below the modebar's strip
 TITLE_TOP = 60  # top margin of a figure with a title: the title's line sits below the modebar's strip
+PANEL_LINE_PX = 22  # each further line of a panel's title
 
 
 # Figures are built from plain dictionaries in one constructor call, without plotly's checks
@@ -726,7 +727,8 @@ def patch_planes(
     height: int = 330,
     index_word: str = "index",
 ) -> go.Figure:
-    """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P.
+    """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P (``names``:
+    their titles, "<br>" between lines).
 
     Each plane is coloured black to its channel's colour on one scale shared by all planes.
     Channels, rows p1, columns p2 and positions in the vector count from 1 (README, "One
@@ -768,7 +770,9 @@ def patch_planes(
         layout[f"xaxis{suffix}"] |= dict(title=dict(text="p2"), **ticks)
         layout[f"yaxis{suffix}"] |= dict(autorange="reversed", **ticks, showticklabels=c == 0, scaleanchor=x_name)
     layout["yaxis"]["title"] = dict(text="p1")
-    layout |= dict(height=height, margin=dict(l=4, r=4, t=TITLE_TOP + 24 if title else PANEL_TITLES_TOP, b=4), **LOOK)
+    more = PANEL_LINE_PX * max(name.count("<br>") for name in names)  # titles of several lines: room above
+    top = (TITLE_TOP + 24 if title else PANEL_TITLES_TOP) + more
+    layout |= dict(height=height + more, margin=dict(l=4, r=4, t=top, b=4), **LOOK)
     if title:
         layout["title"] = _title(title)
     return _figure(data, layout)

@@ -86,6 +86,11 @@ def test_the_figures_show_the_chosen_patch_and_say_what_they_show():
     ]
     vector = shown.trace.patches[0, 9].numpy()
     planes = step.figures()[1]
+    assert [note.text for note in planes.figure.layout.annotations] == [
+        "c = 1 (R)<br>1-16",
+        "c = 2 (G)<br>17-32",
+        "c = 3 (B)<br>33-48",
+    ]
     means = vector.reshape(3, 16).mean(axis=1)
     assert f"({means.max():.2f})" in plain(planes.takeaway) and f"({means.min():.2f})" in plain(planes.takeaway)
     assert f"is at position {int(vector.argmax()) + 1}:" in plain(step.figures()[2].takeaway)

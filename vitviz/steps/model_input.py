@@ -81,8 +81,9 @@ def describe(subject: Subject, choices: Choices) -> Step:
             subject.says(claims.channel_means(names, normalised)),
         )
     )
-    before = {f"{n} / 255": resized[..., i] / 255.0 for i, n in enumerate(names)}
-    after = {tr("input.normalised_channel", channel=n): normalised[i] for i, n in enumerate(names)}
+    # the legends name the channels alone (the x axes say what was done to them): one row on a slide
+    before = {n: resized[..., i] / 255.0 for i, n in enumerate(names)}
+    after = {n: normalised[i] for i, n in enumerate(names)}
     count = tr("input.hist_y")
     before_chart = plots.histogram(before, tr("input.hist_before"), x_title=tr("input.hist_x_before"), y_title=count)
     after_title = subject.says(claims.normalised_input(normalised))

@@ -79,7 +79,9 @@ def describe(subject: Subject, choices: Choices) -> Step:
         blocks.append(Figures((grid_figure, Figure("vectors_flat", flat, peak))))
     else:
         title = tr("vectors.planes", index=index + 1, p=p)
-        planes = plots.patch_planes(vector, p, chans, plots.plane_titles(names, p), title=title, index_word=index_word)
+        # each plane's title on two lines ("c = 1 (R)", "1-16"): three fit side by side on half a slide
+        plane_titles = [name.replace(": ", "<br>") for name in plots.plane_titles(names, p)]
+        planes = plots.patch_planes(vector, p, chans, plane_titles, title=title, index_word=index_word)
         means = subject.says(claims.channel_means(names, vector.reshape(chans, p * p)))
         blocks.append(Figures((grid_figure, Figure("vectors_planes", planes, means))))
         blocks.append(Text(tr("vectors.planes_note_paper" if subject.paper else "vectors.planes_note"), role="caption"))
