@@ -238,6 +238,17 @@ def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
     return fig
 
 
+def built_copy(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` as it was built, before any ``theme`` (which themes a figure in place: a
+    shared figure may have been themed for a mode already), for a caller that changes it and
+    themes the copy itself."""
+    copy = go.Figure(fig)
+    specs = [copy._layout, *copy._data]
+    for (target, path), value in getattr(fig, "_vitviz_theme", (None, []))[1]:
+        _put(specs[target], path, value)
+    return copy
+
+
 def to_uint8(image: np.ndarray) -> np.ndarray:
     """Float [0, 1] or uint8 (H, W, C) -> uint8 (H, W, 3)."""
     array = np.asarray(image)

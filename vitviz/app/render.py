@@ -107,7 +107,7 @@ def _figure(block: Figure, where, height: int | None = None) -> None:
     """A figure and, under it, its takeaway."""
     fig = block.figure
     if height is not None:  # a slide's height, before presenter mode scales it (plots.theme)
-        fig = plots.Figure(fig)
+        fig = plots.built_copy(fig)  # a shared figure may be themed already: not twice
         fig.update_layout(height=round(height / plots.PRESENTER_SCALE))
     kwargs = {}
     if block.select is not None:
