@@ -747,3 +747,201 @@ def gelu_share(preactivations: np.ndarray) -> Claim:
     pre = np.asarray(preactivations, dtype=np.float64)
     said = {"hidden": pre.size, "negative": float((pre < 0).mean())}
     return Claim("claims.gelu.mostly_negative" if said["negative"] >= 0.5 else "claims.gelu.mostly_positive", said)
+
+
+# Pages 0, 1, 3 and 4: the overview, the input, patch vectors and tokens
+# --------------------------------------------------------------------------------------------
+
+WHOLE_PHOTO = 0.995  # a crop that keeps this share of the photo keeps all of it
+SAME_SCALE = 0.05  # a photo within 5% of the input's size is not resized
+FULL_RANGE = 0.5  # pixels whose 1st to 99th percentiles span this much of [0, 1] spread widely
+SMALL_POSITION = 0.25  # position embeddings under a quarter of the patch tokens' length are "small"
+LAYOUT_MARGIN = 0.1  # neighbours this much more alike (cosine) than positions in general: a 2D layout
+
+
+def _kept_box(size: tuple[int, int], pre) -> tuple[float, float, int, int]:
+    """The photo's region the model's input shows, as ``data.resize_and_crop`` cuts it: its
+    (width, height) in the photo's pixels, and the input's (width, height)."""
+    width, height = size
+    if isinstance(pre.resize, int):
+        scale = pre.resize / min(width, height)
+        resized_w, resized_h = max(1, round(width * scale)), max(1, round(height * scale))
+    else:
+        resized_h, resized_w = pre.resize
+    out_h, out_w = pre.crop if pre.crop is not None else (resized_h, resized_w)
+    kept_w = min(out_w, resized_w) * width / resized_w
+    kept_h = min(out_h, resized_h) * height / resized_h
+    return kept_w, kept_h, out_w, out_h
+
+
+def kept_region(size: tuple[int, int], pre) -> Claim:
+    """How much of the photo (``size``: its width and height) the preprocessing ``pre``
+    (``config.Preprocess``) keeps: all of it, or the middle that the centre crop leaves."""
+    kept_w, kept_h, _, _ = _kept_box(size, pre)
+    share = kept_w * kept_h / (size[0] * size[1])
+    if share >= WHOLE_PHOTO:
+        return Claim("claims.kept_all")
+    return Claim("claims.kept_crop", {"kept_w": round(kept_w), "kept_h": round(kept_h), "share": f"{share:.0%}"})
+
+
+def input_scale(size: tuple[int, int], pre) -> Claim:
+    """How many of the photo's pixels one input pixel stands for (or the other way round, for a
+    photo smaller than the input)."""
+    kept_w, _, out_w, _ = _kept_box(size, pre)
+    factor = kept_w / out_w  # photo pixels per input pixel, across
+    if abs(factor - 1) < SAME_SCALE:
+        return Claim("claims.scale_same")
+    if factor > 1:
+        return Claim("claims.scale_down", {"f": f"{factor:.1f}"})
+    return Claim("claims.scale_up", {"f": f"{1 / factor:.1f}"})
+
+
+def channel_means(names: Sequence[str], channels: np.ndarray) -> Claim:
+    """Which channel is highest and which lowest on average (``channels``: (C, ...) values)."""
+    channels = np.asarray(channels, dtype=np.float64)
+    means = channels.reshape(len(channels), -1).mean(axis=1)
+    if len(means) == 1:
+        return Claim("claims.channel_one", {"mean": f"{means[0]:.2f}"})
+    high, low = int(means.argmax()), int(means.argmin())
+    values = {
+        "high": names[high],
+        "high_mean": f"{means[high]:.2f}",
+        "low": names[low],
+        "low_mean": f"{means[low]:.2f}",
+    }
+    return Claim("claims.channel_highest", values)
+
+
+def pixel_range(values: np.ndarray) -> Claim:
+    """Where 98% of the pixel values in [0, 1] lie (1st to 99th percentile): widely spread, or in
+    a narrow part of the range (a low-contrast picture)."""
+    low, high = np.percentile(np.asarray(values, dtype=np.float64), [1, 99])
+    key = "claims.range_full" if high - low >= FULL_RANGE else "claims.range_narrow"
+    return Claim(key, {"low": f"{low:.2f}", "high": f"{high:.2f}"})
+
+
+def normalisation(before: np.ndarray, after: np.ndarray) -> Claim:
+    """What normalisation did to the pixel values' mean and spread, and where the mean lands
+    against the training images' (0, within NEAR_ZERO)."""
+    before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    mean = float(after.mean())
+    where = "near" if abs(mean) < NEAR_ZERO else "below" if mean < 0 else "above"
+    values = {"before": f"{before.mean():.2f}", "after": f"{mean:.2f}", "std": f"{after.std():.2f}"}
+    return Claim(f"claims.normalised.{where}", values)
+
+
+def chosen_patch(index: int, grid: tuple[int, int], square: int) -> Claim:
+    """Where the chosen patch (0-based ``index``) lies: its row and column, and its pixels."""
+    grid_h, grid_w = grid
+    row, col = divmod(index, grid_w)
+    values = {
+        "index": index + 1,
+        "count": grid_h * grid_w,
+        "row": row + 1,
+        "col": col + 1,
+        "x0": col * square + 1,
+        "x1": (col + 1) * square,
+        "y0": row * square + 1,
+        "y1": (row + 1) * square,
+    }
+    return Claim("claims.chosen_patch", values)
+
+
+def vector_peak(vector: np.ndarray, patch_size: int, names: Sequence[str] | None) -> Claim:
+    """Where the patch vector x_p (in (c p1 p2) order) has its largest number: the channel, row
+    and column of the patch it comes from (``names``: the channels'; None for a hybrid's cell of
+    feature channels)."""
+    vector = np.asarray(vector, dtype=np.float64)
+    position = int(vector.argmax())
+    values = {"value": f"{vector[position]:.2f}", "position": position + 1, "length": vector.size}
+    if names is None:
+        return Claim("claims.vector_peak_hybrid", values)
+    channel, within = divmod(position, patch_size * patch_size)
+    row, col = divmod(within, patch_size)
+    return Claim("claims.vector_peak", values | {"channel": names[channel], "row": row + 1, "col": col + 1})
+
+
+def projection(length: int, dim: int) -> Claim:
+    """What W does to the patch vector's size: more, as many or fewer numbers."""
+    key = (
+        "claims.projection_more"
+        if dim > length
+        else "claims.projection_same"
+        if dim == length
+        else "claims.projection_fewer"
+    )
+    return Claim(key, {"length": length, "dim": dim})
+
+
+def patch_rows(count: int, dim: int) -> Claim:
+    """The patch tokens as rows: one row a patch, each of D numbers."""
+    return Claim("claims.patch_rows", {"count": count, "dim": dim})
+
+
+def sequence(count: int, dim: int, prefix: int) -> Claim:
+    """The sequence the first block reads: [CLS] (and other prefix tokens) on top of the patches."""
+    if prefix == 0:
+        return Claim("claims.sequence_no_cls", {"count": count})
+    return Claim("claims.sequence_cls", {"count": count, "tokens": count + prefix, "dim": dim, "prefix": prefix})
+
+
+def position_share(patch_tokens: np.ndarray, pos_embed: np.ndarray, prefix: int) -> Claim:
+    """How long the patches' position embeddings are against the patch tokens they are added to
+    (the mean over patches of the ratio of their lengths)."""
+    tokens = np.linalg.norm(np.asarray(patch_tokens, dtype=np.float64), axis=-1)  # (N,)
+    positions = np.linalg.norm(np.asarray(pos_embed, dtype=np.float64)[prefix:], axis=-1)  # (N,)
+    ratio = float(np.mean(positions / np.maximum(tokens, 1e-12)))
+    return Claim("claims.pos_small" if ratio < SMALL_POSITION else "claims.pos_large", {"ratio": f"{ratio:.0%}"})
+
+
+def position_layout(similarity: np.ndarray) -> Claim:
+    """Whether the position embeddings hold the 2D layout: neighbours (above, below, left,
+    right) more alike than positions in general, by LAYOUT_MARGIN in cosine similarity.
+    ``similarity``: (grid_h, grid_w, grid_h, grid_w)."""
+    similarity = np.asarray(similarity, dtype=np.float64)
+    grid_h, grid_w = similarity.shape[:2]
+    if grid_h * grid_w < 2:
+        return Claim("claims.layout_one")
+    flat = similarity.reshape(grid_h * grid_w, grid_h * grid_w)
+    others = ~np.eye(grid_h * grid_w, dtype=bool)
+    pairs = [(r, c, r + dr, c + dc) for r in range(grid_h) for c in range(grid_w) for dr, dc in ((0, 1), (1, 0))]
+    near = float(np.mean([similarity[pair] for pair in pairs if pair[2] < grid_h and pair[3] < grid_w]))
+    far = float(flat[others].mean())
+    key = "claims.layout_learned" if near - far >= LAYOUT_MARGIN else "claims.layout_none"
+    return Claim(key, {"near": f"{near:.2f}", "far": f"{far:.2f}"})
+
+
+def nearest_position(similarity: np.ndarray, chosen: tuple[int, int]) -> Claim:
+    """The position most like the chosen one (``similarity``: its (grid_h, grid_w) map), and
+    whether it is next to it (one of the eight around it)."""
+    similarity = np.asarray(similarity, dtype=np.float64).copy()
+    grid_h, grid_w = similarity.shape
+    if grid_h * grid_w < 2:
+        return Claim("claims.layout_one")
+    row, col = chosen
+    similarity[row, col] = -np.inf
+    other_row, other_col = divmod(int(similarity.argmax()), grid_w)
+    values = {
+        "index": row * grid_w + col + 1,
+        "other": other_row * grid_w + other_col + 1,
+        "row": other_row + 1,
+        "col": other_col + 1,
+        "cos": f"{similarity[other_row, other_col]:.2f}",
+    }
+    beside = max(abs(other_row - row), abs(other_col - col)) == 1
+    return Claim("claims.nearest_beside" if beside else "claims.nearest_far", values)
+
+
+def _correlation(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    if a.std() == 0 or b.std() == 0:
+        return 0.0
+    return float(np.corrcoef(a, b)[0, 1])
+
+
+def closest_scheme(model: np.ndarray, sincos_1d: np.ndarray, sincos_2d: np.ndarray) -> Claim:
+    """Which fixed scheme the model's similarity map of one position follows more closely (the
+    correlation of the maps' values)."""
+    one, two = _correlation(model, sincos_1d), _correlation(model, sincos_2d)
+    key = "claims.scheme_2d" if two >= one else "claims.scheme_1d"
+    return Claim(key, {"c1": f"{one:.2f}", "c2": f"{two:.2f}"})

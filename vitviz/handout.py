@@ -18,9 +18,7 @@ keys, and ``vitviz.claims`` for the sentences that read the numbers.
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import re
 import sys
 from collections.abc import Sequence
@@ -29,24 +27,22 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 
-from vitviz import analysis, claims, commandline, lab, plots, zoo
+from vitviz import commandline, lab, plots, zoo
 from vitviz import data as vdata
-from vitviz.data import ImageError, denormalize, input_pixels, load_image, original_size, to_tensor
+from vitviz.data import ImageError, denormalize, load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
 from vitviz.model import VisionTransformer, flops_per_image, on_weights
-from vitviz.prediction import Verdict, legend_key, top_k, verdict
-from vitviz.steps import attention, blocks, compare, patches, prediction
+from vitviz.prediction import Verdict, verdict
+from vitviz.steps import attention, blocks, compare, model_input, overview, patches, prediction, tokens, vectors
 from vitviz.steps import block as encoder_block
 from vitviz.steps.subject import Compute, Subject
-from vitviz.trace import Trace, forward_steps
+from vitviz.trace import Trace
 from vitviz.values import echo, test_image
 
 SAMPLES = zoo.ASSETS / "samples"
 WIDTH = 720  # pixels of the page's column: A4 portrait, less 10 mm margins, at 96 dpi
 HALF = 352  # two figures side by side
-IMAGE_SIDE = 640  # the embedded photo's longer side at most (a 12-megapixel photo would be megabytes)
 TOP = 5
 PLOT_CONFIG = {"displaylogo": False, "responsive": False}
 
@@ -172,19 +168,6 @@ def table(rows: Sequence[dict[str, object]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def image_uri(array: np.ndarray, longest: int = IMAGE_SIDE) -> tuple[str, tuple[int, int]]:
-    """An (H, W, 3) uint8 picture as a data: URI (PNG when small, else JPEG), at most ``longest``
-    pixels on its longer side; and the (width, height) it has in the file."""
-    picture = Image.fromarray(plots.to_uint8(array))
-    if max(picture.size) > longest:
-        picture.thumbnail((longest, longest), Image.Resampling.LANCZOS)
-    buffer = io.BytesIO()
-    small = picture.width * picture.height <= 128 * 128
-    picture.save(buffer, "PNG" if small else "JPEG", quality=90)
-    kind = "png" if small else "jpeg"
-    return f"data:image/{kind};base64," + base64.b64encode(buffer.getvalue()).decode("ascii"), picture.size
-
-
 class _Page:
     """The handout's HTML in the making: steps, each a title, a paragraph, a shape and its figures."""
 
@@ -284,7 +267,8 @@ class _Page:
         """One block of a described step, on paper."""
         if isinstance(block, blocks.Text):
             said = block.text if block.paper is None else block.paper
-            kind = {"info": "note", "success": "verdict right", "warning": "verdict wrong"}.get(block.role)
+            kind = {"info": "note", "success": "verdict right", "warning": "verdict wrong", "error": "verdict wrong"}
+            kind = kind.get(block.role)
             if said:
                 self.raw(f'<div class="{kind}">{markdown(said)}</div>' if kind else markdown(said))
         elif isinstance(block, blocks.Heading):
@@ -313,15 +297,6 @@ class _Page:
             raise TypeError(f"No handout for {type(block).__name__}")
 
 
-def _shape(shape: Sequence[int]) -> str:
-    return "(" + ", ".join(map(str, shape)) + ")"
-
-
-def _grid_hover(page: _Page) -> str:
-    where = page.tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
-    return f"{page.tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
-
-
 # ---------------------------------------------------------------------------------------------
 # The steps
 # ---------------------------------------------------------------------------------------------
@@ -334,7 +309,6 @@ class _Tour:
     model: VisionTransformer
     spec: zoo.ModelSpec
     image: np.ndarray  # (H, W, 3) uint8, upright, as load_image kept it
-    original_size: tuple[int, int]  # (width, height) in the file: larger where load_image scaled it down
     name: str
     trace: Trace
     truth: Truth | None
@@ -344,179 +318,6 @@ class _Tour:
     @property
     def config(self):
         return self.model.config
-
-
-def _overview(page: _Page, tour: _Tour, total: int) -> None:
-    trace, config = tour.trace, tour.config
-    page.step(0, total, "page.home", page.tr("home.intro"), _shape(trace.pixels.shape))
-    grid = plots.patch_grid(tour.model_input, config.token_size, height=360)
-    named = [("home-grid", grid)]
-    if config.num_classes:
-        named.append(("home-topk", _class_bars(page, tour, trace.logits, page.tr("home.prediction"), 360)))
-    page.figures(*named)
-    _verdict(page, tour)
-    page.heading(page.tr("home.pipeline"))
-    page.raw(
-        table(
-            [
-                {
-                    page.tr("home.col.step"): code,
-                    page.tr("home.col.shape"): _shape(shape),
-                    page.tr("home.col.meaning"): page.tr(f"home.step.{step}"),
-                }
-                for step, code, shape in forward_steps(config, trace)
-            ]
-        )
-    )
-
-
-def _found(tour: _Tour, logits: torch.Tensor) -> Verdict | None:
-    return verdict(logits[0].float().softmax(dim=-1), tour.config.class_names, tour.truth and tour.truth.class_name)
-
-
-def _class_bars(
-    page: _Page, tour: _Tour, logits: torch.Tensor, title: str, height: int, beside: tuple[Verdict | None, ...] = ()
-) -> plots.Figure:
-    """Top-5 bars as the app draws them (``current.class_bars``): the answer red, the true class
-    green, one legend for this chart and the charts of the verdicts ``beside`` it."""
-    ranked = top_k(tour.config.class_names, logits, TOP)
-    names = [name for name, _ in ranked]
-    found = _found(tour, logits)
-    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    key = legend_key([found, *beside])
-    if key:
-        title = f"{title} ({page.tr(key)})"
-    return plots.bars(
-        [page.label(n) for n in names], [p for _, p in ranked], title=title, height=height, highlight=0, correct=correct
-    )
-
-
-def _verdict(page: _Page, tour: _Tour) -> None:
-    """Right or wrong, as the app's ``ui.show_verdict`` says it (nothing when the class is unknown)."""
-    found = tour.found
-    if found is None or tour.truth is None:
-        return
-    values = {
-        "truth": page.label(found.true_class),
-        "pred": page.label(found.predicted),
-        "p": f"{found.probability:.1%}",
-        "rank": found.rank,
-        "n": found.num_classes,
-        "dataset": tour.truth.dataset,
-    }
-    kind = "right" if found.correct else "wrong"
-    page.raw(f'<div class="verdict {kind}">{markdown(page.tr(f"verdict.{kind}", **values))}</div>')
-
-
-def _input(page: _Page, tour: _Tour, total: int) -> None:
-    config, pre = tour.config, tour.config.preprocess
-    page.step(1, total, "page.input", page.tr("input.intro"), _shape(tour.trace.pixels.shape))
-    kept_height, kept_width = tour.image.shape[:2]
-    width, height = tour.original_size
-    uri, _ = image_uri(tour.image)
-    if (width, height) == (kept_width, kept_height):
-        original = html.escape(page.tr("input.original", width=width, height=height))
-    else:
-        values = dict(width=width, height=height, kept_width=kept_width, kept_height=kept_height)
-        original = html.escape(page.tr("input.original_scaled", **values))
-    resized = input_pixels(Image.fromarray(tour.image), pre, config.in_chans).permute(1, 2, 0).numpy()  # (H, W, C)
-    title = "input.resized_gray" if config.in_chans == 1 else "input.resized"
-    page.raw(
-        '<div class="row">'
-        f'<figure class="photo" style="width:{HALF}px"><img src="{uri}" alt="{html.escape(tour.name)}">'
-        f"<figcaption>{original}</figcaption></figure>"
-        + page.figure(
-            "input-resized",
-            plots.image(resized, page.tr(title, width=resized.shape[1], height=resized.shape[0]), height=360),
-            HALF,
-        )
-        + "</div>"
-    )
-    means, stds = ", ".join(f"{m:.4g}" for m in pre.mean), ", ".join(f"{s:.4g}" for s in pre.std)
-    page.text(f"`(x - mean) / std, mean=({means}), std=({stds})`")
-
-
-def _vectors(page: _Page, tour: _Tour, total: int) -> None:
-    trace, config, model = tour.trace, tour.config, tour.model
-    p, chans, dim = config.patch_size, config.feature_dim, config.embed_dim
-    length = chans * p * p
-    grid_h, grid_w = trace.grid_size
-    shape = f"patch_tokens {_shape(trace.patch_tokens.shape)}  ·  x_p: {chans} x {p} x {p} = {length}"
-    page.step(3, total, "page.vectors", page.tr("vectors.intro_gray" if chans == 1 else "vectors.intro"), shape)
-    index = (grid_h // 2) * grid_w + grid_w // 2  # the centre patch, as the page opens
-    vector = trace.patches[0, index].numpy()  # (C*P*P,) in (c p1 p2) order
-    token = trace.patch_tokens[0, index].numpy()  # (D,)
-    page.figures(("vectors-grid", plots.patch_grid(tour.model_input, config.token_size, highlight=index, height=360)))
-    if not config.is_hybrid:
-        names = ["R", "G", "B"] if chans == 3 else ["L"] if chans == 1 else [f"c{c}" for c in range(1, chans + 1)]
-        planes = plots.patch_planes(
-            vector,
-            p,
-            chans,
-            plots.plane_titles(names, p),
-            title=page.tr("vectors.planes", index=index + 1, p=p),
-            index_word=page.tr("hover.index"),
-        )
-        page.figures(("vectors-planes", planes))
-    bars = plots.vector_bars(
-        vector,
-        index_word=page.tr("hover.index"),
-        segment=None if config.is_hybrid else p * p,
-        names=[] if config.is_hybrid else (["R", "G", "B"] if chans == 3 else ["L"]),
-        title=page.tr("vectors.flat", length=length, pp=p * p, p=p),
-        x_title=page.tr("vectors.index_axis"),
-    )
-    page.figures(("vectors-flat", bars))
-    page.figures(
-        (
-            "vectors-token",
-            plots.vector_bars(
-                token,
-                index_word=page.tr("hover.channel"),
-                title=page.tr("vectors.token", dim=dim),
-                x_title=page.tr("vectors.token_axis"),
-            ),
-        )
-    )
-    page.text(page.tr("vectors.formula_note", dim=dim, length=length, p=p))
-    if not config.is_hybrid:
-        components, ratios = analysis.patch_embed_components(model.patch_embed.proj.weight.detach().cpu(), k=None)
-        reading = claims.filter_components(ratios.numpy(), p)
-        page.heading(claims.text(reading["title"], page.lang))
-        page.text(page.tr("vectors.filters_intro", dim=dim))
-        page.text(claims.text([reading["spread"], reading["size"]], page.lang))
-        shown = claims.components_to_show(ratios.numpy())
-        page.figures(("vectors-components", plots.component_tiles(components[:shown].numpy(), ratios[:shown].numpy())))
-
-
-def _tokens(page: _Page, tour: _Tour, total: int) -> None:
-    trace, model = tour.trace, tour.model
-    grid_h, grid_w = trace.grid_size
-    shape = f"{_shape(trace.patch_tokens.shape)} → {_shape(trace.tokens.shape)}"
-    page.step(4, total, "page.tokens", page.tr("tokens.intro"), shape)
-    page.heading(page.tr("tokens.similarity"))
-    page.text(page.tr("tokens.similarity_intro"))
-    pos_embed = model.pos_embed.detach()[0].cpu()  # (T, D)
-    similarity = analysis.pos_embed_similarity(pos_embed, trace.grid_size, trace.num_prefix_tokens).numpy()
-    row, col = grid_h // 2, grid_w // 2
-    large = page.tr("tokens.large_title", index=row * grid_w + col + 1, row=row + 1, col=col + 1)
-    page.figures(
-        (
-            "tokens-mosaic",
-            plots.similarity_grid(
-                similarity,
-                title=page.tr("tokens.mosaic_title", h=grid_h, w=grid_w),
-                selected=row * grid_w + col,
-                height=420,
-            ),
-        ),
-        (
-            "tokens-large",
-            plots.similarity_maps(
-                similarity[row, col][None], [large], marked=(row, col), height=420, hover=_grid_hover(page)
-            ),
-        ),
-    )
 
 
 def _card(page: _Page, tour: _Tour, total: int) -> None:
@@ -572,9 +373,6 @@ section.step { border-top: 2px solid #e4e4e4; padding-top: 12px; margin-top: 28p
 .shape code, code { background: #f2f2f2; padding: 1px 4px; border-radius: 3px; font-size: 0.9em; }
 .row { display: flex; gap: 16px; align-items: flex-start; margin: 8px 0; }
 .figure { flex: none; }
-figure.photo { margin: 0; }
-figure.photo img { max-width: 100%; max-height: 360px; display: block; margin: 0 auto; }
-figure.photo figcaption { text-align: center; font-size: 0.9rem; color: #444; }
 table { border-collapse: collapse; margin: 8px 0; font-size: 0.9rem; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: #f6f6f6; }
@@ -637,7 +435,6 @@ def build(
         model=model,
         spec=spec,
         image=np.asarray(picture),
-        original_size=original_size(picture),
         name=image_name,
         trace=trace,
         truth=truth,
@@ -655,6 +452,8 @@ def build(
         compute=Compute({cnn_name: cnn} if cnn is not None else None),
         dataset=truth.dataset if truth else "",
         spec=spec,
+        trained=spec.trained,
+        paper=True,
     )
     page = _Page(lang)
     total = 9
@@ -663,11 +462,11 @@ def build(
     page.text(page.tr("handout.about", model=model_title, image=image_name or "-"))
     if not spec.trained:
         page.raw(f'<div class="verdict wrong">{markdown(page.tr("sidebar.untrained"))}</div>')
-    _overview(page, tour, total)
-    _input(page, tour, total)
+    page.described(0, total, overview.describe(subject, {}))
+    page.described(1, total, model_input.describe(subject, {}))
     page.described(2, total, patches.describe(subject, {}))
-    _vectors(page, tour, total)
-    _tokens(page, tour, total)
+    page.described(3, total, vectors.describe(subject, {}))
+    page.described(4, total, tokens.describe(subject, {}))
     if trace.depth:
         page.described(5, total, attention.describe(subject, {}))
         page.described(6, total, encoder_block.describe(subject, {}))

@@ -45,6 +45,7 @@ LOOK = dict(font=FONT, modebar=MODEBAR)  # every figure's layout carries both
 MODEBAR_STRIP = 28  # pixels at a figure's top that the modebar covers while the pointer is on the figure
 PANEL_TITLES_TOP = 54  # top margin over a row of panel titles: they sit below the modebar's strip
 TITLE_TOP = 60  # top margin of a figure with a title: the title's line sits below the modebar's strip
+PANEL_LINE_PX = 22  # each further line of a panel's title
 
 
 # Figures are built from plain dictionaries in one constructor call, without plotly's checks
@@ -237,6 +238,17 @@ def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
     return fig
 
 
+def built_copy(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` as it was built, before any ``theme`` (which themes a figure in place: a
+    shared figure may have been themed for a mode already), for a caller that changes it and
+    themes the copy itself."""
+    copy = go.Figure(fig)
+    specs = [copy._layout, *copy._data]
+    for (target, path), value in getattr(fig, "_vitviz_theme", (None, []))[1]:
+        _put(specs[target], path, value)
+    return copy
+
+
 def to_uint8(image: np.ndarray) -> np.ndarray:
     """Float [0, 1] or uint8 (H, W, C) -> uint8 (H, W, 3)."""
     array = np.asarray(image)
@@ -279,6 +291,13 @@ def png_data_uri(picture: np.ndarray) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def jpeg_data_uri(picture: np.ndarray, quality: int = 90) -> str:
+    """uint8 (H, W, 3) -> "data:image/jpeg;base64,..." (a photo in about a tenth of a PNG's bytes)."""
+    buffer = io.BytesIO()
+    Image.fromarray(picture).save(buffer, format="JPEG", quality=quality)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
 def _image_figure(z: np.ndarray, height: int | None, title: str | None, **trace: object) -> go.Figure:
     """One go.Image trace and the picture layout, built in a single constructor call (plotly's
     update_* methods each cost milliseconds, which add up in an app rerun)."""
@@ -298,9 +317,10 @@ def shown_size(height: int, width: int, longest: int = SHOWN_SIDE) -> tuple[int,
     return max(1, round(height * scale)), max(1, round(width * scale))
 
 
-def _image_trace(z: np.ndarray, **trace: object) -> dict:
-    """A picture's trace dictionary. A picture above ``PNG_ABOVE_PIXELS`` goes as a PNG; its hover
-    reads the pixel's colour from the picture. One above ``SHOWN_SIDE`` goes scaled down to it."""
+def _image_trace(z: np.ndarray, jpeg: bool = False, **trace: object) -> dict:
+    """A picture's trace dictionary. A picture above ``PNG_ABOVE_PIXELS`` goes as a PNG (a JPEG
+    with ``jpeg``); its hover reads the pixel's colour from the picture. One above ``SHOWN_SIDE``
+    goes scaled down to it."""
     height, width = z.shape[:2]
     sent_h, sent_w = shown_size(height, width)
     if (sent_h, sent_w) != (height, width):
@@ -311,7 +331,7 @@ def _image_trace(z: np.ndarray, **trace: object) -> dict:
         if isinstance(trace.get("hovertemplate"), str):
             trace["hovertemplate"] = trace["hovertemplate"].replace("%{x}", "%{x:.0f}").replace("%{y}", "%{y:.0f}")
     if z.shape[0] * z.shape[1] > PNG_ABOVE_PIXELS:
-        pixels = dict(source=png_data_uri(z))
+        pixels = dict(source=jpeg_data_uri(z) if jpeg else png_data_uri(z))
         if isinstance(trace.get("hovertemplate"), str):  # a PNG's pixel is [r, g, b, alpha]: show r, g, b
             rgb = "[%{color[0]}, %{color[1]}, %{color[2]}]"
             trace["hovertemplate"] = trace["hovertemplate"].replace("%{z}", rgb)
@@ -323,9 +343,11 @@ def _image_trace(z: np.ndarray, **trace: object) -> dict:
 PIXEL_HOVER = "x=%{x}, y=%{y}<br>RGB %{z}<extra></extra>"
 
 
-def image(array: np.ndarray, title: str | None = None, height: int | None = 380) -> go.Figure:
-    """A picture, pixel for pixel, with hover showing (x, y) and the RGB values."""
-    return _image_figure(to_uint8(array), height, title, hovertemplate=PIXEL_HOVER)
+def image(array: np.ndarray, title: str | None = None, height: int | None = 380, photo: bool = False) -> go.Figure:
+    """A picture, pixel for pixel, with hover showing (x, y) and the RGB values. ``photo``: a
+    large picture goes as a JPEG, not a lossless PNG (for a file to keep, where bytes count more
+    than exact hover colours)."""
+    return _image_figure(to_uint8(array), height, title, hovertemplate=PIXEL_HOVER, jpeg=photo)
 
 
 def patch_grid(
@@ -716,7 +738,8 @@ def patch_planes(
     height: int = 330,
     index_word: str = "index",
 ) -> go.Figure:
-    """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P.
+    """One flattened patch (C*P*P,) in (c p1 p2) order, drawn as its C planes of P x P (``names``:
+    their titles, "<br>" between lines).
 
     Each plane is coloured black to its channel's colour on one scale shared by all planes.
     Channels, rows p1, columns p2 and positions in the vector count from 1 (README, "One
@@ -758,7 +781,9 @@ def patch_planes(
         layout[f"xaxis{suffix}"] |= dict(title=dict(text="p2"), **ticks)
         layout[f"yaxis{suffix}"] |= dict(autorange="reversed", **ticks, showticklabels=c == 0, scaleanchor=x_name)
     layout["yaxis"]["title"] = dict(text="p1")
-    layout |= dict(height=height, margin=dict(l=4, r=4, t=TITLE_TOP + 24 if title else PANEL_TITLES_TOP, b=4), **LOOK)
+    more = PANEL_LINE_PX * max(name.count("<br>") for name in names)  # titles of several lines: room above
+    top = (TITLE_TOP + 24 if title else PANEL_TITLES_TOP) + more
+    layout |= dict(height=height + more, margin=dict(l=4, r=4, t=top, b=4), **LOOK)
     if title:
         layout["title"] = _title(title)
     return _figure(data, layout)

@@ -48,3 +48,20 @@ def test_next_and_previous_move_slide_by_slide_before_they_move_step_by_step():
     assert any("Step 7 of 9 · slide 4 of 4" in m.value for m in at.markdown)
     at.button(key="nav_prev").click().run()
     assert any("Step 7 of 9 · slide 3 of 4" in m.value for m in at.markdown)
+
+
+def _spot(at) -> str:
+    return next(m.value for m in at.markdown if "slide" in m.value)
+
+
+def test_next_walks_every_slide_of_a_step_before_the_next_step():
+    at = open_page("app_pages/1_input.py", query={"present": "1"})
+    assert errors(at) == [] and "slide 1 of 3" in _spot(at)
+    for shown in ("slide 2 of 3", "slide 3 of 3"):  # the last slide too, before step 2
+        at.button(key="nav_next").click().run()
+        assert errors(at) == [] and "Step 1 of 9" in _spot(at) and shown in _spot(at)
+    at.button(key="nav_next").click().run()
+    assert errors(at) == [] and "Step 2 of 9 · slide 1 of 2" in _spot(at)
+    for shown in ("Step 1 of 9 · slide 3 of 3", "slide 2 of 3", "Step 1 of 9 · slide 1 of 3"):  # and back
+        at.button(key="nav_prev").click().run()
+        assert errors(at) == [] and shown in _spot(at)

@@ -25,6 +25,11 @@ STEP_MODULES = (
     "compare",
     "attention",
     "block",
+    "common",
+    "overview",
+    "model_input",
+    "vectors",
+    "tokens",
 )  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {

@@ -156,7 +156,8 @@ def test_a_file_that_loads_nothing_holds_plotly_once_and_the_image() -> None:
     assert text.count(plotly_js_banner()) == 1
     assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=[\"']?(https?:)?//", text)
     assert "<link" not in text and "@import" not in text and "url(http" not in text
-    assert 'src="data:image/jpeg;base64,' in text  # the photo itself, 451 x 300 px
+    (photo,), _ = plotted(text)["fig-input-original"]  # the photo itself, 451 x 300 px, as step 1 draws it
+    assert photo["type"] == "image" and photo["source"].startswith("data:image/jpeg;base64,")
     assert len(plotted(text)) == text.count('class="plotly-graph-div"') >= 20
 
 
@@ -166,14 +167,13 @@ def plotly_js_banner() -> str:
     return plotly.offline.get_plotlyjs()[:200]
 
 
-def test_the_cifar_handout_is_under_6_5_mb() -> None:
+def test_the_cifar_handout_is_under_7_mb() -> None:
     model, spec = zoo.load("cifar10-vit", device="cpu")
     cnn = zoo.load(handout.matching_cnn(model.config.class_names), device="cpu")
     text = handout.build(model, spec, CAT.read_bytes(), "en", image_name="cat-chelsea.jpg", cnn=cnn)
     assert "fig-compare-map-gradcam" in plotted(text)  # the ViT-vs-CNN step is in it
-    # 6.06 MB with every figure of steps 7 and 8 (the receptive fields, the experiment, the
-    # occluded strip and rollout beside the curves): plotly.js alone is about 4.6 MB
-    assert len(text.encode()) <= 6.5e6
+    # 4.6 MB of plotly.js; the rest, every figure the pages draw (the photo as a JPEG)
+    assert len(text.encode()) <= 7e6
 
 
 @pytest.mark.slow  # a ViT-B/16: about 20 CPU-seconds
@@ -280,13 +280,10 @@ def test_a_test_image_by_class_and_index(capsys, tmp_path, test_folder) -> None:
     assert "test=dog/1" in text
     # the overview, step 7, and step 8 for each of its two models (as the pages say it)
     assert text.count("True class (CIFAR-10 test set): <strong>dog</strong>") == 4
-    # the image the sidebar's picker would open: the class's second file, as a data: URI
+    # the image the sidebar's picker would open: the class's second file, step 1's photo pixel for pixel
     pixels = np.asarray(Image.open(test_folder / "test" / "dog" / "1.png"))
-    shown = re.search(r'<img src="data:image/png;base64,([^"]+)"', text).group(1)
-    import base64
-    import io
-
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(base64.b64decode(shown)))), pixels)
+    (photo,), _ = plotted(text)["fig-input-original"]
+    assert np.array_equal(figure_array(photo["z"]), pixels)
 
 
 def test_a_sample_by_its_name_or_stem() -> None:

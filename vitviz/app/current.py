@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import streamlit as st
+from PIL import Image
 
 from vitviz import compare, lab, plots, values, zoo
 from vitviz import data as vdata
@@ -16,9 +17,12 @@ from vitviz.app import models, session, state
 from vitviz.app.caches import (
     SAMPLES,
     cached_comparison,
+    cached_component_tiles,
     cached_experiment,
+    cached_filter_components,
     cached_image,
     cached_occlusion,
+    cached_routes,
     cached_test_set,
     cached_trace,
     decoded_image,
@@ -154,6 +158,7 @@ def subject() -> Subject:
         CachedCompute(),
         dataset=dataset,
         spec=cur.spec,
+        trained=cur.spec.trained,
     )
 
 
@@ -185,6 +190,18 @@ class CachedCompute(Compute):
         return cached_experiment(
             subject.name, cnn_name, subject.image_bytes, kind, shift=shift, seed=seed, hidden=hidden
         )
+
+    def picture(self, subject: Subject) -> Image.Image:
+        return decoded_image(subject.image_bytes)
+
+    def routes(self, subject: Subject) -> dict[str, float]:
+        return cached_routes(subject.name, subject.image_bytes)
+
+    def filter_components(self, subject: Subject) -> tuple[np.ndarray, np.ndarray]:
+        return cached_filter_components(subject.name)
+
+    def component_tiles(self, subject: Subject, k: int) -> plots.Figure:
+        return cached_component_tiles(subject.name, k)
 
 
 def chosen_test_image() -> tuple[str, int] | None:

@@ -110,6 +110,7 @@ def draw(block: Block, where=st) -> None:
 
 def _text(block: Text, where) -> None:
     show = {"body": where.markdown, "caption": where.caption, "info": where.info, "success": where.success}
+    show["error"] = where.error
     show.get(block.role, where.warning)(block.text)
 
 
@@ -117,7 +118,7 @@ def _figure(block: Figure, where, height: int | None = None) -> None:
     """A figure and, under it, its takeaway."""
     fig = block.figure
     if height is not None:  # a slide's height, before presenter mode scales it (plots.theme)
-        fig = plots.Figure(fig)
+        fig = plots.built_copy(fig)  # a shared figure may be themed already: not twice
         fig.update_layout(height=round(height / plots.PRESENTER_SCALE))
     kwargs = {}
     if block.select is not None:

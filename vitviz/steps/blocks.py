@@ -17,7 +17,7 @@ Choices = Mapping[str, Any]  # the session's choices by key (vitviz.app.state.CH
 @dataclass(frozen=True)
 class Text:
     """A paragraph of Markdown. ``role``: "body" (a paragraph), "caption" (small print under what it
-    describes), or a coloured box: "info", "success", "warning"."""
+    describes), or a coloured box: "info", "success", "warning", "error"."""
 
     text: str
     role: str = "body"

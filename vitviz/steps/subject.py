@@ -9,11 +9,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitviz import analysis, claims, compare, zoo
+from vitviz import analysis, claims, compare, plots, zoo
 from vitviz.config import ViTConfig
-from vitviz.data import to_tensor
+from vitviz.data import load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.model import VisionTransformer, on_weights
+from vitviz.patches import compare_routes
 from vitviz.prediction import Verdict
 from vitviz.trace import Trace
 
@@ -76,6 +77,26 @@ def _cnn_pixels(subject: Subject, cnn) -> torch.Tensor:
     """The subject's image as the CNN reads it, (1, C, H, W) on its weights."""
     return on_weights(to_tensor(Image.fromarray(subject.image), cnn.config.preprocess, cnn.config.in_chans), cnn)
 
+    def picture(self, subject: Subject) -> Image.Image:
+        """The image as decoded (``data.load_image``): upright, its size in the file kept (``data.original_size``)."""
+        return load_image(subject.image_bytes)
+
+    def routes(self, subject: Subject) -> dict[str, float]:
+        """``patches.compare_routes`` on the subject's pixels (a hybrid's feature map) and the model's patch embedding."""
+        proj, trace = subject.model.patch_embed.proj, subject.trace
+        return compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
+
+    def filter_components(self, subject: Subject) -> tuple[np.ndarray, np.ndarray]:
+        """Every principal component of the patch filters, and its share of the variance."""
+        weight = subject.model.patch_embed.proj.weight.detach().cpu()
+        components, ratios = analysis.patch_embed_components(weight, k=None)
+        return components.numpy(), ratios.numpy()
+
+    def component_tiles(self, subject: Subject, k: int) -> plots.Figure:
+        """``plots.component_tiles`` of the first ``k`` of ``filter_components``."""
+        components, ratios = self.filter_components(subject)
+        return plots.component_tiles(components[:k], ratios[:k])
+
 
 @dataclass(frozen=True)
 class Subject:
@@ -92,6 +113,8 @@ class Subject:
     compute: Compute = field(default_factory=Compute)
     dataset: str = ""  # the test set the verdict's class comes from, in the reader's words
     spec: zoo.ModelSpec | None = None  # the model's registry entry: its title, description, card, weights file
+    trained: bool = True  # False: random weights (pages say what that hides)
+    paper: bool = False  # described for the handout: no sentence may ask to click, hover or press
 
     @property
     def config(self) -> ViTConfig:
