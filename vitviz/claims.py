@@ -726,7 +726,12 @@ def block_shape(shape: Sequence[int], hidden: int, depth: int) -> Claim:
 def layer_norm_takeaway(before: np.ndarray, after: np.ndarray) -> Claim:
     """``layer_norm_lengths`` in one line: the spreads before and after norm1, and what that means."""
     found = layer_norm_lengths(before, after)
-    return Claim(found.key.replace("claims.layernorm.", "claims.layernorm_line."), found.values)
+    line = {
+        "claims.layernorm.equal": "claims.layernorm_line.equal",
+        "claims.layernorm.narrower": "claims.layernorm_line.narrower",
+        "claims.layernorm.not_narrower": "claims.layernorm_line.not_narrower",
+    }
+    return Claim(line[found.key], found.values)
 
 
 def branch_sizes(attn_ratio: np.ndarray, mlp_ratio: np.ndarray, layer: int) -> Claim:

@@ -292,7 +292,7 @@ class _Page:
             if chosen:
                 self.raw(f'<p class="chosen">{chosen}</p>')
         elif isinstance(block, blocks.Formula):
-            self.raw(f'<p class="formula">{html.escape(block.text)}</p>')
+            self.raw(f'<p class="formula"><code>{html.escape(block.text)}</code></p>')
         elif not isinstance(block, blocks.Download | blocks.DownloadCsv | blocks.Link | blocks.Button):
             raise TypeError(f"No handout for {type(block).__name__}")
 

@@ -199,7 +199,7 @@ def test_paper_variants_of_text_and_the_new_blocks_on_paper():
     page.described(1, 9, step)
     markup = page.html()
     assert "The centre patch." in markup and "One patch, chosen." in markup and "Click" not in markup
-    assert '<p class="formula">a / b</p>' in markup and "frac" not in markup
+    assert '<p class="formula"><code>a / b</code></p>' in markup and "frac" not in markup
     assert step.slides()[0].notes == ("Click to choose.", "Click a patch.", "Click here.", "$$\n\\frac{a}{b}\n$$")
 
 

@@ -45,14 +45,21 @@ def clipped(value: object, default: int, low: int, high: int) -> int:
     return min(max(value, low), high)
 
 
+TOKEN_KEYS = {  # a page's sentences for a token: [CLS], and a patch's
+    "attention": ("attention.token_cls", "attention.token_patch"),
+    "block": ("block.token_cls", "block.token_patch"),
+}
+
+
 def token_label(subject: Subject, token: int, key: str = "attention") -> str:
     """ "token 37 = patch 37 (row 5, col 5)", or "token 0 = [CLS]" (``key``: the page's sentences)."""
     trace = subject.trace
     patch = analysis.token_to_patch(token, trace.grid_size, trace.num_prefix_tokens)
+    cls_key, patch_key = TOKEN_KEYS[key]
     if patch is None:
-        return subject.tr(f"{key}.token_cls", token=token)
+        return subject.tr(cls_key, token=token)
     patch_number = token - trace.num_prefix_tokens + 1
-    return subject.tr(f"{key}.token_patch", token=token, patch=patch_number, row=patch[0] + 1, col=patch[1] + 1)
+    return subject.tr(patch_key, token=token, patch=patch_number, row=patch[0] + 1, col=patch[1] + 1)
 
 
 def describe(subject: Subject, choices: Choices) -> Step:

@@ -72,11 +72,6 @@ class Compute:
         cnn_pixels = _cnn_pixels(subject, cnn)
         return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
 
-
-def _cnn_pixels(subject: Subject, cnn) -> torch.Tensor:
-    """The subject's image as the CNN reads it, (1, C, H, W) on its weights."""
-    return on_weights(to_tensor(Image.fromarray(subject.image), cnn.config.preprocess, cnn.config.in_chans), cnn)
-
     def picture(self, subject: Subject) -> Image.Image:
         """The image as decoded (``data.load_image``): upright, its size in the file kept (``data.original_size``)."""
         return load_image(subject.image_bytes)
@@ -96,6 +91,11 @@ def _cnn_pixels(subject: Subject, cnn) -> torch.Tensor:
         """``plots.component_tiles`` of the first ``k`` of ``filter_components``."""
         components, ratios = self.filter_components(subject)
         return plots.component_tiles(components[:k], ratios[:k])
+
+
+def _cnn_pixels(subject: Subject, cnn) -> torch.Tensor:
+    """The subject's image as the CNN reads it, (1, C, H, W) on its weights."""
+    return on_weights(to_tensor(Image.fromarray(subject.image), cnn.config.preprocess, cnn.config.in_chans), cnn)
 
 
 @dataclass(frozen=True)
