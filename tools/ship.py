@@ -1,10 +1,10 @@
 """Ship a trained run as the offline default: vitviz/assets/models/<name>.safetensors + <name>.json.
 
-    python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
-    python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-cnn --name cifar10-cnn --data ...
-    python -m vitviz.ship --predictions-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
-    python -m vitviz.ship --analyses-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
-    python -m vitviz.ship vitviz/assets/models/cifar10-cnn.safetensors --name cifar10-cnn --test-flip --data ...
+    python -m tools.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m tools.ship ~/.cache/vitviz/runs/cifar10-cnn --name cifar10-cnn --data ...
+    python -m tools.ship --predictions-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m tools.ship --analyses-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m tools.ship vitviz/assets/models/cifar10-cnn.safetensors --name cifar10-cnn --test-flip --data ...
 
 The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint;
 or a .safetensors file with its json card beside it) are evaluated on the whole test split with
@@ -306,7 +306,7 @@ def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = commandline.parser("vitviz.ship", __doc__)
+    parser = commandline.parser("tools.ship", __doc__)
     parser.add_argument(
         "run",
         type=Path,

@@ -26,7 +26,7 @@ LAYERS = {
     # 3: weights and datasets on disk
     "zoo": 3, "evaluate": 3, "lab": 3,
     # 4: the command lines
-    "train": 4, "ship": 4, "explain": 4, "handout": 4, "lease": 4, "cli": 4,
+    "train": 4, "explain": 4, "handout": 4, "cli": 4,
     "faithfulness": 3, "ablation": 3, "projection": 3,  # issue 43's analyses: computed, stored beside the weights, commands
     "commandline": 3,  # what those three command lines share
     # figures: numpy and Plotly only
@@ -111,9 +111,19 @@ def test_pages_use_the_library_and_the_glue_and_never_session_state():
         assert touched == [], f"{path.name} touches st.session_state on lines {touched}"
 
 
-def test_the_library_never_imports_the_benchmarks_or_the_pages():
+def test_the_library_never_imports_the_benchmarks_the_tools_or_the_pages():
     for name, path in _modules().items():
-        assert not {"benchmarks", "app_pages", "tests"} & _imports(path)[1], name
+        assert not {"benchmarks", "tools", "app_pages", "tests"} & _imports(path)[1], name
+
+
+def test_the_team_s_tools_live_outside_the_installed_package():
+    """tools/ (ship, lease, mutants) runs from a clone (tests/unit/test_wheel.py: the wheel has
+    none of it), and imports only vitviz modules that exist."""
+    assert {"ship", "lease"} <= {path.stem for path in (ROOT / "tools").glob("*.py")}
+    assert not (ROOT / "vitviz" / "ship.py").exists() and not (ROOT / "vitviz" / "lease.py").exists()
+    for path in sorted((ROOT / "tools").glob("*.py")):
+        ours, _ = _imports(path)
+        assert all(name in LAYERS for name in ours), (path.name, ours - set(LAYERS))
 
 
 def test_the_benchmarks_use_the_library_s_public_layers():
