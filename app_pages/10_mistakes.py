@@ -387,4 +387,4 @@ furniture.download_npz(
     probs=probs.numpy(),
     **inspected,
 )
-navigation.nav("app_pages/9_mistakes.py")
+navigation.nav("app_pages/10_mistakes.py")

@@ -12,7 +12,7 @@ from vitviz import ablation, claims, faithfulness, plots, tables
 from vitviz.app import analyses, caches, current, furniture, navigation, state
 from vitviz.app.text import dataset_text, label, lang, model_title, tr
 
-PAGE = "app_pages/10_trust.py"
+PAGE = "app_pages/11_trust.py"
 
 cur = current.current()
 model, config = cur.model, cur.model.config

@@ -10,7 +10,7 @@ from vitviz.app import analyses, caches, current, furniture, navigation, session
 from vitviz.app.text import label, lang, tr
 from vitviz.i18n import plain
 
-PAGE = "app_pages/11_map.py"
+PAGE = "app_pages/12_map.py"
 CHART = "map_points"
 
 chosen = current.current_model()

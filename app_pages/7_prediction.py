@@ -16,7 +16,7 @@ from vitviz.app.tour import LAB
 from vitviz.data import denormalize
 from vitviz.prediction import top_k
 
-TRUST_PAGE, _, TRUST_ICON = next(page for page in LAB if page[0] == "app_pages/10_trust.py")
+TRUST_PAGE, _, TRUST_ICON = next(page for page in LAB if page[0] == "app_pages/11_trust.py")
 
 cur = current.current()
 trace, model = cur.trace, cur.model

@@ -138,7 +138,7 @@ BROWSER_KEYS = (
     "upload_to_view_s",
     "big_image_step1_s",
 )  # in Chromium (null without it)
-LAB = "app_pages/9_mistakes.py"
+LAB = "app_pages/10_mistakes.py"
 REQUIRED_KEYS = (
     "explain_over_forward",
     "ours_over_timm",

@@ -155,7 +155,7 @@ def test_the_patch_pages_show_16_patches_of_49_numbers(fashion):
 
 
 def test_the_lab_lists_fashion_mistakes_and_opens_one_in_the_tour(fashion):
-    at = open_page("app_pages/9_mistakes.py", custom_model=str(fashion[1]))
+    at = open_page("app_pages/10_mistakes.py", custom_model=str(fashion[1]))
     assert errors(at) == []
     assert any("Fashion-MNIST" in c.value and "40" in c.value for c in at.caption)
     thumbs = [b for b in at.button if str(b.key).startswith("mistakes_thumb_")]
@@ -205,7 +205,7 @@ def test_no_fashion_mnist_on_the_server_gets_a_sentence_and_a_download_button(fa
     at = open_page(None, custom_model=str(fashion[1]), source="test", test="Bag/0")
     assert errors(at) == []
     assert any("No test images of this model's dataset" in info.value for info in at.sidebar.info)
-    at = open_page("app_pages/9_mistakes.py", custom_model=str(fashion[1]))
+    at = open_page("app_pages/10_mistakes.py", custom_model=str(fashion[1]))
     assert errors(at) == []
     (said,) = [info.value for info in at.info]
     assert "Fashion-MNIST" in said and "dataset-fashion-mnist" in said and str(tmp_path) not in said

@@ -327,7 +327,7 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
 
 # every name the app offers anywhere (its own files load by these names alone: tests/unit/test_access.py)
 OFFERED = list(zoo.REGISTRY)
-COMPARE, LAB = "app_pages/8_compare.py", "app_pages/9_mistakes.py"
+COMPARE, LAB = "app_pages/8_compare.py", "app_pages/10_mistakes.py"
 
 
 def _is_cnn(name: str) -> bool:

@@ -12,7 +12,7 @@ from tests.apptest import errors, figure_array, open_page, open_page_in_one_run
 from vitviz import data as vdata
 from vitviz.app import caches
 
-MISTAKES, MAP = "app_pages/9_mistakes.py", "app_pages/11_map.py"
+MISTAKES, MAP = "app_pages/10_mistakes.py", "app_pages/12_map.py"
 
 
 @pytest.fixture(autouse=True)

@@ -70,11 +70,11 @@ def _test_classes() -> Collection[str]:
 
 
 TOUR_VIEW = "app_pages/[5-6]_*.py"  # the pages that share the view of one layer, head and query
-LAB = "app_pages/9_mistakes.py"
+LAB = "app_pages/10_mistakes.py"
 COMPARE = "app_pages/8_compare.py"
 CARD = "app_pages/9_card.py"
-TRUST = "app_pages/10_trust.py"
-MAP = "app_pages/11_map.py"
+TRUST = "app_pages/11_trust.py"
+MAP = "app_pages/12_map.py"
 
 CHOICES = (
     Choice("lang", str, url=True, options=lambda: LANGUAGES),
