@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
-    "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
+    "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead", "testset",
 )  # fmt: skip
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
@@ -151,3 +151,15 @@ def test_every_persisted_widget_is_a_choice_drawn_where_its_scope_says():
     for where, key in drawn:
         choice = state.BY_KEY[key]  # a KeyError: a persisted widget missing from the table
         assert choice.scope == state.APP or fnmatch(where, choice.scope), (where, key, choice.scope)
+
+
+APP_MODULE_LINES = 300  # docs/architecture.md: an app module a newcomer reads at one sitting
+
+
+def test_every_app_module_is_at_most_300_lines():
+    long = {
+        path.name: lines
+        for path in sorted((ROOT / "vitviz" / "app").glob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > APP_MODULE_LINES
+    }
+    assert long == {}

@@ -13,16 +13,9 @@ import streamlit as st
 from vitviz import data as vdata
 from vitviz import lab, plots, values, zoo
 from vitviz.app import session, state
-from vitviz.app.caches import (
-    SAMPLES,
-    cached_image,
-    cached_test_set,
-    cached_trace,
-    decoded_image,
-    sample_names,
-    test_split,
-)
+from vitviz.app.caches import SAMPLES, cached_image, cached_trace, decoded_image, sample_names
 from vitviz.app.models import cached_model, limit_visitor_model, tour_problem
+from vitviz.app.testset import cached_test_set, test_split
 from vitviz.app.text import dataset_text, label, lang, tr
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError
