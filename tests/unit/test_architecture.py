@@ -66,6 +66,93 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
     return ours, theirs
 
 
+def _ours(dotted: str) -> str | None:
+    """A vitviz module's name as _modules() keys it ("vitviz.app.state" -> "app.state"), else None."""
+    return dotted.removeprefix("vitviz.") if dotted.startswith("vitviz.") else None
+
+
+def _imported_modules(name: str, path: Path, modules: set[str]) -> set[str]:
+    """The vitviz modules ``name`` imports, anywhere in it (inside functions too): ``from
+    vitviz.app import state`` is ``app.state``, ``from vitviz.app.state import get`` is too."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import x, from ..app import y
+                parts = ["vitviz", *package.split(".")] if package else ["vitviz"]
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            named = {_ours(f"{base}.{alias.name}") for alias in node.names} & modules
+            # from a package, its modules (not the package as well); from a module, the module
+            targets = named or {_ours(base)}
+        elif isinstance(node, ast.Import):
+            targets = {_ours(alias.name) for alias in node.names}
+        else:
+            continue
+        found |= targets & modules
+    return found - {name}
+
+
+def import_cycles(paths: dict[str, Path]) -> list[list[str]]:
+    """Every set of vitviz modules that import each other, directly or round a loop (the strongly
+    connected components of the import graph with more than one module, or one importing itself)."""
+    graph = {name: sorted(_imported_modules(name, path, set(paths))) for name, path in paths.items()}
+    order, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph[node]:
+            if other not in order:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], order[other])
+        if low[node] == order[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in graph:
+        if node not in order:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycle_among_vitviz_modules():
+    """Not even through an import inside a function: a module that needs one that needs it back
+    holds something that belongs elsewhere."""
+    assert import_cycles(_modules()) == []
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_function_s_import(tmp_path):
+    (tmp_path / "app").mkdir()
+    files = {
+        "app": "",
+        "app.a": "from vitviz.app import b\n",
+        "app.b": "def f():\n    from vitviz.app.c import g\n",
+        "app.c": "import vitviz.app.a\n",
+        "app.d": "from vitviz.app import a\n",
+        "x": "from vitviz import y, app\n",
+        "trace": "import vitviz.y\n",
+        "y": "import trace, x\ndef f():\n    from vitviz import x\n",  # the standard library's trace is not ours
+    }
+    paths = {}
+    for name, text in files.items():
+        path = tmp_path / (name.replace(".", "/") + ("/__init__.py" if name == "app" else ".py"))
+        path.write_text(text)
+        paths[name] = path
+    assert sorted(import_cycles(paths)) == [["app.a", "app.b", "app.c"], ["x", "y"]]
+    paths["app.c"].write_text("import vitviz.app\n")  # the package, not a: no loop
+    paths["y"].write_text("from vitviz.x import z\n")  # a name from x: still x
+    assert import_cycles(paths) == [["x", "y"]]
+
+
 def test_every_module_has_a_layer():
     assert sorted(set(_modules()) - set(LAYERS)) == []
 

@@ -31,7 +31,8 @@ import streamlit as st
 
 from vitviz import compare, lab, values
 from vitviz.app.caches import sample_names
-from vitviz.app.models import tour_models
+from vitviz.app.models import tour_model, tour_models
+from vitviz.app.testset import test_images
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES
 
 T = TypeVar("T")
@@ -63,9 +64,8 @@ class Choice:
 
 
 def _test_classes() -> Collection[str]:
-    from vitviz.app.current import test_images  # the sidebar model's dataset: current imports this module
-
-    images = test_images()
+    """The classes of the sidebar model's test split (none where it has none here)."""
+    images = test_images(tour_model(get("model"), get("custom_model")))
     return images.classes() if images is not None else ()
 
 
