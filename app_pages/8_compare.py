@@ -1,4 +1,4 @@
-"""Step 8: the ViT beside a CNN on the same image (issue 18): both answers, where each looked, how
+"""Step 8: the ViT beside a CNN on the same image: both answers, where each looked, how
 far each looks layer by layer, and experiments that show what each needs.
 
 The ViT is the sidebar's model; the CNN is chosen here (a registry CNN, or a CNN file). The maps

@@ -1,4 +1,4 @@
-"""vitviz.app.load_ui: the app's imports, one session at a time, and the collector told to skip them; app.py's OpenMP setting."""
+"""vitviz.app.load_app: the app's imports, one session at a time, and the collector told to skip them; app.py's OpenMP setting."""
 
 import gc
 import os

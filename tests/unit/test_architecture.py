@@ -5,8 +5,11 @@ loads neither."""
 from __future__ import annotations
 
 import ast
+import io
+import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -250,3 +253,45 @@ def test_every_app_module_is_at_most_300_lines():
         if (lines := len(path.read_text().splitlines())) > APP_MODULE_LINES
     }
     assert long == {}
+
+
+ISSUE = re.compile(r"\bissues? ?[#-]? ?[0-9]+", re.IGNORECASE)  # "issue 43", "Issue #43", "issues 18"
+
+
+def comments_and_docstrings(text: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment and docstring in Python source."""
+    found = [
+        (t.start[0], t.string)
+        for t in tokenize.generate_tokens(io.StringIO(text).readline)
+        if t.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(text)):
+        documented = isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        if documented and (doc := ast.get_docstring(node, clean=False)) is not None:
+            found.append((node.body[0].lineno, doc))
+    return found
+
+
+def test_comments_state_facts_not_the_history_of_issues():
+    """Comments and docstrings say what the code does and why; which issue asked for it is the
+    history of the project (git log, docs/), and reads as noise to a newcomer."""
+    paths = [*sorted((ROOT / "vitviz").rglob("*.py")), *_page_files()]
+    cited = [
+        f"{path.relative_to(ROOT)}:{line}: {match[0]}"
+        for path in paths
+        for line, text in comments_and_docstrings(path.read_text())
+        for match in ISSUE.finditer(text)
+    ]
+    assert cited == []
+
+
+def test_the_history_finder_reads_comments_and_docstrings_not_code():
+    source = '''"""The map (issue 43)."""
+x = "issue 7"  # asked for in Issue #18
+def f():
+    """Nothing here."""
+'''
+    assert [(line, m[0]) for line, text in comments_and_docstrings(source) for m in ISSUE.finditer(text)] == [
+        (2, "Issue #18"),
+        (1, "issue 43"),
+    ]

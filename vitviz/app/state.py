@@ -9,7 +9,7 @@ and reads or sets a choice with ``state.get`` / ``state.set``; it never touches 
 What Streamlit 1.67 does for us, and what it cannot:
 
 - ``persist_state="session"`` keeps a widget's value across page switches, so Next, Previous and
-  the lab's "Open in the tour" no longer drop it: every widget drawn by ``widget`` has it.
+  the lab's "Open in the tour" do not drop it: every widget drawn by ``widget`` has it.
 - ``bind="query-params"`` cannot carry our URL: ``st.switch_page`` (a shared link's step, and Next
   where Streamlit's page manager cannot be told the page) raises "Cannot clear query parameters -
   the following are bound to widgets" on any page with a bound widget, and a bound select box
