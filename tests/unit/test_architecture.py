@@ -295,3 +295,29 @@ def f():
         (2, "Issue #18"),
         (1, "issue 43"),
     ]
+
+
+DOTTED = re.compile(r"(?<![\"'\w.])vitviz(?:\.\w+)+")  # vitviz.app.state, vitviz.zoo.load; not "vitviz.notes" (a key)
+
+
+def _defines(source: str, name: str) -> bool:
+    """Whether module source defines or imports ``name`` at its top level (or is a package that holds it)."""
+    pattern = rf"^(?:(?:async )?def |class ){name}\b|^{name}\b[^=\n(]*=|^(?:from \S+ )?import [^\n]*\b{name}\b"
+    return re.search(pattern, source, re.MULTILINE) is not None
+
+
+def test_comments_and_docstrings_name_modules_that_exist():
+    """A comment that sends a reader to a module or a name that is not there wastes their hour."""
+    modules = _modules()
+    wrong = []
+    for path in [*sorted((ROOT / "vitviz").rglob("*.py")), *_page_files()]:
+        for line, text in comments_and_docstrings(path.read_text()):
+            for match in DOTTED.finditer(text):
+                parts = match[0].removeprefix("vitviz.").split(".")
+                known = [n for n in range(1, len(parts) + 1) if ".".join(parts[:n]) in modules]
+                module = ".".join(parts[: known[-1]]) if known else None
+                if module is None or (
+                    known[-1] < len(parts) and not _defines(modules[module].read_text(), parts[known[-1]])
+                ):
+                    wrong.append(f"{path.relative_to(ROOT)}:{line}: {match[0]}")
+    assert wrong == []
