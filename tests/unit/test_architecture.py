@@ -30,7 +30,7 @@ LAYERS = {
     "zoo": 3, "evaluate": 3, "lab": 3,
     # 4: the command lines
     "train": 4, "explain": 4, "handout": 4, "cli": 4,
-    "faithfulness": 3, "ablation": 3, "projection": 3,  # issue 43's analyses: computed, stored beside the weights, commands
+    "faithfulness": 3, "ablation": 3, "projection": 3,  # the test set's analyses: computed, stored beside the weights, commands
     "commandline": 3,  # what those three command lines share
     # figures: numpy and Plotly only
     "plots": 0,
