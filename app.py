@@ -13,8 +13,7 @@ import os
 # Before torch loads OpenMP, which reads this once: a thread that waits for the rest of its team
 # sleeps instead of spinning. Every session computes in a thread of its own, with a team of its
 # own; spinning, they burn the cores that the others (and, in a classroom on one machine, the
-# browsers) wait for. Measured on 2 cores beside a busy process: ViT-B/16's explained pass 1.96 s
-# spinning, 0.39 s sleeping; the same 0.21 s on an idle machine (docs/benchmarks.md).
+# browsers) wait for (docs/benchmarks.md has it measured).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st  # noqa: E402

@@ -141,7 +141,7 @@ BROWSER_KEYS = (
     "presenter_step_p95_s",
     "presenter_over_page_step_p95",
 )  # in Chromium (null without it)
-LAB = "app_pages/9_mistakes.py"
+LAB = "app_pages/10_mistakes.py"
 REQUIRED_KEYS = (
     "explain_over_forward",
     "ours_over_timm",

@@ -114,13 +114,13 @@ def _served_models_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
 
 @pytest.fixture(autouse=True)
 def _server_lookups_afresh() -> None:
-    """The app works out where its test split is once per server setting (vitviz.app.caches.split_for);
+    """The app works out where its test split is once per server setting (vitviz.app.testset.split_for);
     tests move the data (monkeypatched finders, VITVIZ_CACHE) within one process, so each starts afresh."""
     import sys
 
-    caches = sys.modules.get("vitviz.app.caches")
-    if caches is not None:
-        caches.split_for.cache_clear()
+    testset = sys.modules.get("vitviz.app.testset")
+    if testset is not None:
+        testset.split_for.cache_clear()
 
 
 @pytest.fixture

@@ -104,7 +104,7 @@ MUTANTS = (
         (T_ANALYSIS, T_LAB, "-k", "rollout"),
     ),
     Mutant(
-        "no-cls-pooled-row-flat",  # issue 39: the mean over the keys' axis gives 1/N everywhere
+        "no-cls-pooled-row-flat",  # the mean over the keys' axis gives 1/N everywhere
         ANALYSIS,
         "matrix[:, prefix:, prefix:].mean(dim=1)",
         "matrix[:, prefix:, prefix:].mean(dim=2)",
@@ -126,7 +126,7 @@ MUTANTS = (
     ),
     # ---- mean attention distance
     Mutant(
-        "distance-normalised-over-the-keys-axis",  # issue 39: symmetric fixtures let it pass
+        "distance-normalised-over-the-keys-axis",  # symmetric fixtures let it pass
         ANALYSIS,
         "weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-12)",
         "weights = weights / weights.sum(dim=-2, keepdim=True).clamp_min(1e-12)",
@@ -157,7 +157,7 @@ MUTANTS = (
     ),
     # ---- patches
     Mutant(
-        "grid-size-ignores-the-width",  # issue 39
+        "grid-size-ignores-the-width",
         PATCHES,
         "if height % patch_size or width % patch_size:",
         "if height % patch_size:",
@@ -207,14 +207,14 @@ MUTANTS = (
     ),
     # ---- compare: Grad-CAM, integrated gradients, the experiments' inputs
     Mutant(
-        "ig-explains-class-0",  # issue 39
+        "ig-explains-class-0",
         COMPARE,
         "target=class_index, n_steps=steps",
         "target=0, n_steps=steps",
         (T_COMPARE, "-k", "integrated"),
     ),
     Mutant(
-        "ig-ignores-the-steps",  # issue 39
+        "ig-ignores-the-steps",
         COMPARE,
         "n_steps=steps, internal_batch_size=steps",
         "n_steps=32, internal_batch_size=32",

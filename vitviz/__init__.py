@@ -1,6 +1,6 @@
 """vitviz: see inside a Vision Transformer, one step of the forward pass at a time.
 
-The names below load on first use (PEP 562), so ``import vitviz.app`` or ``vitviz.tour`` does not
+The names below load on first use (PEP 562), so ``import vitviz.app`` or ``vitviz.app.tour`` does not
 load torch: a server imports them to start answering browsers while torch loads beside it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Switch parts of a ViT off and see what the answer needed: head and layer ablation (issue 43).
+"""Switch parts of a ViT off and see what the answer needed: head and layer ablation.
 
     python -m vitviz.ablation --model cifar10-vit --data ../shared/data/cifar10-jpeg --json
 

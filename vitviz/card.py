@@ -2,7 +2,7 @@
 
 A card is the json beside a model's weights (``vitviz/assets/models/cifar10-vit.json``): the config the
 weights fit, the training recipe of every stage, the per-epoch history, where the data came from,
-and what the test split gave. ``vitviz.train`` writes one at the end of a run, ``vitviz.ship``
+and what the test split gave. ``vitviz.train`` writes one at the end of a run, ``tools.ship``
 adds the measured accuracy, ``vitviz.zoo`` reads it to build a model, and the app's card page
 shows it. Like ``Trace``, it is a typed object rather than a dictionary every reader walks
 with ``.get().get()``.

@@ -2,7 +2,7 @@
 
     vitviz app [--data FOLDER] [--models DIR] [--allow-hub] [--server.port 8501 ...]
     vitviz explain photo.jpg [--model NAME]
-    vitviz evaluate | train | ship | handout | faithfulness | ablation | projection ...
+    vitviz evaluate | train | handout | faithfulness | ablation | projection ...
 
 ``vitviz app`` starts the Streamlit app from any folder: the app's script and pages come from the
 clone this package runs from, or, installed from a wheel, from where the wheel put them
@@ -24,12 +24,10 @@ COMMANDS = {
     "explain": "vitviz.explain",
     "evaluate": "vitviz.evaluate",
     "train": "vitviz.train",
-    "ship": "vitviz.ship",
     "handout": "vitviz.handout",
     "faithfulness": "vitviz.faithfulness",
     "ablation": "vitviz.ablation",
     "projection": "vitviz.projection",
-    "lease": "vitviz.lease",
 }
 PATH_OPTIONS = (
     "--data",

@@ -5,7 +5,7 @@
 Results, with every test image's class probabilities, are cached on disk keyed by
 (weights hash, dataset fingerprint), so the app's second look at the same model and data is
 instant. A shipped model also carries its test-split predictions beside its weights
-(``<name>.predictions.safetensors``, float32, written by ``vitviz.ship``), so the app's first
+(``<name>.predictions.safetensors``, float32, written by ``tools.ship``), so the app's first
 look is instant too wherever the weights and the dataset are the very ones they were made on.
 """
 

@@ -1,4 +1,4 @@
-"""Which explanation can you trust? Deletion and insertion curves for every attribution (issue 43).
+"""Which explanation can you trust? Deletion and insertion curves for every attribution.
 
     python -m vitviz.faithfulness --model cifar10-vit --data ../shared/data/cifar10-jpeg --images 500 --json
 

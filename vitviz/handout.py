@@ -230,7 +230,7 @@ class _Page:
             height += round(1.3 * plots.TITLE_PX[False] * title.count("<br>"))  # and the plot keeps its height
             fig.update_layout(title_text=title)
         fig.update_layout(width=width, height=height, autosize=False)
-        plots.theme(fig)  # the app's look (vitviz.app.ui themes every figure it draws)
+        plots.theme(fig)  # the app's look (vitviz.app.presenter themes every figure it draws)
         markup = fig.to_html(
             include_plotlyjs=False,
             full_html=False,

@@ -3,7 +3,7 @@
 Pure functions over an ``EvalResult`` (``vitviz.evaluate``) and the ``ImageSet`` it was computed
 on: filtering the mistakes, reading a click on the confusion matrix, paging a gallery, making
 thumbnails and the CSV export. The Streamlit caches that hold the dataset and the result live
-in ``vitviz.ui`` (``cached_test_set``, ``cached_evaluation``); nothing here talks to Streamlit.
+in ``vitviz.app.testset`` (``cached_test_set``, ``cached_evaluation``); nothing here talks to Streamlit.
 """
 
 from __future__ import annotations

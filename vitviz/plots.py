@@ -184,7 +184,7 @@ def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
     and the figure (its top margin, where titles sit, too) by ``PRESENTER_SCALE``: a projector's
     figures are drawn larger, never zoomed, since a zoomed page cuts them at their column's edge.
 
-    vitviz.app.ui themes every figure a page hands to st.plotly_chart. A figure themed before
+    vitviz.app.presenter themes every figure a page hands to st.plotly_chart. A figure themed before
     (one kept in a cache and drawn again) is themed again only when the mode changed, from the
     values it had before its first theming.
     """
@@ -468,7 +468,7 @@ def patch_gallery(
 
 
 # A patch map's hover counts as the screen does, from 1: the patch number, its row and column
-# (``ui.grid_hover`` writes it in the user's language).
+# (``current.grid_hover`` writes it in the user's language).
 GRID_HOVER = "patch %{customdata[2]} (row %{customdata[0]}, col %{customdata[1]}): %{z:.4f}<extra></extra>"
 
 

@@ -7,8 +7,8 @@ more than its matrix products save.
 
 What the app serves (``served``) is never a timing: every pass the pages run shows its numbers to a
 class (the maps, the probabilities, the occlusion curves, the CNN beside the ViT), and a precision
-picked by a timing taken at the server's start gave the same image "72%" in one process and "74%"
-in the next (issue 55). So the app computes in float32, unless the server's VITVIZ_PRECISION sets
+picked by a timing taken at the server's start can give the same image "72%" in one process and
+"74%" in the next. So the app computes in float32, unless the server's VITVIZ_PRECISION sets
 bfloat16 on a device that has it: a choice made once, the same on every run. A Trace made in bf16
 is handed on in float32 (``explain``), each tensor converted when a page first reads it
 (``Trace.read_in_float32``), not the whole trace up front.
@@ -126,10 +126,10 @@ SETTINGS = ("float32", "bfloat16")  # a server's VITVIZ_PRECISION; float32 unles
 def served(setting: str | None, device: torch.device) -> Precision:
     """The precision a server runs the passes its pages show in: float32, or bf16 autocast where
     the server's ``setting`` (VITVIZ_PRECISION) says bfloat16 and ``device`` has it natively.
-    Nothing is timed: a number shown to a class never depends on a timing (issue 55).
+    Nothing is timed: a number shown to a class never depends on a timing.
 
     Raises:
-        ValueError: for a setting not in SETTINGS ("auto", which once timed, included: say which).
+        ValueError: for a setting not in SETTINGS ("auto", a timing, included: say which).
     """
     setting = setting or "float32"
     if setting not in SETTINGS:

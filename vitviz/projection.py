@@ -1,4 +1,4 @@
-"""A map of the test set: every image's [CLS] token (and mean patch token) at a layer, in 2D (issue 43).
+"""A map of the test set: every image's [CLS] token (and mean patch token) at a layer, in 2D.
 
     python -m vitviz.projection --model cifar10-vit --data ../shared/data/cifar10-jpeg --out FILE
 

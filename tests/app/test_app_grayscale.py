@@ -18,7 +18,7 @@ from tests.apptest import errors, figure, figure_array, open_page, open_page_in_
 from tests.helpers import CLASSES, make_image_folder, write_idx
 from vitviz import data as vdata
 from vitviz import zoo
-from vitviz.app import caches, state, tour
+from vitviz.app import state, testset, tour
 from vitviz.config import FASHION_MNIST_CLASSES, Preprocess, ViTConfig
 from vitviz.model import VisionTransformer
 from vitviz.train import SEED_MNIST_VIT
@@ -65,7 +65,7 @@ def serve(fashion, monkeypatch: pytest.MonkeyPatch) -> None:
     """This server's Fashion-MNIST is the small one made here (never Debian's, if installed)."""
     monkeypatch.setenv("VITVIZ_CACHE", str(fashion[0]))
     monkeypatch.setattr(vdata, "DEBIAN_FOLDERS", {})
-    caches.cached_test_set.clear()
+    testset.cached_test_set.clear()
 
 
 def dataset_image(class_name: str, index: int) -> np.ndarray:
@@ -155,7 +155,7 @@ def test_the_patch_pages_show_16_patches_of_49_numbers(fashion):
 
 
 def test_the_lab_lists_fashion_mistakes_and_opens_one_in_the_tour(fashion):
-    at = open_page("app_pages/9_mistakes.py", custom_model=str(fashion[1]))
+    at = open_page("app_pages/10_mistakes.py", custom_model=str(fashion[1]))
     assert errors(at) == []
     assert any("Fashion-MNIST" in c.value and "40" in c.value for c in at.caption)
     thumbs = [b for b in at.button if str(b.key).startswith("mistakes_thumb_")]
@@ -201,11 +201,11 @@ def test_switching_from_a_colour_model_to_the_grey_one_moves_the_picker_to_fashi
 
 def test_no_fashion_mnist_on_the_server_gets_a_sentence_and_a_download_button(fashion, monkeypatch, tmp_path):
     monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path))  # neither Debian's copy nor a download here
-    caches.cached_test_set.clear()
+    testset.cached_test_set.clear()
     at = open_page(None, custom_model=str(fashion[1]), source="test", test="Bag/0")
     assert errors(at) == []
     assert any("No test images of this model's dataset" in info.value for info in at.sidebar.info)
-    at = open_page("app_pages/9_mistakes.py", custom_model=str(fashion[1]))
+    at = open_page("app_pages/10_mistakes.py", custom_model=str(fashion[1]))
     assert errors(at) == []
     (said,) = [info.value for info in at.info]
     assert "Fashion-MNIST" in said and "dataset-fashion-mnist" in said and str(tmp_path) not in said

@@ -1,4 +1,4 @@
-"""The misclassification lab (app_pages/9_mistakes.py) in Streamlit's AppTest.
+"""The misclassification lab (app_pages/10_mistakes.py) in Streamlit's AppTest.
 
 Every test uses a tiny ImageFolder made here (3 colour classes, 10 images each, 32x32) and a
 tiny random ViT whose class names are the folders', saved to a temporary file and chosen with
@@ -33,7 +33,7 @@ from vitviz.model import VisionTransformer
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 
-PAGE = "app_pages/9_mistakes.py"
+PAGE = "app_pages/10_mistakes.py"
 TINY = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES)
 
 

@@ -10,7 +10,7 @@ from vitviz import ablation, claims, faithfulness, zoo
 from vitviz.app import caches
 from vitviz.data import load_image, to_tensor
 
-PAGE = "app_pages/10_trust.py"
+PAGE = "app_pages/11_trust.py"
 
 
 def _markdown(at) -> list[str]:

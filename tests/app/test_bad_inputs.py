@@ -21,7 +21,7 @@ from tests.bad_inputs import CASES, model_table, table
 from tests.conftest import SHARED_DATA
 from tests.helpers import lossless_webp
 from vitviz import values, zoo
-from vitviz.app import caches, models, text, tour
+from vitviz.app import caches, models, testset, text, tour
 from vitviz.data import ImageError, image_notes, load_image, to_tensor
 from vitviz.evaluate import weights_hash
 from vitviz.i18n import plain
@@ -211,8 +211,8 @@ def test_fuzz_only_image_errors_and_rgb_uint8(data):
 def test_caches_are_bounded():
     for cached in (
         models.cached_model,
-        caches.cached_test_set,
-        caches.cached_evaluation,
+        testset.cached_test_set,
+        testset.cached_evaluation,
     ):
         assert cached._info.max_entries is not None, cached
     for kept in (caches.TRACES, caches.IMAGES, caches.ARRAYS):  # by their bytes
@@ -327,7 +327,7 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
 
 # every name the app offers anywhere (its own files load by these names alone: tests/unit/test_access.py)
 OFFERED = list(zoo.REGISTRY)
-COMPARE, LAB = "app_pages/8_compare.py", "app_pages/9_mistakes.py"
+COMPARE, LAB = "app_pages/8_compare.py", "app_pages/10_mistakes.py"
 
 
 def _is_cnn(name: str) -> bool:

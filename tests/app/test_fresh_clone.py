@@ -10,9 +10,9 @@ import pytest
 
 from tests.apptest import errors, figure_array, open_page, open_page_in_one_run
 from vitviz import data as vdata
-from vitviz.app import caches
+from vitviz.app import testset
 
-MISTAKES, MAP = "app_pages/9_mistakes.py", "app_pages/11_map.py"
+MISTAKES, MAP = "app_pages/10_mistakes.py", "app_pages/12_map.py"
 
 
 @pytest.fixture(autouse=True)
@@ -22,9 +22,9 @@ def no_test_images(tmp_path, monkeypatch):
     empty = tmp_path / "nothing here"
     empty.mkdir()
     monkeypatch.setattr(vdata, "default_data_dir", lambda: empty)
-    caches.split_for.cache_clear()
+    testset.split_for.cache_clear()
     yield
-    caches.split_for.cache_clear()
+    testset.split_for.cache_clear()
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])

@@ -156,7 +156,7 @@ def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(ser
         _click_cell(page, cat, deer)
         expect(true_box).to_have_value("cat", timeout=30_000)
         expect(predicted_box).to_have_value("deer", timeout=30_000)
-        page.screenshot(path=str(SHOTS / "9_mistakes_clicked.png"), full_page=True)
+        page.screenshot(path=str(SHOTS / "10_mistakes_clicked.png"), full_page=True)
         browser.close()
 
 

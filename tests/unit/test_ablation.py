@@ -254,7 +254,7 @@ def test_the_shipped_grid_was_made_by_the_shipped_weights():
     path = ablation.ablation_path(zoo.MODELS_DIR / f"{zoo.SHIPPED}.safetensors")
     stored = ablation.read_stored(path, model)
     assert stored is not None, (
-        f"{path.name} is missing or was made by other weights: python -m vitviz.ship --analyses-only"
+        f"{path.name} is missing or was made by other weights: python -m tools.ship --analyses-only"
     )
     depth, heads = model.config.depth, model.config.num_heads
     for mode in ablation.MODES:

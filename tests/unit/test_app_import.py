@@ -1,4 +1,4 @@
-"""vitviz.app.load_ui: the app's imports, one session at a time, and the collector told to skip them; app.py's OpenMP setting."""
+"""vitviz.app.load_app: the app's imports, one session at a time, and the collector told to skip them; app.py's OpenMP setting."""
 
 import gc
 import os
@@ -66,29 +66,29 @@ def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, m
     from vitviz import precision, zoo
 
     load_app()
-    from vitviz.app import caches, models
+    from vitviz.app import caches, models, testset
 
     monkeypatch.setenv("VITVIZ_DATA", str(make_image_folder(tmp_path / "data", per_class=2)))
-    for cache in (models.cached_model, caches.cached_precision, caches.cached_test_set, caches.cached_evaluation):
+    for cache in (models.cached_model, caches.cached_precision, testset.cached_test_set, testset.cached_evaluation):
         cache.clear()
     loads, choices, reads, evaluations = [], [], [], []
-    real_load, real_choose, real_read = zoo.load, precision.choose, caches.vdata.load_split
+    real_load, real_choose, real_read = zoo.load, precision.choose, testset.vdata.load_split
     monkeypatch.setattr(zoo, "load", lambda name, *a, **k: loads.append(name) or real_load(name, *a, **k))
     monkeypatch.setattr(precision, "choose", lambda *a, **k: choices.append(1) or real_choose(*a, **k))
     monkeypatch.setattr(
-        caches.vdata, "load_split", lambda root, *a, **k: reads.append(root) or real_read(root, *a, **k)
+        testset.vdata, "load_split", lambda root, *a, **k: reads.append(root) or real_read(root, *a, **k)
     )
-    real_evaluate = caches.evaluate  # reading what is stored is allowed; running the model is not
+    real_evaluate = testset.evaluate  # reading what is stored is allowed; running the model is not
     monkeypatch.setattr(
-        caches, "evaluate", lambda *a, **k: real_evaluate(*a, **k) if k.get("run") is False else evaluations.append(1)
+        testset, "evaluate", lambda *a, **k: real_evaluate(*a, **k) if k.get("run") is False else evaluations.append(1)
     )
     start_the_server_s_startup()
     name = zoo.default_name()
-    split = caches.test_split(name)
+    split = testset.test_split(name)
     models = [name, models.lab_pair(name)]  # and the model the lab sets beside it
     assert loads == models and choices == [] and split is not None and reads == [split.location]  # nothing timed
     caches.cached_precision(name)  # a visitor's first run: everything is there already
-    caches.cached_test_set(split.location)
+    testset.cached_test_set(split.location)
     assert loads == models and choices == [] and reads == [split.location]
     # random images are not the ones the shipped predictions were made on: no evaluation at startup
     assert evaluations == []
@@ -100,18 +100,18 @@ def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
     from vitviz import zoo
 
     load_app()
-    from vitviz.app import caches, models
+    from vitviz.app import models, testset
 
     monkeypatch.setenv("VITVIZ_DATA", str(CIFAR10))
-    for cache in (caches.cached_test_set, caches.cached_evaluation):
+    for cache in (testset.cached_test_set, testset.cached_evaluation):
         cache.clear()
-    evaluations, real_evaluate = [], caches.evaluate
-    monkeypatch.setattr(caches, "evaluate", lambda *a, **k: evaluations.append(k["name"]) or real_evaluate(*a, **k))
+    evaluations, real_evaluate = [], testset.evaluate
+    monkeypatch.setattr(testset, "evaluate", lambda *a, **k: evaluations.append(k["name"]) or real_evaluate(*a, **k))
     start_the_server_s_startup()
     name = zoo.default_name()
     assert evaluations == [name, models.lab_pair(name)] == [zoo.SHIPPED, zoo.SHIPPED_CNN]
     for model_name in evaluations:  # the lab's first open: the model and the one beside it
-        result = caches.cached_evaluation(model_name, caches.test_split(name).location)
+        result = testset.cached_evaluation(model_name, testset.test_split(name).location)
         assert result.cached and len(result.labels) == 10_000
         assert abs(result.accuracy - zoo.load(model_name).spec.card.test_accuracy) < 1e-9
     assert len(evaluations) == 2

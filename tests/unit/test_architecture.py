@@ -5,8 +5,11 @@ loads neither."""
 from __future__ import annotations
 
 import ast
+import io
+import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -14,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
-    "render", "classroom",
+    "render", "classroom", "testset",
 )  # fmt: skip
 STEP_MODULES = (
     "blocks",
@@ -43,8 +46,8 @@ LAYERS = {
     # 3: weights and datasets on disk
     "zoo": 3, "evaluate": 3, "lab": 3,
     # 4: the command lines
-    "train": 4, "ship": 4, "explain": 4, "handout": 4, "lease": 4, "cli": 4,
-    "faithfulness": 3, "ablation": 3, "projection": 3,  # issue 43's analyses: computed, stored beside the weights, commands
+    "train": 4, "explain": 4, "handout": 4, "cli": 4,
+    "faithfulness": 3, "ablation": 3, "projection": 3,  # the test set's analyses: computed, stored beside the weights, commands
     "commandline": 3,  # what those three command lines share
     # 3: the tour's steps as data (read the models and their analyses; no Streamlit)
     "steps": 3, **{f"steps.{name}": 3 for name in STEP_MODULES},
@@ -83,6 +86,93 @@ def _imports(path: Path) -> tuple[set[str], set[str]]:
                 else:
                     theirs.add(alias.name.split(".")[0])
     return ours, theirs
+
+
+def _ours(dotted: str) -> str | None:
+    """A vitviz module's name as _modules() keys it ("vitviz.app.state" -> "app.state"), else None."""
+    return dotted.removeprefix("vitviz.") if dotted.startswith("vitviz.") else None
+
+
+def _imported_modules(name: str, path: Path, modules: set[str]) -> set[str]:
+    """The vitviz modules ``name`` imports, anywhere in it (inside functions too): ``from
+    vitviz.app import state`` is ``app.state``, ``from vitviz.app.state import get`` is too."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import x, from ..app import y
+                parts = ["vitviz", *package.split(".")] if package else ["vitviz"]
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            named = {_ours(f"{base}.{alias.name}") for alias in node.names} & modules
+            # from a package, its modules (not the package as well); from a module, the module
+            targets = named or {_ours(base)}
+        elif isinstance(node, ast.Import):
+            targets = {_ours(alias.name) for alias in node.names}
+        else:
+            continue
+        found |= targets & modules
+    return found - {name}
+
+
+def import_cycles(paths: dict[str, Path]) -> list[list[str]]:
+    """Every set of vitviz modules that import each other, directly or round a loop (the strongly
+    connected components of the import graph with more than one module, or one importing itself)."""
+    graph = {name: sorted(_imported_modules(name, path, set(paths))) for name, path in paths.items()}
+    order, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:  # Tarjan's algorithm
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph[node]:
+            if other not in order:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], order[other])
+        if low[node] == order[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in graph:
+        if node not in order:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycle_among_vitviz_modules():
+    """Not even through an import inside a function: a module that needs one that needs it back
+    holds something that belongs elsewhere."""
+    assert import_cycles(_modules()) == []
+
+
+def test_the_cycle_finder_sees_a_cycle_through_a_function_s_import(tmp_path):
+    (tmp_path / "app").mkdir()
+    files = {
+        "app": "",
+        "app.a": "from vitviz.app import b\n",
+        "app.b": "def f():\n    from vitviz.app.c import g\n",
+        "app.c": "import vitviz.app.a\n",
+        "app.d": "from vitviz.app import a\n",
+        "x": "from vitviz import y, app\n",
+        "trace": "import vitviz.y\n",
+        "y": "import trace, x\ndef f():\n    from vitviz import x\n",  # the standard library's trace is not ours
+    }
+    paths = {}
+    for name, text in files.items():
+        path = tmp_path / (name.replace(".", "/") + ("/__init__.py" if name == "app" else ".py"))
+        path.write_text(text)
+        paths[name] = path
+    assert sorted(import_cycles(paths)) == [["app.a", "app.b", "app.c"], ["x", "y"]]
+    paths["app.c"].write_text("import vitviz.app\n")  # the package, not a: no loop
+    paths["y"].write_text("from vitviz.x import z\n")  # a name from x: still x
+    assert import_cycles(paths) == [["x", "y"]]
 
 
 def test_every_module_has_a_layer():
@@ -130,9 +220,19 @@ def test_pages_use_the_library_and_the_glue_and_never_session_state():
         assert touched == [], f"{path.name} touches st.session_state on lines {touched}"
 
 
-def test_the_library_never_imports_the_benchmarks_or_the_pages():
+def test_the_library_never_imports_the_benchmarks_the_tools_or_the_pages():
     for name, path in _modules().items():
-        assert not {"benchmarks", "app_pages", "tests"} & _imports(path)[1], name
+        assert not {"benchmarks", "tools", "app_pages", "tests"} & _imports(path)[1], name
+
+
+def test_the_team_s_tools_live_outside_the_installed_package():
+    """tools/ (ship, lease, mutants) runs from a clone (tests/unit/test_wheel.py: the wheel has
+    none of it), and imports only vitviz modules that exist."""
+    assert {"ship", "lease"} <= {path.stem for path in (ROOT / "tools").glob("*.py")}
+    assert not (ROOT / "vitviz" / "ship.py").exists() and not (ROOT / "vitviz" / "lease.py").exists()
+    for path in sorted((ROOT / "tools").glob("*.py")):
+        ours, _ = _imports(path)
+        assert all(name in LAYERS for name in ours), (path.name, ours - set(LAYERS))
 
 
 def test_the_benchmarks_use_the_library_s_public_layers():
@@ -160,3 +260,83 @@ def test_every_persisted_widget_is_a_choice_drawn_where_its_scope_says():
     for where, key in drawn:
         choice = state.BY_KEY[key]  # a KeyError: a persisted widget missing from the table
         assert choice.scope == state.APP or fnmatch(where, choice.scope), (where, key, choice.scope)
+
+
+APP_MODULE_LINES = 300  # docs/architecture.md: an app module a newcomer reads at one sitting
+
+
+def test_every_app_module_is_at_most_300_lines():
+    long = {
+        path.name: lines
+        for path in sorted((ROOT / "vitviz" / "app").glob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > APP_MODULE_LINES
+    }
+    assert long == {}
+
+
+ISSUE = re.compile(r"\bissues? ?[#-]? ?[0-9]+", re.IGNORECASE)  # "issue 43", "Issue #43", "issues 18"
+
+
+def comments_and_docstrings(text: str) -> list[tuple[int, str]]:
+    """(line, text) of every comment and docstring in Python source."""
+    found = [
+        (t.start[0], t.string)
+        for t in tokenize.generate_tokens(io.StringIO(text).readline)
+        if t.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(text)):
+        documented = isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        if documented and (doc := ast.get_docstring(node, clean=False)) is not None:
+            found.append((node.body[0].lineno, doc))
+    return found
+
+
+def test_comments_state_facts_not_the_history_of_issues():
+    """Comments and docstrings say what the code does and why; which issue asked for it is the
+    history of the project (git log, docs/), and reads as noise to a newcomer."""
+    paths = [*sorted((ROOT / "vitviz").rglob("*.py")), *_page_files(), *sorted((ROOT / "tools").glob("*.py"))]
+    cited = [
+        f"{path.relative_to(ROOT)}:{line}: {match[0]}"
+        for path in paths
+        for line, text in comments_and_docstrings(path.read_text())
+        for match in ISSUE.finditer(text)
+    ]
+    assert cited == []
+
+
+def test_the_history_finder_reads_comments_and_docstrings_not_code():
+    source = '''"""The map (issue 43)."""
+x = "issue 7"  # asked for in Issue #18
+def f():
+    """Nothing here."""
+'''
+    assert [(line, m[0]) for line, text in comments_and_docstrings(source) for m in ISSUE.finditer(text)] == [
+        (2, "Issue #18"),
+        (1, "issue 43"),
+    ]
+
+
+DOTTED = re.compile(r"(?<![\"'\w.])vitviz(?:\.\w+)+")  # vitviz.app.state, vitviz.zoo.load; not "vitviz.notes" (a key)
+
+
+def _defines(source: str, name: str) -> bool:
+    """Whether module source defines or imports ``name`` at its top level (or is a package that holds it)."""
+    pattern = rf"^(?:(?:async )?def |class ){name}\b|^{name}\b[^=\n(]*=|^(?:from \S+ )?import [^\n]*\b{name}\b"
+    return re.search(pattern, source, re.MULTILINE) is not None
+
+
+def test_comments_and_docstrings_name_modules_that_exist():
+    """A comment that sends a reader to a module or a name that is not there wastes their hour."""
+    modules = _modules()
+    wrong = []
+    for path in [*sorted((ROOT / "vitviz").rglob("*.py")), *_page_files()]:
+        for line, text in comments_and_docstrings(path.read_text()):
+            for match in DOTTED.finditer(text):
+                parts = match[0].removeprefix("vitviz.").split(".")
+                known = [n for n in range(1, len(parts) + 1) if ".".join(parts[:n]) in modules]
+                module = ".".join(parts[: known[-1]]) if known else None
+                if module is None or (
+                    known[-1] < len(parts) and not _defines(modules[module].read_text(), parts[known[-1]])
+                ):
+                    wrong.append(f"{path.relative_to(ROOT)}:{line}: {match[0]}")
+    assert wrong == []

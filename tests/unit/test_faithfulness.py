@@ -377,14 +377,15 @@ def test_the_shipped_tables_were_made_by_the_shipped_weights(name):
     path = faithfulness.faithfulness_path(zoo.MODELS_DIR / f"{name}.safetensors")
     stored = faithfulness.read_stored(path, model)
     assert stored is not None, (
-        f"{path.name} is missing or was made by other weights: python -m vitviz.ship --analyses-only"
+        f"{path.name} is missing or was made by other weights: python -m tools.ship --analyses-only"
     )
     assert stored["images"] == 500 and stored["dataset"] == "CIFAR-10 (JPEG copy)"
     assert list(stored["methods"]) == list(faithfulness.methods_for(model))
 
 
 def test_one_command_writes_every_analysis_beside_the_weights(folder, tiny_config, tmp_path, monkeypatch):
-    from vitviz import ablation, projection, ship
+    from tools import ship
+    from vitviz import ablation, projection
 
     monkeypatch.setattr(projection, "METHODS", ("pca",))  # UMAP compiles for most of a minute: its own test
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""``python -m vitviz.lease --tiny``: the lease's own code path on the CPU, three calls on three
+"""``python -m tools.lease --tiny``: the lease's own code path on the CPU, three calls on three
 "machines", each handing the next only the files the device tool brings back."""
 
 import json
@@ -8,7 +8,7 @@ import torch
 from safetensors import safe_open
 
 from tests.helpers import make_image_folder
-from vitviz import lease
+from tools import lease
 from vitviz.card import ModelCard
 
 

@@ -142,7 +142,7 @@ def test_the_shipped_map_was_made_by_the_shipped_weights():
     path = projection.projection_path(zoo.MODELS_DIR / f"{zoo.SHIPPED}.safetensors")
     stored = projection.read_stored(path, model)
     assert stored is not None, (
-        f"{path.name} is missing or was made by other weights: python -m vitviz.ship --analyses-only"
+        f"{path.name} is missing or was made by other weights: python -m tools.ship --analyses-only"
     )
     assert path.stat().st_size < 1_000_000
     depth = model.config.depth

@@ -7,13 +7,13 @@ import torch
 from safetensors.torch import load_file
 
 from tests.helpers import CLASSES, make_image_folder, tiny_recipe
+from tools.ship import ShipError, main, portable, ship
 from vitviz import zoo
 from vitviz.card import ModelCard
 from vitviz.cnn import ConvNet
 from vitviz.config import CNNConfig
 from vitviz.data import load_split
 from vitviz.evaluate import evaluate, predictions_path, read_predictions, weights_hash
-from vitviz.ship import ShipError, main, portable, ship
 from vitviz.train import train
 
 
@@ -218,7 +218,7 @@ def test_weights_too_big_in_float32_ship_in_float16_measured_as_stored(run, tmp_
     source = tmp_path / "made" / "tinycnn.safetensors"
     zoo.save(trained, source, card=ModelCard(name="tinycnn", config=config.to_dict(), epochs=1))
     full = sum(t.numel() * t.element_size() for t in trained.state_dict().values())
-    monkeypatch.setattr("vitviz.ship.MAX_BYTES", full - 1)  # float32 is one byte too many
+    monkeypatch.setattr("tools.ship.MAX_BYTES", full - 1)  # float32 is one byte too many
     shipped = ship(source, str(data), out_dir=tmp_path, name="tinycnn", floor=0.0)
     assert shipped.shipped and shipped.card.weights_dtype == "float16"
     stored = load_file(str(tmp_path / "tinycnn.safetensors"))
@@ -230,7 +230,7 @@ def test_weights_too_big_in_float32_ship_in_float16_measured_as_stored(run, tmp_
     test = load_split(data, "test")
     assert evaluate(model, test, use_cache=False).accuracy == shipped.card.test_accuracy
     assert read_predictions(predictions_path(tmp_path / "tinycnn.safetensors"), model, test) is not None
-    monkeypatch.setattr("vitviz.ship.MAX_BYTES", full // 3)  # too big even in float16: nothing is evaluated
+    monkeypatch.setattr("tools.ship.MAX_BYTES", full // 3)  # too big even in float16: nothing is evaluated
     with pytest.raises(ShipError, match="even in float16"):
         ship(source, str(data), out_dir=tmp_path / "big", name="tinycnn", floor=0.0)
     assert not (tmp_path / "big").exists()

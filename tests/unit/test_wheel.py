@@ -43,7 +43,10 @@ def test_the_wheel_carries_the_models_the_samples_and_the_app(wheel: Path) -> No
     data = [n for n in names if ".data/data/share/vitviz/" in n]
     assert any(n.endswith("share/vitviz/app.py") for n in data)
     assert any(n.endswith("share/vitviz/app_pages/5_attention.py") for n in data)
-    assert not any("/tests/" in n or n.startswith("benchmarks/") for n in names)  # the library, not the clone
+    assert not any(
+        "/tests/" in n or n.startswith(("benchmarks/", "tools/")) for n in names
+    )  # the library, not the clone
+    assert "vitviz/ship.py" not in names and "vitviz/lease.py" not in names  # the team's tools
 
 
 @pytest.mark.slow

@@ -108,14 +108,14 @@ def _warm() -> None:
     started = time.perf_counter()
     try:
         load_app()
-        from vitviz.app import caches
+        from vitviz.app import caches, testset
 
         caches.warm_model()
         log.info(
             "ready for visitors: the libraries, the default model and its precision in %.1f s",
             time.perf_counter() - started,
         )
-        caches.warm_test_split()
+        testset.warm_test_split()
     except Exception:  # the pages say what went wrong, in the user's language
         log.exception("loading the default model or its test split at startup failed")
     log.info("%s in %.1f s", STARTUP_DONE, time.perf_counter() - started)

@@ -10,8 +10,9 @@ import torch
 
 from vitviz import ablation, analysis, faithfulness, projection
 from vitviz.app import turns
-from vitviz.app.caches import cached_test_set, cached_trace
+from vitviz.app.caches import cached_trace
 from vitviz.app.models import cached_model
+from vitviz.app.testset import cached_test_set
 from vitviz.app.text import tr
 from vitviz.data import ImageSet, preprocess_batch, spread_subset
 from vitviz.model import VisionTransformer, on_weights

@@ -1,5 +1,6 @@
-"""What the pages compute, cached for the whole server: traces, maps, experiments, the test set
-and its evaluation, keyed by what they depend on (model name, image bytes, setting).
+"""What the pages compute from one image, cached for the whole server: decoded images, traces,
+maps, experiments, keyed by what they depend on (model name, image bytes, setting). The test
+split and its evaluations are ``vitviz.app.testset``'s.
 
 Models sit in ``st.cache_resource`` (vitviz.app.models); traces and decoded images in shelves
 bounded by their bytes (``vitviz.app.shelf``: one shared read-only object, not a copy unpickled
@@ -8,24 +9,19 @@ on every rerun, and as many as a class needs); small arrays in ``st.cache_data``
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
-import sys
 
 import numpy as np
 import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import access, analysis, compare, lab, plots, precision, zoo
-from vitviz import data as vdata
-from vitviz.app import shelf, turns
-from vitviz.app.models import cached_model, lab_pair
-from vitviz.app.text import tr
+from vitviz import analysis, compare, plots, precision, zoo
+from vitviz.app import shelf
+from vitviz.app.models import cached_model
 from vitviz.data import image_notes, load_image, to_tensor
-from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.model import on_weights
 from vitviz.patches import compare_routes
 from vitviz.trace import Float32Tensors, Trace
@@ -40,17 +36,6 @@ def sample_names() -> list[str]:
     """Sample photos, the default first."""
     names = sorted(p.name for p in SAMPLES.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
     return sorted(names, key=lambda n: n != DEFAULT_SAMPLE)
-
-
-def server_data() -> str | None:
-    """The test images' folder the server was started with (``streamlit run app.py -- --data
-    FOLDER``), read here and passed down: the library never reads the command line."""
-    return _data_flag(tuple(sys.argv[1:]))
-
-
-@functools.lru_cache(maxsize=4)
-def _data_flag(argv: tuple[str, ...]) -> str | None:
-    return access.data_flag(argv)
 
 
 def image_key(image_bytes: bytes) -> bytes:
@@ -238,68 +223,6 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def test_split(model_name: str) -> lab.TestSplit | None:
-    """The test split that goes with a model (``lab.test_split_for``: Fashion-MNIST's for a
-    Fashion-MNIST model, else the server's data), which the sidebar's picker and the lab both
-    read; None when there is none here, or the model does not load (the page says why)."""
-    try:
-        model, _ = cached_model(model_name)
-    except zoo.ModelLoadError:
-        return None
-    return split_for(tuple(model.config.class_names), server_data(), os.environ.get("VITVIZ_DATA"))
-
-
-@functools.lru_cache(maxsize=16)
-def split_for(classes: tuple[str, ...], data: str | None, _data_variable: str | None) -> lab.TestSplit | None:
-    """Where a model's test split is, looked up once per server setting (the sidebar and the lab
-    ask on every run; the folders do not move while the server runs, and the lookup walked them)."""
-    return lab.test_split_for(classes, lab.default_test_root(data))
-
-
-@st.cache_resource(max_entries=2, show_spinner=False)
-def cached_test_set(root: str) -> vdata.ImageSet:
-    """The lab's test images in memory, keyed by folder (read-only; shared by every session)."""
-    turns.step_aside()  # ten thousand files decoded: the class goes on beside it
-    return vdata.load_split(root, "test", download=False)
-
-
-@st.cache_resource(max_entries=4, show_spinner=False)
-def cached_evaluation(model_name: str, root: str, _on_page: bool = True, _stored_only: bool = False) -> EvalResult:
-    """Every test image's class probabilities, keyed by (model name, data folder) (read-only).
-
-    A model that ships its test-split predictions beside its weights opens at once when they
-    match these weights and this folder; otherwise the first call shows a progress bar while the
-    model runs (or reads evaluate's disk cache). The bar is made and emptied inside this
-    function, so a cache hit replays nothing visible. The server's startup, outside any page,
-    asks with ``_on_page=False`` (no bar) and ``_stored_only=True`` (read what is stored, never
-    run the model); neither is part of the cache's key.
-
-    Raises:
-        ValueError: the model does not predict the dataset's classes (a sentence to show).
-        LookupError: with ``_stored_only``, where nothing is stored (nothing is cached then).
-    """
-    model, spec = cached_model(model_name)
-    data = cached_test_set(root)
-    turns.step_aside()  # the model may run over the whole split: the class goes on beside it
-    holder = st.empty() if _on_page else None
-    try:
-        return evaluate(
-            model,
-            data,
-            name=model_name,
-            shipped=predictions_path(spec.path) if spec.path else None,
-            run=not _stored_only,
-            progress=None
-            if holder is None
-            else lambda done, total: holder.progress(
-                done / max(total, 1), text=tr("mistakes.evaluating", done=done, total=total)
-            ),
-        )
-    finally:
-        if holder is not None:
-            holder.empty()
-
-
 def warm_model() -> None:
     """The default model and its precision in the caches (at the server's startup, before anyone
     asks: ``vitviz.app.warm_up``), and the CNN the comparison page sets beside it (loaded there, it
@@ -308,31 +231,3 @@ def warm_model() -> None:
     first_cnn = next((name for name, spec in zoo.REGISTRY.items() if spec.is_cnn), None)
     if first_cnn is not None:
         cached_precision(first_cnn)
-
-
-def warm_test_split() -> None:
-    """The default model's test split in the cache and, for it and the model the lab sets beside
-    it, the evaluation where it is stored (the shipped predictions of these weights on these
-    images, or an earlier evaluation's disk cache): read, never run here, since an evaluation takes
-    minutes and shows its progress to whoever opens the lab."""
-    name = zoo.default_name()
-    split = test_split(name)
-    if split is None:
-        return
-    cached_test_set(split.location)
-    for model_name in filter(None, (name, lab_pair(name))):
-        try:
-            cached_evaluation(model_name, split.location, _on_page=False, _stored_only=True)
-        except (LookupError, ValueError):  # nothing stored, or other classes than the data's: the
-            continue  # lab evaluates, or says why it cannot in the user's language, on its first visit
-
-
-@st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
-def cached_mistake(model_name: str, location: str, index: int) -> dict[str, np.ndarray]:
-    """``lab.inspect_mistake`` of test image ``index``, keyed by (model name, data, index): the
-    lab's maps and logit lens, computed once per image rather than on every click."""
-    model, _ = cached_model(model_name)
-    result = cached_evaluation(model_name, location)
-    data = cached_test_set(location)
-    predicted, true = int(result.predictions[index]), int(result.labels[index])
-    return lab.inspect_mistake(model, data.images[index : index + 1], predicted, true)

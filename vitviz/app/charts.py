@@ -3,7 +3,7 @@
 A page builds its figures with ``vitviz.plots`` on every run, and st.plotly_chart then copies each
 one (``Figure.to_dict``) and writes it as JSON: with Streamlit's own work around them, most of the
 server's CPU time per step of the tour (docs/benchmarks.md). The same arguments give the same
-figure, so ``share_figures`` (installed once per server by ``ui.theme_charts``) puts every figure
+figure, so ``share_figures`` (installed once per server by ``presenter.theme_charts``) puts every figure
 builder of ``vitviz.plots`` behind one cache, keyed by the arguments' content (an array by its
 bytes) and the session's mode (presenter or screen, which ``plots.theme`` draws differently): a
 class on one sample, a figure that depends only on the model (the position embeddings' similarity,
@@ -99,7 +99,7 @@ def spec(figure: plots.Figure, presenter: bool) -> str:
 def written(figure: plots.Figure) -> str:
     """The JSON of a shared figure as themed now, written once per mode with the calls Streamlit
     makes (``to_dict``, then ``plotly.io.to_json``). A figure can be themed for the other mode
-    after it was shared (one kept in an st.cache_resource too, which ``ui.theme_charts`` themes for
+    after it was shared (one kept in an st.cache_resource too, which ``presenter.theme_charts`` themes for
     each session): each mode has its own text."""
     mode = getattr(figure, "_vitviz_theme", (None,))[0]
     texts = figure.__dict__.setdefault("_vitviz_specs", {})

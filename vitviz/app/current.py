@@ -13,7 +13,7 @@ from PIL import Image
 
 from vitviz import compare, lab, plots, values, zoo
 from vitviz import data as vdata
-from vitviz.app import models, session, state
+from vitviz.app import models, session, state, testset
 from vitviz.app.caches import (
     SAMPLES,
     cached_comparison,
@@ -23,13 +23,11 @@ from vitviz.app.caches import (
     cached_image,
     cached_occlusion,
     cached_routes,
-    cached_test_set,
     cached_trace,
     decoded_image,
     sample_names,
-    test_split,
 )
-from vitviz.app.models import cached_model, limit_visitor_model, tour_problem, try_model
+from vitviz.app.models import cached_model, try_model
 from vitviz.app.text import dataset_text, label, lang, tr
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError
@@ -46,26 +44,17 @@ def uploaded_model() -> str | None:
 
 def test_images() -> lab.TestImages | None:
     """The sidebar model's test images, by class and index within the class, or None."""
-    split = test_split(model_name())
-    return lab.TestImages(split, cached_test_set) if split else None
+    return testset.test_images(model_name())
 
 
 def wanted_model() -> str:
     """The model the visitor asked for instead of the list's: their upload, else the typed name."""
-    return uploaded_model() or str(state.get("custom_model", "")).strip()
+    return models.wanted_model(state.get("custom_model"))
 
 
 def model_name() -> str:
-    """The ViT the tour explains: the upload or the typed name once it has loaded as a ViT, else
-    the list's choice, else (a download from the list that failed) the default model."""
-    wanted = wanted_model()
-    if wanted and tour_problem(wanted) is None:
-        limit_visitor_model(wanted)
-        return wanted
-    picked = state.get("model", zoo.default_name())
-    if picked in zoo.REGISTRY and tour_problem(picked) is None:
-        return picked
-    return zoo.default_name()
+    """The ViT the tour explains (``models.tour_model`` of the sidebar's choices)."""
+    return models.tour_model(state.get("model"), state.get("custom_model"))
 
 
 def image_bytes() -> bytes | None:

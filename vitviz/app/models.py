@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from vitviz import access, deadline, zoo
-from vitviz.app import turns, web
+from vitviz.app import session, turns, web
 from vitviz.app.text import model_title, tr
 
 log = logging.getLogger(__name__)
@@ -169,6 +169,25 @@ def tour_problem(name: str) -> zoo.ModelLoadError | None:
     if problem is None and model_spec(name).is_cnn:
         return zoo.ModelLoadError("model.is_cnn", name=model_title(name))
     return problem
+
+
+def wanted_model(typed: object) -> str:
+    """The model the visitor asked for instead of the list's: their upload, else the name they
+    typed (``typed``: the sidebar's choice ``custom_model``)."""
+    return session.model_upload() or str(typed or "").strip()
+
+
+def tour_model(picked: object, typed: object) -> str:
+    """The ViT the tour explains, from the sidebar's choices ``model`` (``picked``) and
+    ``custom_model`` (``typed``): the upload or the typed name once it has loaded as a ViT, else
+    the list's choice, else (a download from the list that failed) the default model."""
+    wanted = wanted_model(typed)
+    if wanted and tour_problem(wanted) is None:
+        limit_visitor_model(wanted)
+        return wanted
+    if picked in zoo.REGISTRY and tour_problem(picked) is None:
+        return picked
+    return zoo.default_name()
 
 
 def tour_models() -> list[str]:

@@ -9,7 +9,7 @@ and reads or sets a choice with ``state.get`` / ``state.set``; it never touches 
 What Streamlit 1.67 does for us, and what it cannot:
 
 - ``persist_state="session"`` keeps a widget's value across page switches, so Next, Previous and
-  the lab's "Open in the tour" no longer drop it: every widget drawn by ``widget`` has it.
+  the lab's "Open in the tour" do not drop it: every widget drawn by ``widget`` has it.
 - ``bind="query-params"`` cannot carry our URL: ``st.switch_page`` (a shared link's step, and Next
   where Streamlit's page manager cannot be told the page) raises "Cannot clear query parameters -
   the following are bound to widgets" on any page with a bound widget, and a bound select box
@@ -31,7 +31,8 @@ import streamlit as st
 
 from vitviz import analysis, compare, lab, values
 from vitviz.app.caches import sample_names
-from vitviz.app.models import tour_models
+from vitviz.app.models import tour_model, tour_models
+from vitviz.app.testset import test_images
 from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES
 
 T = TypeVar("T")
@@ -65,19 +66,18 @@ class Choice:
 
 
 def _test_classes() -> Collection[str]:
-    from vitviz.app.current import test_images  # the sidebar model's dataset: current imports this module
-
-    images = test_images()
+    """The classes of the sidebar model's test split (none where it has none here)."""
+    images = test_images(tour_model(get("model"), get("custom_model")))
     return images.classes() if images is not None else ()
 
 
 TOUR_VIEW = "app_pages/[5-6]_*.py"  # the pages that share the view of one layer, head and query
 ATTENTION = "app_pages/5_attention.py"
-LAB = "app_pages/9_mistakes.py"
+LAB = "app_pages/10_mistakes.py"
 COMPARE = "app_pages/8_compare.py"
 CARD = "app_pages/9_card.py"
-TRUST = "app_pages/10_trust.py"
-MAP = "app_pages/11_map.py"
+TRUST = "app_pages/11_trust.py"
+MAP = "app_pages/12_map.py"
 
 CHOICES = (
     Choice("lang", str, url=True, options=lambda: LANGUAGES),

@@ -21,9 +21,9 @@ TOUR = [
     ("app_pages/9_card.py", "page.card", ":material/description:"),
 ]
 LAB = [
-    ("app_pages/9_mistakes.py", "page.mistakes", ":material/bug_report:"),
-    ("app_pages/10_trust.py", "page.trust", ":material/fact_check:"),
-    ("app_pages/11_map.py", "page.map", ":material/scatter_plot:"),
+    ("app_pages/10_mistakes.py", "page.mistakes", ":material/bug_report:"),
+    ("app_pages/11_trust.py", "page.trust", ":material/fact_check:"),
+    ("app_pages/12_map.py", "page.map", ":material/scatter_plot:"),
 ]
 
 

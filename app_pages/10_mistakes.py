@@ -1,9 +1,9 @@
 """Lab: misclassification. Browse the test images the model gets wrong (CIFAR-10, Fashion-MNIST, ...).
 
-The test set and the evaluation sit in ``caches.cached_test_set`` / ``caches.cached_evaluation``
+The test set and the evaluation sit in ``testset.cached_test_set`` / ``testset.cached_evaluation``
 (st.cache_resource keyed by folder and by (model name, folder)), so changing a filter never runs
 the model over the test set again. Filtering, paging and thumbnails are ``vitviz.lab`` functions;
-one image up close is ``lab.inspect_mistake`` (cached per image by ``caches.cached_mistake``).
+one image up close is ``lab.inspect_mistake`` (cached per image by ``testset.cached_mistake``).
 """
 
 import numpy as np
@@ -11,7 +11,7 @@ import streamlit as st
 
 from vitviz import clicks, lab, plots, tables, zoo
 from vitviz import data as vdata
-from vitviz.app import caches, current, furniture, models, navigation, session, state, text, turns
+from vitviz.app import current, furniture, models, navigation, session, state, testset, text, turns
 from vitviz.app.text import label, lang, tr
 from vitviz.prediction import verdict
 
@@ -35,7 +35,7 @@ def stop_with(message: str) -> None:
 # The model's own dataset (Fashion-MNIST's test split for a Fashion-MNIST model), else the server's
 # folder (streamlit run app.py -- --data FOLDER, or VITVIZ_DATA): a visitor can neither see nor
 # change where it is.
-split = caches.test_split(chosen.name)
+split = testset.test_split(chosen.name)
 if split is None:
     with head:
         furniture.header("page.mistakes", "mistakes.intro")
@@ -56,13 +56,13 @@ if split is None:
 location = split.location
 try:
     with st.spinner(tr("mistakes.loading")):
-        data = caches.cached_test_set(location)
+        data = testset.cached_test_set(location)
 except (FileNotFoundError, ValueError) as err:  # no images after all, or a damaged one
     stop_with(tr("mistakes.bad_data", message=str(err)))
 with head:  # the shape of EvalResult.probs: one probability per image and class
     furniture.header("page.mistakes", "mistakes.intro", shape=(len(data), model.config.num_classes))
 try:
-    result = caches.cached_evaluation(chosen.name, location)  # a progress bar the first time
+    result = testset.cached_evaluation(chosen.name, location)  # a progress bar the first time
 except ValueError as err:  # the model's classes differ from the dataset's
     st.info(tr("mistakes.mismatch", message=str(err)))
     st.stop()
@@ -135,7 +135,7 @@ low, high = state.widget(  # one confidence filter: "confidently wrong" is its l
     f3.slider, "mistakes_range", tr("mistakes.confidence"), 0.0, 1.0, step=0.01, help=tr("mistakes.confidence_help")
 )
 
-# A second model on the same images (issue 18): which of the two gets an image wrong.
+# A second model on the same images: which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
 pair = models.lab_pair(chosen.name)
 if pair in others:  # the shipped pair, side by side from the start
@@ -157,7 +157,7 @@ if other_name:
     try:
         if (problem := models.try_model(other_name)) is not None:  # with a spinner; tried once
             raise problem
-        other = caches.cached_evaluation(other_name, location)  # a progress bar the first time
+        other = testset.cached_evaluation(other_name, location)  # a progress bar the first time
     except (zoo.ModelLoadError, ValueError) as err:
         message = err.sentence(lang()) if isinstance(err, zoo.ModelLoadError) else str(err)
         st.info(tr("mistakes.other_failed", message=message))
@@ -329,7 +329,7 @@ st.markdown(tr("mistakes.maps_intro"))
 if model.num_prefix_tokens == 0:
     st.caption(tr("mistakes.maps_no_cls"))
 picture = data.images[index].permute(1, 2, 0).numpy()  # (H, W, C) uint8, C = 1 or 3
-inspected = caches.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
+inspected = testset.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
 maps = {"predicted": inspected["map_predicted"], "true": inspected["map_true"]}  # (grid_h, grid_w)
 for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label), strict=True):
     column.plotly_chart(
@@ -387,4 +387,4 @@ furniture.download_npz(
     probs=probs.numpy(),
     **inspected,
 )
-navigation.nav("app_pages/9_mistakes.py")
+navigation.nav("app_pages/10_mistakes.py")

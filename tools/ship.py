@@ -1,10 +1,10 @@
 """Ship a trained run as the offline default: vitviz/assets/models/<name>.safetensors + <name>.json.
 
-    python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
-    python -m vitviz.ship ~/.cache/vitviz/runs/cifar10-cnn --name cifar10-cnn --data ...
-    python -m vitviz.ship --predictions-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
-    python -m vitviz.ship --analyses-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
-    python -m vitviz.ship vitviz/assets/models/cifar10-cnn.safetensors --name cifar10-cnn --test-flip --data ...
+    python -m tools.ship ~/.cache/vitviz/runs/cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m tools.ship ~/.cache/vitviz/runs/cifar10-cnn --name cifar10-cnn --data ...
+    python -m tools.ship --predictions-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m tools.ship --analyses-only --name cifar10-vit --data ../shared/data/cifar10-jpeg
+    python -m tools.ship vitviz/assets/models/cifar10-cnn.safetensors --name cifar10-cnn --test-flip --data ...
 
 The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint;
 or a .safetensors file with its json card beside it) are evaluated on the whole test split with
@@ -18,8 +18,8 @@ mirror image (airbench's test-time augmentation); its card's config says so.
 Beside the weights goes ``<name>.predictions.safetensors``: every test image's class
 probabilities (float32, keyed by the weights hash, what the model looks at and the test split's
 fingerprint), so the app's misclassification lab opens at once. ``--predictions-only`` writes it
-again for the model already shipped. ``--analyses-only`` writes what issue 43's pages read beside
-the weights: ``<name>.faithfulness.json``, and for a ViT ``<name>.ablation.json`` and
+again for the model already shipped. ``--analyses-only`` writes what the trust page and the map read
+beside the weights: ``<name>.faithfulness.json``, and for a ViT ``<name>.ablation.json`` and
 ``<name>.projection.safetensors`` (``write_analyses``).
 """
 
@@ -270,12 +270,12 @@ def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DI
     return path
 
 
-ANALYSIS_IMAGES = 500  # issue 43's N: the faithfulness table is measured on 500 evenly strided test images
+ANALYSIS_IMAGES = 500  # the faithfulness table is measured on 500 evenly strided test images
 ABLATION_IMAGES = 1000  # head ablation: 1,000 at even strides (a 12-head ViT: 85 min for the whole split here)
 
 
 def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) -> list[Path]:
-    """Measure the shipped model ``name`` and write what the app reads beside its weights (issue 43):
+    """Measure the shipped model ``name`` and write what the app reads beside its weights:
     the faithfulness table (``vitviz.faithfulness``, 500 test images), and for a ViT the head
     ablation grid (``vitviz.ablation``, 1,000 test images) and the map of the test set
     (``vitviz.projection``). Each command records the weights hash, so a model shipped later makes
@@ -306,7 +306,7 @@ def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = commandline.parser("vitviz.ship", __doc__)
+    parser = commandline.parser("tools.ship", __doc__)
     parser.add_argument(
         "run",
         type=Path,

@@ -1,14 +1,14 @@
 """One GPU lease, one command: airbench96's CNN, then the ViT it teaches, checkpointed into a
 folder the device tool brings back, and resumed from that folder by the next call.
 
-    python -m vitviz.lease --data .gpu/cifar10-jpeg --out "$OUT"                       # first call
-    python -m vitviz.lease --data .gpu/cifar10-jpeg --out "$OUT" --resume .gpu/lease   # a later one
-    python -m vitviz.lease --tiny --data <a small ImageFolder> --out <a folder>         # the same path on a CPU, in seconds
+    python -m tools.lease --data .gpu/cifar10-jpeg --out "$OUT"                       # first call
+    python -m tools.lease --data .gpu/cifar10-jpeg --out "$OUT" --resume .gpu/lease   # a later one
+    python -m tools.lease --tiny --data <a small ImageFolder> --out <a folder>         # the same path on a CPU, in seconds
 
 Two phases, each a run of ``vitviz.train`` in the work folder (``.lease/<run name>``, which git ignores):
 
 1. ``cnn``: airbench96's net (``--preset cifar10-cnn-96``) over airbench96's published 45 epochs.
-   Once finished it is rounded to float16, as ``vitviz.ship`` would ship it, and that file is the
+   Once finished it is rounded to float16, as ``tools.ship`` would ship it, and that file is the
    teacher: the ViT learns from exactly the weights that come back.
 2. ``vit``: Lee et al.'s same-cost ViT (``--preset cifar10-vit-lee``: depth 9, 12 heads, MLP
    ratio 2, 300 passes) taught by it (DeiT's hard distillation), at the batch a GPU needs. Its
@@ -167,7 +167,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 def make_teacher(run: Path, teacher: Path) -> None:
-    """The finished CNN rounded to float16 (as ``vitviz.ship`` stores it) beside its card."""
+    """The finished CNN rounded to float16 (as ``tools.ship`` stores it) beside its card."""
     weights, config, card = read_run(run)
     model = build_model(config)
     model.load_state_dict(weights)
@@ -258,7 +258,7 @@ def lease(
         record = unpack(resume, work)
         log.info("unpacked %s (%s phase, %s epochs) into %s", resume, record["phase"], record["epochs"], work)
     cnn_cfg, vit_cfg = recipes(data, tiny, cnn or {}, vit or {})
-    cnn_run, vit_run = work / cnn_cfg.name, work / vit_cfg.name  # run folders named as vitviz.ship reads them
+    cnn_run, vit_run = work / cnn_cfg.name, work / vit_cfg.name  # run folders named as tools.ship reads them
     teacher = work / TEACHER / f"{cnn_cfg.name}.safetensors"
 
     # phase 1: the CNN, until it is finished and rounded into the teacher
@@ -290,7 +290,7 @@ def lease(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = commandline.parser("vitviz.lease", __doc__)
+    parser = commandline.parser("tools.lease", __doc__)
     parser.add_argument("--data", help="the CIFAR-10 ImageFolder (e.g. .gpu/cifar10-jpeg)")
     parser.add_argument("--out", type=Path, help="where the pack goes: the device tool's $OUT")
     parser.add_argument("--unpack", type=Path, help="only unpack this folder's pack into --work (to ship from it)")

@@ -6,16 +6,16 @@ server without the test images draws the shipped map without its pictures."""
 import streamlit as st
 
 from vitviz import claims, lab, plots, projection
-from vitviz.app import analyses, caches, current, furniture, navigation, session, state
+from vitviz.app import analyses, current, furniture, navigation, session, state, testset
 from vitviz.app.text import label, lang, tr
 from vitviz.i18n import plain
 
-PAGE = "app_pages/11_map.py"
+PAGE = "app_pages/12_map.py"
 CHART = "map_points"
 
 chosen = current.current_model()
 furniture.header("page.map", "map.intro")
-split = None if chosen.spec.is_cnn else caches.test_split(chosen.name)
+split = None if chosen.spec.is_cnn else testset.test_split(chosen.name)
 if split is not None:
     found, data = analyses.cached_projection(chosen.name, split.location)
 else:  # no test images here: the map that ships with the weights, without its pictures
@@ -73,7 +73,7 @@ st.plotly_chart(
 )
 seconds = ", ".join(f"{tr(f'map.method.{m}')}: {s:.0f} s" for m, s in found.seconds.items())
 st.caption(tr("map.note", seconds=seconds or "-"))
-if split is not None and len(labels) < len(caches.cached_test_set(split.location)):
+if split is not None and len(labels) < len(testset.cached_test_set(split.location)):
     st.caption(tr("map.subset", count=f"{len(labels):,}"))
 if data is None:  # no pictures to show for a click
     navigation.nav(PAGE)

@@ -9,10 +9,10 @@ import numpy as np
 import streamlit as st
 
 from vitviz import ablation, claims, faithfulness, plots, tables
-from vitviz.app import analyses, caches, current, furniture, navigation, state
+from vitviz.app import analyses, current, furniture, navigation, state, testset
 from vitviz.app.text import dataset_text, label, lang, model_title, tr
 
-PAGE = "app_pages/10_trust.py"
+PAGE = "app_pages/11_trust.py"
 
 cur = current.current()
 model, config = cur.model, cur.model.config
@@ -110,7 +110,7 @@ mode = state.widget(
     a3.radio, "trust_mode", tr("trust.mode"), list(ablation.MODES), format_func=lambda m: tr(f"trust.mode.{m}")
 )
 switched_heads = tuple(sorted((i // heads, i % heads) for i in picked))
-split = caches.test_split(cur.name)
+split = testset.test_split(cur.name)
 if mode == "mean" and switched_heads and split is None:
     st.info(tr("trust.mean_needs_data"))
     mode = "zero"
