@@ -24,7 +24,7 @@ from vitviz.app import load_app, warm_up  # noqa: E402
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
     from vitviz import zoo
-    from vitviz.app import ahead, classroom, models, navigation, presenter, sidebar, state, turns
+    from vitviz.app import ahead, classroom, models, navigation, presenter, sidebar, state, students, turns
     from vitviz.app.text import tr
     from vitviz.app.tour import LAB, ROOT, TOUR
 
@@ -49,7 +49,7 @@ def main() -> None:
         sidebar.sidebar()
         navigation.follow_step_link(page)
         navigation.open_at_the_top(page)
-        classroom.bar()  # a class: the teacher tells it where they are; a student follows
+        students.bar()  # a class: the teacher tells it where they are; a student follows
         if page in steps:  # while the class reads, the prediction's heaviest work for this image
             ahead.read_ahead(files[steps.index(page)])
         page.run()

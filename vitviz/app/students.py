@@ -1,0 +1,138 @@
+"""A student's side of a class (``vitviz.app.classroom``): following the teacher's step and slide,
+exploring alone and coming back, and voting in the teacher's poll; and the bar app.py draws before
+every page, for a student or a teacher."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from vitviz import classes, values
+from vitviz.app import navigation, state
+from vitviz.app.classroom import (
+    ARRIVING,
+    EXPLORING,
+    FOLLOW_EVERY_S,
+    GONE,
+    REFUSED,
+    SHOWN_IMAGE,
+    code_text,
+    joined,
+    leave,
+    server_store,
+    student_id,
+    teaching,
+)
+from vitviz.app.teacher import publish, teacher_panel, verdict
+from vitviz.app.text import label, tr
+
+
+def bar() -> None:
+    """app.py, before the page: a student follows their class; a teacher (or a presenter who
+    may start a class) tells the class where they are and gets the class's pop-over."""
+    said = st.session_state.pop(GONE, None)  # why the class this session was in is gone, or none started
+    if said:
+        st.info(said)
+    if teaching() is None and (joined() is not None or "class" in st.query_params):
+        student_bar()
+        return
+    publish()
+    teacher_panel()
+
+
+# ---------------------------------------------------------------------------------------------
+# A student
+# ---------------------------------------------------------------------------------------------
+
+
+def student_bar() -> None:
+    """A student's bar at the top of the page: the class it follows (or a sentence on why not),
+    Explore on my own / Back to the class, and the poll when one is open."""
+    code = joined()
+    if code is None:
+        if teaching() is None and "class" in st.query_params:  # a code that cannot be one (state refused it)
+            leave(tr("class.no_such", code=values.echo(st.query_params["class"], 12)))
+            st.info(st.session_state.pop(GONE))
+        return
+    _follow()
+
+
+def _explore(exploring: bool) -> None:
+    st.session_state[EXPLORING] = exploring
+
+
+@st.fragment(run_every=FOLLOW_EVERY_S)
+def _follow() -> None:
+    code = joined()
+    if code is None:
+        return
+    store = server_store()
+    try:
+        shown = store.position(code)
+        poll = store.poll(code) if shown is not None else None
+    except classes.StoreDown:
+        st.caption(tr("class.store_down_student"))
+        return
+    if shown is None:
+        leave(tr("class.no_such", code=code_text(code)))
+        st.rerun(scope="app")
+    exploring = st.session_state.get(EXPLORING, False)
+    with st.container(key="vitviz-follow", horizontal=True, vertical_alignment="center"):
+        st.caption(tr("class.exploring" if exploring else "class.following", code=code_text(code)))
+        if exploring:
+            st.button(tr("class.back"), key="class_back", on_click=_explore, args=(False,), type="primary")
+        else:
+            st.button(tr("class.explore"), key="class_explore", on_click=_explore, args=(True,))
+    if poll is not None:
+        _ballot(code, poll)
+    if not exploring:
+        _move_to(shown)
+
+
+def _move_to(shown: classes.Position) -> None:
+    """Open the teacher's step and slide (and shared image) when this page shows another."""
+    step = state.get("step") or 0
+    moved = False
+    if shown.image is not None and st.session_state.get(SHOWN_IMAGE) != shown.image:
+        st.session_state[SHOWN_IMAGE] = st.session_state[ARRIVING] = shown.image  # opened by the app's run
+        moved = True
+    if shown.step != step or navigation.slide_of(step) != shown.slide:
+        state.set(slide=f"{shown.step}:{shown.slide}")
+        if shown.step != step:
+            navigation.ask_step(shown.step)  # this app run draws the step (navigation.follow_asked_step)
+        moved = True
+    if moved:
+        st.rerun(scope="app")
+
+
+def _vote(code: str, number: int, option: str) -> None:
+    try:
+        counted = server_store().vote(code, student_id(), number, option)
+    except classes.StoreDown:
+        counted = False
+    st.session_state[REFUSED] = not counted
+
+
+def _ballot(code: str, poll: classes.Poll) -> None:
+    """The poll's options as buttons (the student's vote marked), or, after the reveal, the answer."""
+    store = server_store()
+    with st.container(key="vitviz-ballot", border=True):
+        if poll.revealed:
+            st.markdown(verdict(poll))
+            return
+        try:
+            mine = store.vote_of(code, student_id(), poll.number)
+        except classes.StoreDown:
+            return
+        st.markdown(tr("class.question"))
+        with st.container(horizontal=True):
+            for i, option in enumerate(poll.options):
+                st.button(
+                    label(option, short=True),
+                    key=f"class_vote_{poll.number}_{i}",
+                    type="primary" if option == mine else "secondary",
+                    on_click=_vote,
+                    args=(code, poll.number, option),
+                )
+        if st.session_state.pop(REFUSED, False):
+            st.caption(tr("class.vote_refused"))
+        st.caption(tr("class.voted", option=label(mine, short=True)) if mine else tr("class.vote_help"))
