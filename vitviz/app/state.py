@@ -6,19 +6,10 @@ mirrors it, whether a person counts it from 1, and which page draws it. A page d
 widget with one call that returns its value, ``state.widget(st.slider, "layer", label, 1, 12)``,
 and reads or sets a choice with ``state.get`` / ``state.set``; it never touches st.session_state.
 
-What Streamlit 1.67 does for us, and what it cannot:
-
-- ``persist_state="session"`` keeps a widget's value across page switches, so Next, Previous and
-  the lab's "Open in the tour" do not drop it: every widget drawn by ``widget`` has it.
-- ``bind="query-params"`` cannot carry our URL: ``st.switch_page`` (a shared link's step, and Next
-  where Streamlit's page manager cannot be told the page) raises "Cannot clear query parameters -
-  the following are bound to widgets" on any page with a bound widget, and a bound select box
-  writes the label it shows (a Korean model title) rather than its option. So the URL is written
-  here, from the table, with stable ids.
-- A select box whose labels are translated sends, on the run after a language switch, the label
-  it showed before instead of its option; ``sync`` refuses such a value and gives the widget back
-  the last valid one kept in ``_kept``, and ``relabel_after_language_switch`` makes Streamlit send
-  every widget its value anew, in the new language's words.
+Why the URL is written here rather than by ``bind="query-params"``, and why ``persist_state``:
+docs/architecture.md ("The session's choices: one table"). A select box whose translated labels
+come back as the old language's label after a switch: ``sync`` refuses the value and gives back
+the last valid one (``_kept``); ``relabel_after_language_switch`` redraws every widget's value.
 """
 
 from __future__ import annotations
