@@ -111,7 +111,7 @@ class Controls:
 class Download:
     """Arrays a page offers as one .npz file (the handout has no downloads)."""
 
-    label_key: str  # the button's sentence (vitviz.locales)
+    label_key: str  # the i18n key of the button's sentence
     file_name: str
     key: str
     arrays: Mapping[str, Any]
@@ -129,7 +129,7 @@ class Formula:
 class DownloadCsv:
     """A table a page offers as a .csv file, made when the button is clicked (the handout has no downloads)."""
 
-    label_key: str  # the button's sentence (vitviz.locales)
+    label_key: str  # the i18n key of the button's sentence
     file_name: str
     key: str
     text: Callable[[], str]
