@@ -32,7 +32,7 @@ from vitviz.steps.subject import Subject
 
 Describe = Callable[[Subject, Mapping], Step]
 METRICS_PER_ROW = 4
-SLIDE_PX = 420  # a slide's figure height: with its title line and takeaway it fits 1280 x 720
+SLIDE_PX = 400  # a slide's figure height: with its title line and takeaway it fits 1280 x 720
 
 
 class SessionChoices(Mapping):
@@ -196,7 +196,7 @@ def _slide_with_header(step: Step, shown: list[Slide], index: int, script: str) 
     slide = shown[index]
     # the title, the way through the tour, the notes and the controls on one line; presenter
     # mode's leave button floats in the corner above them
-    top = st.columns([4.2, 0.6, 2.8, 0.6, 1.3, 1.3, 1], vertical_alignment="center")
+    top = st.columns([4, 0.8, 2.6, 0.8, 1.3, 1.3, 0.6], vertical_alignment="center")
     top[0].markdown(f"# {step.title}")  # the page's title (h1), in a slide's size (presenter.css)
     navigation.slide_nav(script, index, len(shown), (top[1], top[2], top[3]))
     with top[4].popover(tr("slides.notes"), width="stretch"):
