@@ -98,6 +98,6 @@ else:
         )
     )
 
-    navigation.open_in_tour_button(right, "map_open_tour", data, index)
+    navigation.open_in_tour_button(right, "map_open_tour", *lab.class_position(data, index))
 
 navigation.nav(PAGE)

@@ -311,7 +311,7 @@ with left:
             )
         )
 
-    navigation.open_in_tour_button(st, "mistakes_open_tour", data, index)
+    navigation.open_in_tour_button(st, "mistakes_open_tour", *lab.class_position(data, index))
 k = min(5, num_classes)
 top_values, top_classes = probs.topk(k)
 top_names = [classes[c] for c in top_classes.tolist()]

@@ -311,7 +311,7 @@ class _Page:
         elif isinstance(block, blocks.Controls):
             chosen = " · ".join(html.escape(plain(control.static)) for control in block.controls)
             self.raw(f'<p class="chosen">{chosen}</p>')
-        elif not isinstance(block, blocks.Download):
+        elif not isinstance(block, blocks.Download | blocks.OpenInTour):  # buttons stay in the app
             raise TypeError(f"No handout for {type(block).__name__}")
 
 

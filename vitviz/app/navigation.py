@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz import data as vdata
-from vitviz import lab
 from vitviz.app import state, web
 from vitviz.app.text import tr
 from vitviz.app.tour import TOUR
@@ -210,14 +208,14 @@ def open_in_tour(class_name: str, index_in_class: int) -> None:
     ask_step(0)
 
 
-def open_in_tour_button(where, key: str, data: vdata.ImageSet, index: int) -> None:
-    """The lab's "Open in the tour": test image ``index`` of ``data`` becomes the tour's image, and
-    the overview opens."""
+def open_in_tour_button(where, key: str, class_name: str, index_in_class: int) -> None:
+    """The lab's "Open in the tour": test image ``index_in_class`` of ``class_name`` becomes the
+    tour's image, and the overview opens."""
     where.button(
         tr("mistakes.open_tour"),
         key=key,
         help=tr("mistakes.open_tour_help"),
         on_click=open_in_tour,
-        args=lab.class_position(data, index),
+        args=(class_name, index_in_class),
         type="primary",
     )

@@ -19,6 +19,7 @@ from vitviz.steps.blocks import (
     Figures,
     Heading,
     Metrics,
+    OpenInTour,
     Slide,
     Step,
     Table,
@@ -82,7 +83,10 @@ def draw(block: Block, where=st) -> None:
         for column, figure in zip(where.columns(len(block.figures)), block.figures, strict=True):
             _figure(figure, column)
     elif isinstance(block, Table):
-        where.dataframe(list(block.rows), hide_index=True)
+        if block.whole:  # st.table: every row, long cells wrap, and its text grows in presenter mode
+            where.table(list(block.rows), hide_index=True)
+        else:
+            where.dataframe(list(block.rows), hide_index=True)
         if block.caption:
             where.caption(block.caption)
     elif isinstance(block, Controls):
@@ -90,6 +94,8 @@ def draw(block: Block, where=st) -> None:
             widget(control, column)
     elif isinstance(block, Download):
         furniture.download_npz(block.label_key, block.file_name, block.key, **block.arrays)
+    elif isinstance(block, OpenInTour):
+        navigation.open_in_tour_button(where, block.key, block.class_name, block.index)
     else:
         raise TypeError(f"No renderer for {type(block).__name__}")
 
@@ -121,14 +127,30 @@ def widget(control: Control, where=st):
     """A control's widget, showing the value the step was described with."""
     if state.get(control.key) != control.value:
         state.set(**{control.key: control.value})
+    extra = {"help": control.help} if control.help else {}
     if control.kind == "toggle":
-        return state.widget(where.toggle, control.key, control.label)
-    draw_with = {"slider": where.select_slider, "select": where.selectbox, "radio": where.radio}[control.kind]
-    extra = {"horizontal": True} if control.kind == "radio" else {}
+        return state.widget(where.toggle, control.key, control.label, **extra)
+    draw_with = {
+        "slider": where.select_slider,
+        "select": where.selectbox,
+        "radio": where.radio,
+        "multiselect": where.multiselect,
+    }[control.kind]
+    extra |= {"horizontal": True} if control.kind == "radio" else {}
+    extra |= {"placeholder": control.placeholder} if control.placeholder else {}
     format_func = control.format or str
-    return state.widget(
-        draw_with, control.key, control.label, options=list(control.options), format_func=format_func, **extra
+    value = state.widget(
+        draw_with,
+        control.key,
+        control.label,
+        options=list(control.options),
+        format_func=format_func,
+        mirror=not control.quiet_default,
+        **extra,
     )
+    if control.quiet_default:  # a link to the default view names nothing
+        state.set_param(control.key, value if value != control.options[0] else None)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -70,14 +70,18 @@ class Table:
 
     rows: tuple[Mapping[str, object], ...]
     caption: str = ""
+    whole: bool = False  # every row at once and every cell wrapped (a static table), not a scrolling grid
 
 
 @dataclass(frozen=True)
 class Control:
     """A widget the step needs: a choice of ``vitviz.app.state.CHOICES`` (``key``), drawn as a
-    ``kind`` ("select", "slider", "radio", "toggle") over ``options``. ``value`` is the value this
-    description was made with (the session's, clipped to the options), ``static`` the sentence a
-    page of paper says instead of the widget ("Patch side: 16 pixels")."""
+    ``kind`` ("select", "slider", "radio", "toggle", "multiselect": ``value`` a list of options)
+    over ``options``. ``value`` is the value this description was made with (the session's,
+    clipped to the options), ``static`` the sentence a page of paper says instead of the widget
+    ("Patch side: 16 pixels"). ``help``: the widget's tooltip; ``placeholder``: what an empty
+    multiselect says; ``quiet_default``: the URL names the choice only while it is not the first
+    option (a link to the default view says nothing)."""
 
     key: str
     kind: str
@@ -86,6 +90,9 @@ class Control:
     value: Any
     static: str
     format: Callable[[Any], str] | None = None
+    help: str = ""
+    placeholder: str = ""
+    quiet_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,17 @@ class Download:
     arrays: Mapping[str, Any]
 
 
-Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download
+@dataclass(frozen=True)
+class OpenInTour:
+    """The lab's button that makes test image ``index`` of class ``class_name`` the tour's image and
+    opens the overview (paper has no button: the handout leaves it out)."""
+
+    key: str
+    class_name: str
+    index: int  # within its class
+
+
+Block = Text | Heading | Metrics | Figure | Figures | Table | Controls | Download | OpenInTour
 
 
 @dataclass(frozen=True)
