@@ -990,7 +990,7 @@ def build(
         found=found,
         model_input=denormalize(trace.pixels[0], config.preprocess),
     )
-    subject = Subject(model, np.asarray(picture), trace, lang, found, image_bytes=image_bytes)
+    subject = Subject(model, np.asarray(picture), trace, lang, found, spec.name, image_bytes, spec=spec)
     page = _Page(lang)
     total = 9
     model_title = spec.title_in(lang)

@@ -139,7 +139,16 @@ def subject() -> Subject:
     """What a step's description reads (``vitviz.steps``): the session's model, image and trace, in
     its language; on a user error, one sentence and the page stops (``current``)."""
     cur = current()
-    return Subject(cur.model, cur.image, cur.trace, lang(), cur.verdict, cur.name, cur.image_bytes, CachedCompute())
+    return Subject(
+        cur.model, cur.image, cur.trace, lang(), cur.verdict, cur.name, cur.image_bytes, CachedCompute(), cur.spec
+    )
+
+
+def model_subject() -> Subject:
+    """What a step about the model alone reads (the card, the lab's test set): the session's model,
+    no image; on a load error, one sentence and the page stops (``current_model``)."""
+    chosen = current_model()
+    return Subject(chosen.model, None, None, lang(), name=chosen.name, compute=CachedCompute(), spec=chosen.spec)
 
 
 class CachedCompute(Compute):

@@ -38,8 +38,11 @@ def nav(script: str) -> None:
 def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
     """Presenter mode's Previous / Next in the columns ``where`` (left, middle, right): slide by
     slide (``index`` of ``count``), then step by step (Previous from a step opens the last slide
-    of the one before)."""
+    of the one before). A lab page is in no order of steps: its slides alone."""
     files = [f for f, _, _ in TOUR]
+    if script not in files:
+        _lab_slide_nav(script, index, count, where)
+        return
     step = files.index(script)
     left, middle, right = where
     clicked = None
@@ -63,11 +66,43 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         _follow_unasked_click(clicked)
 
 
-def slide_of(step: int) -> int:
-    """The slide presenter mode shows of ``step``: 0 unless the session moved within it (-1: the last)."""
+def _lab_slide_nav(script: str, index: int, count: int, where: tuple) -> None:
+    """A lab page's ← and →: its own slides, none past its first or last."""
+    left, middle, right = where
+    if index > 0:
+        left.button(
+            "←", key="nav_prev", width="stretch", on_click=_lab_slide, args=(script, index - 1), help=tr("nav.previous")
+        )
+    spot = tr("slides.counter", step=tr("nav.lab"), index=index + 1, count=count)
+    middle.markdown(f"<div style='text-align:center'>{spot}</div>", unsafe_allow_html=True)
+    if index < count - 1:
+        right.button(
+            "→",
+            key="nav_next",
+            width="stretch",
+            type="primary",
+            on_click=_lab_slide,
+            args=(script, index + 1),
+            help=tr("nav.next"),
+        )
+
+
+def _lab_slide(script: str, index: int) -> None:
+    state.set(slide=f"{script}:{index}")
+
+
+def slide_place(script: str) -> int | str:
+    """What presenter mode keeps a page's slide under: a tour page's step, a lab page's script."""
+    files = [f for f, _, _ in TOUR]
+    return files.index(script) if script in files else script
+
+
+def slide_of(place: int | str) -> int:
+    """The slide presenter mode shows of ``place`` (a step, or a lab page's script:
+    ``slide_place``): 0 unless the session moved within it (-1: the last)."""
     kept = str(state.get("slide", ""))
-    shown, _, index = kept.partition(":")
-    return int(index) if shown == str(step) and index.lstrip("-").isdigit() and len(index) < 4 else 0
+    shown, _, index = kept.rpartition(":")
+    return int(index) if shown == str(place) and index.lstrip("-").isdigit() and len(index) < 4 else 0
 
 
 def _next_slide(step: int, index: int, count: int) -> None:

@@ -48,10 +48,11 @@ class SessionChoices(Mapping):
         return len(state.BY_KEY)
 
 
-def page(describe: Describe, script: str) -> None:
-    """A tour page: the step the session's choices describe, drawn as a page or as slides, then
-    Previous / Next."""
-    step = describe(current.subject(), SessionChoices())
+def page(describe: Describe, script: str, subject: Callable[[], Subject] | None = None) -> None:
+    """A tour or lab page: the step the session's choices describe, drawn as a page or as slides,
+    then Previous / Next. ``subject``: what the step reads (``current.subject``: the model and the
+    image; ``current.model_subject`` for a page about the model alone)."""
+    step = describe((subject or current.subject)(), SessionChoices())
     if presenter.presenting():
         slides(step, script)
     else:
@@ -159,9 +160,9 @@ def widget(control: Control, where=st):
 
 
 def slide_index(script: str, count: int) -> int:
-    """The session's slide of the step ``script`` with ``count`` slides: 0 at first, the last
-    after Previous from the next step."""
-    index = navigation.slide_of(navigation.step_of(script))
+    """The session's slide of the page ``script`` (a tour step or a lab page) with ``count``
+    slides: 0 at first, the last after Previous from the next step."""
+    index = navigation.slide_of(navigation.slide_place(script))
     return count - 1 if index < 0 else min(index, count - 1)
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vitviz import claims
+from vitviz import claims, zoo
 from vitviz.config import ViTConfig
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.model import VisionTransformer
@@ -24,16 +24,19 @@ class Compute:
 @dataclass(frozen=True)
 class Subject:
     """The model and image a step describes, in one language. The app builds it from the
-    session (``vitviz.app.current.subject``), the handout from its command line."""
+    session (``vitviz.app.current.subject``), the handout from its command line. A step about the
+    model alone (its card, the lab's test set) has no image: ``image`` and ``trace`` are None
+    (``vitviz.app.current.model_subject``)."""
 
     model: VisionTransformer
-    image: np.ndarray  # (H, W, 3) uint8, upright, as decoded
-    trace: Trace
+    image: np.ndarray | None  # (H, W, 3) uint8, upright, as decoded
+    trace: Trace | None
     lang: str = DEFAULT_LANGUAGE
     verdict: Verdict | None = None  # the prediction against the image's known class, if any
     name: str = ""  # the model's name (registry or upload): with image_bytes, what caches are keyed by
     image_bytes: bytes = b""
     compute: Compute = field(default_factory=Compute)
+    spec: zoo.ModelSpec | None = None  # the model's registry entry: its title, description, card, weights file
 
     @property
     def config(self) -> ViTConfig:
