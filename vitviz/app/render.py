@@ -93,6 +93,8 @@ def draw(block: Block, where=st) -> None:
     elif isinstance(block, Controls):
         for column, control in zip(where.columns(len(block.controls)), block.controls, strict=True):
             widget(control, column)
+    elif isinstance(block, Download) and block.csv is not None:
+        furniture.download_csv(block.label_key, block.file_name, block.key, block.csv)
     elif isinstance(block, Download):
         furniture.download_npz(block.label_key, block.file_name, block.key, **block.arrays)
     elif isinstance(block, OpenInTour):

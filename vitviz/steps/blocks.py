@@ -104,12 +104,13 @@ class Controls:
 
 @dataclass(frozen=True)
 class Download:
-    """Arrays a page offers as one .npz file (the handout has no downloads)."""
+    """Arrays a page offers as one .npz file, or a table as a .csv file (the handout has no downloads)."""
 
     label_key: str  # the button's sentence (vitviz.locales)
     file_name: str
     key: str
     arrays: Mapping[str, Any]
+    csv: Callable[[], str] | None = None  # a table as CSV text instead of the arrays, made when clicked
 
 
 @dataclass(frozen=True)
