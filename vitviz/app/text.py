@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import streamlit as st
 
-from vitviz import access, values, zoo
-from vitviz.card import MACHINES_JOIN
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
-
-DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
+from vitviz.steps import names
 
 
 def lang() -> str:
@@ -31,30 +25,15 @@ def label(class_name: str, short: bool = False) -> str:
 
 
 def model_title(name: str) -> str:
-    """A registry model's title in the user's language; an upload's file name; a hub name as it was
-    typed; a file of the server's model folders by its name (never its folder), cut to 80 characters."""
-    if name in zoo.REGISTRY:
-        return zoo.REGISTRY[name].title_in(lang())
-    if name.startswith(zoo.UPLOAD):
-        return values.echo(name.split(":", 2)[-1])
-    return values.echo(name if name.startswith(access.HUB_PREFIXES) else Path(name).name)
+    """A model's title in the user's language (``vitviz.steps.names.model_title``)."""
+    return names.model_title(name, lang())
 
 
 def dataset_text(label: str) -> str:
     """A dataset's name as ``vitviz.data.dataset_label`` and model cards write it, in the user's language."""
-    key = DATASET_KEYS.get(label)
-    return tr(key) if key else label
+    return names.dataset_text(label, lang())
 
 
 def hardware_text(label: str) -> str:
-    """A card's hardware ("CPU (Intel(R) Xeon(R) Processor, 2 threads)", as ``train.hardware_label``
-    writes it, or the machines a run moved between, joined by ``MACHINES_JOIN``) in the user's
-    language; other labels as written."""
-    texts = []
-    for machine in label.split(MACHINES_JOIN):
-        found = re.fullmatch(r"CPU \((.+), (\d+) threads?\)", machine)
-        if found and found[2] == "1":
-            texts.append(tr("card.hardware_cpu_one", name=found[1]))
-        else:
-            texts.append(tr("card.hardware_cpu", name=found[1], threads=found[2]) if found else machine)
-    return MACHINES_JOIN.join(texts)
+    """A card's hardware in the user's language (``vitviz.steps.names.hardware_text``)."""
+    return names.hardware_text(label, lang())
