@@ -557,3 +557,97 @@ def patch_order(count: int, grid_w: int) -> Claim:
 def attention_pairs(tokens: int) -> Claim:
     """Attention compares every pair of tokens: ``tokens`` squared scores per head and layer."""
     return Claim("patches.attention_cost", {"tokens": tokens, "pairs": f"{tokens * tokens:,}"})
+
+
+# --------------------------------------------------------------------------------------------
+# Step 9, the model card, and the lab: a training record, accuracy per class
+# --------------------------------------------------------------------------------------------
+
+
+def training_curve(history: Sequence[dict]) -> Claim | None:
+    """Where the record's accuracy went: the test accuracy over the epochs it was measured (the
+    training accuracy where it never was), from its first to its last value, and its best. None
+    for a record with no accuracy."""
+    tested = [row for row in history if "test_accuracy" in row]
+    rows, kind = (tested, "test") if tested else ([r for r in history if "train_accuracy" in r], "train")
+    if not rows:
+        return None
+    key = f"{kind}_accuracy"
+    best = max(rows, key=lambda row: row[key])
+    values = {
+        "what": Claim(f"claims.curve_{kind}"),
+        "first": f"{rows[0][key]:.1%}",
+        "start": rows[0]["epoch"],
+        "last": f"{rows[-1][key]:.1%}",
+        "end": rows[-1]["epoch"],
+        "best": f"{best[key]:.1%}",
+        "best_epoch": best["epoch"],
+    }
+    return Claim("claims.curve_rose" if rows[-1][key] >= rows[0][key] else "claims.curve_fell", values)
+
+
+def class_accuracy(accuracies: dict[str, float]) -> Claim:
+    """Which class the model gets right most often, and which least (a tie: the first named)."""
+    best = max(accuracies, key=lambda name: accuracies[name])
+    worst = min(accuracies, key=lambda name: accuracies[name])
+    values = {
+        "best": ClassName(best),
+        "p_best": f"{accuracies[best]:.1%}",
+        "worst": ClassName(worst),
+        "p_worst": f"{accuracies[worst]:.1%}",
+        "count": len(accuracies),
+    }
+    return Claim("claims.class_accuracy_even" if best == worst else "claims.class_accuracy", values)
+
+
+# --------------------------------------------------------------------------------------------
+# The lab's trust page: each figure's line (the deletion and insertion curves, rollout with
+# heads switched off)
+# --------------------------------------------------------------------------------------------
+
+
+def trust_curve(reading, kind: str) -> Claim:
+    """What the deletion (or insertion) figure of one image shows: the map whose order moves the
+    answer's probability fastest (lowest deletion area, highest insertion area), against the
+    random orders' mean area. ``reading``: ``vitviz.faithfulness.read``'s."""
+    if kind == "deletion":
+        best, areas = reading.best_deletion, reading.deletion
+        faster = areas[best] < areas["random"]
+    else:
+        best, areas = reading.best_insertion, reading.insertion
+        faster = areas[best] > areas["random"]
+    values = {
+        "method": Claim(f"trust.method.{best}"),
+        "area": f"{areas[best]:.3f}",
+        "random": f"{areas['random']:.3f}",
+        "orders": reading.orders,
+    }
+    return Claim(f"claims.trust_{kind}" if faster else f"claims.trust_{kind}_not", values)
+
+
+def _strongest(values: np.ndarray) -> tuple[int, int, int]:
+    """The (patch counted from 1, row, column) of a (grid_h, grid_w) map's largest value."""
+    row, col = np.unravel_index(int(np.argmax(values)), values.shape)
+    return int(row) * values.shape[1] + int(col) + 1, int(row) + 1, int(col) + 1
+
+
+def map_peak(values: np.ndarray) -> Claim:
+    """Where a patch map is strongest, and its share of the map's total."""
+    values = np.asarray(values, dtype=np.float64)
+    patch, row, col = _strongest(values)
+    total = float(np.abs(values).sum())
+    share = float(values.max()) / total if total > 0 else 0.0
+    return Claim("claims.map_peak", {"patch": patch, "row": row, "col": col, "share": f"{share:.1%}"})
+
+
+def map_shift(before: np.ndarray, after: np.ndarray) -> Claim:
+    """Whether switching parts of the model off moved a map's strongest patch, and how alike the
+    maps stay (Pearson's correlation over the patches; two flat maps are alike only if equal)."""
+    before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    if before.std() > 0 and after.std() > 0:
+        alike = float(np.corrcoef(before.ravel(), after.ravel())[0, 1])
+    else:
+        alike = 1.0 if np.allclose(before, after) else 0.0
+    first, then = _strongest(before)[0], _strongest(after)[0]
+    values = {"before": first, "after": then, "r": f"{alike:.2f}"}
+    return Claim("claims.map_same_peak" if first == then else "claims.map_new_peak", values)

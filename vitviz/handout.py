@@ -37,9 +37,9 @@ from vitviz import analysis, claims, commandline, faithfulness, lab, plots, zoo
 from vitviz import data as vdata
 from vitviz.data import ImageError, denormalize, input_pixels, load_image, original_size, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
-from vitviz.model import VisionTransformer, flops_per_image, on_weights
+from vitviz.model import VisionTransformer, on_weights
 from vitviz.prediction import Verdict, legend_key, top_k, verdict
-from vitviz.steps import blocks, patches
+from vitviz.steps import blocks, card, patches
 from vitviz.steps.subject import Subject
 from vitviz.trace import Trace, forward_steps
 from vitviz.values import echo, test_image
@@ -846,40 +846,6 @@ def _compare(page: _Page, tour: _Tour, total: int, cnn: nn.Module) -> None:
     page.figures(*figures)
 
 
-def _card(page: _Page, tour: _Tour, total: int) -> None:
-    model, spec, config = tour.model, tour.spec, tour.config
-    page.step(9, total, "page.card", page.tr("card.intro"))
-    page.heading(spec.title_in(page.lang))
-    page.text(spec.description_in(page.lang))
-    if not spec.trained:
-        page.raw(f'<div class="verdict wrong">{markdown(page.tr("sidebar.untrained"))}</div>')
-    accuracy = spec.card.test_accuracy
-    page.raw(
-        table(
-            [
-                {
-                    page.tr("card.params"): f"{model.num_params():,}",
-                    page.tr("card.flops"): f"{flops_per_image(config) / 1e9:.2f} GFLOP",
-                    page.tr("card.tokens"): f"{config.num_tokens} x {config.embed_dim}",
-                    page.tr("card.accuracy"): f"{accuracy:.2%}" if accuracy is not None else "-",
-                }
-            ]
-        )
-    )
-    page.heading(page.tr("card.config"))
-    from vitviz import tables
-
-    shown = {k: v for k, v in config.to_dict().items() if k not in ("class_names", "preprocess")}
-    page.raw(
-        table(
-            [
-                {page.tr("card.col.setting"): k, page.tr("card.col.value"): tables.setting_text(v)}
-                for k, v in shown.items()
-            ]
-        )
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # The whole file
 # ---------------------------------------------------------------------------------------------
@@ -1009,7 +975,7 @@ def build(
     _prediction(page, tour, total)
     if cnn is not None and config.num_classes:
         _compare(page, tour, total, cnn)
-    _card(page, tour, total)
+    page.described(9, total, card.describe(subject, {}))
     title = f"vitviz: {model_title} · {image_name}" if image_name else f"vitviz: {model_title}"
     script = f"<script>{SCRIPT}</script>" if trace.depth else ""
     return (

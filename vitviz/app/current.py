@@ -12,7 +12,7 @@ import streamlit as st
 
 from vitviz import data as vdata
 from vitviz import lab, plots, values, zoo
-from vitviz.app import session, state
+from vitviz.app import analyses, session, state
 from vitviz.app.caches import (
     SAMPLES,
     cached_image,
@@ -154,6 +154,28 @@ def model_subject() -> Subject:
 class CachedCompute(Compute):
     """``vitviz.steps.subject.Compute`` from the server's caches (``vitviz.app.caches``): one
     computation per (model, image) for every session."""
+
+    def model(self, subject: Subject, name: str) -> zoo.Loaded:
+        return cached_model(name)  # one per server, loaded as its policy allows
+
+    def test_split(self, subject: Subject) -> lab.TestSplit | None:
+        return test_split(subject.name)
+
+    def faithfulness(self, subject: Subject):
+        return analyses.cached_faithfulness(subject.name, subject.image_bytes)
+
+    def stored(self, subject: Subject, kind: str) -> dict | None:
+        return analyses.stored(subject.name, kind)
+
+    def ablated(self, subject: Subject, heads, layers, mode: str, location: str | None) -> dict[str, np.ndarray]:
+        return analyses.cached_ablated(subject.name, subject.image_bytes, heads, layers, mode, location)
+
+    def projection(self, subject: Subject):
+        split = None if subject.spec.is_cnn else test_split(subject.name)
+        if split is None:  # no test images here: the map that ships with the weights, without its pictures
+            return None if subject.spec.is_cnn else analyses.shipped_projection(subject.name), None, None
+        found, data = analyses.cached_projection(subject.name, split.location)
+        return found, data, len(cached_test_set(split.location))
 
 
 def chosen_test_image() -> tuple[str, int] | None:

@@ -74,7 +74,11 @@ def _lab_slide_nav(script: str, index: int, count: int, where: tuple) -> None:
             "←", key="nav_prev", width="stretch", on_click=_lab_slide, args=(script, index - 1), help=tr("nav.previous")
         )
     spot = tr("slides.counter", step=tr("nav.lab"), index=index + 1, count=count)
-    middle.markdown(f"<div style='text-align:center'>{spot}</div>", unsafe_allow_html=True)
+    middle.markdown(  # where the slide is, as the tour's counter says it (step -1: in no step)
+        f"<div class='vitviz-slide-counter' data-step='-1' data-slide='{index}' data-slides='{count}' "
+        f"style='text-align:center'>{spot}</div>",
+        unsafe_allow_html=True,
+    )
     if index < count - 1:
         right.button(
             "→",

@@ -87,7 +87,8 @@ def draw(block: Block, where=st) -> None:
         if block.whole:  # st.table: every row, long cells wrap, and its text grows in presenter mode
             where.table(list(block.rows), hide_index=True)
         else:
-            where.dataframe(list(block.rows), hide_index=True)
+            rows = len(block.rows)  # every row without scrolling inside the grid (up to a limit)
+            where.dataframe(list(block.rows), hide_index=True, width="stretch", height=furniture.table_height(rows))
         if block.caption:
             where.caption(block.caption)
     elif isinstance(block, Controls):

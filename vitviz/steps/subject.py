@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vitviz import claims, zoo
+from vitviz import ablation, claims, faithfulness, lab, projection, zoo
 from vitviz.config import ViTConfig
+from vitviz.data import ImageSet, load_split
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.model import VisionTransformer
 from vitviz.prediction import Verdict
@@ -19,6 +20,52 @@ class Compute:
     app hands its steps a subclass that reads the server's caches instead
     (``vitviz.app.current.CachedCompute``), keyed by the subject's ``name`` and ``image_bytes``.
     Add a method here and its cached twin there; a step calls ``subject.compute.<method>(subject, ...)``."""
+
+    def model(self, subject: Subject, name: str) -> zoo.Loaded:
+        """Another model by name (the card of the CNN set beside the ViT), on the CPU."""
+        return zoo.load(name, device="cpu")
+
+    def test_split(self, subject: Subject) -> lab.TestSplit | None:
+        """The model's test split where this machine has it (``lab.test_split_for``), or None."""
+        return lab.test_split_for(subject.config.class_names, lab.default_test_root())
+
+    def faithfulness(self, subject: Subject) -> faithfulness.Faithfulness:
+        """Every map's deletion and insertion curves for the subject's image, and random orders'."""
+        return faithfulness.faithfulness(subject.model, subject.trace.pixels, trace=subject.trace)
+
+    def stored(self, subject: Subject, kind: str) -> dict | None:
+        """What ships beside the model's weights ("faithfulness": the test set's table; "ablation":
+        the head-ablation grid), when these weights made it; else None."""
+        path = subject.spec.path if subject.spec is not None else None
+        if path is None:
+            return None
+        if kind == "faithfulness":
+            return faithfulness.read_stored(faithfulness.faithfulness_path(path), subject.model)
+        return ablation.read_stored(ablation.ablation_path(path), subject.model)
+
+    def ablated(
+        self,
+        subject: Subject,
+        heads: tuple[tuple[int, int], ...],
+        layers: tuple[int, ...],
+        mode: str,
+        location: str | None,
+    ) -> dict[str, np.ndarray]:
+        """The subject's image with heads (layer, head) or layers switched off (``ablation.switched_off``);
+        "mean" ablation reads the test split at ``location``."""
+        means = None
+        if mode == "mean" and heads and location:
+            means = ablation.reference_means(subject.model, load_split(location, "test", download=False))
+        switch = ablation.Ablation.of(heads, layers, mode, means)
+        return ablation.switched_off(subject.model, subject.trace.pixels, switch)
+
+    def projection(self, subject: Subject) -> tuple[projection.Projection | None, ImageSet | None, int | None]:
+        """The map of the test set: the one shipped beside the weights, without its pictures here
+        (the app's draws them where the server has the test images); the images it shows (None:
+        none); and how many images the test split holds (None: unknown)."""
+        path = subject.spec.path if subject.spec is not None else None
+        found = projection.read_stored(projection.projection_path(path), subject.model) if path else None
+        return found, None, None
 
 
 @dataclass(frozen=True)
