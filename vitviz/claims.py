@@ -651,3 +651,14 @@ def map_shift(before: np.ndarray, after: np.ndarray) -> Claim:
     first, then = _strongest(before)[0], _strongest(after)[0]
     values = {"before": first, "after": then, "r": f"{alike:.2f}"}
     return Claim("claims.map_same_peak" if first == then else "claims.map_new_peak", values)
+
+
+def top_two(probs: np.ndarray, class_names: Sequence[str]) -> Claim:
+    """What top-k bars show: the answer and its probability, and the runner-up's (one class: the answer alone)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    order = np.argsort(-probs, kind="stable")
+    values = {"first": ClassName(class_names[order[0]]), "p_first": f"{probs[order[0]]:.1%}"}
+    if len(order) < 2:
+        return Claim("claims.top_one", values)
+    values |= {"second": ClassName(class_names[order[1]]), "p_second": f"{probs[order[1]]:.1%}"}
+    return Claim("claims.top_two", values)

@@ -39,7 +39,7 @@ from vitviz.data import ImageError, denormalize, input_pixels, load_image, origi
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.prediction import Verdict, legend_key, top_k, verdict
-from vitviz.steps import blocks, card, patches
+from vitviz.steps import blocks, card, patches, testset, trust
 from vitviz.steps.subject import Subject
 from vitviz.trace import Trace, forward_steps
 from vitviz.values import echo, test_image
@@ -268,16 +268,19 @@ class _Page:
     def html(self) -> str:
         return "\n".join([*self.parts, "</section>"] if self.in_step else self.parts)
 
-    def described(self, number: int, total: int, step: blocks.Step) -> None:
+    def described(self, number: int, total: int, step: blocks.Step, lab: bool = False) -> None:
         """A step described as data (``vitviz.steps``): the same blocks the page and the slides
         draw. A control becomes the sentence of the value it was described with; downloads stay
-        in the app."""
+        in the app. ``lab``: a lab page after the tour's steps (its counter says "Lab")."""
         if self.in_step:
             self.parts.append("</section>")
         self.in_step = True
-        counter = (
-            self.tr("nav.overview", total=total) if number == 0 else self.tr("nav.step", index=number, total=total)
-        )
+        if lab:
+            counter = self.tr("nav.lab")
+        elif number == 0:
+            counter = self.tr("nav.overview", total=total)
+        else:
+            counter = self.tr("nav.step", index=number, total=total)
         self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
         self.parts.append(f"<h2>{html.escape(plain(step.title))}</h2>")
         self.text(step.intro)
@@ -956,7 +959,7 @@ def build(
         found=found,
         model_input=denormalize(trace.pixels[0], config.preprocess),
     )
-    subject = Subject(model, np.asarray(picture), trace, lang, found, spec.name, image_bytes, spec=spec)
+    subject = Subject(model, np.asarray(picture), trace, lang, found, spec.name, image_bytes, spec=spec, paper=True)
     page = _Page(lang)
     total = 9
     model_title = spec.title_in(lang)
@@ -976,6 +979,9 @@ def build(
     if cnn is not None and config.num_classes:
         _compare(page, tour, total, cnn)
     page.described(9, total, card.describe(subject, {}))
+    if trace.depth:  # the lab, for this image and the model's test set
+        page.described(10, total, trust.describe(subject, {}), lab=True)
+    page.described(11, total, testset.describe(subject, {}), lab=True)
     title = f"vitviz: {model_title} · {image_name}" if image_name else f"vitviz: {model_title}"
     script = f"<script>{SCRIPT}</script>" if trace.depth else ""
     return (

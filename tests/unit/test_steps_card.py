@@ -90,7 +90,7 @@ def test_the_card_picker_holds_the_model_and_the_registry_s_cnns_only():
     assert picker.quiet_default and "Tiny" not in picker.static  # the static sentence names the model shown
 
     class Loaded:  # the CNN's card, as the app's cache or zoo.load would hand it over
-        def model(self, subject, name):
+        def model(self, name):
             other = _subject(_trained(), name=name)
             return zoo.Loaded(other.model, dataclasses.replace(other.spec, name="elsewhere", title="Other"))
 

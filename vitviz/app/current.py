@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from vitviz import data as vdata
-from vitviz import lab, plots, values, zoo
+from vitviz import lab, values, zoo
 from vitviz.app import analyses, session, state
 from vitviz.app.caches import (
     SAMPLES,
@@ -27,7 +27,8 @@ from vitviz.app.text import dataset_text, label, lang, tr
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError
 from vitviz.model import VisionTransformer
-from vitviz.prediction import Verdict, legend_key, verdict
+from vitviz.prediction import Verdict, verdict
+from vitviz.steps import bars
 from vitviz.steps.subject import Compute, Subject
 from vitviz.trace import Trace
 
@@ -155,14 +156,15 @@ class CachedCompute(Compute):
     """``vitviz.steps.subject.Compute`` from the server's caches (``vitviz.app.caches``): one
     computation per (model, image) for every session."""
 
-    def model(self, subject: Subject, name: str) -> zoo.Loaded:
+    def model(self, name: str) -> zoo.Loaded:
         return cached_model(name)  # one per server, loaded as its policy allows
 
     def test_split(self, subject: Subject) -> lab.TestSplit | None:
         return test_split(subject.name)
 
     def faithfulness(self, subject: Subject):
-        return analyses.cached_faithfulness(subject.name, subject.image_bytes)
+        with st.spinner(tr("trust.computing")):
+            return analyses.cached_faithfulness(subject.name, subject.image_bytes)
 
     def stored(self, subject: Subject, kind: str) -> dict | None:
         return analyses.stored(subject.name, kind)
@@ -233,11 +235,5 @@ def class_bars(
     height: int,
     beside: Iterable[Verdict | None] = (),
 ):  # -> go.Figure
-    """Top-k probabilities, best first, as bars labelled in the user's language: the answer in red
-    and, when the image's class is known, the true class in green. The title says what the colours
-    mean (``prediction.legend_key``), for this chart and the charts set ``beside`` it, so that
-    charts side by side share one legend, wrap their titles alike and start their bars level."""
-    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    key = legend_key([found, *beside])
-    title = f"{title} ({tr(key)})" if key else title
-    return plots.bars([label(n) for n in names], values, title=title, height=height, highlight=0, correct=correct)
+    """Top-k bars in the user's language (``vitviz.steps.bars.class_bars``)."""
+    return bars.class_bars(lang(), names, values, title, found, height, beside)

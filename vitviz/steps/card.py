@@ -33,7 +33,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
             quiet_default=True,
         )
         blocks.append(Controls((picker,)))
-    model, spec = (subject.model, subject.spec) if owner == subject.name else subject.compute.model(subject, owner)
+    model, spec = (subject.model, subject.spec) if owner == subject.name else subject.compute.model(owner)
     config, card = model.config, spec.card
     blocks += [Heading(spec.title_in(lang)), Text(spec.description_in(lang))]
     if not spec.trained:

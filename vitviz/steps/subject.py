@@ -21,8 +21,12 @@ class Compute:
     (``vitviz.app.current.CachedCompute``), keyed by the subject's ``name`` and ``image_bytes``.
     Add a method here and its cached twin there; a step calls ``subject.compute.<method>(subject, ...)``."""
 
-    def model(self, subject: Subject, name: str) -> zoo.Loaded:
-        """Another model by name (the card of the CNN set beside the ViT), on the CPU."""
+    def model(self, name: str) -> zoo.Loaded:
+        """A model by name (the card of the CNN set beside the ViT), on the CPU.
+
+        Raises:
+            zoo.ModelLoadError: a sentence saying why it does not load.
+        """
         return zoo.load(name, device="cpu")
 
     def test_split(self, subject: Subject) -> lab.TestSplit | None:
@@ -84,6 +88,7 @@ class Subject:
     image_bytes: bytes = b""
     compute: Compute = field(default_factory=Compute)
     spec: zoo.ModelSpec | None = None  # the model's registry entry: its title, description, card, weights file
+    paper: bool = False  # described for the handout: no sentence may ask to click, hover or press
 
     @property
     def config(self) -> ViTConfig:
