@@ -610,12 +610,10 @@ def trust_curve(reading, kind: str) -> Claim:
     """What the deletion (or insertion) figure of one image shows: the map whose order moves the
     answer's probability fastest (lowest deletion area, highest insertion area), against the
     random orders' mean area. ``reading``: ``vitviz.faithfulness.read``'s."""
-    if kind == "deletion":
-        best, areas = reading.best_deletion, reading.deletion
-        faster = areas[best] < areas["random"]
-    else:
-        best, areas = reading.best_insertion, reading.insertion
-        faster = areas[best] > areas["random"]
+    best = reading.best_deletion if kind == "deletion" else reading.best_insertion
+    areas = reading.deletion if kind == "deletion" else reading.insertion
+    shown, chance = round(areas[best], 3), round(areas["random"], 3)  # as the sentence writes them
+    faster = shown < chance if kind == "deletion" else shown > chance
     values = {
         "method": Claim(f"trust.method.{best}"),
         "area": f"{areas[best]:.3f}",

@@ -16,7 +16,16 @@ APP_MODULES = (
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
     "render",
 )  # fmt: skip
-STEP_MODULES = ("blocks", "subject", "patches")  # vitviz/steps/: the tour's steps, described as data
+STEP_MODULES = (
+    "blocks",
+    "subject",
+    "patches",
+    "names",
+    "bars",
+    "card",
+    "trust",
+    "testset",
+)  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
     # 0: plain data, no tensors
