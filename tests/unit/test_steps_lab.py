@@ -129,7 +129,7 @@ def test_the_trust_step_reads_its_figures_and_clips_its_controls():
     # nothing ships beside a model without weights on disk: the page says so instead of the table and grid
     texts = " ".join(b.text for b in step.blocks if isinstance(b, blocks.Text))
     assert "No table of the test set ships" in texts and "No head-ablation grid ships" in texts
-    assert [len(slide.figures) for slide in step.slides()] == [2, 2, 2]
+    assert [len(slide.figures) for slide in step.slides()] == [1, 1, 2, 2]  # a curve a slide, its legend beside it
 
 
 def test_mean_ablation_without_test_images_says_so_and_zeroes():
@@ -211,3 +211,27 @@ def test_the_handout_draws_every_lab_figure_and_asks_for_no_click(lang):
     for screen_only in ("click", "Choose heads", "choose to switch off", "누르면", "고르고"):
         assert screen_only not in words
     assert markup.count(f'<p class="counter">{plain(subject.tr("nav.lab"))}</p>') == 2
+
+
+def test_the_steps_leave_the_built_figures_as_they_were(monkeypatch):
+    """The app shares a built figure between sessions (vitviz.app.charts): a step that changes its
+    layout works on a copy (a slide once shrank a shared figure run after run, to a negative height)."""
+    from vitviz import plots
+
+    built = []
+
+    def keeping(function):
+        def build(*args, **kwargs):
+            fig = function(*args, **kwargs)
+            built.append((fig, fig.to_plotly_json()["layout"]))
+            return fig
+
+        return build
+
+    for name in ("curves_with_band", "test_set_map"):
+        monkeypatch.setattr(plots, name, keeping(getattr(plots, name)))
+    trust.describe(_subject(), {})
+    testset.describe(dataclasses.replace(_subject(), compute=Mapped()), {})
+    assert len(built) == 3
+    for fig, layout in built:
+        assert fig.to_plotly_json()["layout"] == layout

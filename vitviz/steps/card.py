@@ -11,6 +11,8 @@ from vitviz.steps.blocks import Choices, Control, Controls, Download, Figure, He
 from vitviz.steps.names import dataset_text, hardware_text, model_title
 from vitviz.steps.subject import Subject
 
+LEGEND_AT_THE_FOOT = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0)  # plotly makes room
+
 
 def describe(subject: Subject, choices: Choices) -> Step:
     """The card of the subject's model, or of a registry CNN the ``card_model`` choice names (the
@@ -120,6 +122,8 @@ def _training(subject: Subject, card: ModelCard) -> list:
         shown.append(Text(tr("card.stages", count=len(stages), stages=" → ".join(parts)), role="caption"))
     labels = {key: tr(f"card.curve.{key}") for key in plots.CURVE_KEYS}
     curves = plots.training_curves(card.history, labels, planned, starts[1:], stage_names=parts[1:])
+    curves = plots.Figure(curves)  # a copy: the app shares the built figure between sessions
+    curves.update_layout(legend=LEGEND_AT_THE_FOOT)  # under the axes' titles, at any height (a slide's)
     said = claims.training_curve(card.history)
     shown.append(Figure("card_curves", curves, subject.says(said) if said else ""))
     # a table, not the data grid: a long value (a teacher's name and weights) wraps instead of being cut

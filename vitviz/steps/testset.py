@@ -72,6 +72,9 @@ def describe(subject: Subject, choices: Choices) -> Step:
         hover,
         title=tr("map.title", count=count, token=tr(f"map.token.{token}"), layer=layer_text(layer)),
     )
+    # the classes' legend in rows under the map: beside it, ten classes ran past a slide's height
+    chart = plots.Figure(chart)  # a copy: the app shares the built figure between sessions
+    chart.update_layout(legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0))
     said = subject.says(claims.test_set_map(points, labels, predictions))
     clickable = Select("map_point", len(labels)) if data is not None else None
     blocks.append(Figure("map_points", chart, said, select=clickable))

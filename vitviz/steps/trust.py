@@ -15,6 +15,7 @@ from vitviz.steps.names import dataset_text, model_title
 from vitviz.steps.subject import Subject
 
 TOP = 5  # the bars before and after the switches
+LEGEND_BESIDE = dict(orientation="v", yref="paper", y=1.0, yanchor="top", x=1.02, xanchor="left")
 
 
 def describe(subject: Subject, choices: Choices) -> Step:
@@ -42,7 +43,6 @@ def _this_image(subject: Subject) -> list:
     chance = result.methods[faithfulness.RANDOM]
     band_name = tr("trust.band", orders=len(chance.orders))
     ranked = {tr(f"trust.method.{m}"): c for m, c in result.methods.items() if m != faithfulness.RANDOM}
-    figures = []
     for kind in ("deletion", "insertion"):
         runs = getattr(chance, kind).numpy()  # (orders, steps + 1)
         curves = plots.curves_with_band(
@@ -54,8 +54,10 @@ def _this_image(subject: Subject) -> list:
             x_title=tr(f"trust.x_{kind}"),
             y_title=tr("trust.y", answer=answer),
         )
-        figures.append(Figure(f"trust_{kind}", curves, subject.says(claims.trust_curve(reading, kind))))
-    shown.append(Figures(tuple(figures)))
+        # the legend (a line per map) beside the plot, not under it: under it, it took a slide's height
+        curves = plots.Figure(curves)  # a copy: the app shares the built figure between sessions
+        curves.update_layout(legend=LEGEND_BESIDE, height=curves.layout.height - plots.legend_room(len(ranked) + 1))
+        shown.append(Figure(f"trust_{kind}", curves, subject.says(claims.trust_curve(reading, kind))))
     rows = tables.trust_rows(reading, [m for m in result.methods if m != faithfulness.RANDOM])
     table = tuple(
         {
