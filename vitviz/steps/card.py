@@ -135,12 +135,11 @@ def _training(subject: Subject, card: ModelCard) -> list:
     )
     per_class = card.per_class_accuracy
     if per_class:
-        bars = plots.bars(
-            [subject.label(c) for c in per_class],
-            list(per_class.values()),
-            title=tr("card.per_class"),
-            height=120 + 30 * len(per_class),
+        names = [subject.label(c) for c in per_class]
+        bars = plots.Figure(  # a copy: the app shares the built figure between sessions
+            plots.bars(names, list(per_class.values()), title=tr("card.per_class"), height=120 + 30 * len(per_class))
         )
+        bars.update_yaxes(tickmode="array", tickvals=names, ticktext=names)  # every class named, at a slide's height
         shown.append(Figure("card_per_class", bars, subject.says(claims.class_accuracy(per_class))))
     # the recipe: one column per stage, and the epochs each stage ran
     runs = card.runs  # the stages, or the one run
