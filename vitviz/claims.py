@@ -660,3 +660,55 @@ def top_two(probs: np.ndarray, class_names: Sequence[str]) -> Claim:
         return Claim("claims.top_one", values)
     values |= {"second": ClassName(class_names[order[1]]), "p_second": f"{probs[order[1]]:.1%}"}
     return Claim("claims.top_two", values)
+
+
+# --------------------------------------------------------------------------------------------
+# The misclassification lab: the confusion matrix, a gallery page, one image's logit lens
+# --------------------------------------------------------------------------------------------
+
+
+def most_confused(confusion: np.ndarray, class_names: Sequence[str]) -> Claim:
+    """The confusion matrix's largest cell off the diagonal: which true class is most often taken
+    for which other (rows true, columns predicted); none when every image is right."""
+    counts = np.array(confusion, dtype=np.int64)
+    np.fill_diagonal(counts, 0)
+    true, predicted = np.unravel_index(int(np.argmax(counts)), counts.shape)
+    values = {
+        "true": ClassName(class_names[true]),
+        "predicted": ClassName(class_names[predicted]),
+        "count": f"{int(counts[true, predicted]):,}",
+        "wrong": f"{int(counts.sum()):,}",
+    }
+    return Claim("claims.most_confused" if counts.sum() else "claims.none_confused", values)
+
+
+def gallery_page(true: Sequence[str], predicted: Sequence[str], confidence: Sequence[float]) -> Claim:
+    """What a gallery page shows: its most frequent (true, predicted) pair, and the confidence of
+    its first and last image (the gallery lists the most confident first)."""
+    pairs: dict[tuple[str, str], int] = {}
+    for pair in zip(true, predicted, strict=True):
+        pairs[pair] = pairs.get(pair, 0) + 1
+    (first, then), count = max(pairs.items(), key=lambda item: item[1])  # a tie: the first met
+    values = {
+        "true": ClassName(first),
+        "predicted": ClassName(then),
+        "count": count,
+        "shown": len(true),
+        "high": f"{max(confidence):.0%}",
+        "low": f"{min(confidence):.0%}",
+    }
+    return Claim("claims.gallery_page" if count > 1 else "claims.gallery_page_mixed", values)
+
+
+def lens_lost(rank_true: Sequence[int], depth: int, name: str) -> Claim:
+    """When the true class lost the lead in the logit lens (0: the embeddings): after the last
+    point where it was the top answer, or never top; it may still be the final answer."""
+    top = [point for point, rank in enumerate(rank_true) if int(rank) == 0]
+    values = {"name": ClassName(name)}
+    if not top:
+        return Claim("mistakes.never_top", values)
+    last = top[-1]
+    if last >= depth:
+        return Claim("claims.lens_kept", values)
+    values |= {"block": last, "next": last + 1, "index": last}
+    return Claim("mistakes.lost_at_embed" if last == 0 else "mistakes.lost_at", values)

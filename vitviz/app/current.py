@@ -15,7 +15,9 @@ from vitviz import lab, values, zoo
 from vitviz.app import analyses, session, state
 from vitviz.app.caches import (
     SAMPLES,
+    cached_evaluation,
     cached_image,
+    cached_mistake,
     cached_test_set,
     cached_trace,
     decoded_image,
@@ -171,6 +173,15 @@ class CachedCompute(Compute):
 
     def ablated(self, subject: Subject, heads, layers, mode: str, location: str | None) -> dict[str, np.ndarray]:
         return analyses.cached_ablated(subject.name, subject.image_bytes, heads, layers, mode, location)
+
+    def test_set(self, subject: Subject, location: str):
+        return cached_test_set(location)
+
+    def evaluation(self, subject: Subject, name: str, location: str):
+        return cached_evaluation(name, location)  # a progress bar the first time
+
+    def mistake(self, subject: Subject, location: str, index: int) -> dict[str, np.ndarray]:
+        return cached_mistake(subject.name, location, index)
 
     def projection(self, subject: Subject):
         split = None if subject.spec.is_cnn else test_split(subject.name)

@@ -9,6 +9,7 @@ import numpy as np
 from vitviz import ablation, claims, faithfulness, lab, projection, zoo
 from vitviz.config import ViTConfig
 from vitviz.data import ImageSet, load_split
+from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.model import VisionTransformer
 from vitviz.prediction import Verdict
@@ -62,6 +63,29 @@ class Compute:
             means = ablation.reference_means(subject.model, load_split(location, "test", download=False))
         switch = ablation.Ablation.of(heads, layers, mode, means)
         return ablation.switched_off(subject.model, subject.trace.pixels, switch)
+
+    def test_set(self, subject: Subject, location: str) -> ImageSet:
+        """The test images at ``location`` (``test_split``'s)."""
+        return load_split(location, "test", download=False)
+
+    def evaluation(self, subject: Subject, name: str, location: str) -> EvalResult:
+        """Model ``name``'s answers on the test images at ``location`` (its shipped predictions
+        where they match).
+
+        Raises:
+            ValueError: the model's classes are not the dataset's.
+            zoo.ModelLoadError: the model does not load.
+        """
+        model, spec = (subject.model, subject.spec) if name == subject.name else self.model(name)
+        shipped = predictions_path(spec.path) if spec is not None and spec.path else None
+        return evaluate(model, self.test_set(subject, location), name=name, shipped=shipped)
+
+    def mistake(self, subject: Subject, location: str, index: int) -> dict[str, np.ndarray]:
+        """Test image ``index``'s maps for its predicted and its true class and its logit lens
+        (``lab.inspect_mistake``)."""
+        result = self.evaluation(subject, subject.name, location)
+        images = self.test_set(subject, location).images[index : index + 1]
+        return lab.inspect_mistake(subject.model, images, int(result.predictions[index]), int(result.labels[index]))
 
     def projection(self, subject: Subject) -> tuple[projection.Projection | None, ImageSet | None, int | None]:
         """The map of the test set: the one shipped beside the weights, without its pictures here
