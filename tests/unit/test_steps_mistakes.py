@@ -76,7 +76,8 @@ def test_the_lab_s_slides_are_the_overview_a_gallery_page_and_one_image(lab_subj
     )
     keys = [[figure.key for figure in slide.figures] for slide in step.slides()]
     assert keys == [
-        ["mistakes_per_class", "mistakes_confusion"],
+        ["mistakes_per_class"],
+        ["mistakes_confusion"],
         ["mistakes_gallery_page"],
         ["mistakes_picture", "mistakes_top5"],
         ["mistakes_map_predicted", "mistakes_map_true"],

@@ -18,6 +18,7 @@ from vitviz.steps.names import dataset_text
 from vitviz.steps.subject import Subject
 
 MAP_HEIGHT = 380
+EVERY_NAME = 20  # classes whose every name the axes show
 
 
 def describe(subject: Subject, choices: Choices) -> Step:
@@ -64,24 +65,45 @@ def overview(subject: Subject, result: EvalResult, data: ImageSet) -> list:
     )
     said = tr("mistakes.data", dataset=dataset_text(dataset_label(data), subject.lang), n=f"{len(data):,}")
     said += " " + tr("mistakes.stored") if result.cached else ""
-    return [metrics, Text(said, role="caption"), Figures(class_figures(subject, result))]
+    # a slide each (the page sets them side by side): ten classes' names and a 10 x 10 matrix's numbers
+    # need a slide's width
+    return [metrics, Text(said, role="caption"), *class_figures(subject, result, slide=True)]
 
 
-def class_figures(subject: Subject, result: EvalResult, cell: tuple[int, int] | None = None) -> tuple[Figure, Figure]:
-    """Accuracy per true class, and the confusion matrix (``cell``: the filters' cell, outlined)."""
+def class_figures(
+    subject: Subject, result: EvalResult, cell: tuple[int, int] | None = None, slide: bool = False
+) -> tuple[Figure, Figure]:
+    """Accuracy per true class, and the confusion matrix (``cell``: the filters' cell, outlined).
+    ``slide``: the matrix for a projector, in colour alone (a slide's height leaves 10 x 10 counts
+    unreadable) and without the page's "click a cell"."""
     tr, classes = subject.tr, result.classes
     labels = [subject.label(c) for c in classes]
     accuracy = result.per_class_accuracy()
-    bars = plots.bars(labels, accuracy, title=tr("mistakes.per_class_title"), height=160 + 42 * min(len(classes), 20))
+    height = 160 + 42 * min(len(classes), 20)
+    bars = plots.Figure(plots.bars(labels, accuracy, title=tr("mistakes.per_class_title"), height=height))  # a copy
     confusion = result.confusion().numpy()
-    matrix = plots.confusion_matrix(
-        confusion,
-        labels,
-        title=tr("mistakes.confusion_title"),
-        x_title=tr("mistakes.axis_predicted"),
-        y_title=tr("mistakes.axis_true"),
-        selected=cell,
+    matrix = plots.Figure(  # a copy: the app shares the built figure between sessions
+        plots.confusion_matrix(
+            confusion,
+            labels,
+            title=tr("mistakes.confusion_slide" if slide else "mistakes.confusion_title"),
+            x_title=tr("mistakes.axis_predicted"),
+            y_title=tr("mistakes.axis_true"),
+            selected=cell,
+        )
     )
+    if len(classes) <= EVERY_NAME:  # every class named, at a slide's height too (plotly drops every other)
+        bars.update_yaxes(tickmode="array", tickvals=labels, ticktext=labels)
+        matrix.update_yaxes(tickmode="array", tickvals=labels, ticktext=labels)
+        matrix.update_xaxes(tickmode="array", tickvals=labels, ticktext=labels)
+    if slide:
+        matrix.update_traces(text=None, texttemplate=None, selector=dict(type="heatmap"))
+        matrix.update_xaxes(title=None)  # the title says which axis is which, in one line
+        matrix.update_yaxes(title=None)
+        if len(classes) <= EVERY_NAME:
+            short = [subject.label(c, short=True) for c in classes]
+            matrix.update_xaxes(ticktext=short, tickangle=-30)  # less height than the page's -45
+            matrix.update_yaxes(ticktext=short)
     return (
         Figure(
             "mistakes_per_class", bars, subject.says(claims.class_accuracy(dict(zip(classes, accuracy, strict=True))))
