@@ -235,3 +235,14 @@ def test_the_steps_leave_the_built_figures_as_they_were(monkeypatch):
     assert len(built) == 3
     for fig, layout in built:
         assert fig.to_plotly_json()["layout"] == layout
+
+
+def test_a_click_on_the_map_chooses_the_point_s_image():
+    """The map's points carry their image index as a 1-D customdata: the browser sends one number
+    a point, which the map's Select reads (a list or {"0": ...} for the patch figures)."""
+    from vitviz import clicks
+
+    assert clicks.patch_from_selection({"selection": {"points": [{"customdata": 3}]}}, 6) == 3
+    assert clicks.patch_from_selection({"selection": {"points": [{"customdata": 9}]}}, 6) is None  # no such image
+    assert clicks.patch_from_selection({"selection": {"points": [{"customdata": True}]}}, 6) is None
+    assert clicks.cell_from_selection({"selection": {"points": [{"customdata": 1}]}}, 3) is None  # a cell needs two
