@@ -6,20 +6,24 @@ the model over the test set again. Filtering, paging and thumbnails are ``vitviz
 one image up close is ``lab.inspect_mistake`` (cached per image by ``testset.cached_mistake``).
 """
 
-import numpy as np
 import streamlit as st
 
-from vitviz import clicks, lab, plots, tables, zoo
+from vitviz import clicks, lab, tables, zoo
 from vitviz import data as vdata
-from vitviz.app import current, furniture, models, navigation, session, state, testset, text, turns
+from vitviz.app import current, furniture, models, navigation, presenter, render, session, state, testset, text, turns
 from vitviz.app.text import label, lang, tr
-from vitviz.prediction import verdict
+from vitviz.steps import mistakes
 
+PAGE = "app_pages/10_mistakes.py"
 CONFUSION = "mistakes_confusion"
 ANY = -1  # the class filters' "(any)" option (None would show as an empty selectbox)
 
 chosen = current.current_model()
 model = chosen.model
+subject = current.model_subject()  # what the lab's figures read (vitviz.steps.mistakes)
+if presenter.presenting():  # the lab's slides: its figures a row at a time, the filters as they are
+    render.slides(mistakes.describe(subject, render.SessionChoices()), PAGE)
+    st.stop()
 head = st.container()  # the title goes here once the result's shape is known
 
 
@@ -67,7 +71,6 @@ except ValueError as err:  # the model's classes differ from the dataset's
     st.info(tr("mistakes.mismatch", message=str(err)))
     st.stop()
 classes = result.classes  # as the model and the folders spell them
-class_labels = [label(c) for c in classes]  # as the user reads them
 num_classes = len(classes)
 m1, m2, m3 = st.columns(3)
 m1.metric(tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
@@ -91,30 +94,10 @@ cell = (state.get("mistakes_true"), state.get("mistakes_predicted"))
 cell = cell if ANY not in cell else None
 
 left, right = st.columns([2, 3])
-left.plotly_chart(
-    plots.bars(
-        class_labels,
-        result.per_class_accuracy(),
-        title=tr("mistakes.per_class_title"),
-        height=160 + 42 * min(num_classes, 20),
-    ),
-    width="stretch",
-    key="mistakes_per_class",
-)
-right.plotly_chart(
-    plots.confusion_matrix(
-        result.confusion().numpy(),
-        class_labels,
-        title=tr("mistakes.confusion_title"),
-        x_title=tr("mistakes.axis_predicted"),
-        y_title=tr("mistakes.axis_true"),
-        selected=cell,
-    ),
-    width="stretch",
-    key=CONFUSION,
-    on_select="rerun",
-    selection_mode="points",
-)
+per_class, confusion = mistakes.class_figures(subject, result, cell)
+render.draw(per_class, left)
+right.plotly_chart(confusion.figure, width="stretch", key=CONFUSION, on_select="rerun", selection_mode="points")
+right.caption(confusion.takeaway)
 
 
 # ---- filters ----------------------------------------------------------------------------------
@@ -135,7 +118,7 @@ low, high = state.widget(  # one confidence filter: "confidently wrong" is its l
     f3.slider, "mistakes_range", tr("mistakes.confidence"), 0.0, 1.0, step=0.01, help=tr("mistakes.confidence_help")
 )
 
-# A second model on the same images: which of the two gets an image wrong.
+# A second model on the same images (issue 18): which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
 pair = models.lab_pair(chosen.name)
 if pair in others:  # the shipped pair, side by side from the start
@@ -207,13 +190,7 @@ labels, predictions, confidence = result.labels, result.predictions, result.conf
 
 
 def caption(number: int, index: int) -> str:
-    return tr(
-        "mistakes.caption",
-        n=number,
-        true=label(classes[int(labels[index])], short=True),
-        predicted=label(classes[int(predictions[index])], short=True),
-        confidence=f"{float(confidence[index]):.0%}",
-    )
+    return mistakes.caption(subject, result, number, index)
 
 
 def show(number: int) -> None:
@@ -311,75 +288,22 @@ with left:
             )
         )
 
-    navigation.open_in_tour_button(st, "mistakes_open_tour", data, index)
-k = min(5, num_classes)
-top_values, top_classes = probs.topk(k)
-top_names = [classes[c] for c in top_classes.tolist()]
-found = verdict(probs, classes, true_name)
-right.plotly_chart(
-    current.class_bars(top_names, top_values.tolist(), tr("mistakes.top5_title"), found, height=90 + 40 * k),
-    width="stretch",
-    key="mistakes_top5",
-)
-right.caption(tr("mistakes.true_rank", name=true_label, rank=found.rank, k=num_classes))
+    navigation.open_in_tour_button(st, "mistakes_open_tour", *lab.class_position(data, index))
+render.draw(mistakes.top5(subject, result, index), right)  # its caption: where the true class ranks
 
 # Where the model looked for the predicted class and for the true class.
 st.markdown(f"#### {tr('mistakes.maps_title')}")
 st.markdown(tr("mistakes.maps_intro"))
 if model.num_prefix_tokens == 0:
     st.caption(tr("mistakes.maps_no_cls"))
-picture = data.images[index].permute(1, 2, 0).numpy()  # (H, W, C) uint8, C = 1 or 3
 inspected = testset.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
-maps = {"predicted": inspected["map_predicted"], "true": inspected["map_true"]}  # (grid_h, grid_w)
-for column, which, name in zip(st.columns(2), ("predicted", "true"), (predicted_label, true_label), strict=True):
-    column.plotly_chart(
-        plots.heatmap_overlay(
-            picture, maps[which], title=tr(f"mistakes.map_{which}", name=name), height=380, hover=current.grid_hover()
-        ),
-        width="stretch",
-        key=f"mistakes_map_{which}",
-    )
+maps, lens = mistakes.where_and_when(subject, result, data, index, inspected)
+render.draw(maps)
 
-# When the true class lost: the logit lens of this image.
+# When the true class lost: the logit lens of this image (its caption says when).
 st.markdown(f"#### {tr('mistakes.lens_title')}")
 st.markdown(tr("mistakes.lens_intro"))
-lens = inspected["logit_lens"]  # (depth + 1, K) probabilities
-rank_true, rank_predicted = inspected["rank_true"], inspected["rank_predicted"]  # (depth + 1,)
-blocks = np.arange(len(lens))
-depth = len(lens) - 1
-series_true = tr("mistakes.series_true", name=true_label)
-series_predicted = tr("mistakes.series_predicted", name=predicted_label)
-st.plotly_chart(
-    plots.multi_line(
-        blocks,
-        {series_true: lens[:, true_class], series_predicted: lens[:, predicted_class]},
-        title=tr("mistakes.lens_chart"),
-        x_title=tr("mistakes.x_block"),
-        y_title=tr("mistakes.y_prob"),
-        percent=True,
-        colours={series_true: plots.TRUE_COLOUR, series_predicted: plots.PREDICTED_COLOUR},
-        hover_text=[
-            tr(
-                "mistakes.hover" if b else "mistakes.hover_embed",  # no "after layer 0": layers count from 1
-                block=b,
-                true=true_label,
-                rank_true=int(rank_true[b]) + 1,
-                predicted=predicted_label,
-                rank_predicted=int(rank_predicted[b]) + 1,
-            )
-            for b in blocks
-        ],
-    ),
-    width="stretch",
-    key="mistakes_lens",
-)
-last_top = lab.last_top_block(rank_true)
-if last_top is None:
-    st.markdown(tr("mistakes.never_top", name=true_label))
-elif last_top == 0:
-    st.markdown(tr("mistakes.lost_at_embed", name=true_label))
-elif last_top < depth:
-    st.markdown(tr("mistakes.lost_at", name=true_label, block=last_top, next=last_top + 1, index=last_top))
+render.draw(lens)
 furniture.download_npz(
     "download.npz",
     "mistake.npz",
@@ -387,4 +311,4 @@ furniture.download_npz(
     probs=probs.numpy(),
     **inspected,
 )
-navigation.nav("app_pages/10_mistakes.py")
+navigation.nav(PAGE)

@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
-from vitviz import commandline, zoo
+from vitviz import analysis, commandline, zoo
 from vitviz.data import ImageSet, load_split, preprocess_batch, spread_subset
 from vitviz.evaluate import check_classes, read_table, save_table, shipped_path
 from vitviz.model import Attention, Block, VisionTransformer, on_weights
@@ -225,6 +226,32 @@ def head_means(model: VisionTransformer, pixels: Tensor, batch_size: int = BATCH
     if total is None:
         raise ValueError("head_means needs at least one reference image.")
     return total / len(pixels)
+
+
+MEAN_REFERENCE_IMAGES = 256  # test images whose mean head outputs "mean" ablation puts in a head's place
+
+
+def reference_means(model: VisionTransformer, data: ImageSet, count: int = MEAN_REFERENCE_IMAGES) -> Tensor:
+    """``head_means`` over ``count`` images of ``data`` at even strides: (depth, heads, T, head_dim)."""
+    subset = spread_subset(data, count)
+    return head_means(model, preprocess_batch(subset.images, model.config.preprocess, model.config.in_chans))
+
+
+@torch.no_grad()
+def switched_off(model: VisionTransformer, pixels: Tensor, ablation: Ablation) -> dict[str, np.ndarray]:
+    """One image (``pixels``, (1, C, H, W)) through ``model`` with ``ablation`` applied: its class
+    probabilities, and its last layer's [CLS] attention (mean of heads) and rollout.
+
+    Returns:
+        "probs" (K,), "cls_attention" and "rollout" (grid_h, grid_w), float32 on the CPU.
+    """
+    trace = ablated(model, ablation).explain(on_weights(pixels, model))
+    readout = analysis.readout_attention(trace, -1)[0].float()  # (heads, grid_h, grid_w)
+    return {
+        "probs": trace.logits[0].float().softmax(dim=-1).cpu().numpy(),
+        "cls_attention": (readout.mean(dim=0) if readout.dim() == 3 else readout).cpu().numpy(),
+        "rollout": analysis.rollout_map(trace)[0].float().cpu().numpy(),
+    }
 
 
 def forward_from(model: nn.Module, hidden: Tensor, layer: int) -> Tensor:

@@ -950,3 +950,158 @@ def closest_scheme(model: np.ndarray, sincos_1d: np.ndarray, sincos_2d: np.ndarr
     one, two = _correlation(model, sincos_1d), _correlation(model, sincos_2d)
     key = "claims.scheme_2d" if two >= one else "claims.scheme_1d"
     return Claim(key, {"c1": f"{one:.2f}", "c2": f"{two:.2f}"})
+
+
+# --------------------------------------------------------------------------------------------
+# Step 9, the model card, and the lab: a training record, accuracy per class
+# --------------------------------------------------------------------------------------------
+
+
+def training_curve(history: Sequence[dict]) -> Claim | None:
+    """Where the record's accuracy went: the test accuracy over the epochs it was measured (the
+    training accuracy where it never was), from its first to its last value, and its best. None
+    for a record with no accuracy."""
+    tested = [row for row in history if "test_accuracy" in row]
+    rows, kind = (tested, "test") if tested else ([r for r in history if "train_accuracy" in r], "train")
+    if not rows:
+        return None
+    key = f"{kind}_accuracy"
+    best = max(rows, key=lambda row: row[key])
+    values = {
+        "what": Claim(f"claims.curve_{kind}"),
+        "first": f"{rows[0][key]:.1%}",
+        "start": rows[0]["epoch"],
+        "last": f"{rows[-1][key]:.1%}",
+        "end": rows[-1]["epoch"],
+        "best": f"{best[key]:.1%}",
+        "best_epoch": best["epoch"],
+    }
+    return Claim("claims.curve_rose" if rows[-1][key] >= rows[0][key] else "claims.curve_fell", values)
+
+
+def class_accuracy(accuracies: dict[str, float]) -> Claim:
+    """Which class the model gets right most often, and which least (a tie: the first named)."""
+    best = max(accuracies, key=lambda name: accuracies[name])
+    worst = min(accuracies, key=lambda name: accuracies[name])
+    values = {
+        "best": ClassName(best),
+        "p_best": f"{accuracies[best]:.1%}",
+        "worst": ClassName(worst),
+        "p_worst": f"{accuracies[worst]:.1%}",
+        "count": len(accuracies),
+    }
+    return Claim("claims.class_accuracy_even" if best == worst else "claims.class_accuracy", values)
+
+
+# --------------------------------------------------------------------------------------------
+# The lab's trust page: each figure's line (the deletion and insertion curves, rollout with
+# heads switched off)
+# --------------------------------------------------------------------------------------------
+
+
+def trust_curve(reading, kind: str) -> Claim:
+    """What the deletion (or insertion) figure of one image shows: the map whose order moves the
+    answer's probability fastest (lowest deletion area, highest insertion area), against the
+    random orders' mean area. ``reading``: ``vitviz.faithfulness.read``'s."""
+    best = reading.best_deletion if kind == "deletion" else reading.best_insertion
+    areas = reading.deletion if kind == "deletion" else reading.insertion
+    shown, chance = round(areas[best], 3), round(areas["random"], 3)  # as the sentence writes them
+    faster = shown < chance if kind == "deletion" else shown > chance
+    values = {
+        "method": Claim(f"trust.method.{best}"),
+        "area": f"{areas[best]:.3f}",
+        "random": f"{areas['random']:.3f}",
+        "orders": reading.orders,
+    }
+    return Claim(f"claims.trust_{kind}" if faster else f"claims.trust_{kind}_not", values)
+
+
+def _strongest(values: np.ndarray) -> tuple[int, int, int]:
+    """The (patch counted from 1, row, column) of a (grid_h, grid_w) map's largest value."""
+    row, col = np.unravel_index(int(np.argmax(values)), values.shape)
+    return int(row) * values.shape[1] + int(col) + 1, int(row) + 1, int(col) + 1
+
+
+def map_peak(values: np.ndarray) -> Claim:
+    """Where a patch map is strongest, and its share of the map's total."""
+    values = np.asarray(values, dtype=np.float64)
+    patch, row, col = _strongest(values)
+    total = float(np.abs(values).sum())
+    share = float(values.max()) / total if total > 0 else 0.0
+    return Claim("claims.map_peak", {"patch": patch, "row": row, "col": col, "share": f"{share:.1%}"})
+
+
+def map_shift(before: np.ndarray, after: np.ndarray) -> Claim:
+    """Whether switching parts of the model off moved a map's strongest patch, and how alike the
+    maps stay (Pearson's correlation over the patches; two flat maps are alike only if equal)."""
+    before, after = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    if before.std() > 0 and after.std() > 0:
+        alike = float(np.corrcoef(before.ravel(), after.ravel())[0, 1])
+    else:
+        alike = 1.0 if np.allclose(before, after) else 0.0
+    first, then = _strongest(before)[0], _strongest(after)[0]
+    values = {"before": first, "after": then, "r": f"{alike:.2f}"}
+    return Claim("claims.map_same_peak" if first == then else "claims.map_new_peak", values)
+
+
+def top_two(probs: np.ndarray, class_names: Sequence[str]) -> Claim:
+    """What top-k bars show: the answer and its probability, and the runner-up's (one class: the answer alone)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    order = np.argsort(-probs, kind="stable")
+    values = {"first": ClassName(class_names[order[0]]), "p_first": f"{probs[order[0]]:.1%}"}
+    if len(order) < 2:
+        return Claim("claims.top_one", values)
+    values |= {"second": ClassName(class_names[order[1]]), "p_second": f"{probs[order[1]]:.1%}"}
+    return Claim("claims.top_two", values)
+
+
+# --------------------------------------------------------------------------------------------
+# The misclassification lab: the confusion matrix, a gallery page, one image's logit lens
+# --------------------------------------------------------------------------------------------
+
+
+def most_confused(confusion: np.ndarray, class_names: Sequence[str]) -> Claim:
+    """The confusion matrix's largest cell off the diagonal: which true class is most often taken
+    for which other (rows true, columns predicted); none when every image is right."""
+    counts = np.array(confusion, dtype=np.int64)
+    np.fill_diagonal(counts, 0)
+    true, predicted = np.unravel_index(int(np.argmax(counts)), counts.shape)
+    values = {
+        "true": ClassName(class_names[true]),
+        "predicted": ClassName(class_names[predicted]),
+        "count": f"{int(counts[true, predicted]):,}",
+        "wrong": f"{int(counts.sum()):,}",
+    }
+    return Claim("claims.most_confused" if counts.sum() else "claims.none_confused", values)
+
+
+def gallery_page(true: Sequence[str], predicted: Sequence[str], confidence: Sequence[float]) -> Claim:
+    """What a gallery page shows: its most frequent (true, predicted) pair, and the confidence of
+    its first and last image (the gallery lists the most confident first)."""
+    pairs: dict[tuple[str, str], int] = {}
+    for pair in zip(true, predicted, strict=True):
+        pairs[pair] = pairs.get(pair, 0) + 1
+    (first, then), count = max(pairs.items(), key=lambda item: item[1])  # a tie: the first met
+    values = {
+        "true": ClassName(first),
+        "predicted": ClassName(then),
+        "count": count,
+        "shown": len(true),
+        "high": f"{max(confidence):.0%}",
+        "low": f"{min(confidence):.0%}",
+    }
+    return Claim("claims.gallery_page" if count > 1 else "claims.gallery_page_mixed", values)
+
+
+def lens_lost(rank_true: Sequence[int], depth: int, name: str) -> Claim:
+    """When the true class lost the lead in the logit lens (0: the embeddings): after the last
+    point where it was the top answer, or never top; it may still be the final answer."""
+    top = [point for point, rank in enumerate(rank_true) if int(rank) == 0]
+    values = {"name": ClassName(name)}
+    if not top:
+        return Claim("mistakes.never_top", values)
+    last = top[-1]
+    if last >= depth:
+        return Claim("claims.lens_kept", values)
+    values |= {"block": last, "next": last + 1, "index": last}
+    return Claim("mistakes.lost_at_embed" if last == 0 else "mistakes.lost_at", values)

@@ -13,7 +13,10 @@ from collections.abc import Sequence
 
 
 def _numbers(customdata: object, count: int) -> list[object] | None:
-    """The first ``count`` entries of a point's customdata, given as a list or as {"0": ...}."""
+    """The first ``count`` entries of a point's customdata, given as a list or as {"0": ...}, or
+    the one number of a 1-D customdata (the map of the test set's image index)."""
+    if isinstance(customdata, int | float) and not isinstance(customdata, bool) and count == 1:
+        return [customdata]
     if isinstance(customdata, dict):
         values = [customdata.get(str(i), customdata.get(i)) for i in range(count)]
         return values if all(v is not None for v in values) else None

@@ -30,11 +30,24 @@ import torch
 
 from vitviz import commandline, lab, plots, zoo
 from vitviz import data as vdata
-from vitviz.data import ImageError, denormalize, load_image, to_tensor
+from vitviz.data import ImageError, load_image, to_tensor
 from vitviz.i18n import DEFAULT_LANGUAGE, ESCAPED, LANGUAGES, TranslatedError, class_label, plain, t
-from vitviz.model import VisionTransformer, flops_per_image, on_weights
-from vitviz.prediction import Verdict, verdict
-from vitviz.steps import attention, blocks, compare, model_input, overview, patches, prediction, tokens, vectors
+from vitviz.model import VisionTransformer, on_weights
+from vitviz.prediction import verdict
+from vitviz.steps import (
+    attention,
+    blocks,
+    card,
+    compare,
+    model_input,
+    overview,
+    patches,
+    prediction,
+    testset,
+    tokens,
+    trust,
+    vectors,
+)
 from vitviz.steps import block as encoder_block
 from vitviz.steps.subject import Compute, Subject
 from vitviz.trace import Trace
@@ -244,16 +257,19 @@ class _Page:
     def html(self) -> str:
         return "\n".join([*self.parts, "</section>"] if self.in_step else self.parts)
 
-    def described(self, number: int, total: int, step: blocks.Step) -> None:
+    def described(self, number: int, total: int, step: blocks.Step, lab: bool = False) -> None:
         """A step described as data (``vitviz.steps``): the same blocks the page and the slides
         draw. A control becomes the sentence of the value it was described with; downloads stay
-        in the app."""
+        in the app. ``lab``: a lab page after the tour's steps (its counter says "Lab")."""
         if self.in_step:
             self.parts.append("</section>")
         self.in_step = True
-        counter = (
-            self.tr("nav.overview", total=total) if number == 0 else self.tr("nav.step", index=number, total=total)
-        )
+        if lab:
+            counter = self.tr("nav.lab")
+        elif number == 0:
+            counter = self.tr("nav.overview", total=total)
+        else:
+            counter = self.tr("nav.step", index=number, total=total)
         self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
         self.parts.append(f"<h2>{html.escape(plain(step.title))}</h2>")
         self.text(step.intro if step.paper_intro is None else step.paper_intro)
@@ -293,65 +309,10 @@ class _Page:
                 self.raw(f'<p class="chosen">{chosen}</p>')
         elif isinstance(block, blocks.Formula):
             self.raw(f'<p class="formula"><code>{html.escape(block.text)}</code></p>')
-        elif not isinstance(block, blocks.Download | blocks.DownloadCsv | blocks.Link | blocks.Button):
+        elif not isinstance(
+            block, blocks.Download | blocks.DownloadCsv | blocks.Link | blocks.Button | blocks.OpenInTour
+        ):
             raise TypeError(f"No handout for {type(block).__name__}")
-
-
-# ---------------------------------------------------------------------------------------------
-# The steps
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Tour:
-    """What every step reads: the model, the image, its trace and what the app derives from them."""
-
-    model: VisionTransformer
-    spec: zoo.ModelSpec
-    image: np.ndarray  # (H, W, 3) uint8, upright, as load_image kept it
-    name: str
-    trace: Trace
-    truth: Truth | None
-    found: Verdict | None
-    model_input: np.ndarray  # (H, W, 3) in [0, 1], as the model saw it
-
-    @property
-    def config(self):
-        return self.model.config
-
-
-def _card(page: _Page, tour: _Tour, total: int) -> None:
-    model, spec, config = tour.model, tour.spec, tour.config
-    page.step(9, total, "page.card", page.tr("card.intro"))
-    page.heading(spec.title_in(page.lang))
-    page.text(spec.description_in(page.lang))
-    if not spec.trained:
-        page.raw(f'<div class="verdict wrong">{markdown(page.tr("sidebar.untrained"))}</div>')
-    accuracy = spec.card.test_accuracy
-    page.raw(
-        table(
-            [
-                {
-                    page.tr("card.params"): f"{model.num_params():,}",
-                    page.tr("card.flops"): f"{flops_per_image(config) / 1e9:.2f} GFLOP",
-                    page.tr("card.tokens"): f"{config.num_tokens} x {config.embed_dim}",
-                    page.tr("card.accuracy"): f"{accuracy:.2%}" if accuracy is not None else "-",
-                }
-            ]
-        )
-    )
-    page.heading(page.tr("card.config"))
-    from vitviz import tables
-
-    shown = {k: v for k, v in config.to_dict().items() if k not in ("class_names", "preprocess")}
-    page.raw(
-        table(
-            [
-                {page.tr("card.col.setting"): k, page.tr("card.col.value"): tables.setting_text(v)}
-                for k, v in shown.items()
-            ]
-        )
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -431,16 +392,6 @@ def build(
             trace = model.explain(pixels).detach()
     probs = trace.logits[0].float().softmax(dim=-1)
     found = verdict(probs, config.class_names, truth.class_name) if truth else None
-    tour = _Tour(
-        model=model,
-        spec=spec,
-        image=np.asarray(picture),
-        name=image_name,
-        trace=trace,
-        truth=truth,
-        found=found,
-        model_input=denormalize(trace.pixels[0], config.preprocess),
-    )
     cnn_name = cnn.spec.name if cnn is not None else ""
     subject = Subject(
         model,
@@ -448,6 +399,7 @@ def build(
         trace,
         lang,
         found,
+        name=spec.name,
         image_bytes=image_bytes,
         compute=Compute({cnn_name: cnn} if cnn is not None else None),
         dataset=truth.dataset if truth else "",
@@ -474,7 +426,10 @@ def build(
     if cnn is not None and config.num_classes:
         listed = cnn_name in subject.compute.cnns()  # the page's list, else its box for a CNN file
         page.described(8, total, compare.describe(subject, {"compare_cnn" if listed else "compare_cnn_path": cnn_name}))
-    _card(page, tour, total)
+    page.described(9, total, card.describe(subject, {}))
+    if trace.depth:  # the lab, for this image and the model's test set
+        page.described(10, total, trust.describe(subject, {}), lab=True)
+    page.described(11, total, testset.describe(subject, {}), lab=True)
     title = f"vitviz: {model_title} · {image_name}" if image_name else f"vitviz: {model_title}"
     return (
         f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'

@@ -33,6 +33,11 @@ STEP_MODULES = (
     "model_input",
     "vectors",
     "tokens",
+    "names",
+    "bars",
+    "card",
+    "trust",
+    "testset",
 )  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {

@@ -8,16 +8,14 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import ablation, analysis, faithfulness, projection
+from vitviz import ablation, faithfulness, projection
 from vitviz.app import turns
 from vitviz.app.caches import cached_trace
 from vitviz.app.models import cached_model
 from vitviz.app.testset import cached_test_set
 from vitviz.app.text import tr
-from vitviz.data import ImageSet, preprocess_batch, spread_subset
-from vitviz.model import VisionTransformer, on_weights
-
-MEAN_REFERENCE_IMAGES = 256  # test images whose mean head outputs "mean" ablation puts in a head's place
+from vitviz.data import ImageSet, spread_subset
+from vitviz.model import VisionTransformer
 
 
 @st.cache_resource(max_entries=32, ttl=3600, show_spinner=False)
@@ -42,11 +40,9 @@ def stored(model_name: str, kind: str) -> dict | None:
 
 @st.cache_resource(max_entries=4, show_spinner=False)
 def cached_head_means(model_name: str, location: str) -> torch.Tensor:
-    """Every head's mean output over MEAN_REFERENCE_IMAGES test images at even strides (read-only)."""
+    """Every head's mean output over ablation.MEAN_REFERENCE_IMAGES test images at even strides (read-only)."""
     model, _ = cached_model(model_name)
-    data = spread_subset(cached_test_set(location), MEAN_REFERENCE_IMAGES)
-    pixels = preprocess_batch(data.images, model.config.preprocess, model.config.in_chans)
-    return ablation.head_means(model, pixels)
+    return ablation.reference_means(model, cached_test_set(location))
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -67,15 +63,8 @@ def cached_ablated(
     model, _ = cached_model(model_name)
     assert isinstance(model, VisionTransformer)
     means = cached_head_means(model_name, location) if mode == "mean" and heads and location else None
-    switched = ablation.ablated(model, ablation.Ablation.of(heads, layers, mode, means))
-    with torch.no_grad():
-        trace = switched.explain(on_weights(cached_trace(model_name, image_bytes).pixels, model))
-    readout = analysis.readout_attention(trace, -1)[0].float()  # (heads, grid_h, grid_w)
-    return {
-        "probs": trace.logits[0].float().softmax(dim=-1).cpu().numpy(),
-        "cls_attention": (readout.mean(dim=0) if readout.dim() == 3 else readout).cpu().numpy(),
-        "rollout": analysis.rollout_map(trace)[0].float().cpu().numpy(),
-    }
+    switch = ablation.Ablation.of(heads, layers, mode, means)
+    return ablation.switched_off(model, cached_trace(model_name, image_bytes).pixels, switch)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)

@@ -13,7 +13,7 @@ from PIL import Image
 
 from vitviz import compare, lab, plots, values, zoo
 from vitviz import data as vdata
-from vitviz.app import models, session, state, testset
+from vitviz.app import analyses, models, session, state, testset
 from vitviz.app.caches import (
     SAMPLES,
     cached_comparison,
@@ -32,7 +32,8 @@ from vitviz.app.text import dataset_text, label, lang, tr
 from vitviz.config import ViTConfig
 from vitviz.data import ImageError
 from vitviz.model import VisionTransformer
-from vitviz.prediction import Verdict, legend_key, verdict
+from vitviz.prediction import Verdict, verdict
+from vitviz.steps import bars
 from vitviz.steps.subject import Compute, Subject
 from vitviz.trace import Trace
 
@@ -151,6 +152,13 @@ def subject() -> Subject:
     )
 
 
+def model_subject() -> Subject:
+    """What a step about the model alone reads (the card, the lab's test set): the session's model,
+    no image; on a load error, one sentence and the page stops (``current_model``)."""
+    chosen = current_model()
+    return Subject(chosen.model, None, None, lang(), name=chosen.name, compute=CachedCompute(), spec=chosen.spec)
+
+
 class CachedCompute(Compute):
     """``vitviz.steps.subject.Compute`` from the server's caches (``vitviz.app.caches``): one
     computation per (model, image) for every session, called as the work done ahead
@@ -191,6 +199,35 @@ class CachedCompute(Compute):
 
     def component_tiles(self, subject: Subject, k: int) -> plots.Figure:
         return cached_component_tiles(subject.name, k)
+
+    def test_split(self, subject: Subject) -> lab.TestSplit | None:
+        return testset.test_split(subject.name)
+
+    def faithfulness(self, subject: Subject):
+        with st.spinner(tr("trust.computing")):
+            return analyses.cached_faithfulness(subject.name, subject.image_bytes)
+
+    def stored(self, subject: Subject, kind: str) -> dict | None:
+        return analyses.stored(subject.name, kind)
+
+    def ablated(self, subject: Subject, heads, layers, mode: str, location: str | None) -> dict[str, np.ndarray]:
+        return analyses.cached_ablated(subject.name, subject.image_bytes, heads, layers, mode, location)
+
+    def test_set(self, subject: Subject, location: str):
+        return testset.cached_test_set(location)
+
+    def evaluation(self, subject: Subject, name: str, location: str):
+        return testset.cached_evaluation(name, location)  # a progress bar the first time
+
+    def mistake(self, subject: Subject, location: str, index: int) -> dict[str, np.ndarray]:
+        return testset.cached_mistake(subject.name, location, index)
+
+    def projection(self, subject: Subject):
+        split = None if subject.spec.is_cnn else testset.test_split(subject.name)
+        if split is None:  # no test images here: the map that ships with the weights, without its pictures
+            return None if subject.spec.is_cnn else analyses.shipped_projection(subject.name), None, None
+        found, data = analyses.cached_projection(subject.name, split.location)
+        return found, data, len(testset.cached_test_set(split.location))
 
 
 def chosen_test_image() -> tuple[str, int] | None:
@@ -248,11 +285,5 @@ def class_bars(
     height: int,
     beside: Iterable[Verdict | None] = (),
 ):  # -> go.Figure
-    """Top-k probabilities, best first, as bars labelled in the user's language: the answer in red
-    and, when the image's class is known, the true class in green. The title says what the colours
-    mean (``prediction.legend_key``), for this chart and the charts set ``beside`` it, so that
-    charts side by side share one legend, wrap their titles alike and start their bars level."""
-    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    key = legend_key([found, *beside])
-    title = f"{title} ({tr(key)})" if key else title
-    return plots.bars([label(n) for n in names], values, title=title, height=height, highlight=0, correct=correct)
+    """Top-k bars in the user's language (``vitviz.steps.bars.class_bars``)."""
+    return bars.class_bars(lang(), names, values, title, found, height, beside)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz import data as vdata
-from vitviz import lab
 from vitviz.app import state, web
 from vitviz.app.text import tr
 from vitviz.app.tour import TOUR
@@ -41,8 +39,11 @@ def nav(script: str) -> None:
 def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
     """Presenter mode's Previous / Next in the columns ``where`` (left, middle, right): slide by
     slide (``index`` of ``count``), then step by step (Previous from a step opens the last slide
-    of the one before)."""
+    of the one before). A lab page is in no order of steps: its slides alone."""
     files = [f for f, _, _ in TOUR]
+    if script not in files:
+        _lab_slide_nav(script, index, count, where)
+        return
     step = files.index(script)
     left, middle, right = where
     # a click whose callback ran has moved the slide already: this run draws where it went
@@ -75,11 +76,47 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         _follow_unasked_click(asked)
 
 
-def slide_of(step: int) -> int:
-    """The slide presenter mode shows of ``step``: 0 unless the session moved within it (-1: the last)."""
+def _lab_slide_nav(script: str, index: int, count: int, where: tuple) -> None:
+    """A lab page's ← and →: its own slides, none past its first or last."""
+    left, middle, right = where
+    if index > 0:
+        left.button(
+            "←", key="nav_prev", width="stretch", on_click=_lab_slide, args=(script, index - 1), help=tr("nav.previous")
+        )
+    spot = tr("slides.counter", step=tr("nav.lab"), index=index + 1, count=count)
+    middle.markdown(  # where the slide is, as the tour's counter says it (step -1: in no step)
+        f"<div class='vitviz-slide-counter' data-step='-1' data-slide='{index}' data-slides='{count}' "
+        f"style='text-align:center'>{spot}</div>",
+        unsafe_allow_html=True,
+    )
+    if index < count - 1:
+        right.button(
+            "→",
+            key="nav_next",
+            width="stretch",
+            type="primary",
+            on_click=_lab_slide,
+            args=(script, index + 1),
+            help=tr("nav.next"),
+        )
+
+
+def _lab_slide(script: str, index: int) -> None:
+    state.set(slide=f"{script}:{index}")
+
+
+def slide_place(script: str) -> int | str:
+    """What presenter mode keeps a page's slide under: a tour page's step, a lab page's script."""
+    files = [f for f, _, _ in TOUR]
+    return files.index(script) if script in files else script
+
+
+def slide_of(place: int | str) -> int:
+    """The slide presenter mode shows of ``place`` (a step, or a lab page's script:
+    ``slide_place``): 0 unless the session moved within it (-1: the last)."""
     kept = str(state.get("slide", ""))
-    shown, _, index = kept.partition(":")
-    return int(index) if shown == str(step) and index.lstrip("-").isdigit() and len(index) < 4 else 0
+    shown, _, index = kept.rpartition(":")
+    return int(index) if shown == str(place) and index.lstrip("-").isdigit() and len(index) < 4 else 0
 
 
 def _next_slide(step: int, index: int, count: int) -> int | None:
@@ -226,14 +263,14 @@ def open_in_tour(class_name: str, index_in_class: int) -> None:
     ask_step(0)
 
 
-def open_in_tour_button(where, key: str, data: vdata.ImageSet, index: int) -> None:
-    """The lab's "Open in the tour": test image ``index`` of ``data`` becomes the tour's image, and
-    the overview opens."""
+def open_in_tour_button(where, key: str, class_name: str, index_in_class: int) -> None:
+    """The lab's "Open in the tour": test image ``index_in_class`` of ``class_name`` becomes the
+    tour's image, and the overview opens."""
     where.button(
         tr("mistakes.open_tour"),
         key=key,
         help=tr("mistakes.open_tour_help"),
         on_click=open_in_tour,
-        args=lab.class_position(data, index),
+        args=(class_name, index_in_class),
         type="primary",
     )

@@ -23,6 +23,7 @@ from vitviz.steps.blocks import (
     Heading,
     Link,
     Metrics,
+    OpenInTour,
     Slide,
     Step,
     Table,
@@ -51,10 +52,11 @@ class SessionChoices(Mapping):
         return len(state.BY_KEY)
 
 
-def page(describe: Describe, script: str) -> None:
-    """A tour page: the step the session's choices describe, drawn as a page or as slides, then
-    Previous / Next."""
-    step = describe(current.subject(), SessionChoices())
+def page(describe: Describe, script: str, subject: Callable[[], Subject] | None = None) -> None:
+    """A tour or lab page: the step the session's choices describe, drawn as a page or as slides,
+    then Previous / Next. ``subject``: what the step reads (``current.subject``: the model and the
+    image; ``current.model_subject`` for a page about the model alone)."""
+    step = describe((subject or current.subject)(), SessionChoices())
     if presenter.presenting():
         slides(step, script)
     else:
@@ -87,12 +89,18 @@ def draw(block: Block, where=st) -> None:
         for column, figure in zip(where.columns(block.widths or len(block.figures)), block.figures, strict=False):
             _figure(figure, column)
     elif isinstance(block, Table):
-        where.dataframe(list(block.rows), hide_index=True)
+        if block.whole:  # st.table: every row, long cells wrap, and its text grows in presenter mode
+            where.table(list(block.rows), hide_index=True)
+        else:
+            rows = len(block.rows)  # every row without scrolling inside the grid (up to a limit)
+            where.dataframe(list(block.rows), hide_index=True, width="stretch", height=furniture.table_height(rows))
         if block.caption:
             where.caption(block.caption)
     elif isinstance(block, Controls):
         for column, control in zip(where.columns(len(block.controls)), block.controls, strict=True):
             widget(control, column)
+    elif isinstance(block, Download) and block.csv is not None:
+        furniture.download_csv(block.label_key, block.file_name, block.key, block.csv)
     elif isinstance(block, Download):
         furniture.download_npz(block.label_key, block.file_name, block.key, **block.arrays)
     elif isinstance(block, DownloadCsv):
@@ -104,6 +112,8 @@ def draw(block: Block, where=st) -> None:
         where.button(block.label, key=block.key, on_click=state.set, kwargs=dict(block.sets), disabled=block.disabled)
     elif isinstance(block, Formula):
         where.latex(block.latex)
+    elif isinstance(block, OpenInTour):
+        navigation.open_in_tour_button(where, block.key, block.class_name, block.index)
     else:
         raise TypeError(f"No renderer for {type(block).__name__}")
 
@@ -134,40 +144,40 @@ def widget(control: Control, where=st):
     """A control's widget, showing the value the step was described with."""
     if state.get(control.key) != control.value:
         state.set(**{control.key: control.value})
-    help_text = control.help or None
+    extra = {"help": control.help} if control.help else {}
+    extra |= {"disabled": True} if control.disabled else {}
     if control.kind == "toggle":
-        return state.widget(where.toggle, control.key, control.label, disabled=control.disabled, help=help_text)
+        return state.widget(where.toggle, control.key, control.label, **extra)
     if control.kind in ("int_slider", "number"):
         draw_with = where.slider if control.kind == "int_slider" else where.number_input
         low, high = control.options[0], control.options[-1]
-        return state.widget(
-            draw_with,
-            control.key,
-            control.label,
-            min_value=low,
-            max_value=high,
-            step=1,
-            disabled=control.disabled,
-            help=help_text,
-        )
+        return state.widget(draw_with, control.key, control.label, min_value=low, max_value=high, step=1, **extra)
     if control.kind == "model_name":  # a new name is tried afresh (a download that failed may work now)
         placeholder = control.placeholder or None
         return state.widget(
             where.text_input, control.key, control.label, placeholder=placeholder, on_change=models.forget_tries
         )
-    draw_with = {"slider": where.select_slider, "select": where.selectbox, "radio": where.radio}[control.kind]
-    extra = {"horizontal": True} if control.kind == "radio" else {}
+    draw_with = {
+        "slider": where.select_slider,
+        "select": where.selectbox,
+        "radio": where.radio,
+        "multiselect": where.multiselect,
+    }[control.kind]
+    extra |= {"horizontal": True} if control.kind == "radio" else {}
+    extra |= {"placeholder": control.placeholder} if control.placeholder else {}
     format_func = control.format or str
-    return state.widget(
+    value = state.widget(
         draw_with,
         control.key,
         control.label,
         options=list(control.options),
         format_func=format_func,
-        disabled=control.disabled,
-        help=help_text,
+        mirror=not control.quiet_default,
         **extra,
     )
+    if control.quiet_default:  # a link to the default view names nothing
+        state.set_param(control.key, value if value != control.options[0] else None)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,9 +186,9 @@ def widget(control: Control, where=st):
 
 
 def slide_index(script: str, count: int) -> int:
-    """The session's slide of the step ``script`` with ``count`` slides: 0 at first, the last
-    after Previous from the next step."""
-    index = navigation.slide_of(navigation.step_of(script))
+    """The session's slide of the page ``script`` (a tour step or a lab page) with ``count``
+    slides: 0 at first, the last after Previous from the next step."""
+    index = navigation.slide_of(navigation.slide_place(script))
     return count - 1 if index < 0 else min(index, count - 1)
 
 

@@ -117,6 +117,7 @@ CHOICES = (
     Choice("map_token", str, scope=MAP),
     Choice("map_layer", int, scope=MAP),
     Choice("map_colour", str, scope=MAP, options=lambda: ("class", "right")),
+    Choice("map_point", int, scope=MAP),  # the test image of the point clicked on the map
 )
 BY_KEY = {choice.key: choice for choice in CHOICES}
 URL_KEYS = tuple(choice.key for choice in CHOICES if choice.url)

@@ -4,15 +4,12 @@ class, the classes a model knows, and the hover of a patch map (steps 7 and 8)."
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
-from vitviz import access, plots, values, zoo
-from vitviz.i18n import t
+from vitviz import plots
 from vitviz.prediction import Verdict, legend_key
 from vitviz.steps.blocks import Text
 from vitviz.steps.subject import Subject
 
-DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
 MOST_LISTED_CLASSES = 20  # a model with more classes gets no list of them under its answer
 
 
@@ -68,19 +65,3 @@ def known_classes(subject: Subject, found: Verdict | None) -> list[Text]:
         return []
     listed = ", ".join(subject.label(name) for name in names)
     return [Text(subject.tr("prediction.known_classes", n=len(names), names=listed), role="caption")]
-
-
-def model_title(name: str, lang: str) -> str:
-    """A registry model's title in ``lang``; an upload's file name; a hub name as it was typed; a
-    file of the server's model folders by its name (never its folder), cut to 80 characters."""
-    if name in zoo.REGISTRY:
-        return zoo.REGISTRY[name].title_in(lang)
-    if name.startswith(zoo.UPLOAD):
-        return values.echo(name.split(":", 2)[-1])
-    return values.echo(name if name.startswith(access.HUB_PREFIXES) else Path(name).name)
-
-
-def dataset_name(label: str, lang: str) -> str:
-    """A dataset's name as ``vitviz.data.dataset_label`` and model cards write it, in ``lang``."""
-    key = DATASET_KEYS.get(label)
-    return t(key, lang) if key else label

@@ -77,16 +77,20 @@ class Table:
 
     rows: tuple[Mapping[str, object], ...]
     caption: str = ""
+    whole: bool = False  # every row at once and every cell wrapped (a static table), not a scrolling grid
 
 
 @dataclass(frozen=True)
 class Control:
     """A widget the step needs: a choice of ``vitviz.app.state.CHOICES`` (``key``), drawn as a
-    ``kind`` ("select", "slider", "radio", "toggle"; "int_slider" and "number": a slider or a
-    number box from the first option to the last; "model_name": a box to type a model's name in; ``help``: its tooltip)
-    over ``options``. ``value`` is the value this description was made with (the session's,
-    clipped to the options), ``static`` the sentence a page of paper says instead of the widget
-    ("Patch side: 16 pixels"; "": paper says nothing of it). ``disabled``: drawn, but not in use."""
+    ``kind`` ("select", "slider", "radio", "toggle"; "multiselect": ``value`` a list of options;
+    "int_slider" and "number": a slider or a number box from the first option to the last;
+    "model_name": a box to type a model's name in) over ``options``. ``value`` is the value this
+    description was made with (the session's, clipped to the options), ``static`` the sentence a
+    page of paper says instead of the widget ("Patch side: 16 pixels"; "": paper says nothing of
+    it). ``help``: the widget's tooltip; ``placeholder``: what an empty box says; ``disabled``:
+    drawn, but not in use; ``quiet_default``: the URL names the choice only while it is not the
+    first option (a link to the default view says nothing)."""
 
     key: str
     kind: str
@@ -98,6 +102,7 @@ class Control:
     placeholder: str = ""
     disabled: bool = False
     help: str = ""  # the widget's tooltip
+    quiet_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,12 +114,13 @@ class Controls:
 
 @dataclass(frozen=True)
 class Download:
-    """Arrays a page offers as one .npz file (the handout has no downloads)."""
+    """Arrays a page offers as one .npz file, or a table as a .csv file (the handout has no downloads)."""
 
     label_key: str  # the i18n key of the button's sentence
     file_name: str
     key: str
     arrays: Mapping[str, Any]
+    csv: Callable[[], str] | None = None  # a table as CSV text instead of the arrays, made when clicked
 
 
 @dataclass(frozen=True)
@@ -155,8 +161,30 @@ class Button:
     disabled: bool = False
 
 
+@dataclass(frozen=True)
+class OpenInTour:
+    """The lab's button that makes test image ``index`` of class ``class_name`` the tour's image and
+    opens the overview (paper has no button: the handout leaves it out)."""
+
+    key: str
+    class_name: str
+    index: int  # within its class
+
+
 Block = (
-    Text | Heading | Metrics | Figure | Figures | Table | Controls | Download | Formula | DownloadCsv | Link | Button
+    Text
+    | Heading
+    | Metrics
+    | Figure
+    | Figures
+    | Table
+    | Controls
+    | Download
+    | Formula
+    | DownloadCsv
+    | Link
+    | Button
+    | OpenInTour
 )
 
 

@@ -9,9 +9,10 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitviz import analysis, claims, compare, plots, zoo
+from vitviz import ablation, analysis, claims, compare, faithfulness, lab, plots, projection, zoo
 from vitviz.config import ViTConfig
-from vitviz.data import load_image, to_tensor
+from vitviz.data import ImageSet, load_image, load_split, to_tensor
+from vitviz.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.model import VisionTransformer, on_weights
 from vitviz.patches import compare_routes
@@ -92,6 +93,71 @@ class Compute:
         components, ratios = self.filter_components(subject)
         return plots.component_tiles(components[:k], ratios[:k])
 
+    def test_split(self, subject: Subject) -> lab.TestSplit | None:
+        """The model's test split where this machine has it (``lab.test_split_for``), or None."""
+        return lab.test_split_for(subject.config.class_names, lab.default_test_root())
+
+    def faithfulness(self, subject: Subject) -> faithfulness.Faithfulness:
+        """Every map's deletion and insertion curves for the subject's image, and random orders'."""
+        return faithfulness.faithfulness(subject.model, subject.trace.pixels, trace=subject.trace)
+
+    def stored(self, subject: Subject, kind: str) -> dict | None:
+        """What ships beside the model's weights ("faithfulness": the test set's table; "ablation":
+        the head-ablation grid), when these weights made it; else None."""
+        path = subject.spec.path if subject.spec is not None else None
+        if path is None:
+            return None
+        if kind == "faithfulness":
+            return faithfulness.read_stored(faithfulness.faithfulness_path(path), subject.model)
+        return ablation.read_stored(ablation.ablation_path(path), subject.model)
+
+    def ablated(
+        self,
+        subject: Subject,
+        heads: tuple[tuple[int, int], ...],
+        layers: tuple[int, ...],
+        mode: str,
+        location: str | None,
+    ) -> dict[str, np.ndarray]:
+        """The subject's image with heads (layer, head) or layers switched off (``ablation.switched_off``);
+        "mean" ablation reads the test split at ``location``."""
+        means = None
+        if mode == "mean" and heads and location:
+            means = ablation.reference_means(subject.model, load_split(location, "test", download=False))
+        switch = ablation.Ablation.of(heads, layers, mode, means)
+        return ablation.switched_off(subject.model, subject.trace.pixels, switch)
+
+    def test_set(self, subject: Subject, location: str) -> ImageSet:
+        """The test images at ``location`` (``test_split``'s)."""
+        return load_split(location, "test", download=False)
+
+    def evaluation(self, subject: Subject, name: str, location: str) -> EvalResult:
+        """Model ``name``'s answers on the test images at ``location`` (its shipped predictions
+        where they match).
+
+        Raises:
+            ValueError: the model's classes are not the dataset's.
+            zoo.ModelLoadError: the model does not load.
+        """
+        model, spec = (subject.model, subject.spec) if name == subject.name else self.model(name)
+        shipped = predictions_path(spec.path) if spec is not None and spec.path else None
+        return evaluate(model, self.test_set(subject, location), name=name, shipped=shipped)
+
+    def mistake(self, subject: Subject, location: str, index: int) -> dict[str, np.ndarray]:
+        """Test image ``index``'s maps for its predicted and its true class and its logit lens
+        (``lab.inspect_mistake``)."""
+        result = self.evaluation(subject, subject.name, location)
+        images = self.test_set(subject, location).images[index : index + 1]
+        return lab.inspect_mistake(subject.model, images, int(result.predictions[index]), int(result.labels[index]))
+
+    def projection(self, subject: Subject) -> tuple[projection.Projection | None, ImageSet | None, int | None]:
+        """The map of the test set: the one shipped beside the weights, without its pictures here
+        (the app's draws them where the server has the test images); the images it shows (None:
+        none); and how many images the test split holds (None: unknown)."""
+        path = subject.spec.path if subject.spec is not None else None
+        found = projection.read_stored(projection.projection_path(path), subject.model) if path else None
+        return found, None, None
+
 
 def _cnn_pixels(subject: Subject, cnn) -> torch.Tensor:
     """The subject's image as the CNN reads it, (1, C, H, W) on its weights."""
@@ -101,11 +167,13 @@ def _cnn_pixels(subject: Subject, cnn) -> torch.Tensor:
 @dataclass(frozen=True)
 class Subject:
     """The model and image a step describes, in one language. The app builds it from the
-    session (``vitviz.app.current.subject``), the handout from its command line."""
+    session (``vitviz.app.current.subject``), the handout from its command line. A step about the
+    model alone (its card, the lab's test set) has no image: ``image`` and ``trace`` are None
+    (``vitviz.app.current.model_subject``)."""
 
     model: VisionTransformer
-    image: np.ndarray  # (H, W, 3) uint8, upright, as decoded
-    trace: Trace
+    image: np.ndarray | None  # (H, W, 3) uint8, upright, as decoded
+    trace: Trace | None
     lang: str = DEFAULT_LANGUAGE
     verdict: Verdict | None = None  # the prediction against the image's known class, if any
     name: str = ""  # the model's name (registry or upload): with image_bytes, what caches are keyed by

@@ -1,0 +1,248 @@
+"""The lab's "Which map to trust?" and map of the test set as data (vitviz.steps.trust, testset):
+every figure's line is read from its numbers, the controls hold only valid values, a click on the
+map shows that image, and the handout draws every figure without asking to click."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from vitviz import claims, handout
+from vitviz.config import ViTConfig
+from vitviz.data import ImageSet
+from vitviz.faithfulness import Reading
+from vitviz.i18n import plain
+from vitviz.model import VisionTransformer
+from vitviz.projection import Projection
+from vitviz.steps import blocks, testset, trust
+from vitviz.steps.subject import Compute, Subject
+
+CLASSES = ("cat", "dog", "ship")
+
+
+def _subject(lang: str = "en", paper: bool = False) -> Subject:
+    torch.manual_seed(0)
+    config = ViTConfig(
+        image_size=16, patch_size=8, num_classes=3, embed_dim=16, depth=2, num_heads=2, class_names=CLASSES
+    )
+    model = VisionTransformer(config).eval()
+    image = np.random.default_rng(0).integers(0, 256, (16, 16, 3), dtype=np.uint8)
+    with torch.no_grad():  # the maps of the trust step take gradients of the image
+        trace = model.explain(torch.rand(1, 3, 16, 16))
+    return Subject(model, image, trace, lang, name="tiny", paper=paper)
+
+
+def _reading(deletion: dict[str, float], insertion: dict[str, float]) -> Reading:
+    ranked = [m for m in deletion if m != "random"]
+    margins = {m: insertion[m] - deletion[m] for m in deletion}
+    return Reading(
+        best=max(ranked, key=margins.get),
+        best_deletion=min(ranked, key=deletion.get),
+        best_insertion=max(ranked, key=insertion.get),
+        margins=margins,
+        deletion=deletion,
+        insertion=insertion,
+        chance_low=-0.1,
+        chance_high=0.1,
+        verdicts={m: "chance" for m in ranked},
+        orders=8,
+    )
+
+
+def test_the_curve_takeaways_name_the_fastest_map_or_say_none_beats_chance():
+    faster = _reading(
+        {"random": 0.4, "rollout": 0.2, "occlusion": 0.1}, {"random": 0.3, "rollout": 0.7, "occlusion": 0.5}
+    )
+    said = plain(claims.text(claims.trust_curve(faster, "deletion")))
+    assert said.startswith("Removing the top patches of occlusion") and "area 0.100, against 0.400" in said
+    said = plain(claims.text(claims.trust_curve(faster, "insertion")))
+    assert said.startswith("Revealing the top patches of attention rollout") and "area 0.700, against 0.300" in said
+    slower = _reading(
+        {"random": 0.1, "rollout": 0.2, "occlusion": 0.3}, {"random": 0.8, "rollout": 0.7, "occlusion": 0.5}
+    )
+    assert plain(claims.text(claims.trust_curve(slower, "deletion"))).startswith("No map's order lowers")
+    assert plain(claims.text(claims.trust_curve(slower, "insertion"))).startswith("No map's order brings")
+    tied = _reading({"random": 0.3001, "rollout": 0.3}, {"random": 0.3, "rollout": 0.3001})  # equal as written
+    assert plain(claims.text(claims.trust_curve(tied, "deletion"))).startswith("No map's order lowers")
+
+
+def test_a_map_s_peak_and_how_the_switches_move_it():
+    before = np.array([[0.1, 0.6], [0.2, 0.1]])
+    assert (
+        plain(claims.text(claims.map_peak(before)))
+        == "Strongest at patch 2 (row 1, column 2), with 60.0% of the map's total."
+    )
+    assert "patch 4 (row 2, column 2)" in plain(claims.text(claims.map_peak(before[::-1])))
+    same = plain(claims.text(claims.map_shift(before, before * 2)))
+    assert same.startswith("The strongest patch stays patch 2") and "correlates 1.00" in same
+    moved = plain(claims.text(claims.map_shift(before, before[::-1])))
+    assert moved.startswith("The strongest patch moves from patch 2 to patch 4")
+    flat = np.full((2, 2), 0.25)
+    assert "correlates 1.00" in plain(claims.text(claims.map_shift(flat, flat)))
+    assert "correlates 0.00" in plain(claims.text(claims.map_shift(flat, before)))
+
+
+def test_the_bars_takeaway_names_the_answer_and_the_runner_up():
+    assert (
+        plain(claims.text(claims.top_two(np.array([0.2, 0.7, 0.1]), CLASSES)))
+        == "dog leads with 70.0%; cat follows with 20.0%."
+    )
+    assert plain(claims.text(claims.top_two(np.array([0.1, 0.2, 0.7]), CLASSES))).startswith(
+        "ship leads with 70.0%; dog"
+    )
+    assert plain(claims.text(claims.top_two(np.array([1.0]), ("cat",)))) == "cat: 100.0%."
+
+
+def test_the_trust_step_reads_its_figures_and_clips_its_controls():
+    subject = _subject()
+    step = trust.describe(subject, {"trust_heads": [99, 1, "x", 1], "trust_layers": [5, 0], "trust_mode": "bogus"})
+    by_key = {control.key: control for control in step.controls()}
+    assert by_key["trust_heads"].value == [1] and by_key["trust_layers"].value == [0]
+    assert by_key["trust_mode"].value == "zero"
+    assert "layer 1, head 2" in by_key["trust_heads"].static and "Layer 1" in by_key["trust_layers"].static
+    keys = [figure.key for figure in step.figures()]
+    assert keys == [
+        "trust_deletion",
+        "trust_insertion",
+        "trust_bars_before",
+        "trust_bars_after",
+        "trust_rollout_before",
+        "trust_rollout_after",
+    ]
+    takeaways = {figure.key: plain(figure.takeaway) for figure in step.figures()}
+    result = subject.compute.faithfulness(subject)
+    from vitviz import faithfulness
+
+    reading = faithfulness.read(result)
+    assert takeaways["trust_deletion"] == plain(claims.text(claims.trust_curve(reading, "deletion")))
+    before = subject.compute.ablated(subject, (), (), "zero", None)
+    after = subject.compute.ablated(subject, ((0, 1),), (0,), "zero", None)
+    assert takeaways["trust_bars_after"] == plain(claims.text(claims.top_two(after["probs"], CLASSES)))
+    assert takeaways["trust_rollout_after"] == plain(claims.text(claims.map_shift(before["rollout"], after["rollout"])))
+    said = plain(claims.text(claims.ablation_answer(before["probs"], after["probs"], CLASSES, 1, 1)))
+    assert any(isinstance(b, blocks.Text) and plain(b.text) == said for b in step.blocks)
+    # nothing ships beside a model without weights on disk: the page says so instead of the table and grid
+    texts = " ".join(b.text for b in step.blocks if isinstance(b, blocks.Text))
+    assert "No table of the test set ships" in texts and "No head-ablation grid ships" in texts
+    assert [len(slide.figures) for slide in step.slides()] == [1, 1, 2, 2]  # a curve a slide, its legend beside it
+
+
+def test_mean_ablation_without_test_images_says_so_and_zeroes():
+    class NoData(Compute):
+        def test_split(self, subject):
+            return None
+
+    step = trust.describe(dataclasses.replace(_subject(), compute=NoData()), {"trust_heads": [0], "trust_mode": "mean"})
+    assert any(
+        "Mean ablation needs the model's test images" in b.text for b in step.blocks if isinstance(b, blocks.Text)
+    )
+
+
+def _projection(points: int = 6) -> tuple[Projection, ImageSet]:
+    rng = np.random.default_rng(0)
+    labels = torch.tensor([0, 0, 1, 1, 2, 2][:points])
+    found = Projection(
+        points={
+            (m, t, layer): torch.tensor(rng.normal(size=(points, 2)), dtype=torch.float32)
+            for m in ("pca",)
+            for t in ("cls", "mean")
+            for layer in (0, 2)
+        },
+        labels=labels,
+        predictions=torch.tensor([0, 1, 1, 1, 2, 0][:points]),
+        classes=list(CLASSES),
+        files=[f"img{i}.png" for i in range(points)],
+        seconds={"pca": 1.0},
+    )
+    data = ImageSet(torch.zeros(points, 3, 8, 8, dtype=torch.uint8), labels, list(CLASSES), found.files, "test", "")
+    return found, data
+
+
+class Mapped(Compute):
+    def __init__(self, with_images: bool = True) -> None:
+        self.with_images = with_images
+
+    def projection(self, subject):
+        found, data = _projection()
+        return (found, data, 10) if self.with_images else (found, None, None)
+
+
+def test_the_map_step_reads_its_points_and_clips_its_controls():
+    subject = dataclasses.replace(_subject(), compute=Mapped())
+    step = testset.describe(subject, {"map_method": "umap", "map_token": "mean", "map_layer": 7, "map_colour": "x"})
+    by_key = {control.key: control.value for control in step.controls()}
+    assert by_key == {"map_method": "pca", "map_token": "mean", "map_layer": 2, "map_colour": "class"}
+    (figure,) = step.figures()
+    assert plain(figure.takeaway).startswith("4 of 6 images are answered right.")
+    assert figure.select == blocks.Select("map_point", 6)
+    texts = [b.text for b in step.blocks if isinstance(b, blocks.Text)]
+    assert any("on 6 test images" in t or "6" in t for t in texts if "PCA on" in t)  # a subset of the 10: said
+    assert texts[-1] == subject.tr("map.pick")
+
+
+def test_a_clicked_point_shows_its_image_and_opens_it_in_the_tour():
+    subject = dataclasses.replace(_subject(), compute=Mapped())
+    step = testset.describe(subject, {"map_point": 3})
+    picked = step.figures()[-1]
+    assert picked.key == "map_picked" and "img3.png" in picked.takeaway and "dog" in picked.takeaway
+    assert step.blocks[-1] == blocks.OpenInTour("map_open_tour", "dog", 1)  # the second dog
+    assert len(testset.describe(subject, {"map_point": 99}).figures()) == 1  # no such point: no image
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_handout_draws_every_lab_figure_and_asks_for_no_click(lang):
+    subject = _subject(lang, paper=True)
+    page = handout._Page(lang)
+    steps = [trust.describe(subject, {}), testset.describe(dataclasses.replace(subject, compute=Mapped(False)), {})]
+    for number, step in enumerate(steps, start=10):
+        page.described(number, 9, step, lab=True)
+    markup = page.html()
+    for step in steps:
+        for figure in step.figures():
+            assert f'id="fig-{figure.key.replace("_", "-")}"' in markup
+            assert html.escape(plain(figure.takeaway)) in markup
+    assert not steps[1].figures()[0].select  # no pictures here: nothing to click
+    words = re.sub(r"<script.*?</script>", "", markup, flags=re.S)  # the text, not the figures' settings
+    for screen_only in ("click", "Choose heads", "choose to switch off", "누르면", "고르고"):
+        assert screen_only not in words
+    assert markup.count(f'<p class="counter">{plain(subject.tr("nav.lab"))}</p>') == 2
+
+
+def test_the_steps_leave_the_built_figures_as_they_were(monkeypatch):
+    """The app shares a built figure between sessions (vitviz.app.charts): a step that changes its
+    layout works on a copy (a slide once shrank a shared figure run after run, to a negative height)."""
+    from vitviz import plots
+
+    built = []
+
+    def keeping(function):
+        def build(*args, **kwargs):
+            fig = function(*args, **kwargs)
+            built.append((fig, fig.to_plotly_json()["layout"]))
+            return fig
+
+        return build
+
+    for name in ("curves_with_band", "test_set_map"):
+        monkeypatch.setattr(plots, name, keeping(getattr(plots, name)))
+    trust.describe(_subject(), {})
+    testset.describe(dataclasses.replace(_subject(), compute=Mapped()), {})
+    assert len(built) == 3
+    for fig, layout in built:
+        assert fig.to_plotly_json()["layout"] == layout
+
+
+def test_a_click_on_the_map_chooses_the_point_s_image():
+    """The map's points carry their image index as a 1-D customdata: the browser sends one number
+    a point, which the map's Select reads (a list or {"0": ...} for the patch figures)."""
+    from vitviz import clicks
+
+    assert clicks.patch_from_selection({"selection": {"points": [{"customdata": 3}]}}, 6) == 3
+    assert clicks.patch_from_selection({"selection": {"points": [{"customdata": 9}]}}, 6) is None  # no such image
+    assert clicks.patch_from_selection({"selection": {"points": [{"customdata": True}]}}, 6) is None
+    assert clicks.cell_from_selection({"selection": {"points": [{"customdata": 1}]}}, 3) is None  # a cell needs two

@@ -1,0 +1,120 @@
+"""The misclassification lab's blocks and slides (vitviz.steps.mistakes): every figure's line is
+read from its numbers, the filters are clipped, and the slides show the overview, a gallery page
+and one image up close."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from tests.helpers import CLASSES, make_image_folder
+from vitviz import claims, lab, zoo
+from vitviz.config import ViTConfig
+from vitviz.evaluate import evaluate
+from vitviz.i18n import plain
+from vitviz.model import VisionTransformer
+from vitviz.steps import blocks, mistakes
+from vitviz.steps.subject import Compute, Subject
+
+TINY = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES)
+
+
+def test_the_confusion_line_names_the_largest_cell_off_the_diagonal():
+    confusion = np.array([[50, 3, 9], [2, 60, 1], [4, 0, 70]])
+    said = plain(claims.text(claims.most_confused(confusion, ("cat", "dog", "ship"))))
+    assert said == "The most frequent mistake: cat taken for ship, 9 of the 19 images answered wrong."
+    said = plain(claims.text(claims.most_confused(confusion.T, ("cat", "dog", "ship"))))
+    assert said.startswith("The most frequent mistake: ship taken for cat, 9")
+    assert "Every image is answered right" in plain(claims.text(claims.most_confused(np.diag([5, 5]), ("a", "b"))))
+
+
+def test_the_gallery_line_names_the_page_s_most_frequent_mistake():
+    said = plain(claims.text(claims.gallery_page(["cat", "cat", "dog"], ["dog", "dog", "cat"], [0.99, 0.8, 0.5])))
+    assert (
+        said
+        == "On this page, cat taken for dog is the most frequent mistake (2 of 3); the confidence goes from 99% down to 50%."
+    )
+    said = plain(claims.text(claims.gallery_page(["cat", "dog"], ["dog", "cat"], [0.7, 0.6])))
+    assert said.startswith("The 2 images on this page are each a different mistake")
+
+
+def test_the_lens_line_says_when_the_true_class_lost():
+    assert plain(claims.text(claims.lens_lost([1, 0, 0, 2], 3, "cat"))).startswith(
+        "'cat' was the top answer after layer 2 and lost the lead in layer 3"
+    )
+    assert "embeddings alone" in plain(claims.text(claims.lens_lost([0, 1, 1], 2, "cat")))
+    assert "never the top answer" in plain(claims.text(claims.lens_lost([2, 1, 1], 2, "cat")))
+    assert "still the top answer after the last layer" in plain(claims.text(claims.lens_lost([1, 1, 0], 2, "cat")))
+
+
+@pytest.fixture(scope="module")
+def lab_subject(tmp_path_factory: pytest.TempPathFactory) -> Subject:
+    root = tmp_path_factory.mktemp("lab")
+    make_image_folder(root, per_class=10, splits=("test",))
+    torch.manual_seed(0)
+    path = root / "tiny.safetensors"
+    zoo.save(VisionTransformer(TINY).eval(), path)
+    model, spec = zoo.load(str(path), device="cpu")
+    split = lab.test_split_for(CLASSES, root)
+
+    class Here(Compute):
+        def test_split(self, subject):
+            return split
+
+    return Subject(model, None, None, name=str(path), compute=Here(), spec=spec)
+
+
+def test_the_lab_s_slides_are_the_overview_a_gallery_page_and_one_image(lab_subject):
+    step = mistakes.describe(lab_subject, {})
+    result = evaluate(
+        lab_subject.model,
+        lab_subject.compute.test_set(lab_subject, lab_subject.compute.test_split(lab_subject).location),
+        use_cache=False,
+    )
+    keys = [[figure.key for figure in slide.figures] for slide in step.slides()]
+    assert keys == [
+        ["mistakes_per_class"],
+        ["mistakes_confusion"],
+        ["mistakes_gallery_page"],
+        ["mistakes_picture", "mistakes_top5"],
+        ["mistakes_map_predicted", "mistakes_map_true"],
+        ["mistakes_lens"],
+    ]
+    takeaways = {figure.key: plain(figure.takeaway) for figure in step.figures()}
+    assert takeaways["mistakes_confusion"] == plain(
+        claims.text(claims.most_confused(result.confusion().numpy(), CLASSES))
+    )
+    first = int(lab.filter_mistakes(result)[0])  # the most confident mistake is #1, up close
+    assert result.files[first] in takeaways["mistakes_picture"]
+    assert step.shape == f"({result.n}, 3)"
+
+
+@pytest.mark.parametrize(
+    ("choices", "expect"),
+    [({"mistake": 10_000, "mistakes_page": -3}, "last"), ({"mistake": "x", "mistakes_range": [2, -1]}, "first")],
+)
+def test_the_filters_and_the_image_are_clipped(lab_subject, choices, expect):
+    step = mistakes.describe(lab_subject, choices)
+    picture = next(f for f in step.figures() if f.key == "mistakes_picture")
+    wrong = evaluate(
+        lab_subject.model,
+        lab_subject.compute.test_set(lab_subject, lab_subject.compute.test_split(lab_subject).location),
+        use_cache=False,
+    ).misclassified
+    number = wrong if expect == "last" else 1
+    assert picture.figure.layout.title.text.startswith(f"#{number} ")
+
+
+def test_no_image_matches_and_no_data_say_so(lab_subject):
+    none_left = mistakes.describe(lab_subject, {"mistakes_range": [1.0, 1.0]})
+    assert any(isinstance(b, blocks.Text) and "No image matches" in b.text for b in none_left.blocks)
+
+    class Nowhere(Compute):
+        def test_split(self, subject):
+            return None
+
+    step = mistakes.describe(dataclasses.replace(lab_subject, compute=Nowhere()), {})
+    assert step.figures() == [] and len(step.slides()) == 1
