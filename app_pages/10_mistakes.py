@@ -118,7 +118,7 @@ low, high = state.widget(  # one confidence filter: "confidently wrong" is its l
     f3.slider, "mistakes_range", tr("mistakes.confidence"), 0.0, 1.0, step=0.01, help=tr("mistakes.confidence_help")
 )
 
-# A second model on the same images (issue 18): which of the two gets an image wrong.
+# A second model on the same images: which of the two gets an image wrong.
 others = [n for n, spec in zoo.REGISTRY.items() if n != chosen.name and list(spec.config.class_names) == list(classes)]
 pair = models.lab_pair(chosen.name)
 if pair in others:  # the shipped pair, side by side from the start

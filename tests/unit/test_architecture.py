@@ -38,6 +38,7 @@ STEP_MODULES = (
     "card",
     "trust",
     "testset",
+    "mistakes",
 )  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
@@ -248,7 +249,8 @@ def test_the_benchmarks_use_the_library_s_public_layers():
 
 
 def test_every_persisted_widget_is_a_choice_drawn_where_its_scope_says():
-    """A page draws a persisted widget with state.widget(draw, "key", ...): the key is in the
+    """A page draws a persisted widget with state.widget(draw, "key", ...), or a step's description
+    declares it as a Control("key", ...) that the page's render.page draws: the key is in the
     table of choices, and the page is in the choice's scope (the whole app, or its pages)."""
     from fnmatch import fnmatch
 
@@ -256,12 +258,20 @@ def test_every_persisted_widget_is_a_choice_drawn_where_its_scope_says():
 
     drawn = []
     for path in [*_page_files(), *sorted((ROOT / "vitviz" / "app").glob("*.py"))]:
+        where = path.relative_to(ROOT).as_posix()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "widget":
                 key = node.args[1]
                 if isinstance(key, ast.Constant):
-                    drawn.append((path.relative_to(ROOT).as_posix(), key.value))
-    assert len(drawn) >= 20
+                    drawn.append((where, key.value))
+            described = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args
+            if described and node.func.attr == "page" and isinstance(node.args[0], ast.Attribute):
+                step = ROOT / "vitviz" / "steps" / f"{ast.unparse(node.args[0].value)}.py"  # render.page(X.describe, ...)
+                for inner in ast.walk(ast.parse(step.read_text())):
+                    named = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.args
+                    if named and inner.func.id == "Control" and isinstance(inner.args[0], ast.Constant):
+                        drawn.append((where, inner.args[0].value))
+    assert len(drawn) >= 20 and sum(where.startswith("app_pages/2_") for where, _ in drawn) >= 2
     for where, key in drawn:
         choice = state.BY_KEY[key]  # a KeyError: a persisted widget missing from the table
         assert choice.scope == state.APP or fnmatch(where, choice.scope), (where, key, choice.scope)

@@ -167,13 +167,14 @@ def plotly_js_banner() -> str:
     return plotly.offline.get_plotlyjs()[:200]
 
 
-def test_the_cifar_handout_is_under_7_mb() -> None:
+def test_the_cifar_handout_is_under_8_mb() -> None:
     model, spec = zoo.load("cifar10-vit", device="cpu")
     cnn = zoo.load(handout.matching_cnn(model.config.class_names), device="cpu")
     text = handout.build(model, spec, CAT.read_bytes(), "en", image_name="cat-chelsea.jpg", cnn=cnn)
     assert "fig-compare-map-gradcam" in plotted(text)  # the ViT-vs-CNN step is in it
-    # 4.6 MB of plotly.js; the rest, every figure the pages draw (the photo as a JPEG)
-    assert len(text.encode()) <= 7e6
+    # 4.6 MB of plotly.js; the rest, every figure the tour's pages and the lab's trust page and map
+    # draw (7.85 MB: the map's 10,000 hover texts are 0.66 MB of it)
+    assert len(text.encode()) <= 8e6
 
 
 @pytest.mark.slow  # a ViT-B/16: about 20 CPU-seconds

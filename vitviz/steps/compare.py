@@ -18,7 +18,7 @@ from vitviz import analysis, claims, compare, plots, zoo
 from vitviz.cnn import receptive_fields
 from vitviz.data import denormalize, to_tensor
 from vitviz.prediction import top_k, verdict
-from vitviz.steps import answers, names
+from vitviz.steps import answers
 from vitviz.steps.blocks import (
     Button,
     Choices,
@@ -34,6 +34,7 @@ from vitviz.steps.blocks import (
     Text,
     shape_text,
 )
+from vitviz.steps.names import dataset_text, model_title
 from vitviz.steps.subject import Subject
 
 TOP = 5
@@ -101,7 +102,7 @@ def _cnn(subject: Subject, choices: Choices) -> tuple[tuple[str, zoo.Loaded] | s
     if path:  # a typed name that does not load, or is no CNN: one sentence, and the list's CNN
         try:
             loaded = subject.compute.model(path)
-            message = None if loaded.spec.is_cnn else tr("compare.not_cnn", name=names.model_title(path, lang))
+            message = None if loaded.spec.is_cnn else tr("compare.not_cnn", name=model_title(path, lang))
         except zoo.ModelLoadError as err:
             message = tr("error.model", message=err.sentence(lang))
         name = path if message is None else listed
@@ -112,7 +113,7 @@ def _cnn(subject: Subject, choices: Choices) -> tuple[tuple[str, zoo.Loaded] | s
         except zoo.ModelLoadError as err:
             picked = tr("error.model", message=err.sentence(lang))
     label = tr("compare.cnn")
-    used = f"{label}: {names.model_title(name, lang)}" if name else ""
+    used = f"{label}: {model_title(name, lang)}" if name else ""
     controls = []
     if offered:
         title = lambda n: zoo.REGISTRY[n].title_in(lang)  # noqa: E731
@@ -133,7 +134,7 @@ def _cnn(subject: Subject, choices: Choices) -> tuple[tuple[str, zoo.Loaded] | s
     if message is not None:
         if listed is None:
             return message, notes
-        notes.append(Text(tr("compare.cnn_not_used", message=message, cnn=names.model_title(listed, lang)), "info"))
+        notes.append(Text(tr("compare.cnn_not_used", message=message, cnn=model_title(listed, lang)), "info"))
     return picked, notes
 
 
@@ -146,7 +147,7 @@ def _answers(subject: Subject, cnn, cnn_spec: zoo.ModelSpec, cnn_logits: torch.T
     if accuracies is not None:  # one protocol for both: one view
         said = tr(
             "compare.accuracies",
-            dataset=names.dataset_text(spec.card.tested_on.get("dataset", ""), subject.lang),
+            dataset=dataset_text(spec.card.tested_on.get("dataset", ""), subject.lang),
             vit=f"{accuracies[0]:.2%}",
             cnn=f"{accuracies[1]:.2%}",
         )
