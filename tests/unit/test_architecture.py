@@ -266,7 +266,9 @@ def test_every_persisted_widget_is_a_choice_drawn_where_its_scope_says():
                     drawn.append((where, key.value))
             described = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args
             if described and node.func.attr == "page" and isinstance(node.args[0], ast.Attribute):
-                step = ROOT / "vitviz" / "steps" / f"{ast.unparse(node.args[0].value)}.py"  # render.page(X.describe, ...)
+                step = (
+                    ROOT / "vitviz" / "steps" / f"{ast.unparse(node.args[0].value)}.py"
+                )  # render.page(X.describe, ...)
                 for inner in ast.walk(ast.parse(step.read_text())):
                     named = isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.args
                     if named and inner.func.id == "Control" and isinstance(inner.args[0], ast.Constant):
