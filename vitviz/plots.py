@@ -7,6 +7,7 @@ keeps plotly's own PNG export, and tests can read the data back from ``fig.data`
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import io
 import itertools
@@ -147,14 +148,22 @@ def _get(spec: dict, path: Path) -> object:
 
 
 def _put(spec: dict, path: Path, value: object) -> None:
-    """Set ``path`` in a plotly JSON dict, making the dicts on the way; None removes the key."""
+    """Set ``path`` in a plotly JSON dict, making the dicts on the way; None removes the key (and
+    the dicts left empty)."""
     *parents, last = path
+    chain = []
     for key in parents:
+        chain.append((spec, key))
         spec = spec.setdefault(key, {}) if isinstance(key, str) else spec[key]
-    if value is None:
-        spec.pop(last, None)
-    else:
+    if value is not None:
         spec[last] = value
+        return
+    spec.pop(last, None)
+    for parent, key in reversed(chain):  # and the dicts it leaves empty (made on the way here)
+        if isinstance(key, str) and parent[key] == {}:
+            del parent[key]
+        else:
+            break
 
 
 def ems(text: str) -> float:
@@ -192,6 +201,8 @@ def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
     done, before = getattr(fig, "_vitviz_theme", (None, []))
     if done == mode:
         return fig
+    if done is None:  # the figure as built, for a caller that copies it (built_copy)
+        fig._vitviz_built = fig.to_dict()
     # The figure's own JSON, written directly: plotly's setters validate every value again, on
     # every rerun (docs/benchmarks.md). Only sizes, colours and the template change, to values of
     # the right type.
@@ -210,10 +221,10 @@ def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
         (0, ("font", "size")): max(round((_get(layout, ("font", "size")) or TEXT_PX[False]) * scale), floor),
         (0, ("font", "color")): TEXT_COLOUR,
         (0, ("font", "family")): FONT_FAMILY,
-        (0, ("hoverlabel", "font", "size")): TEXT_PX[presenter],
     }
     top = _get(layout, ("margin", "t"))
-    if presenter:
+    if presenter:  # the template's hover labels are the screen's size
+        changes[0, ("hoverlabel", "font", "size")] = TEXT_PX[True]
         if _get(layout, ("height",)):
             changes[0, ("height",)] = round(layout["height"] * PRESENTER_SCALE)
         top = round(top * PRESENTER_SCALE) if top else top  # room for the larger titles above
@@ -242,11 +253,8 @@ def built_copy(fig: go.Figure) -> go.Figure:
     """A copy of ``fig`` as it was built, before any ``theme`` (which themes a figure in place: a
     shared figure may have been themed for a mode already), for a caller that changes it and
     themes the copy itself."""
-    copy = go.Figure(fig)
-    specs = [copy._layout, *copy._data]
-    for (target, path), value in getattr(fig, "_vitviz_theme", (None, []))[1]:
-        _put(specs[target], path, value)
-    return copy
+    built = getattr(fig, "_vitviz_built", None)
+    return go.Figure(fig) if built is None else go.Figure(copy.deepcopy(built))
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:

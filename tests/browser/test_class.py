@@ -37,6 +37,22 @@ def _wait_path(page, path: str, timeout_s: float = FOLLOW_S) -> float:
     return time.perf_counter() - started
 
 
+SLIDE_AT = "() => { const c = document.querySelector('.vitviz-slide-counter'); return c && c.dataset.step + ':' + c.dataset.slide; }"
+
+
+def _press_into_the_next_step(teacher, press: str) -> float:
+    """Press → (or ←) in the teacher's presenter mode until the step changes (a step's slides come
+    first); returns when the press that changed the step was made."""
+    while True:
+        teacher.wait_for_function(f"() => ({SLIDE_AT})() !== null", timeout=60_000)  # a run may be drawing it
+        before = teacher.evaluate(SLIDE_AT)
+        started = time.perf_counter()
+        teacher.locator(f".st-key-{press} button").first.click()
+        teacher.wait_for_function(f"(b) => ![null, b].includes(({SLIDE_AT})())", arg=before, timeout=60_000)
+        if teacher.evaluate(SLIDE_AT).split(":")[0] != before.split(":")[0]:
+            return started
+
+
 def test_a_teacher_and_two_students(url):
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
@@ -70,8 +86,7 @@ def test_a_teacher_and_two_students(url):
         for _ in range(2):
             for press, target in (("nav_next", "patches"), ("nav_prev", "input")):
                 teacher.wait_for_selector(f".st-key-{press} button", timeout=60_000)
-                started = time.perf_counter()
-                teacher.click(f".st-key-{press} button")
+                started = _press_into_the_next_step(teacher, press)  # through the step's slides first
                 for student in students:
                     _wait_path(student, target)
                     seconds.append(time.perf_counter() - started)
@@ -81,7 +96,7 @@ def test_a_teacher_and_two_students(url):
         one, two = students
         two.click(".st-key-class_explore button")
         two.wait_for_selector(".st-key-class_back", timeout=30_000)
-        teacher.click(".st-key-nav_next button")
+        _press_into_the_next_step(teacher, "nav_next")
         _wait_path(one, "patches")
         two.wait_for_timeout(2000)
         assert _path(two) == "input"  # exploring: the teacher's Next left it alone

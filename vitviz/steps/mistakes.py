@@ -80,9 +80,9 @@ def class_figures(
     labels = [subject.label(c) for c in classes]
     accuracy = result.per_class_accuracy()
     height = 160 + 42 * min(len(classes), 20)
-    bars = plots.Figure(plots.bars(labels, accuracy, title=tr("mistakes.per_class_title"), height=height))  # a copy
+    bars = plots.built_copy(plots.bars(labels, accuracy, title=tr("mistakes.per_class_title"), height=height))  # a copy
     confusion = result.confusion().numpy()
-    matrix = plots.Figure(  # a copy: the app shares the built figure between sessions
+    matrix = plots.built_copy(  # a copy as built: the app shares (and themes) the built figure
         plots.confusion_matrix(
             confusion,
             labels,
