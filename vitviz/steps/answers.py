@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from vitviz import plots
-from vitviz.prediction import Verdict, legend_key
+from vitviz.prediction import Verdict
+from vitviz.steps import bars
 from vitviz.steps.blocks import Text
 from vitviz.steps.subject import Subject
 
@@ -14,9 +15,8 @@ MOST_LISTED_CLASSES = 20  # a model with more classes gets no list of them under
 
 
 def grid_hover(subject: Subject) -> str:
-    """A patch map's hover in the reader's language ("patch 5 (row 2, col 1): 0.1234")."""
-    where = subject.tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
-    return f"{subject.tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
+    """A patch map's hover in the reader's language (``Subject.grid_hover``)."""
+    return subject.grid_hover()
 
 
 def class_bars(
@@ -32,12 +32,7 @@ def class_bars(
     the image's class is known, the true class green. The title says what the colours mean
     (``prediction.legend_key``), for this chart and the charts set ``beside`` it, so that charts
     side by side share one legend, wrap their titles alike and start their bars level."""
-    names = list(names)
-    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
-    key = legend_key([found, *beside])
-    title = f"{title} ({subject.tr(key)})" if key else title
-    labels = [subject.label(name) for name in names]
-    return plots.bars(labels, list(probabilities), title=title, height=height, highlight=0, correct=correct)
+    return bars.class_bars(subject.lang, list(names), list(probabilities), title, found, height, beside)
 
 
 def verdict(subject: Subject, found: Verdict | None) -> list[Text]:
