@@ -196,21 +196,6 @@ class _Page:
     def label(self, name: str) -> str:
         return class_label(name, self.lang)
 
-    def step(self, number: int, total: int, title_key: str, intro: str, shape: str | None = None) -> None:
-        if self.in_step:
-            self.parts.append("</section>")
-        self.in_step = True
-        counter = (
-            self.tr("nav.overview", total=total) if number == 0 else self.tr("nav.step", index=number, total=total)
-        )
-        self.parts.append(f'<section class="step" id="step-{number}"><p class="counter">{html.escape(counter)}</p>')
-        self.parts.append(f"<h2>{html.escape(self.tr(title_key))}</h2>")
-        self.parts.append(markdown(intro))
-        if shape is not None:
-            self.parts.append(
-                f'<p class="shape"><strong>{html.escape(self.tr("shape.label"))}:</strong> <code>{html.escape(shape)}</code></p>'
-            )
-
     def heading(self, text: str) -> None:
         self.parts.append(f"<h3>{html.escape(plain(text))}</h3>")
 

@@ -476,7 +476,7 @@ def patch_gallery(
 
 
 # A patch map's hover counts as the screen does, from 1: the patch number, its row and column
-# (``current.grid_hover`` writes it in the user's language).
+# (``Subject.grid_hover`` writes it in the reader's language).
 GRID_HOVER = "patch %{customdata[2]} (row %{customdata[0]}, col %{customdata[1]}): %{z:.4f}<extra></extra>"
 
 

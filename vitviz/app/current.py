@@ -3,7 +3,6 @@ sentences that read a prediction against the image's known class."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,12 +27,10 @@ from vitviz.app.caches import (
     sample_names,
 )
 from vitviz.app.models import cached_model, try_model
-from vitviz.app.text import dataset_text, label, lang, tr
-from vitviz.config import ViTConfig
+from vitviz.app.text import dataset_text, lang, tr
 from vitviz.data import ImageError
 from vitviz.model import VisionTransformer
 from vitviz.prediction import Verdict, verdict
-from vitviz.steps import bars
 from vitviz.steps.subject import Compute, Subject
 from vitviz.trace import Trace
 
@@ -241,49 +238,3 @@ def true_class() -> str | None:
     """The known class of the chosen image: its class when it is a test image."""
     chosen = chosen_test_image()
     return chosen[0] if chosen else None
-
-
-def show_verdict(found: Verdict | None, where=None) -> None:
-    """One coloured sentence: right or wrong, and where the true class ranks (nothing when unknown)."""
-    if found is None:
-        return
-    where = where or st
-    values = {
-        "truth": label(found.true_class),
-        "pred": label(found.predicted),
-        "p": f"{found.probability:.1%}",
-        "rank": found.rank,
-        "n": found.num_classes,
-        "dataset": dataset_text(images.split.label) if (images := test_images()) else "",
-    }
-    if found.correct:
-        where.success(tr("verdict.right", **values), icon=":material/check_circle:")
-    else:
-        where.warning(tr("verdict.wrong", **values), icon=":material/cancel:")
-
-
-def show_known_classes(config: ViTConfig, found: Verdict | None, where=None) -> None:
-    """Under a prediction of an image with no known class: a model with a short list of classes
-    (CIFAR-10's 10) gives every image one of them, whatever the image shows."""
-    names = config.class_names
-    if found is not None or not names or len(names) > 20:
-        return
-    (where or st).caption(tr("prediction.known_classes", n=len(names), names=", ".join(map(label, names))))
-
-
-def grid_hover() -> str:
-    """A patch map's hover in the user's language ("patch 5 (row 2, col 1): 0.1234"; "패치 5 (2행 1열)")."""
-    where = tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
-    return f"{tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
-
-
-def class_bars(
-    names: list[str],
-    values: list[float],
-    title: str,
-    found: Verdict | None,
-    height: int,
-    beside: Iterable[Verdict | None] = (),
-):  # -> go.Figure
-    """Top-k bars in the user's language (``vitviz.steps.bars.class_bars``)."""
-    return bars.class_bars(lang(), names, values, title, found, height, beside)

@@ -1,5 +1,4 @@
-"""Top-k bars as every step draws them, in the reader's language (the app's
-``vitviz.app.current.class_bars`` draws them in the session's)."""
+"""Top-k bars as every step draws them, in the reader's language."""
 
 from __future__ import annotations
 
