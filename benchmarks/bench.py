@@ -850,7 +850,7 @@ def handout_figures(report: Report, plan: Plan) -> None:
     photo = (handout.SAMPLES / "cat-chelsea.jpg").read_bytes()
     model, spec = zoo.load(zoo.default_name(), device=DEVICE)
     cnn_name = handout.matching_cnn(model.config.class_names)
-    cnn = zoo.load(cnn_name, device=DEVICE).model if cnn_name else None
+    cnn = zoo.load(cnn_name, device=DEVICE) if cnn_name else None
     made: list[str] = []
     seconds = alternate(
         {"handout": lambda: made.append(handout.build(model, spec, photo, image_name="cat", cnn=cnn))},
