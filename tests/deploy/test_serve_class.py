@@ -392,6 +392,7 @@ def test_students_of_a_killed_replica_go_on_with_their_next_click(class_server):
         (you["image"], "moved" if you["replica"] == killed else "stayed", round(now["seconds"], 2))
         for you, now in zip(class_, after, strict=True)
     ]
+    print("seconds from Next to the next step (image, moved or stayed, seconds):", waits)  # for the log (-s)
     moved = [seconds for _, kind, seconds in waits if kind == "moved"]
     stayed = [seconds for _, kind, seconds in waits if kind == "stayed"]
     assert moved and stayed and max(moved) <= MOVED_OVER_STAYED * max(stayed), waits
