@@ -619,3 +619,19 @@ def test_the_occlusion_chart_s_line_names_the_order_that_costs_more(red, grey, k
         claims.occlusion(np.linspace(0, 1, 3), np.array(red), np.array(grey))[-1].key == f"claims.occlusion.area_{key}"
     )
     assert "(red)" in claims.text(claim) and "(빨강)" in claims.text(claim, "ko")
+
+
+# --------------------------------------------------------------------------------------------
+# Pages 0 and 2: how the image becomes tokens
+# --------------------------------------------------------------------------------------------
+
+
+def test_a_hybrid_s_tokens_are_said_to_stand_for_squares_not_to_be_patches():
+    plain_vit = claims.patch_grid((32, 32), 4, (8, 8), 48)
+    hybrid = claims.patch_grid((224, 224), 32, (7, 7), 1024, hybrid=True)
+    assert plain_vit.key == "claims.patch_grid" and hybrid.key == "claims.patch_grid_hybrid"
+    en, ko = both(plain_vit)
+    assert en == "The 32 x 32 image becomes 8 x 8 = 64 patches of 4 x 4 pixels, each 48 numbers." and "64개" in ko
+    en, ko = both(hybrid)
+    assert "7 x 7 = 49 tokens, each standing for a 32 x 32-pixel square" in en and "patches" not in en
+    assert "1024 numbers from the ResNet" in en and "49개" in ko
