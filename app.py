@@ -23,10 +23,10 @@ from vitviz.app import load_app, warm_up  # noqa: E402
 
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
-    from vitviz import zoo
     from vitviz.app import ahead, classroom, models, navigation, presenter, sidebar, state, students, turns
     from vitviz.app.text import tr
     from vitviz.app.tour import LAB, ROOT, TOUR
+    from vitviz.models import zoo
 
     st.set_page_config(
         page_title="vitviz: inside a Vision Transformer", page_icon=str(zoo.ASSETS / "icon.png"), layout="wide"

@@ -2,16 +2,18 @@
 
 The test set and the evaluation sit in ``testset.cached_test_set`` / ``testset.cached_evaluation``
 (st.cache_resource keyed by folder and by (model name, folder)), so changing a filter never runs
-the model over the test set again. Filtering, paging and thumbnails are ``vitviz.lab`` functions;
+the model over the test set again. Filtering, paging and thumbnails are ``vitviz.analyses.lab`` functions;
 one image up close is ``lab.inspect_mistake`` (cached per image by ``testset.cached_mistake``).
 """
 
 import streamlit as st
 
-from vitviz import clicks, lab, tables, zoo
-from vitviz import data as vdata
+from vitviz.analyses import lab
 from vitviz.app import current, furniture, models, navigation, presenter, render, session, state, testset, text, turns
 from vitviz.app.text import label, lang, tr
+from vitviz.models import data as vdata
+from vitviz.models import zoo
+from vitviz.render import clicks, tables
 from vitviz.steps import mistakes
 
 PAGE = "app_pages/10_mistakes.py"

@@ -61,11 +61,11 @@ import torch
 from torch import Tensor, nn
 
 from benchmarks.light_client import Expected, LightStudent
-from vitviz import precision, zoo
 from vitviz.app import STARTUP_DONE, tour
-from vitviz.config import ViTConfig, cifar10_vit_config
-from vitviz.data import ImageSet, load_image, to_tensor
-from vitviz.model import VisionTransformer, flops_per_image, set_fused_attention
+from vitviz.models import precision, zoo
+from vitviz.models.config import ViTConfig, cifar10_vit_config
+from vitviz.models.data import ImageSet, load_image, to_tensor
+from vitviz.models.model import VisionTransformer, flops_per_image, set_fused_attention
 
 log = logging.getLogger(__name__)
 
@@ -468,7 +468,7 @@ def explain_vs_forward(report: Report, plan: Plan) -> None:
 
 
 def bf16_vs_fp32(report: Report, plan: Plan) -> None:
-    """The app's reduced precision (vitviz.precision): explain in bf16 autocast over float32 at
+    """The app's reduced precision (vitviz.models.precision): explain in bf16 autocast over float32 at
     batch 1 on the plan's ViT, and on the sample photos through it and the shipped CIFAR ViT,
     whether the top-1 stays and how far the attention maps move."""
     if not precision.native_bf16(DEVICE):
@@ -501,7 +501,7 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
             if chosen.dtype == torch.bfloat16:
                 worst_served = max(worst_served, moved)
     report.figures["bf16_top1_unchanged"] = same / pairs
-    # the target's figure: the maps the app shows in bf16 (vitviz.precision.choose keeps float32
+    # the target's figure: the maps the app shows in bf16 (vitviz.models.precision.choose keeps float32
     # for a model where bf16 is barely faster or moves its maps); every model's, for the record
     report.figures["bf16_max_attention_diff"] = worst_served
     report.figures["bf16_max_attention_diff_any_model"] = worst
@@ -543,7 +543,7 @@ def bf16_explain_vs_forward(report: Report, plan: Plan) -> None:
 def training_step(report: Report, plan: Plan) -> None:
     """A training step (forward, backward, AdamW) at the CIFAR batch, of the shipped ViT's shape
     and of the depth-9, 12-head shape (``--preset cifar10-vit-lee``), with the fused attention
-    kernel and with the explicit path that ``vitviz.train`` takes on a CPU
+    kernel and with the explicit path that ``vitviz.training.train`` takes on a CPU
     (``choose_attention_path``): the ratio says whether that choice still holds here."""
     dtype = torch.bfloat16 if precision.native_bf16(DEVICE) else None
     shapes = {"": {}, "_d9": {"depth": 9, "num_heads": 12, "mlp_ratio": 2.0}}
@@ -607,7 +607,7 @@ def against_hf(report: Report, plan: Plan) -> None:
 
 
 def _converted(peer: nn.Module, source: str) -> VisionTransformer:
-    from vitviz.convert import from_hf, from_timm
+    from vitviz.models.convert import from_hf, from_timm
 
     return (from_timm(peer) if source == "timm" else from_hf(peer)).to(DEVICE).eval()
 
@@ -647,7 +647,7 @@ def against_hardware(report: Report, plan: Plan) -> None:
 
 def eval_images(report: Report, plan: Plan, config: ViTConfig) -> ImageSet:
     """The CIFAR-10 test folder (all of it, or spread_subset's share), else random uint8 images."""
-    from vitviz import data as vdata
+    from vitviz.models import data as vdata
 
     folder = vdata.find_cifar_test_folder()
     if folder is not None:
@@ -673,8 +673,8 @@ def eval_throughput(report: Report, plan: Plan) -> None:
     """The lab's evaluation (``evaluate``, no stored predictions) of the default CIFAR model, after
     a one-batch warm-up, against the forward pass alone at the same batch, alternated with a
     square matmul of the batch's FLOPs (tall matrices: the peak the evaluation can approach)."""
-    from vitviz.data import preprocess_batch
-    from vitviz.evaluate import evaluate
+    from vitviz.analyses.evaluate import evaluate
+    from vitviz.models.data import preprocess_batch
 
     name = zoo.default_name()
     model = zoo.load(name, device=DEVICE).model
@@ -841,11 +841,11 @@ def cold_start_s(report: Report, plan: Plan) -> None:
 
 
 def handout_figures(report: Report, plan: Plan) -> None:
-    """The handout (``vitviz.handout``) of the cat photo: seconds to build it for the default CIFAR
+    """The handout (``vitviz.render.handout``) of the cat photo: seconds to build it for the default CIFAR
     model with its CNN (models loaded, the trace not: what the app's button and the command line do
     after loading; median of a few builds), the file's size, and the size for a randomly
     initialised ViT-B/16 from the zoo's config."""
-    from vitviz import handout
+    from vitviz.render import handout
 
     photo = (handout.SAMPLES / "cat-chelsea.jpg").read_bytes()
     model, spec = zoo.load(zoo.default_name(), device=DEVICE)
@@ -868,10 +868,10 @@ def faithfulness_figures(report: Report, plan: Plan) -> None:
     """Issue 43 on the default CIFAR model and the cat photo. ``faithfulness_image_s``: every
     ranking's deletion and insertion curves for one image from its pixels alone (the trace,
     gradient rollout and integrated gradients included, as when the app has none of them cached;
-    ``vitviz.faithfulness``'s default steps and random orders). ``ablation_explain_s``: a private
+    ``vitviz.analyses.faithfulness``'s default steps and random orders). ``ablation_explain_s``: a private
     copy with one head switched off, and its explained pass (what one click of the ablation costs).
     Medians of a few runs."""
-    from vitviz import ablation, faithfulness
+    from vitviz.analyses import ablation, faithfulness
 
     model, _ = zoo.load(zoo.default_name(), device=DEVICE)
     photo = (zoo.ASSETS / "samples" / "cat-chelsea.jpg").read_bytes()
@@ -1341,7 +1341,7 @@ class Lockstep:
 
 def class_images(count: int) -> list[str]:
     """``count`` different CIFAR-10 test images, "class/index": the classes in turn."""
-    from vitviz.config import CIFAR10_CLASSES
+    from vitviz.models.config import CIFAR10_CLASSES
 
     return [f"{CIFAR10_CLASSES[i % 10]}/{i // 10}" for i in range(count)]
 
@@ -1350,8 +1350,8 @@ def expected_answers(images: list[str], folder: Path) -> dict[str, Expected]:
     """What the default model's verdict may say of each test image (its class; the model's answer
     and the probability of the true class in percent, explained in float32 and in bf16, the
     precisions the server may choose), computed here as the app does."""
-    from vitviz.data import folder_image_bytes
-    from vitviz.prediction import verdict
+    from vitviz.models.data import folder_image_bytes
+    from vitviz.models.prediction import verdict
 
     model = zoo.load(zoo.default_name(), device=DEVICE).model
     answers = {}
@@ -1396,7 +1396,7 @@ def classroom(report: Report, plan: Plan) -> None:
 
     from playwright.async_api import async_playwright
 
-    from vitviz.data import find_cifar_test_folder
+    from vitviz.models.data import find_cifar_test_folder
 
     folder = find_cifar_test_folder()
     missing = chromium_missing() or (None if folder else "no CIFAR-10 test folder")
@@ -1567,7 +1567,7 @@ def small_test_folder(source: Path, per_class: int, into: Path) -> Path:
 def server_data(plan: Plan) -> Iterator[dict[str, str]]:
     """The server's environment for the tour: in the quick plan, VITVIZ_DATA points at a small
     copy of the CIFAR-10 test folder (so the lab evaluates hundreds of images, not 10,000)."""
-    from vitviz.data import find_cifar_test_folder
+    from vitviz.models.data import find_cifar_test_folder
 
     folder = find_cifar_test_folder() if plan.quick else None
     if folder is None:

@@ -89,7 +89,7 @@ CASES: list[tuple[str, Callable[[], bytes], bool]] = [
 
 def outcome(data: bytes, lang: str = "en") -> str:
     """What the user sees: the error sentence, or what happened to an accepted image."""
-    from vitviz.data import ImageError, image_notes, load_image
+    from vitviz.models.data import ImageError, image_notes, load_image
 
     try:
         image = load_image(data)
@@ -120,9 +120,10 @@ def model_outcomes() -> list[tuple[str, str, str]]:
     import pickle
     import tempfile
 
-    from vitviz import access, zoo
-    from vitviz.config import ViTConfig
-    from vitviz.model import VisionTransformer
+    from vitviz.models import zoo
+    from vitviz.models.config import ViTConfig
+    from vitviz.models.model import VisionTransformer
+    from vitviz.server import access
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -190,8 +191,8 @@ def hostile_uploads() -> list[tuple[str, dict[str, bytes], str]]:
     import torch
     from safetensors.torch import save
 
-    from vitviz.config import ViTConfig
-    from vitviz.model import VisionTransformer
+    from vitviz.models.config import ViTConfig
+    from vitviz.models.model import VisionTransformer
 
     tiny_config = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=1, num_heads=2)
     torch.manual_seed(0)
@@ -262,8 +263,8 @@ class _RunsCode:
 
 
 def _sentences(load, name: str | None, models: Path) -> tuple[str, str]:
-    from vitviz import zoo
-    from vitviz.i18n import plain
+    from vitviz.models import zoo
+    from vitviz.render.i18n import plain
 
     try:
         load()

@@ -7,7 +7,7 @@ neither exists (a clone on its own) they are deselected, with one line saying wh
 and how to get it, rather than failing as if a feature were broken. In continuous integration
 (``CI=true``, as GitHub Actions and most CI services set it) the data is part of the setup: a
 test whose data is missing fails there, with the same line, instead of vanishing from the
-report. Tests marked ``fashion_mnist`` need Debian's Fashion-MNIST, found where vitviz.data
+report. Tests marked ``fashion_mnist`` need Debian's Fashion-MNIST, found where vitviz.models.data
 looks for it. Tests marked ``slow`` run the whole test split or the benchmark;
 ``-m "not slow"`` leaves them out.
 """
@@ -22,7 +22,7 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests never touch the network
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-# The app measures bf16 against float32 per model and keeps the faster (vitviz.precision): the
+# The app measures bf16 against float32 per model and keeps the faster (vitviz.models.precision): the
 # tests that compare a page's numbers with float32 computations fix float32; test_precision and
 # test_app_core's precision test cover the measured choice.
 os.environ.setdefault("VITVIZ_PRECISION", "float32")
@@ -31,8 +31,8 @@ os.environ.setdefault("VITVIZ_PRECISION", "float32")
 # work. test_app_core's read-ahead test and the bench turn it on.
 os.environ.setdefault("VITVIZ_READ_AHEAD", "0")
 
-from vitviz.config import ViTConfig
-from vitviz.data import DEBIAN_FOLDERS
+from vitviz.models.config import ViTConfig
+from vitviz.models.data import DEBIAN_FOLDERS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ CIFAR10 = _cifar10_folder()
 SHARED_DATA = CIFAR10 or REPO.parent / "shared" / "data" / "cifar10-jpeg"  # where the cifar10 tests read it
 
 
-FASHION_MNIST = DEBIAN_FOLDERS["fashion-mnist"]  # Debian's dataset-fashion-mnist, where vitviz.data reads it
+FASHION_MNIST = DEBIAN_FOLDERS["fashion-mnist"]  # Debian's dataset-fashion-mnist, where vitviz.models.data reads it
 
 # marker -> (whether its data is here, what to say when it is not)
 MISSING_DATA = {
@@ -106,7 +106,7 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 @pytest.fixture(autouse=True)
 def _served_models_folder(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The app loads files only from the model folders its server names (vitviz.access): the
+    """The app loads files only from the model folders its server names (vitviz.server.access): the
     tests' own checkpoints live under pytest's temporary folder, which plays that part. Tests of
     the policy set VITVIZ_MODELS themselves."""
     monkeypatch.setenv("VITVIZ_MODELS", str(tmp_path_factory.getbasetemp()))

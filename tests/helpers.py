@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from vitviz import zoo
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer
-from vitviz.train import TrainConfig
+from vitviz.models import zoo
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.training.train import TrainConfig
 
 CLASSES = ("blue", "green", "red")
 

@@ -5,7 +5,7 @@ folder the device tool brings back, and resumed from that folder by the next cal
     python -m tools.lease --data .gpu/cifar10-jpeg --out "$OUT" --resume .gpu/lease   # a later one
     python -m tools.lease --tiny --data <a small ImageFolder> --out <a folder>         # the same path on a CPU, in seconds
 
-Two phases, each a run of ``vitviz.train`` in the work folder (``.lease/<run name>``, which git ignores):
+Two phases, each a run of ``vitviz.training.train`` in the work folder (``.lease/<run name>``, which git ignores):
 
 1. ``cnn``: airbench96's net (``--preset cifar10-cnn-96``) over airbench96's published 45 epochs.
    Once finished it is rounded to float16, as ``tools.ship`` would ship it, and that file is the
@@ -41,10 +41,11 @@ from typing import Any
 
 import torch
 
-from vitviz import commandline, zoo
-from vitviz.card import ModelCard
-from vitviz.model import build_model
-from vitviz.train import PRESETS, TrainConfig, hardware_label, load_data, read_run, train
+from vitviz import commandline
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.model import build_model
+from vitviz.training.train import PRESETS, TrainConfig, hardware_label, load_data, read_run, train
 
 log = logging.getLogger(__name__)
 

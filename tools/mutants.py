@@ -5,7 +5,7 @@
     python tools/mutants.py -k ig,grid   # only the mutants whose name contains "ig" or "grid"
 
 Each mutant is one plausible bug written as a text replacement in the code that computes what a
-class sees (vitviz/analysis.py, patches.py, compare.py) or writes what it reads (claims.py,
+class sees (vitviz/analyses/analysis.py and compare.py, vitviz/models/patches.py) or writes what it reads (claims.py,
 faithfulness.py, ablation.py, projection.py, handout.py), with the unit tests that should catch
 it. The work tree is never touched: its files (tracked and untracked, not ignored) are copied to
 a temporary folder once, the tests every chosen mutant runs are run there without any mutant,
@@ -49,10 +49,19 @@ class Mutant:
     survives: str = ""  # why a test cannot catch it (an equivalent change); empty: it must be killed
 
 
-ANALYSIS, PATCHES, COMPARE = "vitviz/analysis.py", "vitviz/patches.py", "vitviz/compare.py"
-CLAIMS, FAITHFULNESS, ABLATION = "vitviz/claims.py", "vitviz/faithfulness.py", "vitviz/ablation.py"
-PROJECTION, HANDOUT = "vitviz/projection.py", "vitviz/handout.py"
-VALUES, ACCESS, STATE, BUDGET = "vitviz/values.py", "vitviz/access.py", "vitviz/app/state.py", "vitviz/budget.py"
+ANALYSIS, PATCHES, COMPARE = "vitviz/analyses/analysis.py", "vitviz/models/patches.py", "vitviz/analyses/compare.py"
+CLAIMS, FAITHFULNESS, ABLATION = (
+    "vitviz/analyses/claims.py",
+    "vitviz/analyses/faithfulness.py",
+    "vitviz/analyses/ablation.py",
+)
+PROJECTION, HANDOUT = "vitviz/analyses/projection.py", "vitviz/render/handout.py"
+VALUES, ACCESS, STATE, BUDGET = (
+    "vitviz/server/values.py",
+    "vitviz/server/access.py",
+    "vitviz/app/state.py",
+    "vitviz/models/budget.py",
+)
 T_VALUES, T_ACCESS, T_BUDGET = "tests/unit/test_values.py", "tests/unit/test_access.py", "tests/unit/test_budget.py"
 T_ANALYSIS, T_LAB, T_PATCHES = "tests/unit/test_analysis.py", "tests/unit/test_lab.py", "tests/unit/test_patches.py"
 T_COMPARE, T_CLAIMS, T_FAITHFULNESS = (

@@ -8,7 +8,7 @@
 
 The run's weights (its final safetensors, or with --checkpoint the latest epoch's checkpoint;
 or a .safetensors file with its json card beside it) are evaluated on the whole test split with
-vitviz.evaluate, so the accuracy in the json card is exactly what ``python -m vitviz.evaluate``
+vitviz.analyses.evaluate, so the accuracy in the json card is exactly what ``python -m vitviz evaluate``
 prints. They replace the shipped model only when they reach the accuracy floor of their name
 (``FLOORS``: the ViT 80% on the test split, the CNN 91%, the Fashion-MNIST ViT 88%), beat the
 shipped model and stay under the size limit; otherwise nothing is written.
@@ -33,14 +33,16 @@ from typing import Any
 
 import torch
 
-from vitviz import ablation, commandline, faithfulness, projection, zoo
-from vitviz.card import ModelCard
-from vitviz.cnn import ConvNet
-from vitviz.convert import load_state_dict_strict
-from vitviz.data import cache_dir, describe, load_split
-from vitviz.evaluate import evaluate, predictions_path, save_predictions, weights_hash
-from vitviz.model import build_model
-from vitviz.train import hardware_label, read_run
+from vitviz import commandline
+from vitviz.analyses import ablation, faithfulness, projection
+from vitviz.analyses.evaluate import evaluate, predictions_path, save_predictions, weights_hash
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.cnn import ConvNet
+from vitviz.models.convert import load_state_dict_strict
+from vitviz.models.data import cache_dir, describe, load_split
+from vitviz.models.model import build_model
+from vitviz.training.train import hardware_label, read_run
 
 log = logging.getLogger(__name__)
 
@@ -276,9 +278,9 @@ ABLATION_IMAGES = 1000  # head ablation: 1,000 at even strides (a 12-head ViT: 8
 
 def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) -> list[Path]:
     """Measure the shipped model ``name`` and write what the app reads beside its weights:
-    the faithfulness table (``vitviz.faithfulness``, 500 test images), and for a ViT the head
-    ablation grid (``vitviz.ablation``, 1,000 test images) and the map of the test set
-    (``vitviz.projection``). Each command records the weights hash, so a model shipped later makes
+    the faithfulness table (``vitviz.analyses.faithfulness``, 500 test images), and for a ViT the head
+    ablation grid (``vitviz.analyses.ablation``, 1,000 test images) and the map of the test set
+    (``vitviz.analyses.projection``). Each command records the weights hash, so a model shipped later makes
     them stale rather than wrong. This takes tens of minutes on a CPU.
 
     Raises:

@@ -9,16 +9,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vitviz.config import Preprocess, ViTConfig
-    from vitviz.model import VisionTransformer
-    from vitviz.trace import BlockTrace, Trace
+    from vitviz.models.config import Preprocess, ViTConfig
+    from vitviz.models.model import VisionTransformer
+    from vitviz.models.trace import BlockTrace, Trace
 
 _HOMES = {
-    "BlockTrace": "vitviz.trace",
-    "Preprocess": "vitviz.config",
-    "Trace": "vitviz.trace",
-    "ViTConfig": "vitviz.config",
-    "VisionTransformer": "vitviz.model",
+    "BlockTrace": "vitviz.models.trace",
+    "Preprocess": "vitviz.models.config",
+    "Trace": "vitviz.models.trace",
+    "ViTConfig": "vitviz.models.config",
+    "VisionTransformer": "vitviz.models.model",
 }
 __all__ = ["BlockTrace", "Preprocess", "Trace", "ViTConfig", "VisionTransformer"]
 

@@ -7,7 +7,7 @@
 ``vitviz app`` starts the Streamlit app from any folder: the app's script and pages come from the
 clone this package runs from, or, installed from a wheel, from where the wheel put them
 (``share/vitviz`` under the environment). Streamlit's own options (a dot in the name:
-``--server.port``) go to Streamlit; the others are the server's (vitviz.access, ``--data``).
+``--server.port``) go to Streamlit; the others are the server's (vitviz.server.access, ``--data``).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 COMMANDS = {
-    "explain": "vitviz.explain",
-    "evaluate": "vitviz.evaluate",
-    "train": "vitviz.train",
-    "handout": "vitviz.handout",
-    "faithfulness": "vitviz.faithfulness",
-    "ablation": "vitviz.ablation",
-    "projection": "vitviz.projection",
+    "explain": "vitviz.models.explain",
+    "evaluate": "vitviz.analyses.evaluate",
+    "train": "vitviz.training.train",
+    "handout": "vitviz.render.handout",
+    "faithfulness": "vitviz.analyses.faithfulness",
+    "ablation": "vitviz.analyses.ablation",
+    "projection": "vitviz.analyses.projection",
 }
 PATH_OPTIONS = (
     "--data",

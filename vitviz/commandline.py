@@ -1,8 +1,8 @@
-"""What the test-set analyses' command lines share (``vitviz.faithfulness``, ``vitviz.ablation``,
-``vitviz.projection``): a model and a test split, how many of its images, torch's threads, JSON
+"""What the test-set analyses' command lines share (``vitviz.analyses.faithfulness``, ``vitviz.analyses.ablation``,
+``vitviz.analyses.projection``): a model and a test split, how many of its images, torch's threads, JSON
 for scripts, a file to write, and a progress bar that stays quiet when a script reads the JSON.
 
-    parser = commandline.analysis_parser("vitviz.ablation", __doc__, images=None, out="the grid")
+    parser = commandline.analysis_parser("vitviz.analyses.ablation", __doc__, images=None, out="the grid")
     parser.add_argument("--mode", ...)  # the command's own options
     args = commandline.parse(parser, argv)  # logging and threads set
     bar, advance = commandline.progress("ablation", "batch", args.json)
@@ -20,12 +20,12 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from vitviz import zoo
+from vitviz.models import zoo
 
 
 def parser(module: str, doc: str | None) -> argparse.ArgumentParser:
     """A command's parser: its usage line names it as it was called (``vitviz explain`` through the
-    ``vitviz`` command, ``python -m vitviz.explain`` otherwise), and its description is the module's
+    ``vitviz`` command or ``python -m vitviz explain``, ``python -m vitviz.models.explain`` otherwise), and its description is the module's
     docstring as a terminal shows it (without the double backquotes of code in docstrings)."""
     return argparse.ArgumentParser(
         prog=prog(module), description=readable(doc), formatter_class=argparse.RawDescriptionHelpFormatter
@@ -35,7 +35,7 @@ def parser(module: str, doc: str | None) -> argparse.ArgumentParser:
 def prog(module: str) -> str:
     """``vitviz <name>`` when ``vitviz.cli`` runs the command (it names it so in sys.argv[0]),
     else ``python -m <module>``."""
-    called = f"vitviz {module.removeprefix('vitviz.')}"
+    called = f"vitviz {module.rsplit('.', 1)[-1]}"
     return called if sys.argv[:1] == [called] else f"python -m {module}"
 
 
@@ -48,14 +48,16 @@ def analysis_parser(module: str, doc: str | None, images: int | None, out: str) 
     """``--model``, ``--data``, ``--images``, ``--threads``, ``--json`` and ``--out``.
 
     Args:
-        module: the command's module ("vitviz.ablation"), its name in the usage line.
+        module: the command's module ("vitviz.analyses.ablation"), its name in the usage line.
         doc: the module's docstring, the command's description.
         images: how many test images by default (at even strides; None: all of them).
         out: what ``--out`` writes ("the grid"), for its help.
     """
     made = parser(module, doc)
     made.add_argument("--model", default=zoo.default_name(), help="registry name, timm:<name>, hf:<repo id> or a path")
-    made.add_argument("--data", default=None, help="the dataset root or its test folder (as vitviz.evaluate takes it)")
+    made.add_argument(
+        "--data", default=None, help="the dataset root or its test folder (as vitviz.analyses.evaluate takes it)"
+    )
     every = "all" if images is None else str(images)
     made.add_argument("--images", type=int, default=images, help=f"test images at even strides (default: {every})")
     made.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")

@@ -10,9 +10,9 @@ from tests.apptest import errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
-from vitviz import zoo
 from vitviz.app import caches
-from vitviz.model import VisionTransformer
+from vitviz.models import zoo
+from vitviz.models.model import VisionTransformer
 
 PAGE = "app_pages/5_attention.py"
 CHARTS = (

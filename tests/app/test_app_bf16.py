@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page
-from vitviz import precision, zoo
 from vitviz.app import caches, tour
+from vitviz.models import precision, zoo
 
 
 @pytest.fixture
@@ -56,8 +56,9 @@ def test_every_page_renders_from_a_bf16_trace_that_converts_what_the_pages_read(
 def test_occlusion_runs_in_the_precision_the_server_set(monkeypatch):
     """cached_occlusion under bf16 autocast: close to the float32 curve, and not the same numbers
     (but for the unoccluded image's, which is the explained pass's: one value on a page)."""
-    from vitviz import analysis, zoo
+    from vitviz.analyses import analysis
     from vitviz.app.caches import DEFAULT_SAMPLE, SAMPLES
+    from vitviz.models import zoo
 
     image = (SAMPLES / DEFAULT_SAMPLE).read_bytes()
     name = zoo.default_name()

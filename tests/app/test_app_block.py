@@ -19,12 +19,14 @@ from tests.apptest import TIMEOUT, errors, open_page, open_page_in_one_run
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.figure_reading import residual_skips
-from vitviz import analysis, i18n, plots, tables, zoo
+from vitviz.analyses import analysis
 from vitviz.app import tour
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer, flops_per_image
-from vitviz.trace import Trace
-from vitviz.zoo import VIT_B16
+from vitviz.models import zoo
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer, flops_per_image
+from vitviz.models.trace import Trace
+from vitviz.models.zoo import VIT_B16
+from vitviz.render import i18n, plots, tables
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 

@@ -1,4 +1,4 @@
-"""The pages show the sentences ``vitviz.claims`` computes from the numbers in their figures.
+"""The pages show the sentences ``vitviz.analyses.claims`` computes from the numbers in their figures.
 
 The unit tests (tests/unit/test_claims.py) make each sentence say the opposite on made-up
 numbers; here each page is opened on the shipped model and on its untrained twin (whose
@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 
 from tests.apptest import errors, figure, open_page_in_one_run
-from vitviz import analysis, claims, zoo
+from vitviz.analyses import analysis, claims
 from vitviz.app import caches, models
-from vitviz.i18n import class_label
+from vitviz.models import zoo
+from vitviz.render.i18n import class_label
 
 MODELS = [zoo.default_name(), "untrained-cifar10-vit"]
 LANGS = ["en", "ko"]

@@ -12,13 +12,14 @@ import torch
 
 from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import compare, zoo
+from vitviz.analyses import compare
 from vitviz.app import caches
 from vitviz.app import models as app_models
-from vitviz.cnn import ConvNet
-from vitviz.config import CNNConfig, ViTConfig
-from vitviz.data import load_image, to_tensor
-from vitviz.model import VisionTransformer
+from vitviz.models import zoo
+from vitviz.models.cnn import ConvNet
+from vitviz.models.config import CNNConfig, ViTConfig
+from vitviz.models.data import load_image, to_tensor
+from vitviz.models.model import VisionTransformer
 
 torch.set_num_threads(1)
 
@@ -98,7 +99,7 @@ def test_a_cnn_that_averages_the_mirror_image_answers_and_maps_so(models, tmp_pa
 
 
 def compare_fields(cnn: ConvNet):
-    from vitviz.cnn import receptive_fields
+    from vitviz.models.cnn import receptive_fields
 
     return receptive_fields(cnn)
 

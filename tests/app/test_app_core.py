@@ -12,12 +12,13 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
-from vitviz import analysis, compare, zoo
+from vitviz.analyses import analysis, compare
 from vitviz.app import ahead, caches, furniture, models, navigation, state, text, tour, turns
-from vitviz.card import ModelCard
-from vitviz.config import ViTConfig
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render.i18n import plain
 
 
 def metric_values(at) -> list[str]:
@@ -386,7 +387,7 @@ def test_model_card_of_a_checkpoint_whose_schedule_ended_below_it(tmp_path, tiny
 
 def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     from tests.helpers import make_image_folder, tiny_recipe
-    from vitviz.train import train
+    from vitviz.training.train import train
 
     data = make_image_folder(tmp_path / "data", per_class=40)
     train(tiny_recipe(data, name="first", epochs=2), out=tmp_path / "first")
@@ -498,7 +499,7 @@ def test_choices_refuse_a_translated_label_in_place_of_an_option():
 
 
 def test_the_tour_lists_vits_only(monkeypatch):
-    from vitviz.config import cifar10_cnn_config
+    from vitviz.models.config import cifar10_cnn_config
 
     cnn = zoo.ModelSpec("some-cnn", "A CNN", "shipped", cifar10_cnn_config(), True, True, "a CNN")
     monkeypatch.setitem(zoo.REGISTRY, "some-cnn", cnn)
@@ -516,7 +517,7 @@ def test_the_sidebar_shows_the_whole_model_name(lang):
 
 @pytest.mark.parametrize(("lang", "shown"), [("en", "bfloat16 (set by the server)"), ("ko", "bfloat16 (서버 설정)")])
 def test_the_sidebar_says_when_the_server_sets_bfloat16(monkeypatch, lang, shown):
-    from vitviz import precision
+    from vitviz.models import precision
 
     monkeypatch.setenv("VITVIZ_PRECISION", "bfloat16")
     monkeypatch.setattr(precision, "native_bf16", lambda device: True)

@@ -16,12 +16,12 @@ from PIL import Image
 from tests.app.test_korean_pages import english_words, page_labels
 from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder, write_idx
-from vitviz import data as vdata
-from vitviz import zoo
 from vitviz.app import state, testset, tour
-from vitviz.config import FASHION_MNIST_CLASSES, Preprocess, ViTConfig
-from vitviz.model import VisionTransformer
-from vitviz.train import SEED_MNIST_VIT
+from vitviz.models import data as vdata
+from vitviz.models import zoo
+from vitviz.models.config import FASHION_MNIST_CLASSES, Preprocess, ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.training.train import SEED_MNIST_VIT
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 

@@ -24,12 +24,14 @@ from tests.apptest import errors, figure, open_page, open_page_in_one_run
 from tests.apptest import figure_array as _array
 from tests.conftest import SHARED_DATA
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import data as vdata
-from vitviz import i18n, lab, plots, zoo
+from vitviz.analyses import lab
+from vitviz.analyses.evaluate import EvalResult, evaluate, predictions_path, read_predictions, save_predictions
 from vitviz.app import furniture, state
-from vitviz.config import ViTConfig
-from vitviz.evaluate import EvalResult, evaluate, predictions_path, read_predictions, save_predictions
-from vitviz.model import VisionTransformer
+from vitviz.models import data as vdata
+from vitviz.models import zoo
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render import i18n, plots
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 
@@ -45,7 +47,7 @@ def _save_model(path: Path, seed: int) -> Path:
 
 @pytest.fixture(scope="module")
 def lab_setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, EvalResult]:
-    """(test folder, model file, what vitviz.evaluate says about the pair)."""
+    """(test folder, model file, what vitviz.analyses.evaluate says about the pair)."""
     root = tmp_path_factory.mktemp("lab")
     make_image_folder(root, per_class=10, splits=("test",))
     model_path = _save_model(root / "tiny.safetensors", seed=0)

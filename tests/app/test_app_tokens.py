@@ -10,9 +10,11 @@ from tests.apptest import errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
-from vitviz import analysis, claims, patches, plots, zoo
+from vitviz.analyses import analysis, claims
 from vitviz.app import caches
-from vitviz.model import sincos_2d
+from vitviz.models import patches, zoo
+from vitviz.models.model import sincos_2d
+from vitviz.render import plots
 
 VECTORS = "app_pages/3_vectors.py"
 TOKENS = "app_pages/4_tokens.py"

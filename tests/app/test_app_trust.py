@@ -6,9 +6,10 @@ import numpy as np
 import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run
-from vitviz import ablation, claims, faithfulness, zoo
+from vitviz.analyses import ablation, claims, faithfulness
 from vitviz.app import caches
-from vitviz.data import load_image, to_tensor
+from vitviz.models import zoo
+from vitviz.models.data import load_image, to_tensor
 
 PAGE = "app_pages/11_trust.py"
 

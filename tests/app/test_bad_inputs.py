@@ -20,12 +20,13 @@ from tests.apptest import errors, figure, figure_array, open_page, open_page_in_
 from tests.bad_inputs import CASES, model_table, table
 from tests.conftest import SHARED_DATA
 from tests.helpers import lossless_webp
-from vitviz import values, zoo
+from vitviz.analyses.evaluate import weights_hash
 from vitviz.app import caches, models, testset, text, tour
-from vitviz.data import ImageError, image_notes, load_image, to_tensor
-from vitviz.evaluate import weights_hash
-from vitviz.i18n import plain
-from vitviz.model import on_weights
+from vitviz.models import zoo
+from vitviz.models.data import ImageError, image_notes, load_image, to_tensor
+from vitviz.models.model import on_weights
+from vitviz.render.i18n import plain
+from vitviz.server import values
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_BYTES = {name: make() for name, make, _ in CASES}
@@ -76,7 +77,7 @@ def _uploaders(at) -> dict[str, int]:
 def test_one_upload_limit_by_default():
     """Streamlit's server.maxUploadSize (HTTP 413 above it, before the app sees a file) is the
     app's --max-upload-mb by default: a 21.6 MB checkpoint met Streamlit's 20 under the app's 50."""
-    from vitviz import access
+    from vitviz.server import access
 
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == access.Policy.max_upload_mb == 50
@@ -133,7 +134,7 @@ RSS_SCRIPT = """
 import sys, threading
 import numpy as np
 from tests.helpers import lossless_webp
-from vitviz import plots
+from vitviz.render import plots
 from vitviz.app import caches
 
 def rss_mb():

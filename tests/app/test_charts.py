@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page
-from vitviz import plots
 from vitviz.app import charts, tour
+from vitviz.render import plots
 
 
 def chart_specs(page: str, present: bool = False) -> list[tuple[str, str]]:

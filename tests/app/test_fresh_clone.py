@@ -9,8 +9,8 @@ import json
 import pytest
 
 from tests.apptest import errors, figure_array, open_page, open_page_in_one_run
-from vitviz import data as vdata
 from vitviz.app import testset
+from vitviz.models import data as vdata
 
 MISTAKES, MAP = "app_pages/10_mistakes.py", "app_pages/12_map.py"
 

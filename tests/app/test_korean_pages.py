@@ -18,8 +18,9 @@ import pytest
 
 from tests.apptest import open_page_in_one_run
 from tests.conftest import SHARED_DATA
-from vitviz import i18n, zoo
 from vitviz.app import text, tour
+from vitviz.models import zoo
+from vitviz.render import i18n
 
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]{2,}")
 # code spans, HTML tags, plotly fields, maths, quotations, and glosses in parentheses after Korean

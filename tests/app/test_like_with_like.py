@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.apptest import errors, open_page_in_one_run
-from vitviz import zoo
-from vitviz.card import ModelCard
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
 
 
 def test_a_card_says_what_its_accuracy_looked_at_and_its_one_view_accuracy():

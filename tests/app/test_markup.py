@@ -16,8 +16,9 @@ import pytest
 
 from tests.apptest import open_page_in_one_run
 from tests.conftest import SHARED_DATA
-from vitviz import claims, i18n
+from vitviz.analyses import claims
 from vitviz.app import tour
+from vitviz.render import i18n
 
 PAGES = [script for script, _, _ in tour.TOUR] + [
     pytest.param(script, marks=pytest.mark.cifar10) for script, _, _ in tour.LAB

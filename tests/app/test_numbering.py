@@ -13,8 +13,8 @@ import pytest
 from tests.apptest import open_page_in_one_run
 from tests.conftest import SHARED_DATA
 from tests.figure_reading import zero_counts_in_figure, zero_counts_in_text, zero_counts_on_page
-from vitviz import plots
 from vitviz.app import tour
+from vitviz.render import plots
 
 PAGES = [script for script, _, _ in tour.TOUR] + [
     pytest.param(script, marks=pytest.mark.cifar10) for script, _, _ in tour.LAB

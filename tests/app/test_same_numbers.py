@@ -19,8 +19,9 @@ import pytest
 import torch
 
 from tests.apptest import errors, figure, figure_array, open_page
-from vitviz import analysis, precision, zoo
+from vitviz.analyses import analysis
 from vitviz.app import caches
+from vitviz.models import precision, zoo
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = (caches.SAMPLES / caches.DEFAULT_SAMPLE).read_bytes()  # the image a first visit shows
@@ -30,7 +31,7 @@ SAMPLE = (caches.SAMPLES / caches.DEFAULT_SAMPLE).read_bytes()  # the image a fi
 # measurement functions, and those of before issue 55 (choose_batched) where they exist.
 RENDER = """
 import json, sys, torch
-from vitviz import precision
+from vitviz.models import precision
 measured = sys.argv[1]
 precision.native_bf16 = lambda device: True
 fast, slow = (3.0, 1.0) if measured == "bfloat16" else (1.0, 3.0)

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run
-from vitviz import zoo
 from vitviz.app import sidebar, text, turns
+from vitviz.models import zoo
 
 HOME = "app_pages/0_home.py"
 

@@ -16,10 +16,10 @@ import torch
 
 from benchmarks import bench
 from benchmarks.light_client import Expected, LightStudent, Run, button_key
-from vitviz import precision, zoo
 from vitviz.app import tour
-from vitviz.config import ViTConfig
-from vitviz.convert import from_hf, from_timm
+from vitviz.models import precision, zoo
+from vitviz.models.config import ViTConfig
+from vitviz.models.convert import from_hf, from_timm
 
 REPO = Path(__file__).resolve().parents[2]
 RATIOS = (
@@ -330,7 +330,7 @@ def test_a_button_key_is_read_from_its_widget_id():
 def test_a_light_client_walks_the_tour_on_its_own_image_and_sees_a_wrong_one():
     import asyncio
 
-    from vitviz.data import find_cifar_test_folder
+    from vitviz.models.data import find_cifar_test_folder
 
     mine, other = bench.class_images(12)[1], bench.class_images(12)[11]  # automobile/0, automobile/1
     expected = bench.expected_answers([mine, other], find_cifar_test_folder())

@@ -196,8 +196,8 @@ def test_every_model_title_fits_the_sidebar_picker(server):
     must fit its box; the whole description wraps in the caption below."""
     from playwright.sync_api import sync_playwright
 
-    from vitviz import zoo
-    from vitviz.i18n import LANGUAGES
+    from vitviz.models import zoo
+    from vitviz.render.i18n import LANGUAGES
 
     titles = sorted({spec.title_in(lang) for spec in zoo.REGISTRY.values() for lang in LANGUAGES})
     with sync_playwright() as p:

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS
-from vitviz import handout, zoo
-from vitviz.i18n import t
+from vitviz.models import zoo
+from vitviz.render import handout
+from vitviz.render.i18n import t
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 

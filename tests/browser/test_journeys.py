@@ -23,9 +23,9 @@ from PIL import Image
 from benchmarks.bench import url_path, wait_ready
 from tests.app.test_app_grayscale import FASHION
 from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
-from vitviz import zoo
 from vitviz.app import tour
-from vitviz.model import VisionTransformer
+from vitviz.models import zoo
+from vitviz.models.model import VisionTransformer
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
 

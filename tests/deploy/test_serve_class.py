@@ -25,7 +25,7 @@ import pytest
 
 from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS, wait_ready_async
 from tests.conftest import SHARED_DATA
-from vitviz.config import CIFAR10_CLASSES
+from vitviz.models.config import CIFAR10_CLASSES
 
 pytestmark = pytest.mark.cifar10  # the students open CIFAR-10 test images
 

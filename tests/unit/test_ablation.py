@@ -1,4 +1,4 @@
-"""Head and layer ablation (vitviz.ablation): exactly what a switched-off part feeds changes, the
+"""Head and layer ablation (vitviz.analyses.ablation): exactly what a switched-off part feeds changes, the
 shared model is never touched, and the test-set grid is what ablated models score."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import torch
 from einops import rearrange
 
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import ablation, analysis, zoo
-from vitviz.data import ImageSet, load_split, preprocess_batch
-from vitviz.evaluate import evaluate, weights_hash
-from vitviz.model import Attention, Block, VisionTransformer
+from vitviz.analyses import ablation, analysis
+from vitviz.analyses.evaluate import evaluate, weights_hash
+from vitviz.models import zoo
+from vitviz.models.data import ImageSet, load_split, preprocess_batch
+from vitviz.models.model import Attention, Block, VisionTransformer
 
 
 @pytest.fixture

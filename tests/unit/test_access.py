@@ -1,4 +1,4 @@
-"""What a server lets its visitors load (vitviz.access, and zoo.load under a policy): nothing a
+"""What a server lets its visitors load (vitviz.server.access, and zoo.load under a policy): nothing a
 visitor types may read the server's files, block it, or download without the server's leave."""
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ import pytest
 import torch
 from safetensors.torch import save as save_bytes
 
-from vitviz import access, values, zoo
-from vitviz.card import ModelCard
-from vitviz.config import ViTConfig
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render.i18n import plain
+from vitviz.server import access, values
 
 CLASS_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning)\b")  # what a sentence must never name
 

@@ -1,4 +1,4 @@
-"""Tests for vitviz.analysis: hand-made inputs with known answers, and a tiny random ViT."""
+"""Tests for vitviz.analyses.analysis: hand-made inputs with known answers, and a tiny random ViT."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 import torch
 from torch import Tensor
 
-from vitviz import analysis
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer
-from vitviz.trace import Trace
+from vitviz.analyses import analysis
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.models.trace import Trace
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny anyway
 
@@ -416,7 +416,7 @@ def test_worked_attention_refuses_a_foreign_trace(tiny: tuple[VisionTransformer,
 def test_occlusion_reading_says_which_curve_fell_faster():
     import numpy as np
 
-    from vitviz.analysis import occlusion_reading
+    from vitviz.analyses.analysis import occlusion_reading
 
     slow = np.array([0.6, 0.6, 0.58, 0.55, 0.3])
     fast = np.array([0.6, 0.2, 0.1, 0.05, 0.05])

@@ -63,7 +63,7 @@ def start_the_server_s_startup() -> None:
 
 def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, monkeypatch):
     from tests.helpers import make_image_folder
-    from vitviz import precision, zoo
+    from vitviz.models import precision, zoo
 
     load_app()
     from vitviz.app import caches, models, testset
@@ -97,7 +97,7 @@ def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, m
 @pytest.mark.cifar10
 def test_the_startup_reads_the_shipped_predictions_for_the_lab(monkeypatch):
     from tests.conftest import CIFAR10
-    from vitviz import zoo
+    from vitviz.models import zoo
 
     load_app()
     from vitviz.app import models, testset

@@ -43,24 +43,26 @@ STEP_MODULES = (
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
     # 0: plain data, no tensors
-    "config": 0, "i18n": 0, "clicks": 0, "tables": 0, "card": 0, "access": 0, "values": 0, "deadline": 0,
-    "classes": 0,  # a class that follows its teacher: the store (memory or Redis), no Streamlit
+    "models.config": 0, "render.i18n": 0, "render.clicks": 0, "render.tables": 0, "models.card": 0, "server.access": 0, "server.values": 0, "server.deadline": 0,
+    "server.classes": 0,  # a class that follows its teacher: the store (memory or Redis), no Streamlit
     # 1: tensors, one concept each
-    "patches": 1, "resnet": 1, "trace": 1, "prediction": 1, "cnn": 1, "data": 1, "precision": 1, "augment": 1,
+    "models.patches": 1, "models.resnet": 1, "models.trace": 1, "models.prediction": 1, "models.cnn": 1, "models.data": 1, "models.precision": 1, "training.augment": 1,
     # 2: the models and what is computed from them
-    "model": 2, "analysis": 2, "compare": 2, "convert": 2, "claims": 2, "budget": 2,
+    "models.model": 2, "analyses.analysis": 2, "analyses.compare": 2, "models.convert": 2, "analyses.claims": 2, "models.budget": 2,
     # 3: weights and datasets on disk
-    "zoo": 3, "evaluate": 3, "lab": 3,
+    "models.zoo": 3, "analyses.evaluate": 3, "analyses.lab": 3,
     # 4: the command lines
-    "train": 4, "explain": 4, "handout": 4, "cli": 4,
-    "faithfulness": 3, "ablation": 3, "projection": 3,  # the test set's analyses: computed, stored beside the weights, commands
+    "training.train": 4, "models.explain": 4, "render.handout": 4, "cli": 4, "__main__": 4,
+    "analyses.faithfulness": 3, "analyses.ablation": 3, "analyses.projection": 3,  # the test set's analyses: computed, stored beside the weights, commands
     "commandline": 3,  # what those three command lines share
     # 3: the tour's steps as data (read the models and their analyses; no Streamlit)
     "steps": 3, **{f"steps.{name}": 3 for name in STEP_MODULES},
     # figures: numpy and Plotly only
-    "plots": 0,
+    "render.plots": 0,
     # 5: the app (Streamlit): its startup and server, its figures shared by the sessions, and the glue
     **{f"app.{name}": 5 for name in APP_MODULES}, "app": 5,
+    # the folders themselves: a docstring each
+    "models": 0, "analyses": 0, "training": 0, "render": 0, "server": 0,
 }  # fmt: skip
 STREAMLIT_ALLOWED = {name for name, layer in LAYERS.items() if layer == 5} - {"app.tour", "app.web"}
 
@@ -199,11 +201,11 @@ def test_streamlit_and_plotly_stay_in_their_modules():
         theirs = _imports(path)[1]
         assert "streamlit" not in theirs or name in STREAMLIT_ALLOWED, name
         # figures are built in plots only; app.charts hands the shared ones' JSON to st.plotly_chart
-        assert "plotly" not in theirs or name in ("plots", "app.charts"), name
+        assert "plotly" not in theirs or name in ("render.plots", "app.charts"), name
 
 
 def test_import_vitviz_loads_neither_streamlit_nor_plotly():
-    code = "import sys, vitviz, vitviz.zoo, vitviz.analysis; print(sorted(m for m in ('streamlit', 'plotly') if m in sys.modules))"
+    code = "import sys, vitviz, vitviz.models.zoo, vitviz.analyses.analysis; print(sorted(m for m in ('streamlit', 'plotly') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"
 
@@ -333,7 +335,9 @@ def f():
     ]
 
 
-DOTTED = re.compile(r"(?<![\"'\w.])vitviz(?:\.\w+)+")  # vitviz.app.state, vitviz.zoo.load; not "vitviz.notes" (a key)
+DOTTED = re.compile(
+    r"(?<![\"'\w.])vitviz(?:\.\w+)+"
+)  # vitviz.app.state, vitviz.models.zoo.load; not "vitviz.notes" (a key)
 
 
 def _defines(source: str, name: str) -> bool:

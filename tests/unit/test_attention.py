@@ -9,10 +9,11 @@ import pytest
 import torch
 from torch import Tensor
 
-from vitviz import analysis, clicks, plots, tables
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer
-from vitviz.trace import Trace
+from vitviz.analyses import analysis
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.models.trace import Trace
+from vitviz.render import clicks, plots, tables
 
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 

@@ -1,4 +1,4 @@
-"""The batched augmentation of ``loader="device"`` (vitviz.augment): each operation against
+"""The batched augmentation of ``loader="device"`` (vitviz.training.augment): each operation against
 torchvision's own kernel image by image, crops and flips pixel by pixel, the policies' draws
 against torchvision's tables, erasing, mixing and determinism."""
 
@@ -10,10 +10,10 @@ import torch.nn.functional as F
 from torchvision.transforms import v2
 
 from tests.helpers import make_image_folder, tiny_recipe
-from vitviz import augment
-from vitviz import train as train_module
-from vitviz.config import cifar10_vit_config
-from vitviz.data import load_split
+from vitviz.models.config import cifar10_vit_config
+from vitviz.models.data import load_split
+from vitviz.training import augment
+from vitviz.training import train as train_module
 
 PRE = cifar10_vit_config().preprocess
 # every device this machine has: on a lent GPU the same checks run there against the CPU's kernels

@@ -10,9 +10,10 @@ import torch
 from safetensors.torch import save
 
 from tests.bad_inputs import hostile_uploads
-from vitviz import access, budget, zoo
-from vitviz.config import CNNConfig, ViTConfig
-from vitviz.model import build_model
+from vitviz.models import budget, zoo
+from vitviz.models.config import CNNConfig, ViTConfig
+from vitviz.models.model import build_model
+from vitviz.server import access
 
 TINY = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=2, mlp_ratio=4)
 

@@ -1,11 +1,11 @@
-"""The model card: one typed object read and written in one place (vitviz.card)."""
+"""The model card: one typed object read and written in one place (vitviz.models.card)."""
 
 from __future__ import annotations
 
 import json
 
-from vitviz import zoo
-from vitviz.card import ModelCard
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
 
 
 def test_a_card_reads_back_what_it_wrote_and_keeps_fields_it_does_not_name(tmp_path):

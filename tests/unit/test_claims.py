@@ -12,10 +12,11 @@ import pytest
 import torch
 
 from tests.app.test_korean_pages import english_words
-from vitviz import analysis, claims, plots
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer
-from vitviz.trace import Trace
+from vitviz.analyses import analysis, claims
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.models.trace import Trace
+from vitviz.render import plots
 
 torch.set_num_threads(1)
 
@@ -487,7 +488,7 @@ def test_the_map_reads_how_often_a_neighbour_shares_the_class():
 
 def curves(method: str, deletion: list[list[float]], insertion: list[list[float]]):
     """A ranking's deletion and insertion curves (one row per order) for ``faithfulness.read``."""
-    from vitviz import faithfulness
+    from vitviz.analyses import faithfulness
 
     rows = len(deletion)
     orders = torch.stack([torch.randperm(16, generator=torch.Generator().manual_seed(i)) for i in range(rows)])
@@ -507,8 +508,8 @@ def test_page_7_states_no_verdict_that_the_trust_page_can_contradict(red, grey, 
     """Issue 55: page 7 said rollout "points at patches the model uses" where the trust page said
     it was no better than chance. A map built so that page 7's one random order and the trust
     page's eight disagree: page 7 says what its curves show, and leaves the verdict to that page."""
-    from vitviz import faithfulness
-    from vitviz.i18n import t
+    from vitviz.analyses import faithfulness
+    from vitviz.render.i18n import t
 
     margins = np.linspace(-0.1, 0.5, 8)  # the random orders' band: -0.1 to 0.5
     band = curves("random", [[0.5] * 3] * 8, [[0.5 + m] * 3 for m in margins])

@@ -1,4 +1,4 @@
-"""docs/claims.md keeps up with the code: it names every public function of ``vitviz.claims``,
+"""docs/claims.md keeps up with the code: it names every public function of ``vitviz.analyses.claims``,
 every function its table names exists, every i18n key its table names is in the locales, and
 every test its table names is a test of tests/.
 
@@ -17,8 +17,8 @@ from functools import cache
 from pathlib import Path
 
 import vitviz
-import vitviz.claims as claims
-from vitviz.i18n import LANGUAGES, TEXT
+import vitviz.analyses.claims as claims
+from vitviz.render.i18n import LANGUAGES, TEXT
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "claims.md"
@@ -28,7 +28,7 @@ SPAN = re.compile(r"`([^`]+)`")
 
 
 def public_functions() -> list[str]:
-    """The functions that ``vitviz/claims.py`` defines and does not mark private with a "_"."""
+    """The functions that ``vitviz/analyses/claims.py`` defines and does not mark private with a "_"."""
     return sorted(
         name
         for name, function in inspect.getmembers(claims, inspect.isfunction)

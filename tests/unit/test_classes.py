@@ -1,4 +1,4 @@
-"""vitviz.classes: the store of classes, in memory and in Redis (a redis-server started here,
+"""vitviz.server.classes: the store of classes, in memory and in Redis (a redis-server started here,
 where Debian's is installed), with a clock the tests move."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from vitviz import classes, values
+from vitviz.server import classes, values
 
 REDIS = shutil.which("redis-server", path="/usr/bin:/usr/sbin:" + os.environ.get("PATH", ""))
 REDIS_PORTS = range(6390, 6400)

@@ -31,7 +31,7 @@ def test_the_limit_from_the_environment_and_an_explicit_streamlit_option():
 
 
 def test_a_limit_the_app_would_not_take_is_not_given_to_streamlit():
-    """The app reads 0, a negative or a word as its default (vitviz.access), which is Streamlit's
+    """The app reads 0, a negative or a word as its default (vitviz.server.access), which is Streamlit's
     default in .streamlit/config.toml: nothing is passed."""
     for value in ("0", "-5", "lots", "1e3", "9" * 40):
         theirs, _ = _split(streamlit_command(["--max-upload-mb", value], Path("/app"), {}))

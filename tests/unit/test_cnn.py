@@ -3,7 +3,7 @@ import torch
 from torch import nn
 from torchvision.models import alexnet
 
-from vitviz.cnn import (
+from vitviz.models.cnn import (
     ConvNet,
     ReceptiveField,
     flops_per_image,
@@ -11,8 +11,8 @@ from vitviz.cnn import (
     receptive_fields,
     whitening_filters,
 )
-from vitviz.config import CNNConfig, ViTConfig, cifar10_cnn_config, config_from_dict
-from vitviz.model import VisionTransformer, build_model
+from vitviz.models.config import CNNConfig, ViTConfig, cifar10_cnn_config, config_from_dict
+from vitviz.models.model import VisionTransformer, build_model
 
 TINY_CNN = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=("a", "b", "c"))
 

@@ -1,4 +1,4 @@
-"""vitviz.compare: Grad-CAM and integrated gradients against hand computations, and the
+"""vitviz.analyses.compare: Grad-CAM and integrated gradients against hand computations, and the
 experiments' inputs (shuffled patches, shifts, no position embeddings) on tiny models."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from vitviz import compare
-from vitviz.cnn import ConvNet
-from vitviz.config import CNNConfig, ViTConfig
-from vitviz.model import VisionTransformer
+from vitviz.analyses import compare
+from vitviz.models.cnn import ConvNet
+from vitviz.models.config import CNNConfig, ViTConfig
+from vitviz.models.model import VisionTransformer
 
 torch.set_num_threads(1)  # a training job shares the CPU; these models are tiny
 

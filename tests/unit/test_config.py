@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from vitviz.config import Preprocess, ViTConfig, cifar10_vit_config
+from vitviz.models.config import Preprocess, ViTConfig, cifar10_vit_config
 
 
 def test_derived_sizes():

@@ -12,9 +12,9 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from vitviz.config import ViTConfig
-from vitviz.convert import CheckpointError, from_hf, from_timm, load_state_dict_strict
-from vitviz.model import VisionTransformer, resample_pos_embed
+from vitviz.models.config import ViTConfig
+from vitviz.models.convert import CheckpointError, from_hf, from_timm, load_state_dict_strict
+from vitviz.models.model import VisionTransformer, resample_pos_embed
 
 timm = pytest.importorskip("timm")
 transformers = pytest.importorskip("transformers")
@@ -307,7 +307,7 @@ def test_hf_classifier_parity(overrides):
 def test_hf_model_without_head_matches_last_hidden_state(caplog):
     torch.manual_seed(0)
     source = _randomise(transformers.ViTModel(_hf_config()))  # with its pooler
-    with caplog.at_level(logging.INFO, logger="vitviz.convert"):
+    with caplog.at_level(logging.INFO, logger="vitviz.models.convert"):
         ours = from_hf(source)
     assert "pooler.dense.weight" in caplog.text
     assert ours.config.num_classes == 0 and isinstance(ours.head, nn.Identity)

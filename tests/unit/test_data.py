@@ -7,9 +7,9 @@ import torch
 from PIL import Image, ImageOps
 
 from tests.helpers import lossless_webp, write_idx
-from vitviz import data as vdata
-from vitviz.config import CIFAR10_CLASSES, Preprocess
-from vitviz.data import ImageError, image_notes, load_image, preprocess_batch, resize_and_crop, to_tensor
+from vitviz.models import data as vdata
+from vitviz.models.config import CIFAR10_CLASSES, Preprocess
+from vitviz.models.data import ImageError, image_notes, load_image, preprocess_batch, resize_and_crop, to_tensor
 
 
 def encode(image: Image.Image, fmt: str, **kwargs) -> bytes:
@@ -248,7 +248,7 @@ def test_the_installed_fashion_mnist_reads_as_torchvision_reads_it(tmp_path):
 def test_folder_classes_are_listed_again_when_a_class_folder_comes_or_goes(tmp_path):
     import os
 
-    from vitviz.data import folder_classes
+    from vitviz.models.data import folder_classes
 
     (tmp_path / "cat").mkdir()
     (tmp_path / "dog").mkdir()
@@ -335,7 +335,7 @@ def test_large_pictures_of_every_mode_scale_down_to_rgb(mode):
 def test_normal_pictures_reach_the_model_exactly_as_before():
     """Pictures within WORK_PIXELS are not touched: the shipped samples give the pixels an
     independent decode gives, and so the same model input."""
-    from vitviz import zoo
+    from vitviz.models import zoo
 
     pre = Preprocess(resize=248, crop=(224, 224), interpolation="bicubic")
     samples = sorted((zoo.ASSETS / "samples").glob("*.jpg"))

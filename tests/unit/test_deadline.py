@@ -7,9 +7,9 @@ import threading
 import pytest
 import torch
 
-from vitviz import deadline
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.server import deadline
 
 
 def test_no_limit_no_stop():

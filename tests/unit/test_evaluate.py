@@ -5,11 +5,7 @@ import torch
 from PIL import Image
 
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import zoo
-from vitviz.cnn import ConvNet
-from vitviz.config import CNNConfig
-from vitviz.data import load_split, spread_subset, to_tensor
-from vitviz.evaluate import (
+from vitviz.analyses.evaluate import (
     EvalResult,
     evaluate,
     inference,
@@ -19,7 +15,11 @@ from vitviz.evaluate import (
     save_predictions,
     weights_hash,
 )
-from vitviz.model import VisionTransformer
+from vitviz.models import zoo
+from vitviz.models.cnn import ConvNet
+from vitviz.models.config import CNNConfig
+from vitviz.models.data import load_split, spread_subset, to_tensor
+from vitviz.models.model import VisionTransformer
 
 
 @pytest.fixture(scope="module")

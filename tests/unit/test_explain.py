@@ -2,8 +2,9 @@ import sys
 
 import pytest
 
-from vitviz import cli, commandline, zoo
-from vitviz.explain import known_classes, main
+from vitviz import cli, commandline
+from vitviz.models import zoo
+from vitviz.models.explain import known_classes, main
 
 SAMPLES = zoo.ASSETS / "samples"
 
@@ -11,7 +12,7 @@ SAMPLES = zoo.ASSETS / "samples"
 def test_prints_top5_and_every_shape(tmp_path, tiny_config, capsys):
     import torch
 
-    from vitviz.model import VisionTransformer
+    from vitviz.models.model import VisionTransformer
 
     torch.manual_seed(0)
     zoo.save(VisionTransformer(tiny_config), tmp_path / "tiny.safetensors")
@@ -42,7 +43,7 @@ def test_verdict_ranks_the_true_class():
     import pytest
     import torch
 
-    from vitviz.prediction import verdict
+    from vitviz.models.prediction import verdict
 
     names = tuple("abcdefghij")
     probs = torch.tensor([0.0, 3.0, 1.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0]).softmax(-1)
@@ -59,7 +60,7 @@ def test_verdict_ranks_the_true_class():
 def test_the_legend_names_red_only_when_an_answer_is_wrong():
     import torch
 
-    from vitviz.prediction import legend_key, verdict
+    from vitviz.models.prediction import legend_key, verdict
 
     names = ("a", "b", "c")
     says_a, says_b = torch.tensor([0.7, 0.2, 0.1]), torch.tensor([0.1, 0.7, 0.2])
@@ -72,7 +73,7 @@ def test_the_legend_names_red_only_when_an_answer_is_wrong():
 
 
 def test_bars_mark_the_true_class_green():
-    from vitviz import plots
+    from vitviz.render import plots
 
     colours = plots.bars(["b", "d", "c"], [0.5, 0.3, 0.2], highlight=0, correct=1).data[0].marker.color
     assert colours[0] != colours[2] and colours[1] == plots.TRUE_COLOUR
@@ -85,7 +86,7 @@ def test_bars_mark_the_true_class_green():
 def test_the_answer_says_which_classes_the_model_knows(tmp_path, tiny_config, capsys):
     import torch
 
-    from vitviz.model import VisionTransformer
+    from vitviz.models.model import VisionTransformer
 
     torch.manual_seed(0)
     zoo.save(VisionTransformer(tiny_config), tmp_path / "tiny.safetensors")
@@ -115,10 +116,10 @@ def test_every_commands_help_names_it_as_called_and_reads_as_text(command, monke
         cli.main([command, "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"usage: vitviz {command} ")  # not "python -m vitviz.explain"
+    assert out.startswith(f"usage: vitviz {command} ")  # not "python -m vitviz.models.explain"
     assert "``" not in out  # a docstring's code marks are not help
 
 
 def test_a_module_run_on_its_own_names_itself_so(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["/usr/lib/python3/runpy.py"])
-    assert commandline.prog("vitviz.explain") == "python -m vitviz.explain"
+    assert commandline.prog("vitviz.models.explain") == "python -m vitviz.models.explain"

@@ -1,4 +1,4 @@
-"""Deletion and insertion curves (vitviz.faithfulness): a model whose evidence is known, the
+"""Deletion and insertion curves (vitviz.analyses.faithfulness): a model whose evidence is known, the
 curves' invariants on tiny ViTs and CNNs, the reading, the sentences, the command and the
 shipped tables."""
 
@@ -11,12 +11,13 @@ import torch
 from torch import Tensor, nn
 
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import analysis, claims, compare, faithfulness, zoo
-from vitviz.cnn import ConvNet
-from vitviz.config import CNNConfig
-from vitviz.data import ImageSet, load_split
-from vitviz.evaluate import weights_hash
-from vitviz.model import VisionTransformer
+from vitviz.analyses import analysis, claims, compare, faithfulness
+from vitviz.analyses.evaluate import weights_hash
+from vitviz.models import zoo
+from vitviz.models.cnn import ConvNet
+from vitviz.models.config import CNNConfig
+from vitviz.models.data import ImageSet, load_split
+from vitviz.models.model import VisionTransformer
 
 EVIDENCE = (5, 6, 9)  # the patches of a 4 x 4 grid that the probe reads
 
@@ -385,7 +386,7 @@ def test_the_shipped_tables_were_made_by_the_shipped_weights(name):
 
 def test_one_command_writes_every_analysis_beside_the_weights(folder, tiny_config, tmp_path, monkeypatch):
     from tools import ship
-    from vitviz import ablation, projection
+    from vitviz.analyses import ablation, projection
 
     monkeypatch.setattr(projection, "METHODS", ("pca",))  # UMAP compiles for most of a minute: its own test
     torch.manual_seed(0)

@@ -14,11 +14,13 @@ from PIL import Image
 
 from tests.app.test_korean_pages import english_words, figure_texts
 from tests.apptest import figure_array
-from vitviz import analysis, handout, plots, zoo
-from vitviz.config import CIFAR10_CLASSES, ViTConfig
-from vitviz.data import load_image, to_tensor
-from vitviz.i18n import plain, t
-from vitviz.model import VisionTransformer
+from vitviz.analyses import analysis
+from vitviz.models import zoo
+from vitviz.models.config import CIFAR10_CLASSES, ViTConfig
+from vitviz.models.data import load_image, to_tensor
+from vitviz.models.model import VisionTransformer
+from vitviz.render import handout, plots
+from vitviz.render.i18n import plain, t
 
 CAT = handout.SAMPLES / "cat-chelsea.jpg"
 

@@ -3,7 +3,7 @@ import json
 import re
 from pathlib import Path
 
-from vitviz import i18n
+from vitviz.render import i18n
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -104,7 +104,7 @@ def test_every_language_file_has_the_same_keys():
 
 
 def test_fashion_mnist_classes_read_in_korean_with_the_datasets_names():
-    from vitviz.config import FASHION_MNIST_CLASSES
+    from vitviz.models.config import FASHION_MNIST_CLASSES
 
     korean = [i18n.class_label(name, "ko") for name in FASHION_MNIST_CLASSES]
     assert korean[0] == "티셔츠/탑 (T-shirt/top)" and len(set(korean)) == 10

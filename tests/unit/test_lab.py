@@ -1,4 +1,4 @@
-"""vitviz.lab (the misclassification lab's pure functions), analysis.grad_rollout and
+"""vitviz.analyses.lab (the misclassification lab's pure functions), analysis.grad_rollout and
 plots.confusion_matrix, on hand-made results and tiny random models with known answers."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import torch
 from PIL import Image
 
 from tests.helpers import CLASSES, make_image_folder, write_idx
-from vitviz import analysis, clicks, lab, plots
-from vitviz import data as vdata
-from vitviz.config import CIFAR10_CLASSES, FASHION_MNIST_CLASSES, ViTConfig
-from vitviz.evaluate import EvalResult
-from vitviz.model import VisionTransformer
+from vitviz.analyses import analysis, lab
+from vitviz.analyses.evaluate import EvalResult
+from vitviz.models import data as vdata
+from vitviz.models.config import CIFAR10_CLASSES, FASHION_MNIST_CLASSES, ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render import clicks, plots
 
 torch.set_num_threads(1)
 
@@ -202,7 +203,7 @@ def test_default_test_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_the_server_s_data_flag_is_read_by_the_app_not_the_library() -> None:
-    from vitviz import access
+    from vitviz.server import access
 
     assert access.data_flag(["--other", "x", "--data=/srv/cifar"]) == "/srv/cifar"
     assert access.data_flag(["--data", "d"]) == "d"

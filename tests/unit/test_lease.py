@@ -9,7 +9,7 @@ from safetensors import safe_open
 
 from tests.helpers import make_image_folder
 from tools import lease
-from vitviz.card import ModelCard
+from vitviz.models.card import ModelCard
 
 
 def test_a_lease_packs_its_checkpoints_into_parts_and_the_next_call_resumes_from_them(tmp_path, monkeypatch):

@@ -39,12 +39,12 @@ def test_reads_nothing():
 """
 
 # loaded before tests/conftest.py (a folder's conftest before its subfolders'): it points
-# vitviz.data's Fashion-MNIST folder where the test says, as a machine without the package has it
+# vitviz.models.data's Fashion-MNIST folder where the test says, as a machine without the package has it
 FASHION_FOLDER = """
 import os
 from pathlib import Path
 
-from vitviz import data
+from vitviz.models import data
 
 data.DEBIAN_FOLDERS["fashion-mnist"] = Path(os.environ["FAKE_FASHION_MNIST"])
 """

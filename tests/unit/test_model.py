@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from vitviz.config import ViTConfig, cifar10_vit_config
-from vitviz.model import (
+from vitviz.models.config import ViTConfig, cifar10_vit_config
+from vitviz.models.model import (
     VisionTransformer,
     flops_per_image,
     resample_pos_embed,

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from vitviz import patches
+from vitviz.models import patches
 
 
 @pytest.mark.parametrize("size, p", [((32, 32), 4), ((32, 48), 8), ((64, 64), 32)])

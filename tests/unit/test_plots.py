@@ -1,4 +1,4 @@
-"""Figures and tables of vitviz.plots that no page test pins down on its own."""
+"""Figures and tables of vitviz.render.plots that no page test pins down on its own."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import plotly.io
 
 from tests.figure_reading import residual_skips
-from vitviz import i18n, plots, tables
+from vitviz.render import i18n, plots, tables
 
 
 def test_the_recipe_shows_the_epochs_each_stage_ran_of_those_it_planned():

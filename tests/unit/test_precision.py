@@ -3,9 +3,9 @@ import dataclasses
 import pytest
 import torch
 
-from vitviz import precision
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer
+from vitviz.models import precision
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
 
 CONFIG = ViTConfig(image_size=32, patch_size=8, embed_dim=64, depth=2, num_heads=4, num_classes=10)
 

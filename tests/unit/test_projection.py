@@ -1,4 +1,4 @@
-"""The map of the test set (vitviz.projection): its points are the test images' tokens, projected."""
+"""The map of the test set (vitviz.analyses.projection): its points are the test images' tokens, projected."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import projection, zoo
-from vitviz.data import load_split, preprocess_batch
-from vitviz.model import VisionTransformer
+from vitviz.analyses import projection
+from vitviz.models import zoo
+from vitviz.models.data import load_split, preprocess_batch
+from vitviz.models.model import VisionTransformer
 
 
 @pytest.fixture(scope="module")

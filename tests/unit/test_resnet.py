@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from vitviz.resnet import ResNet, StdConv2d, Stem, build_backbone, flops, pad_same, same_padding
+from vitviz.models.resnet import ResNet, StdConv2d, Stem, build_backbone, flops, pad_same, same_padding
 
 
 @pytest.mark.parametrize(

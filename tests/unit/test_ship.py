@@ -8,13 +8,13 @@ from safetensors.torch import load_file
 
 from tests.helpers import CLASSES, make_image_folder, tiny_recipe
 from tools.ship import ShipError, main, portable, ship
-from vitviz import zoo
-from vitviz.card import ModelCard
-from vitviz.cnn import ConvNet
-from vitviz.config import CNNConfig
-from vitviz.data import load_split
-from vitviz.evaluate import evaluate, predictions_path, read_predictions, weights_hash
-from vitviz.train import train
+from vitviz.analyses.evaluate import evaluate, predictions_path, read_predictions, weights_hash
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.cnn import ConvNet
+from vitviz.models.config import CNNConfig
+from vitviz.models.data import load_split
+from vitviz.training.train import train
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,9 @@ import pytest
 
 from tests.conftest import SHARED_DATA
 from tools.ship import FLOORS, MAX_BYTES
-from vitviz import zoo
-from vitviz.data import load_split, spread_subset
-from vitviz.evaluate import evaluate, main, predictions_path, read_predictions, weights_hash
+from vitviz.analyses.evaluate import evaluate, main, predictions_path, read_predictions, weights_hash
+from vitviz.models import zoo
+from vitviz.models.data import load_split, spread_subset
 
 # name -> (its test split, the least accuracy on 500 spread test images: the floor on the whole split, less noise)
 SHIPPED = {

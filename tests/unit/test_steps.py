@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz import handout
-from vitviz.config import ViTConfig
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render import handout
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, patches
 from vitviz.steps.subject import Subject
 

@@ -12,10 +12,11 @@ import pytest
 import torch
 
 from tests.unit.test_claims import both
-from vitviz import analysis, claims, handout
-from vitviz.config import ViTConfig
-from vitviz.i18n import plain, t
-from vitviz.model import VisionTransformer
+from vitviz.analyses import analysis, claims
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render import handout
+from vitviz.render.i18n import plain, t
 from vitviz.steps import attention, blocks
 from vitviz.steps.subject import Subject
 

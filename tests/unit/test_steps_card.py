@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz import claims, handout, zoo
-from vitviz.card import ModelCard
-from vitviz.config import ViTConfig
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
+from vitviz.analyses import claims
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render import handout
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, card
 from vitviz.steps.subject import Subject
 

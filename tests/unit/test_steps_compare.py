@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz import claims, handout, zoo
-from vitviz.cnn import ConvNet
-from vitviz.config import CNNConfig, ViTConfig
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
+from vitviz.analyses import claims
+from vitviz.models import zoo
+from vitviz.models.cnn import ConvNet
+from vitviz.models.config import CNNConfig, ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render import handout
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, compare
 from vitviz.steps.subject import Compute, Subject
 

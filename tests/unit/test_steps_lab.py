@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz import claims, handout
-from vitviz.config import ViTConfig
-from vitviz.data import ImageSet
-from vitviz.faithfulness import Reading
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
-from vitviz.projection import Projection
+from vitviz.analyses import claims
+from vitviz.analyses.faithfulness import Reading
+from vitviz.analyses.projection import Projection
+from vitviz.models.config import ViTConfig
+from vitviz.models.data import ImageSet
+from vitviz.models.model import VisionTransformer
+from vitviz.render import handout
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, testset, trust
 from vitviz.steps.subject import Compute, Subject
 
@@ -116,7 +117,7 @@ def test_the_trust_step_reads_its_figures_and_clips_its_controls():
     ]
     takeaways = {figure.key: plain(figure.takeaway) for figure in step.figures()}
     result = subject.compute.faithfulness(subject)
-    from vitviz import faithfulness
+    from vitviz.analyses import faithfulness
 
     reading = faithfulness.read(result)
     assert takeaways["trust_deletion"] == plain(claims.text(claims.trust_curve(reading, "deletion")))
@@ -216,7 +217,7 @@ def test_the_handout_draws_every_lab_figure_and_asks_for_no_click(lang):
 def test_the_steps_leave_the_built_figures_as_they_were(monkeypatch):
     """The app shares a built figure between sessions (vitviz.app.charts): a step that changes its
     layout works on a copy (a slide once shrank a shared figure run after run, to a negative height)."""
-    from vitviz import plots
+    from vitviz.render import plots
 
     built = []
 
@@ -240,7 +241,7 @@ def test_the_steps_leave_the_built_figures_as_they_were(monkeypatch):
 def test_a_click_on_the_map_chooses_the_point_s_image():
     """The map's points carry their image index as a 1-D customdata: the browser sends one number
     a point, which the map's Select reads (a list or {"0": ...} for the patch figures)."""
-    from vitviz import clicks
+    from vitviz.render import clicks
 
     assert clicks.patch_from_selection({"selection": {"points": [{"customdata": 3}]}}, 6) == 3
     assert clicks.patch_from_selection({"selection": {"points": [{"customdata": 9}]}}, 6) is None  # no such image

@@ -11,11 +11,12 @@ import pytest
 import torch
 
 from tests.helpers import CLASSES, make_image_folder
-from vitviz import claims, lab, zoo
-from vitviz.config import ViTConfig
-from vitviz.evaluate import evaluate
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
+from vitviz.analyses import claims, lab
+from vitviz.analyses.evaluate import evaluate
+from vitviz.models import zoo
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, mistakes
 from vitviz.steps.subject import Compute, Subject
 

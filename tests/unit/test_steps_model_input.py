@@ -10,11 +10,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitviz import claims, handout
-from vitviz.config import Preprocess, ViTConfig
-from vitviz.data import load_image, to_tensor
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
+from vitviz.analyses import claims
+from vitviz.models.config import Preprocess, ViTConfig
+from vitviz.models.data import load_image, to_tensor
+from vitviz.models.model import VisionTransformer
+from vitviz.render import handout
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, model_input
 from vitviz.steps.subject import Subject
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz import handout
-from vitviz.config import ViTConfig
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer
-from vitviz.prediction import top_k, verdict
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.models.prediction import top_k, verdict
+from vitviz.render import handout
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, overview
 from vitviz.steps.subject import Subject
 

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz import analysis, claims, handout
-from vitviz.config import ViTConfig
-from vitviz.i18n import plain
-from vitviz.model import VisionTransformer, sincos_2d
+from vitviz.analyses import analysis, claims
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer, sincos_2d
+from vitviz.render import handout
+from vitviz.render.i18n import plain
 from vitviz.steps import blocks, tokens
 from vitviz.steps.subject import Subject
 

@@ -9,10 +9,11 @@ import dataclasses
 import pytest
 import torch
 
-from vitviz import analysis, precision
-from vitviz.config import ViTConfig
-from vitviz.model import VisionTransformer
-from vitviz.trace import Float32Tensors, Trace
+from vitviz.analyses import analysis
+from vitviz.models import precision
+from vitviz.models.config import ViTConfig
+from vitviz.models.model import VisionTransformer
+from vitviz.models.trace import Float32Tensors, Trace
 
 CONFIG = ViTConfig(image_size=32, patch_size=8, embed_dim=64, depth=3, num_heads=4, num_classes=10)
 PER_BLOCK = ("hidden_states", "attentions", "attn_outputs", "mlp_outputs")

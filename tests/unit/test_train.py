@@ -17,15 +17,15 @@ from safetensors.torch import load_file
 
 from tests.conftest import REPO
 from tests.helpers import TINY, make_image_folder, tiny_recipe, write_idx
-from vitviz import data as vdata
-from vitviz import train as train_module
-from vitviz import zoo
-from vitviz.card import ModelCard
-from vitviz.config import CIFAR10_CLASSES, ViTConfig
-from vitviz.evaluate import weights_hash
-from vitviz.model import build_model
-from vitviz.tables import recipe_rows
-from vitviz.train import (
+from vitviz.analyses.evaluate import weights_hash
+from vitviz.models import data as vdata
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.config import CIFAR10_CLASSES, ViTConfig
+from vitviz.models.model import build_model
+from vitviz.render.tables import recipe_rows
+from vitviz.training import train as train_module
+from vitviz.training.train import (
     CHOICES,
     PRESETS,
     TrainConfig,
@@ -233,7 +233,7 @@ def test_torchrun_two_processes(dataset, tmp_path):
         "--master_port",
         "29517",
         "-m",
-        "vitviz.train",
+        "vitviz.training.train",
         "--data",
         str(dataset),
         "--name",
@@ -273,7 +273,7 @@ def cnn_recipe(data, **changes) -> TrainConfig:
 
 
 def test_cnn_trains_through_the_same_command(dataset, tmp_path):
-    from vitviz.config import CNNConfig
+    from vitviz.models.config import CNNConfig
 
     card = train(cnn_recipe(dataset), out=tmp_path)
     assert card.test_accuracy > 0.6  # three colour classes, chance is 1/3
@@ -325,7 +325,7 @@ def test_teacher_sees_the_students_own_mixed_batch(dataset, teacher_file, tmp_pa
     for student, teacher in zip(student_train, seen["teacher"], strict=True):
         assert torch.equal(student, teacher)
     assert card.teacher["name"] == str(teacher_file)
-    from vitviz import zoo
+    from vitviz.models import zoo
 
     assert card.teacher["weights_sha256"] == weights_hash(zoo.load(str(teacher_file), "cpu").model)
     assert card.teacher["test_accuracy"] > 0.6
@@ -477,7 +477,7 @@ def test_each_stage_keeps_its_own_teacher(dataset, teacher_file, tmp_path):
 
 
 def test_distillation_losses():
-    from vitviz.train import distillation_loss
+    from vitviz.training.train import distillation_loss
 
     student = torch.tensor([[2.0, 0.0, -1.0], [0.0, 1.0, 3.0]])
     teacher = torch.tensor([[0.0, 5.0, 0.0], [0.0, 0.0, 1.0]])
@@ -490,14 +490,14 @@ def test_distillation_losses():
 
 
 def test_a_teacher_of_other_classes_is_refused(dataset, teacher_file, tmp_path):
-    from vitviz.train import load_teacher
+    from vitviz.training.train import load_teacher
 
     with pytest.raises(ValueError, match="other|classes"):
         load_teacher(str(teacher_file), ["x", "y", "z"], torch.device("cpu"))
 
 
 def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tmp_path, monkeypatch):
-    """``python -m vitviz.train --preset mnist-vit`` on a folder of idx files (a stand-in for the
+    """``python -m vitviz.training.train --preset mnist-vit`` on a folder of idx files (a stand-in for the
     download): 1 channel, 16 patches of 49 numbers, no flips; the finished run is a registry model."""
     rng = np.random.default_rng(0)
     folder = tmp_path / "MNIST" / "raw"
@@ -530,7 +530,7 @@ def test_the_mnist_preset_trains_a_grayscale_seed_vit_that_joins_the_registry(tm
 
 
 def test_crop_padding_zero_leaves_the_picture_in_place_and_old_checkpoints_still_resume():
-    from vitviz.train import build_augment
+    from vitviz.training.train import build_augment
 
     picture = torch.arange(28 * 28, dtype=torch.uint8).reshape(1, 28, 28)
     still = build_augment(TrainConfig(crop_padding=0, flip=False, augment="none"), (28, 28))
@@ -596,8 +596,8 @@ def test_the_airbench_recipe_trains_a_cnn_with_its_stem_and_scales_fixed_and_res
     weights = load_file(str(tmp_path / "tiny.safetensors"))
     assert torch.all(weights["groups.0.norm1.weight"] == 1) and torch.all(weights["groups.1.norm2.weight"] == 1)
     images = vdata.load_split(str(dataset), "train", (32, 32)).images
-    from vitviz.cnn import whitening_filters
-    from vitviz.config import cifar10_cnn_config
+    from vitviz.models.cnn import whitening_filters
+    from vitviz.models.config import cifar10_cnn_config
 
     pre = cifar10_cnn_config().preprocess
     expected = whitening_filters(vdata.normalise(images[:5000], pre), 2)
@@ -657,7 +657,7 @@ def test_worker_processes_build_the_very_batches_this_process_would(dataset, tmp
 
 
 def test_every_batch_of_a_run_is_its_own_and_augmented(dataset):
-    from vitviz.data import load_split
+    from vitviz.models.data import load_split
 
     data = load_split(dataset, "train", (32, 32))
     recipe = tiny_recipe(dataset, augment="autoaugment", random_erasing=0.5)
@@ -676,7 +676,7 @@ def test_every_batch_of_a_run_is_its_own_and_augmented(dataset):
 def test_the_work_clock_leaves_out_the_time_a_run_was_paused():
     child = textwrap.dedent("""
         import sys, time
-        from vitviz.train import WorkClock
+        from vitviz.training.train import WorkClock
         with WorkClock() as clock:
             work, wall = clock.now(), time.perf_counter()
             print("ready", flush=True)

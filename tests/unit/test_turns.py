@@ -268,8 +268,8 @@ def test_reading_ahead_is_on_unless_the_server_turns_it_off() -> None:
 def _busy_model():
     import torch
 
-    from vitviz.config import ViTConfig
-    from vitviz.model import VisionTransformer
+    from vitviz.models.config import ViTConfig
+    from vitviz.models.model import VisionTransformer
 
     config = ViTConfig(image_size=64, patch_size=4, num_classes=3, embed_dim=64, depth=8, num_heads=2)
     return VisionTransformer(config).eval(), torch.zeros(8, 3, 64, 64)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vitviz import values
+from vitviz.server import values
 
 # Texts that str.isdigit() accepts and int() refuses, or that int() refuses for their length.
 HOSTILE_NUMBERS = ("²", "①", "٣", "１", "9" * 5000, "3²", "-²", "", " 3", "3 ", "+3", "0x10", "3.0", "1e3", "--3")

@@ -66,7 +66,7 @@ def test_the_wheel_installed_outside_the_clone_explains_a_packaged_sample(wheel:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     code = (
-        "import json, vitviz, vitviz.zoo as zoo; loaded = zoo.load('cifar10-vit'); "
+        "import json, vitviz, vitviz.models.zoo as zoo; loaded = zoo.load('cifar10-vit'); "
         "print(json.dumps({'file': vitviz.__file__, 'accuracy': loaded.spec.card.test_accuracy, "
         "'samples': sorted(p.name for p in (zoo.ASSETS / 'samples').glob('*.jpg'))}))"
     )

@@ -5,11 +5,12 @@ import sys
 import pytest
 import torch
 
-from vitviz import i18n, zoo
-from vitviz.card import ModelCard
-from vitviz.config import CNNConfig, ViTConfig
-from vitviz.i18n import LANGUAGES
-from vitviz.model import VisionTransformer, build_model
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.config import CNNConfig, ViTConfig
+from vitviz.models.model import VisionTransformer, build_model
+from vitviz.render import i18n
+from vitviz.render.i18n import LANGUAGES
 
 # Parameter counts per registry entry (google-research style): a new entry without a row fails.
 EXPECTED_PARAMS = {

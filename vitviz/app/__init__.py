@@ -70,7 +70,7 @@ STOP_S = 5.0
 def _stop_at_exit(warming: threading.Thread) -> None:
     """At the process's exit, the warm-up's models stop at their next block, and it is waited for:
     a thread inside torch when Python tears down aborts the process (exit 134)."""
-    from vitviz import deadline
+    from vitviz.server import deadline
 
     deadline.stop_everything()
     warming.join(STOP_S)

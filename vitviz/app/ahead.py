@@ -27,8 +27,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 
-from vitviz import deadline
 from vitviz.app.turns import torch_threads
+from vitviz.server import deadline
 
 REMEMBERED = 512  # keys of work asked for, so a session's every rerun does not ask again
 STOP_S = 5.0  # how long the server's exit waits for the worker (it stops at its model's next block)
@@ -149,9 +149,9 @@ def read_ahead(script: str) -> None:
     """app.py, before a page of the tour runs: on a step before the prediction, ask for that page's
     occlusion curves for the session's model and image; on a step before the comparison with the
     CNN, for that page's first view as this session would open it (unless asked for lately)."""
-    from vitviz import zoo
     from vitviz.app import caches, current
     from vitviz.app.tour import TOUR
+    from vitviz.models import zoo
 
     order = [file for file, _, _ in TOUR]
     if not _enabled(tuple(sys.argv[1:]), os.environ.get("VITVIZ_READ_AHEAD")) or script not in order:
@@ -180,7 +180,7 @@ def read_ahead(script: str) -> None:
 
 def _occlusion(name: str, data: bytes) -> None:
     """Page 7's curves, as the page asks for them."""
-    from vitviz import analysis
+    from vitviz.analyses import analysis
     from vitviz.app import caches
 
     model, _ = caches.cached_model(name)
@@ -193,7 +193,7 @@ def _comparison_view(name: str, model) -> dict | None:
     """What page 8 would open with for this session: the CNN its list shows, the class chosen (None:
     the page's default), integrated gradients on or off, and the chosen experiment with its
     setting; None where a typed CNN makes that the page's own affair."""
-    from vitviz import compare
+    from vitviz.analyses import compare
     from vitviz.app import current, models, state
 
     cnns = models.cnn_models()
@@ -240,7 +240,7 @@ def _comparison(
 ) -> None:
     """Page 8's maps and its experiment, as the page asks for them (nothing where its CNN predicts
     other classes: the page says so)."""
-    from vitviz import compare
+    from vitviz.analyses import compare
     from vitviz.app import caches
 
     vit, _ = caches.cached_model(name)

@@ -8,14 +8,14 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz import ablation, faithfulness, projection
+from vitviz.analyses import ablation, faithfulness, projection
 from vitviz.app import turns
 from vitviz.app.caches import cached_trace
 from vitviz.app.models import cached_model
 from vitviz.app.testset import cached_test_set
 from vitviz.app.text import tr
-from vitviz.data import ImageSet, spread_subset
-from vitviz.model import VisionTransformer
+from vitviz.models.data import ImageSet, spread_subset
+from vitviz.models.model import VisionTransformer
 
 
 @st.cache_resource(max_entries=32, ttl=3600, show_spinner=False)

@@ -18,13 +18,15 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz import analysis, compare, plots, precision, zoo
+from vitviz.analyses import analysis, compare
 from vitviz.app import shelf
 from vitviz.app.models import cached_model
-from vitviz.data import image_notes, load_image, to_tensor
-from vitviz.model import on_weights
-from vitviz.patches import compare_routes
-from vitviz.trace import Float32Tensors, Trace
+from vitviz.models import precision, zoo
+from vitviz.models.data import image_notes, load_image, to_tensor
+from vitviz.models.model import on_weights
+from vitviz.models.patches import compare_routes
+from vitviz.models.trace import Float32Tensors, Trace
+from vitviz.render import plots
 
 log = logging.getLogger(__name__)
 

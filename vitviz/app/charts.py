@@ -1,10 +1,10 @@
 """Figures shared by every session of the server.
 
-A page builds its figures with ``vitviz.plots`` on every run, and st.plotly_chart then copies each
+A page builds its figures with ``vitviz.render.plots`` on every run, and st.plotly_chart then copies each
 one (``Figure.to_dict``) and writes it as JSON: with Streamlit's own work around them, most of the
 server's CPU time per step of the tour (docs/benchmarks.md). The same arguments give the same
 figure, so ``share_figures`` (installed once per server by ``presenter.theme_charts``) puts every figure
-builder of ``vitviz.plots`` behind one cache, keyed by the arguments' content (an array by its
+builder of ``vitviz.render.plots`` behind one cache, keyed by the arguments' content (an array by its
 bytes) and the session's mode (presenter or screen, which ``plots.theme`` draws differently): a
 class on one sample, a figure that depends only on the model (the position embeddings' similarity,
 the training curves), or a student coming back to a page builds it once for the server. A shared
@@ -40,8 +40,8 @@ import plotly.tools
 import torch
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from vitviz import plots
 from vitviz.app import shelf
+from vitviz.render import plots
 
 MAX_BYTES = 256 * 2**20  # what the shared figures may hold, their JSON counted twice (figure and text)
 ENABLED = True  # False: every call builds anew and st.plotly_chart writes it (tests compare the two)
@@ -186,7 +186,7 @@ def private() -> Iterator[None]:
 
 
 def builders() -> list[str]:
-    """The figure builders of vitviz.plots: public functions that return a figure and take none
+    """The figure builders of vitviz.render.plots: public functions that return a figure and take none
     (``theme`` and ``outline_patch`` change the figure they are given)."""
     names = []
     for name, function in vars(plots).items():
@@ -228,7 +228,7 @@ def _to_json_fast(fig: Any, *args: Any, **kwargs: Any) -> str:
 
 
 def share_figures(presenting: Callable[[], bool]) -> None:
-    """Put vitviz.plots' builders behind the shelf and let st.plotly_chart send a shared figure's
+    """Put vitviz.render.plots' builders behind the shelf and let st.plotly_chart send a shared figure's
     JSON as it is; once per server (a second call does nothing).
 
     Args:

@@ -1,6 +1,6 @@
 """A class that follows its teacher, on the tour's step and slide: the teacher's panel
 in presenter mode (start, the join address and its QR code, everyone on my image, a poll, end),
-and a student's bar (vitviz.app.teacher, vitviz.app.students). The store is ``vitviz.classes``.
+and a student's bar (vitviz.app.teacher, vitviz.app.students). The store is ``vitviz.server.classes``.
 
 Only a session holding a class's teacher token (kept in its session state, never in a URL)
 publishes where the class is; a student's session only reads it and sends its own vote, so no
@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
-from vitviz import classes, values
 from vitviz.app import state
+from vitviz.server import classes, values
 
 FOLLOW_EVERY_S = 0.5  # how often a student's page asks where the class is
 COUNT_EVERY_S = 1.0  # how often the teacher's chart of votes is drawn again

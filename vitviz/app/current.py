@@ -10,8 +10,7 @@ import numpy as np
 import streamlit as st
 from PIL import Image
 
-from vitviz import compare, lab, plots, values, zoo
-from vitviz import data as vdata
+from vitviz.analyses import compare, lab
 from vitviz.app import analyses, models, session, state, testset
 from vitviz.app.caches import (
     SAMPLES,
@@ -28,11 +27,15 @@ from vitviz.app.caches import (
 )
 from vitviz.app.models import cached_model, try_model
 from vitviz.app.text import dataset_text, lang, tr
-from vitviz.data import ImageError
-from vitviz.model import VisionTransformer
-from vitviz.prediction import Verdict, verdict
+from vitviz.models import data as vdata
+from vitviz.models import zoo
+from vitviz.models.data import ImageError
+from vitviz.models.model import VisionTransformer
+from vitviz.models.prediction import Verdict, verdict
+from vitviz.models.trace import Trace
+from vitviz.render import plots
+from vitviz.server import values
 from vitviz.steps.subject import Compute, Subject
-from vitviz.trace import Trace
 
 
 def uploaded_model() -> str | None:

@@ -10,10 +10,10 @@ import numpy as np
 import streamlit as st
 from PIL import Image
 
-from vitviz import clicks
 from vitviz.app import session, state
 from vitviz.app.presenter import PRESENTER_REM, presenting
 from vitviz.app.text import tr
+from vitviz.render import clicks
 
 
 def header(

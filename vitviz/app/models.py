@@ -13,16 +13,17 @@ from contextlib import contextmanager
 
 import streamlit as st
 
-from vitviz import access, deadline, zoo
 from vitviz.app import session, turns, web
 from vitviz.app.text import model_title, tr
+from vitviz.models import zoo
+from vitviz.server import access, deadline
 
 log = logging.getLogger(__name__)
 
 
 def server_policy() -> access.Policy:
     """What this server lets its visitors load, set by whoever starts it (``streamlit run app.py
-    -- --models DIR --allow-hub``, or VITVIZ_MODELS, VITVIZ_ALLOW_HUB, ...; see vitviz.access):
+    -- --models DIR --allow-hub``, or VITVIZ_MODELS, VITVIZ_ALLOW_HUB, ...; see vitviz.server.access):
     hub downloads are allowed by default only where Streamlit's server.address is loopback."""
     settings = tuple(os.environ.get(name) for name in POLICY_ENVIRONMENT)
     return _policy(tuple(sys.argv[1:]), settings, st.get_option("server.address"))

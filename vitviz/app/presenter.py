@@ -10,9 +10,9 @@ import threading
 
 import streamlit as st
 
-from vitviz import plots
 from vitviz.app import charts, state, web
 from vitviz.app.text import tr
+from vitviz.render import plots
 
 PRESENTER_REM = 1.25  # the root font size against Streamlit's 16 px
 MARKER = "vitviz-present"  # an element on the page while presenting: the keys act only then

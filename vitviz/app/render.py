@@ -1,5 +1,5 @@
 """Draw a step's description (``vitviz.steps``) in Streamlit: as a page, or in presenter mode as
-slides. The third renderer, paper, is ``vitviz.handout``."""
+slides. The third renderer, paper, is ``vitviz.render.handout``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator, Mapping
 
 import streamlit as st
 
-from vitviz import plots
 from vitviz.app import current, furniture, models, navigation, presenter, state, tour
 from vitviz.app.text import tr
+from vitviz.render import plots
 from vitviz.steps.blocks import (
     Block,
     Button,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 import torch
 
-from vitviz import handout, lab, values, zoo
+from vitviz.analyses import lab
 from vitviz.app import charts, session, state, turns, web
 from vitviz.app.caches import DEFAULT_SAMPLE, cached_precision, cached_trace, sample_names
 from vitviz.app.current import (
@@ -26,7 +26,10 @@ from vitviz.app.models import (
 )
 from vitviz.app.presenter import presenter_mode
 from vitviz.app.text import dataset_text, label, lang, model_title, tr
-from vitviz.i18n import LANGUAGES
+from vitviz.models import zoo
+from vitviz.render import handout
+from vitviz.render.i18n import LANGUAGES
+from vitviz.server import values
 
 
 def sidebar() -> None:
@@ -152,7 +155,7 @@ def _random_test(images: lab.TestImages) -> None:
 
 def handout_button(where) -> None:
     """A button that downloads the tour of the session's image through its model, in its
-    language, as one offline HTML file (``vitviz.handout``). The file is made when the button is
+    language, as one offline HTML file (``vitviz.render.handout``). The file is made when the button is
     clicked: Streamlit then calls ``make`` in a thread of its own, outside any run of the page,
     so the session's choices are read here, at drawing time."""
     name, data, language = model_name(), image_bytes(), lang()

@@ -20,11 +20,12 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from vitviz import analysis, compare, lab, values
+from vitviz.analyses import analysis, compare, lab
 from vitviz.app.caches import sample_names
 from vitviz.app.models import tour_model, tour_models
 from vitviz.app.testset import test_images
-from vitviz.i18n import DEFAULT_LANGUAGE, LANGUAGES
+from vitviz.render.i18n import DEFAULT_LANGUAGE, LANGUAGES
+from vitviz.server import values
 
 T = TypeVar("T")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz import classes, values
 from vitviz.app import navigation, state
 from vitviz.app.classroom import (
     ARRIVING,
@@ -24,6 +23,7 @@ from vitviz.app.classroom import (
 )
 from vitviz.app.teacher import publish, teacher_panel, verdict
 from vitviz.app.text import label, tr
+from vitviz.server import classes, values
 
 
 def bar() -> None:

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from vitviz import classes, plots
 from vitviz.app import navigation, presenter, state
 from vitviz.app.classroom import (
     COUNT_EVERY_S,
@@ -25,6 +24,8 @@ from vitviz.app.classroom import (
     teaching,
 )
 from vitviz.app.text import label, tr
+from vitviz.render import plots
+from vitviz.server import classes
 
 
 def publish() -> None:

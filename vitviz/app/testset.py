@@ -15,12 +15,14 @@ import sys
 import numpy as np
 import streamlit as st
 
-from vitviz import access, lab, zoo
-from vitviz import data as vdata
+from vitviz.analyses import lab
+from vitviz.analyses.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.app import turns
 from vitviz.app.models import cached_model, lab_pair
 from vitviz.app.text import tr
-from vitviz.evaluate import EvalResult, evaluate, predictions_path
+from vitviz.models import data as vdata
+from vitviz.models import zoo
+from vitviz.server import access
 
 
 def server_data() -> str | None:

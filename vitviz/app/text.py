@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
+from vitviz.render.i18n import DEFAULT_LANGUAGE, class_label, t
 from vitviz.steps import names
 
 
@@ -30,7 +30,7 @@ def model_title(name: str) -> str:
 
 
 def dataset_text(label: str) -> str:
-    """A dataset's name as ``vitviz.data.dataset_label`` and model cards write it, in the user's language."""
+    """A dataset's name as ``vitviz.models.data.dataset_label`` and model cards write it, in the user's language."""
     return names.dataset_text(label, lang())
 
 

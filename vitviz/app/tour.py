@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: app.py and app_pages/ sit there
 
-# (script, title key in vitviz.i18n, icon): the tour in order, then the lab.
+# (script, title key in vitviz.render.i18n, icon): the tour in order, then the lab.
 TOUR = [
     ("app_pages/0_home.py", "page.home", ":material/home:"),
     ("app_pages/1_input.py", "page.input", ":material/image:"),

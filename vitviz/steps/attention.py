@@ -4,15 +4,16 @@ Layers and heads are 0-based in code and in the choices (layer 0 is blocks[0]) a
 on screen and in the URL ("Layer 1", "Head 1", layer=1), as on every page; so are patches, rows and
 columns. A token keeps its index in the sequence, where [CLS] is token 0, so with a [CLS] token,
 token k is patch k. HEAD_MEAN (-1) as the "head" choice means the mean of the heads; it is never
-passed to vitviz.analysis as a head index.
+passed to vitviz.analyses.analysis as a head index.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from vitviz import analysis, claims, plots, tables
-from vitviz.data import denormalize
+from vitviz.analyses import analysis, claims
+from vitviz.models.data import denormalize
+from vitviz.render import plots, tables
 from vitviz.steps.blocks import (
     Choices,
     Control,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from vitviz import plots
-from vitviz.i18n import class_label, t
-from vitviz.prediction import Verdict, legend_key
+from vitviz.models.prediction import Verdict, legend_key
+from vitviz.render import plots
+from vitviz.render.i18n import class_label, t
 
 
 def class_bars(

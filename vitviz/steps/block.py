@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vitviz import analysis, claims, plots, tables
+from vitviz.analyses import analysis, claims
+from vitviz.render import plots, tables
 from vitviz.steps.attention import clipped, token_label
 from vitviz.steps.blocks import (
     Choices,

@@ -1,6 +1,6 @@
 """What a step of the tour says, as data: a title, a paragraph and an ordered list of small typed
 blocks. ``vitviz.steps.<step>.describe`` returns one ``Step`` from the session's choices; the
-Streamlit page, the slides and the handout draw it (``vitviz.app.render``, ``vitviz.handout``).
+Streamlit page, the slides and the handout draw it (``vitviz.app.render``, ``vitviz.render.handout``).
 Nothing here imports Streamlit."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from vitviz import plots
+from vitviz.render import plots
 
 Choices = Mapping[str, Any]  # the session's choices by key (vitviz.app.state.CHOICES); absent: the default
 

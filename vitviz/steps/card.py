@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from vitviz import claims, plots, tables, zoo
-from vitviz.card import ModelCard
-from vitviz.cnn import feature_shape
-from vitviz.config import CNNConfig
-from vitviz.model import flops_per_image
+from vitviz.analyses import claims
+from vitviz.models import zoo
+from vitviz.models.card import ModelCard
+from vitviz.models.cnn import feature_shape
+from vitviz.models.config import CNNConfig
+from vitviz.models.model import flops_per_image
+from vitviz.render import plots, tables
 from vitviz.steps.blocks import Choices, Control, Controls, Download, Figure, Heading, Metrics, Step, Table, Text
 from vitviz.steps.names import dataset_text, hardware_text, model_title
 from vitviz.steps.subject import Subject

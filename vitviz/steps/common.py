@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from vitviz import plots
-from vitviz.prediction import Verdict
+from vitviz.models.prediction import Verdict
+from vitviz.render import plots
 from vitviz.steps import answers, bars
 from vitviz.steps.blocks import Text
 from vitviz.steps.subject import Subject

@@ -14,10 +14,12 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitviz import analysis, claims, compare, plots, zoo
-from vitviz.cnn import receptive_fields
-from vitviz.data import denormalize, to_tensor
-from vitviz.prediction import top_k, verdict
+from vitviz.analyses import analysis, claims, compare
+from vitviz.models import zoo
+from vitviz.models.cnn import receptive_fields
+from vitviz.models.data import denormalize, to_tensor
+from vitviz.models.prediction import top_k, verdict
+from vitviz.render import plots
 from vitviz.steps import answers
 from vitviz.steps.blocks import (
     Button,

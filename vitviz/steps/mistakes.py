@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from vitviz import claims, lab, plots, zoo
-from vitviz.data import ImageSet, dataset_label
-from vitviz.evaluate import EvalResult
-from vitviz.prediction import verdict
+from vitviz.analyses import claims, lab
+from vitviz.analyses.evaluate import EvalResult
+from vitviz.models import zoo
+from vitviz.models.data import ImageSet, dataset_label
+from vitviz.models.prediction import verdict
+from vitviz.render import plots
 from vitviz.steps.bars import class_bars
 from vitviz.steps.blocks import Choices, Figure, Figures, Metrics, Step, Text
 from vitviz.steps.names import dataset_text

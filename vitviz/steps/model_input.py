@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from vitviz import claims, plots
-from vitviz.data import denormalize, input_pixels, inverts, original_size
+from vitviz.analyses import claims
+from vitviz.models.data import denormalize, input_pixels, inverts, original_size
+from vitviz.render import plots
 from vitviz.steps.blocks import Choices, Download, Figure, Figures, Heading, Step, Table, Text, shape_text
 from vitviz.steps.subject import Subject
 

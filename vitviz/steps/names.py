@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from vitviz import access, values, zoo
-from vitviz.card import MACHINES_JOIN
-from vitviz.i18n import t
+from vitviz.models import zoo
+from vitviz.models.card import MACHINES_JOIN
+from vitviz.render.i18n import t
+from vitviz.server import access, values
 
 DATASET_KEYS = {"CIFAR-10 (JPEG copy)": "data.cifar10_jpeg", "CIFAR-10 (image folder)": "data.cifar10_folder"}
 
@@ -24,7 +25,7 @@ def model_title(name: str, lang: str) -> str:
 
 
 def dataset_text(label: str, lang: str) -> str:
-    """A dataset's name as ``vitviz.data.dataset_label`` and model cards write it, in ``lang``."""
+    """A dataset's name as ``vitviz.models.data.dataset_label`` and model cards write it, in ``lang``."""
     key = DATASET_KEYS.get(label)
     return t(key, lang) if key else label
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from vitviz import claims, plots
-from vitviz.data import denormalize
-from vitviz.prediction import top_k
+from vitviz.analyses import claims
+from vitviz.models.data import denormalize
+from vitviz.models.prediction import top_k
+from vitviz.models.trace import forward_steps
+from vitviz.render import plots
 from vitviz.steps import common
 from vitviz.steps.blocks import Choices, Figure, Figures, Heading, Step, Table, shape_text
 from vitviz.steps.subject import Subject
-from vitviz.trace import forward_steps
 
 TOP = 5
 

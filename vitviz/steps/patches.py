@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from vitviz import claims, plots
-from vitviz.config import Preprocess
-from vitviz.data import denormalize, resize_and_crop
-from vitviz.patches import patch_arithmetic, patch_tiles, patchify
+from vitviz.analyses import claims
+from vitviz.models.config import Preprocess
+from vitviz.models.data import denormalize, resize_and_crop
+from vitviz.models.patches import patch_arithmetic, patch_tiles, patchify
+from vitviz.models.trace import resnet_name
+from vitviz.render import plots
 from vitviz.steps.blocks import (
     Choices,
     Control,
@@ -23,7 +25,6 @@ from vitviz.steps.blocks import (
     shape_text,
 )
 from vitviz.steps.subject import Subject
-from vitviz.trace import resnet_name
 
 CONCEPT_SIZES = (32, 64, 224, 384, 512)  # the "try it" figure's image sides, in pixels
 CONCEPT_PATCHES = (2, 4, 8, 14, 16, 32, 64)

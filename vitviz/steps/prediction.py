@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from vitviz import analysis, claims, faithfulness, plots, tables
-from vitviz.data import denormalize
-from vitviz.prediction import top_k
+from vitviz.analyses import analysis, claims, faithfulness
+from vitviz.models.data import denormalize
+from vitviz.models.prediction import top_k
+from vitviz.render import plots, tables
 from vitviz.steps import answers
 from vitviz.steps.blocks import (
     Choices,

@@ -9,15 +9,17 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitviz import ablation, analysis, claims, compare, faithfulness, lab, plots, projection, zoo
-from vitviz.config import ViTConfig
-from vitviz.data import ImageSet, load_image, load_split, to_tensor
-from vitviz.evaluate import EvalResult, evaluate, predictions_path
-from vitviz.i18n import DEFAULT_LANGUAGE, class_label, t
-from vitviz.model import VisionTransformer, on_weights
-from vitviz.patches import compare_routes
-from vitviz.prediction import Verdict
-from vitviz.trace import Trace
+from vitviz.analyses import ablation, analysis, claims, compare, faithfulness, lab, projection
+from vitviz.analyses.evaluate import EvalResult, evaluate, predictions_path
+from vitviz.models import zoo
+from vitviz.models.config import ViTConfig
+from vitviz.models.data import ImageSet, load_image, load_split, to_tensor
+from vitviz.models.model import VisionTransformer, on_weights
+from vitviz.models.patches import compare_routes
+from vitviz.models.prediction import Verdict
+from vitviz.models.trace import Trace
+from vitviz.render import plots
+from vitviz.render.i18n import DEFAULT_LANGUAGE, class_label, t
 
 
 class Compute:

@@ -1,12 +1,13 @@
 """The lab's map of the test set: every test image's [CLS] token (or mean patch token) after a
-chosen layer, projected to 2D (``vitviz.projection``; shipped for the shipped model, else made once
+chosen layer, projected to 2D (``vitviz.analyses.projection``; shipped for the shipped model, else made once
 by the app); a click on a point shows the image and opens it in the tour. Without the test images
 it is the shipped map without its pictures."""
 
 from __future__ import annotations
 
-from vitviz import claims, lab, plots, projection
-from vitviz.i18n import plain
+from vitviz.analyses import claims, lab, projection
+from vitviz.render import plots
+from vitviz.render.i18n import plain
 from vitviz.steps.blocks import Choices, Control, Controls, Figure, OpenInTour, Select, Step, Text
 from vitviz.steps.subject import Subject
 

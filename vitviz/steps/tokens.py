@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vitviz import analysis, claims, patches, plots
+from vitviz.analyses import analysis, claims
+from vitviz.models import patches
+from vitviz.render import plots
 from vitviz.steps import common
 from vitviz.steps.blocks import Choices, Controls, Download, Figure, Figures, Formula, Heading, Select, Step, Text
 from vitviz.steps.blocks import shape_text as shape

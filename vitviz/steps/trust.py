@@ -1,14 +1,15 @@
 """The lab's "Which map to trust?": deletion and insertion curves of every map the app draws,
 against random orders, for the tour's image and over the test set; heads and layers switched off.
 
-Every sentence is read from the numbers it describes (``vitviz.faithfulness.sentences``,
-``vitviz.claims``); the curves and the ablated pass come from ``subject.compute``."""
+Every sentence is read from the numbers it describes (``vitviz.analyses.faithfulness.sentences``,
+``vitviz.analyses.claims``); the curves and the ablated pass come from ``subject.compute``."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from vitviz import ablation, claims, faithfulness, plots, tables
+from vitviz.analyses import ablation, claims, faithfulness
+from vitviz.render import plots, tables
 from vitviz.steps.bars import class_bars
 from vitviz.steps.blocks import Choices, Control, Controls, Figure, Figures, Heading, Step, Table, Text
 from vitviz.steps.names import dataset_text, model_title

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from vitviz import claims, plots
-from vitviz.data import denormalize
-from vitviz.patches import ROUTE_TOLERANCE
+from vitviz.analyses import claims
+from vitviz.models.data import denormalize
+from vitviz.models.patches import ROUTE_TOLERANCE
+from vitviz.render import plots
 from vitviz.steps.blocks import (
     Choices,
     Control,

@@ -1,0 +1,1 @@
+"""Training: the recipe and its command line (``train``), and the training batches' augmentation."""
