@@ -8,7 +8,7 @@ The public API cannot do these, or not at a classroom's pace:
   for that. Plotly's two functions that ``st.plotly_chart`` calls
   (``plotly.tools.return_figure_from_figure_or_data``, ``plotly.io.to_json``) let a ``Prepared``
   figure through as the text already written; every other figure goes to them unchanged.
-  Public way: ``where.plotly_chart(spec)``, which checks and writes the dictionary again.
+  Public way: ``where.plotly_chart(go.Figure(spec))``, which checks and writes it again.
 - ``figure_dict``: a figure's plotly JSON without ``to_dict``'s deep copy of every list (reads
   ``Figure._layout`` and ``_data`` and uses ``_plotly_utils``). Public way: ``figure.to_dict()``.
 - ``unchecked_figure``: a figure built from plain dictionaries without Plotly checking every
