@@ -23,7 +23,7 @@ from vitviz.app import load_app, warm_up  # noqa: E402
 
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
-    from vitviz.app import ahead, classroom, models, navigation, presenter, sidebar, state, students, turns
+    from vitviz.app import ahead, charts, classroom, models, navigation, sidebar, state, students, turns
     from vitviz.app.text import tr
     from vitviz.app.tour import LAB, ROOT, TOUR
     from vitviz.models import zoo
@@ -32,7 +32,7 @@ def main() -> None:
         page_title="vitviz: inside a Vision Transformer", page_icon=str(zoo.ASSETS / "icon.png"), layout="wide"
     )
     state.init()
-    presenter.theme_charts()  # every figure drawn through plots.theme: larger in presenter mode, never zoomed
+    charts.share_figures()  # once per server: figures built once, sent as JSON written once
 
     files = [f for f, _, _ in TOUR if (ROOT / f).exists()]
     steps = [st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if f in files]

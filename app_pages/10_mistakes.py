@@ -10,6 +10,7 @@ import streamlit as st
 
 from vitviz.analyses import lab
 from vitviz.app import current, furniture, models, navigation, presenter, render, session, state, testset, text, turns
+from vitviz.app.charts import draw
 from vitviz.app.text import label, lang, tr
 from vitviz.models import data as vdata
 from vitviz.models import zoo
@@ -98,7 +99,7 @@ cell = cell if ANY not in cell else None
 left, right = st.columns([2, 3])
 per_class, confusion = mistakes.class_figures(subject, result, cell)
 render.draw(per_class, left)
-right.plotly_chart(confusion.figure, width="stretch", key=CONFUSION, on_select="rerun", selection_mode="points")
+draw(right, confusion.figure, width="stretch", key=CONFUSION, on_select="rerun", selection_mode="points")
 right.caption(confusion.takeaway)
 
 

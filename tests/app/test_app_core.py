@@ -13,7 +13,7 @@ import torch
 
 from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
 from vitviz.analyses import analysis, compare
-from vitviz.app import ahead, caches, furniture, models, navigation, state, text, tour, turns
+from vitviz.app import ahead, caches, furniture, internals, models, navigation, state, text, tour, turns
 from vitviz.models import zoo
 from vitviz.models.card import ModelCard
 from vitviz.models.config import ViTConfig
@@ -96,7 +96,7 @@ def test_next_and_previous_clicked_in_a_session_that_never_drew_them_still_open_
 def test_next_on_a_streamlit_without_the_page_hook_switches_pages_in_two_runs(monkeypatch):
     """Where Streamlit's page manager has no hook to say which page a run is on, Next falls back
     to st.switch_page: one more run of app.py, the same step."""
-    monkeypatch.setattr(navigation, "_page_chooser", lambda: None)
+    monkeypatch.setattr(internals, "open_page_now", lambda page: False)
     at = open_page("app_pages/2_patches.py")
     runs, init = [], state.init
     monkeypatch.setattr(state, "init", lambda: (runs.append(1), init())[1])

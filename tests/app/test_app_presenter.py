@@ -1,4 +1,4 @@
-"""Presenter mode draws every figure larger through one hook (presenter.theme_charts), never by zooming
+"""Presenter mode draws every figure larger (charts.draw themes each for the mode), never by zooming
 the page (issue 39). The browser test (tests/browser/test_presenter.py) checks that nothing is cut."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.apptest import errors, open_page
-from vitviz.app import charts, tour
+from vitviz.app import charts, internals, tour
 from vitviz.render import plots
 
 
@@ -91,7 +91,7 @@ def test_a_figure_asked_for_by_many_at_once_is_built_once():
 
 def test_the_shelf_forgets_the_least_recently_used_figures_past_its_size():
     figure = plots.bars(["a"], [1.0])
-    size = 2 * len(charts.spec(figure, False))
+    size = 2 * len(charts.write(figure, False))
     shelf = charts.Shelf(max_bytes=int(2.5 * size))
     for n in range(3):
         shelf.get(("bars", n, False), lambda: plots.bars(["a"], [1.0]))
@@ -106,7 +106,7 @@ def test_outside_a_session_every_call_builds_a_figure_of_its_own(sharing):
 
 
 def test_in_a_session_builders_share_and_a_private_caller_gets_its_own(sharing, monkeypatch):
-    monkeypatch.setattr(charts, "get_script_run_ctx", lambda: object())  # as in a session's run
+    monkeypatch.setattr(internals, "in_a_run", lambda: True)  # as in a session's run
     charts.share_figures(lambda: False)
     shared = plots.bars(["a"], [1.0])
     assert plots.bars(["a"], [1.0]) is shared

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
-    "render", "classroom", "teacher", "students", "testset",
+    "render", "classroom", "teacher", "students", "testset", "internals",
 )  # fmt: skip
 STEP_MODULES = (
     "blocks",
@@ -200,8 +200,46 @@ def test_streamlit_and_plotly_stay_in_their_modules():
     for name, path in _modules().items():
         theirs = _imports(path)[1]
         assert "streamlit" not in theirs or name in STREAMLIT_ALLOWED, name
-        # figures are built in plots only; app.charts hands the shared ones' JSON to st.plotly_chart
-        assert "plotly" not in theirs or name in ("render.plots", "app.charts"), name
+        # figures are built in plots only; app.internals sends their JSON written once to st.plotly_chart
+        assert "plotly" not in theirs or name in ("render.plots", "app.internals"), name
+
+
+# Streamlit's and Plotly's internals: names outside their public API (underscored attributes,
+# modules below their documented entry points) and the rebinding of their functions
+PRIVATE_USES = (
+    "_plotly_utils", "._layout", "._data", "._frame_objs", "_validate=", "_script_hash", "set_script_intent",
+    "get_script_run_ctx", "streamlit.runtime", "streamlit.logger", "streamlit.delta_generator", "DeltaGenerator",
+    "st._main", "streamlit.elements", "plotly.tools.", "plotly.io.to_json =", "from streamlit import runtime",
+    "from streamlit import config",
+)  # fmt: skip
+
+
+def test_only_app_internals_touches_streamlit_or_plotly_internals():
+    """Every private use of Streamlit and Plotly sits in vitviz/app/internals.py, which checks the
+    installed versions and falls back to the public API (tests/app/test_internals.py)."""
+    found = []
+    for path in [*(ROOT / "vitviz").rglob("*.py"), *_page_files(), ROOT / "app.py"]:
+        if path.name == "internals.py":
+            continue
+        text = path.read_text(encoding="utf-8")
+        found += [f"{path.relative_to(ROOT)}: {use}" for use in PRIVATE_USES if use in text]
+    assert found == []
+
+
+def test_every_figure_on_a_page_is_drawn_through_charts_draw():
+    """charts.draw themes each figure for the session's mode: a direct plotly_chart call would
+    show a figure unthemed (small grey text on a projector)."""
+    found = []
+    for path in [*(ROOT / "vitviz" / "app").rglob("*.py"), *_page_files(), ROOT / "app.py"]:
+        if path.name == "internals.py":
+            continue
+        text = "".join(
+            token.string
+            for token in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+            if token.type not in (tokenize.COMMENT, tokenize.STRING)
+        )
+        found += [str(path.relative_to(ROOT))] if ".plotly_chart(" in text else []
+    assert found == []
 
 
 def test_import_vitviz_loads_neither_streamlit_nor_plotly():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import plotly.graph_objects
 import plotly.io
 
 from tests.figure_reading import residual_skips
@@ -353,13 +354,38 @@ def test_every_figure_text_is_large_and_dark_enough(presenter):
     assert problems == []
 
 
-def test_presenter_mode_draws_a_figure_larger_and_back():
+def test_presenter_mode_draws_a_figure_larger_and_leaves_the_figure_as_built():
     fig = BUILDERS["bars"]()
-    screen = plots.theme(BUILDERS["bars"]()).to_dict()
-    plots.theme(fig, presenter=True)
-    assert fig.layout.height >= 1.2 * 300 and fig.layout.font.size >= PRESENTER_PX  # drawn larger
-    assert plots.theme(fig, presenter=True).layout.height == fig.layout.height  # once per mode: no growth on a rerun
-    assert plots.theme(fig).to_dict() == screen  # a cached figure drawn again in the other mode: as built, themed
+    built = fig.to_dict()
+    screen = plots.theme(fig).to_dict()
+    presenting = plots.theme(fig, presenter=True)
+    assert presenting.layout.height >= 1.2 * 300 and presenting.layout.font.size >= PRESENTER_PX  # drawn larger
+    assert fig.to_dict() == built  # themed on a copy: a figure every session shares is never changed
+    assert plots.theme(fig).to_dict() == screen  # drawn again in the other mode: the same as the first time
+
+
+@pytest.mark.parametrize("name", ["bars", "small_multiples", "multi_line"])
+def test_theming_a_figures_json_leaves_that_json_as_it_was(name):
+    """charts.draw themes a figure's JSON whose dicts and lists it shares with the figure (and with
+    other sessions drawing it at the same moment): themed writes only to copies."""
+    import copy
+
+    spec = BUILDERS[name]().to_dict()
+    before = plotly.io.to_json(copy.deepcopy(spec), validate=False)
+    for presenter in (True, False):
+        themed = plots.themed(spec, presenter)
+        assert themed["layout"]["font"]["size"] == plots.TEXT_PX[presenter]
+        assert themed["layout"]["template"] == plots.TEMPLATES[presenter]
+    assert plotly.io.to_json(spec, validate=False) == before
+
+
+def test_the_looks_are_plotly_templates_by_name():
+    """The renderer picks a look by a registered template's name (public plotly API)."""
+    assert plotly.io.templates["vitviz"].to_plotly_json() == plots.TEMPLATES[False]
+    assert plotly.io.templates["vitviz_presenter"].to_plotly_json() == plots.TEMPLATES[True]
+    assert plots.TEMPLATES[True]["layout"]["font"]["size"] == plots.TEXT_PX[True]
+    fig = plotly.graph_objects.Figure(layout=dict(template="vitviz_presenter"))  # checked: the name resolves
+    assert fig.to_dict()["layout"]["template"] == plots.TEMPLATES[True]
 
 
 def test_a_long_title_wraps_and_the_top_margin_makes_room_for_it():
@@ -498,22 +524,26 @@ def _without_empty(value: object) -> object:
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))
-def test_a_figure_built_without_plotly_checks_is_the_checked_one(name, monkeypatch):
-    """Figures are built from plain dictionaries without plotly's checks (``plots.VALIDATE``):
-    with them on, plotly would turn a dictionary not in its own form into another JSON (a
-    colour scale's name into its stops, a title's text into a dict), or refuse a wrong key."""
+def test_a_figure_built_without_plotly_checks_is_the_checked_one(name):
+    """The app builds figures from plain dictionaries without plotly's checks
+    (``internals.unchecked_figure``): with them on, plotly would turn a dictionary not in its own
+    form into another JSON (a colour scale's name into its stops, a title's text into a dict), or
+    refuse a wrong key."""
     import json
 
-    from vitviz.app import charts
+    from vitviz.app import internals
 
     built = {}
     for checked in (False, True):
-        monkeypatch.setattr(plots, "VALIDATE", checked)
-        np.random.seed(0)
-        figure = plots.theme(BUILDERS[name](), presenter=True)
-        built[checked] = figure.to_json()
+        before = plots.build_figures_with(None if checked else internals.unchecked_figure)
+        try:
+            np.random.seed(0)
+            figure = BUILDERS[name]()
+        finally:
+            plots.build_figures_with(before)
+        built[checked] = plotly.io.to_json(plots.themed(figure.to_dict(), presenter=True), validate=False)
         # what the app sends for it: the same text as plotly's own to_dict writes
-        assert plotly.io.to_json(charts.as_dict(figure), validate=False) == plotly.io.to_json(
+        assert plotly.io.to_json(internals.figure_dict(figure), validate=False) == plotly.io.to_json(
             figure.to_dict(), validate=False
         )
     assert _without_empty(json.loads(built[False])) == _without_empty(json.loads(built[True]))

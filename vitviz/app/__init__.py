@@ -10,9 +10,9 @@ import time
 from collections.abc import AsyncIterator
 from types import ModuleType
 
-from streamlit.logger import get_logger
+from vitviz.app import internals
 
-log = get_logger(__name__)  # Streamlit's console format and level (--logger.level)
+log = internals.logger(__name__)  # Streamlit's console format and level (--logger.level)
 
 _IMPORTING = threading.Lock()
 # Imported by Streamlit, Plotly and the pages only when first used: the first sessions of a cold

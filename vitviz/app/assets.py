@@ -104,9 +104,9 @@ class CompressedAssets:
     def _base_url(self) -> str:
         if self.base_url is not None:
             return self.base_url
-        from streamlit import config
+        import streamlit as st
 
-        return config.get_option("server.baseUrlPath") or ""
+        return st.get_option("server.baseUrlPath") or ""
 
     def _compress(self, file: Path) -> tuple[bytes, str]:
         data = file.read_bytes()

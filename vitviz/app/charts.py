@@ -1,16 +1,21 @@
-"""Figures shared by every session of the server.
+"""Figures on the page: every figure a page draws goes through ``draw``, which gives it this
+session's look and sends it; and figures shared by every session of the server.
 
-A page builds its figures with ``vitviz.render.plots`` on every run, and st.plotly_chart then copies each
-one (``Figure.to_dict``) and writes it as JSON: with Streamlit's own work around them, most of the
-server's CPU time per step of the tour (docs/benchmarks.md). The same arguments give the same
-figure, so ``share_figures`` (installed once per server by ``presenter.theme_charts``) puts every figure
-builder of ``vitviz.render.plots`` behind one cache, keyed by the arguments' content (an array by its
-bytes) and the session's mode (presenter or screen, which ``plots.theme`` draws differently): a
-class on one sample, a figure that depends only on the model (the position embeddings' similarity,
-the training curves), or a student coming back to a page builds it once for the server. A shared
-figure is themed for its mode and written as JSON once (``written``), and st.plotly_chart sends
-that JSON instead of copying and writing the figure again (``Prepared``); what it sends is the same
-text, byte for byte.
+``draw(where, figure, key=...)`` themes a copy of the figure's JSON for the session's mode
+(``plots.themed``: the screen, or presenter mode's larger text and figures) and hands it to
+``where.plotly_chart``; the figure itself is never changed, so a figure cached for every session
+can be drawn in both modes at once. Streamlit's own chart theme is off (``theme=None``): it would
+write the tick labels small and light grey over the figure's template.
+
+A page builds its figures with ``vitviz.render.plots`` on every run, and writing each one as JSON is,
+with Streamlit's own work around it, most of the server's CPU time per step of the tour
+(docs/benchmarks.md). The same arguments give the same figure, so ``share_figures`` (once per
+server) puts every figure builder of ``vitviz.render.plots`` behind one cache, keyed by the arguments'
+content (an array by its bytes) and the session's mode: a class on one sample, a figure that
+depends only on the model (the position embeddings' similarity, the training curves), or a
+student coming back to a page builds it once for the server. A shared figure is themed for its
+mode and written as JSON once, and ``draw`` sends that text (``internals.send``); what it sends is
+the same text, byte for byte, as for a figure built anew.
 
 Shared figures are read-only, like every other cached object. A figure is shared only when asked
 for in a session's run: a builder called inside another builder (which may change it), outside a
@@ -23,24 +28,19 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import copy
 import functools
 import hashlib
 import inspect
 import os
 import threading
+import weakref
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
-import _plotly_utils.basevalidators
-import _plotly_utils.utils
 import numpy as np
-import plotly.io
-import plotly.tools
 import torch
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from vitviz.app import shelf
+from vitviz.app import internals, presenter, shelf
 from vitviz.render import plots
 
 MAX_BYTES = 256 * 2**20  # what the shared figures may hold, their JSON counted twice (figure and text)
@@ -76,11 +76,11 @@ class Shelf(shelf.Shelf[plots.Figure]):
     written as JSON when built; bounded by ``max_bytes`` of their JSON, counted twice (figure and text)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        super().__init__(max_bytes, size=lambda figure: 2 * len(written(figure)), prepare=self._theme)
+        super().__init__(max_bytes, size=lambda figure: 2 * len(written(figure)[2]), prepare=self._write)
 
     @staticmethod
-    def _theme(key: Hashable, figure: plots.Figure) -> None:
-        spec(figure, key[-1])
+    def _write(key: Hashable, figure: plots.Figure) -> None:
+        write(figure, key[-1])
 
     @property
     def figures(self) -> collections.OrderedDict[Hashable, plots.Figure]:
@@ -90,62 +90,46 @@ class Shelf(shelf.Shelf[plots.Figure]):
 SHELF = Shelf()
 
 
-def spec(figure: plots.Figure, presenter: bool) -> str:
-    """The JSON st.plotly_chart sends for a shared figure themed for the mode."""
-    plots.theme(figure, presenter)
-    return written(figure)
+# A shared figure's JSON, themed for one mode and written once: id(figure) -> (presenter mode,
+# the layout's width and height, the text). An entry goes with its figure (weakref.finalize),
+# before another object can take its id.
+_WRITTEN: dict[int, tuple[bool, dict, str]] = {}
+_WRITING = threading.Lock()
 
 
-def written(figure: plots.Figure) -> str:
-    """The JSON of a shared figure as themed now, written once per mode with the calls Streamlit
-    makes (``to_dict``, then ``plotly.io.to_json``). A figure can be themed for the other mode
-    after it was shared (one kept in an st.cache_resource too, which ``presenter.theme_charts`` themes for
-    each session): each mode has its own text."""
-    mode = getattr(figure, "_vitviz_theme", (None,))[0]
-    texts = figure.__dict__.setdefault("_vitviz_specs", {})
-    if mode not in texts:
-        texts[mode] = _to_json(as_dict(figure), validate=False)
-    return texts[mode]
+def themed(figure: plots.Figure, present: bool) -> dict:
+    """The figure's plotly JSON in the look of the mode (``plots.themed``), the figure left as it is."""
+    return plots.themed(internals.figure_dict(figure, template=False), present)
 
 
-def as_dict(figure: plots.Figure) -> dict:
-    """``figure.to_dict()`` (what st.plotly_chart writes as JSON: arrays as plotly.js typed
-    arrays) without its deep copy of every list and of the template: containers are copied, values
-    shared, and the app's template (``plots.TEMPLATE_JSON``, in every figure) converted once. A
-    figure with frames takes plotly's own way."""
-    if figure._frame_objs:
-        return figure.to_dict()
-    layout = {
-        key: _TEMPLATE if value is plots.TEMPLATE_JSON else _typed_value(value, key)
-        for key, value in figure._layout.items()
-    }
-    return {"data": [_typed(trace) for trace in figure._data], "layout": layout}
+def write(figure: plots.Figure, present: bool) -> str:
+    """Theme a shared figure for the mode and write its JSON, once: ``draw`` sends that text."""
+    spec = themed(figure, present)
+    size = {k: spec["layout"][k] for k in ("width", "height") if spec["layout"].get(k) is not None}
+    entry = (present, {"layout": size}, internals.write(spec))
+    with _WRITING:
+        if id(figure) not in _WRITTEN:
+            weakref.finalize(figure, _WRITTEN.pop, id(figure), None)
+        _WRITTEN[id(figure)] = entry
+    return entry[2]
 
 
-def _typed(value: Any) -> Any:
-    """A copy of plotly JSON with every array a dictionary value holds as a typed array spec, as
-    plotly's ``convert_to_base64`` writes it (arrays that sit directly in a list stay as they are)."""
-    if isinstance(value, dict):
-        return {k: _typed_value(v, k) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_typed(v) for v in value]
-    return value
+def written(figure: plots.Figure) -> tuple[bool, dict, str] | None:
+    """(presenter mode, the layout's size, JSON text) of a shared figure as ``write`` wrote it, or None."""
+    return _WRITTEN.get(id(figure))
 
 
-def _typed_value(value: Any, key: str) -> Any:
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    if _skipped_key(key):
-        return copy.deepcopy(value)
-    if _homogeneous(value):
-        return _typed_array(value)
-    return _typed(value)
-
-
-_skipped_key = _plotly_utils.utils.is_skipped_key
-_homogeneous = _plotly_utils.basevalidators.is_homogeneous_array
-_typed_array = _plotly_utils.utils.to_typed_array_spec
-_TEMPLATE = _typed(plots.TEMPLATE_JSON)  # the template as to_dict writes it, once
+def draw(where: Any, figure: plots.Figure, *, key: str, **kwargs: Any) -> Any:
+    """``where.plotly_chart(figure, key=key, **kwargs)`` (``where``: ``st``, a column or a
+    container) with the figure in this session's look: larger in presenter mode. A shared figure
+    written for this mode is sent as written. Returns what st.plotly_chart returns (the
+    selection, with ``on_select``)."""
+    mode = presenter.presenting()
+    kwargs.setdefault("theme", None)
+    found = written(figure)
+    if found is not None and found[0] == mode and internals.install():  # sent as written (the private way)
+        return internals.send(where, found[1], found[2], key=key, **kwargs)
+    return internals.send(where, themed(figure, mode), key=key, **kwargs)
 
 
 def shared(build: Callable[..., plots.Figure], presenting: Callable[[], bool]) -> Callable[..., plots.Figure]:
@@ -154,7 +138,7 @@ def shared(build: Callable[..., plots.Figure], presenting: Callable[[], bool]) -
 
     @functools.wraps(build)
     def wrapper(*args: Any, **kwargs: Any) -> plots.Figure:
-        if not ENABLED or getattr(_local, "building", False) or get_script_run_ctx() is None:
+        if not ENABLED or getattr(_local, "building", False) or not internals.in_a_run():
             return build(*args, **kwargs)  # off, inside a builder, or outside a session's run
         key = content_key((args, kwargs))
         if key is None:
@@ -199,48 +183,15 @@ def builders() -> list[str]:
     return names
 
 
-class Prepared(dict):
-    """What st.plotly_chart gets for a shared figure in place of its ``to_dict`` copy: the layout's
-    width and height (Streamlit sizes the chart by them) and the JSON already written."""
-
-    def __init__(self, figure: plots.Figure) -> None:
-        layout = figure._layout  # the figure's own JSON (plots.theme writes to it the same way)
-        super().__init__(layout={k: layout[k] for k in ("width", "height") if layout.get(k) is not None})
-        self.spec = written(figure)
-
-
-_return_figure = plotly.tools.return_figure_from_figure_or_data
-_to_json = plotly.io.to_json
-
-
-def _return_figure_fast(figure_or_data: Any, validate_figure: bool) -> Any:
-    if ENABLED and "_vitviz_specs" in getattr(figure_or_data, "__dict__", {}):  # a shared figure
-        return Prepared(figure_or_data)
-    if ENABLED and isinstance(figure_or_data, plots.Figure):  # to_dict's dictionary, copied faster
-        return as_dict(figure_or_data)
-    return _return_figure(figure_or_data, validate_figure)
-
-
-def _to_json_fast(fig: Any, *args: Any, **kwargs: Any) -> str:
-    if isinstance(fig, Prepared):
-        return fig.spec
-    return _to_json(fig, *args, **kwargs)
-
-
-def share_figures(presenting: Callable[[], bool]) -> None:
-    """Put vitviz.render.plots' builders behind the shelf and let st.plotly_chart send a shared figure's
-    JSON as it is; once per server (a second call does nothing).
+def share_figures(presenting: Callable[[], bool] = presenter.presenting) -> None:
+    """Put vitviz.render.plots' builders behind the shelf, once per server (a second call does nothing).
 
     Args:
         presenting: whether the session that runs on the calling thread is in presenter mode.
     """
-    if getattr(plotly.tools.return_figure_from_figure_or_data, "vitviz_fast", False):
-        return
+    internals.install()
     if os.environ.get("VITVIZ_SHARE_FIGURES", "1") == "0":  # the bench's "before", tests' reference
         return
     for name in builders():
         if not getattr(getattr(plots, name), "vitviz_shared", False):
             setattr(plots, name, shared(getattr(plots, name), presenting))
-    _return_figure_fast.vitviz_fast = True
-    plotly.tools.return_figure_from_figure_or_data = _return_figure_fast
-    plotly.io.to_json = _to_json_fast

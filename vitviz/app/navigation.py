@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz.app import state, web
+from vitviz.app import internals, state, web
 from vitviz.app.text import tr
 from vitviz.app.tour import TOUR
 
@@ -190,21 +190,11 @@ def follow_asked_step(steps: list) -> int | None:
     st.html(web.style("hide_stale.css") if switching else "<style></style>")
     if not switching:
         return None
-    choose_page = _page_chooser()
-    if choose_page is None:
+    if not internals.open_page_now(steps[step]):
         return step
     state.set(step=step)
     st.query_params.from_dict({**state.url_params(), "step": str(step)})
-    choose_page(steps[step]._script_hash, "")
     return None
-
-
-def _page_chooser():
-    """The page manager's hook that says which page this run is on (Streamlit 1.67's
-    ``set_script_intent(page_script_hash, page_name)``), or None where it has none."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    return getattr(getattr(get_script_run_ctx(), "pages_manager", None), "set_script_intent", None)
 
 
 def open_at_the_top(page) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import streamlit as st
 
-from vitviz.app import current, furniture, models, navigation, presenter, state, tour
+from vitviz.app import charts, current, furniture, models, navigation, presenter, state, tour
 from vitviz.app.text import tr
 from vitviz.render import plots
 from vitviz.steps.blocks import (
@@ -127,15 +127,15 @@ def _text(block: Text, where) -> None:
 def _figure(block: Figure, where, height: int | None = None) -> None:
     """A figure and, under it, its takeaway."""
     fig = block.figure
-    if height is not None:  # a slide's height, before presenter mode scales it (plots.theme)
-        fig = plots.built_copy(fig)  # a shared figure may be themed already: not twice
+    if height is not None:  # a slide's height, before presenter mode scales it (charts.draw themes it)
+        fig = plots.built_copy(fig)  # a figure shared by every session is never changed
         fig.update_layout(height=round(height / plots.PRESENTER_SCALE))
     kwargs = {}
     if block.select is not None:
         select = block.select
         choose = furniture.toggle_clicked_patch if select.toggle else furniture.choose_clicked_patch
         kwargs = {"on_select": choose(block.key, select.key, select.count, select.offset), "selection_mode": "points"}
-    where.plotly_chart(fig, width="stretch", key=block.key, **kwargs)
+    charts.draw(where, fig, width="stretch", key=block.key, **kwargs)
     if height is None:
         where.caption(block.takeaway)
 

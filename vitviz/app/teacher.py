@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from vitviz.app import navigation, presenter, state
+from vitviz.app import charts, navigation, presenter, state
 from vitviz.app.classroom import (
     COUNT_EVERY_S,
     GONE,
@@ -181,7 +181,7 @@ def _poll_view() -> None:
             highlight=answer,
             percent=False,
         )
-        left.plotly_chart(figure, width="stretch", key="class_votes")
+        charts.draw(left, figure, width="stretch", key="class_votes")
         if poll.revealed:
             right.markdown(verdict(poll))
         else:

@@ -32,6 +32,8 @@ from collections import deque
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from vitviz.app import internals
+
 QUIET_S = 10.0  # a session that ran within this many seconds still shares the server
 
 
@@ -155,22 +157,12 @@ def server_turns() -> Turns:
 
 def session_id() -> str | None:
     """The Streamlit session whose run this thread is (None outside one)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    return ctx.session_id if ctx is not None else None
+    return internals.session_id()
 
 
 def session_alive(session: str | None) -> bool:
     """Whether a session still has a browser (True outside a server, as under AppTest)."""
-    from streamlit import runtime
-
-    if session is None or not runtime.exists():
-        return True
-    try:
-        return runtime.get_instance().is_active_session(session)
-    except Exception:  # a Streamlit without the call: never stop a run for it
-        return True
+    return internals.session_alive(session)
 
 
 def step_aside() -> None:

@@ -231,7 +231,7 @@ class _Page:
             height += round(1.3 * plots.TITLE_PX[False] * title.count("<br>"))  # and the plot keeps its height
             fig.update_layout(title_text=title)
         fig.update_layout(width=width, height=height, autosize=False)
-        plots.theme(fig)  # the app's look (vitviz.app.presenter themes every figure it draws)
+        fig = plots.theme(fig)  # the app's look, on paper as on the screen (vitviz.app.charts.draw themes the app's)
         markup = fig.to_html(
             include_plotlyjs=False,
             full_html=False,

@@ -7,12 +7,11 @@ keeps plotly's own PNG export, and tests can read the data back from ``fig.data`
 from __future__ import annotations
 
 import base64
-import copy
 import functools
 import io
 import itertools
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -49,21 +48,32 @@ TITLE_TOP = 60  # top margin of a figure with a title: the title's line sits bel
 PANEL_LINE_PX = 22  # each further line of a panel's title
 
 
-# Figures are built from plain dictionaries in one constructor call, without plotly's checks
-# (``_figure``): plotly checks every property it is given, and its update_* methods parse every
-# key path, which made a figure 5-40 ms to build, the largest share of a class's server time per
-# step (docs/benchmarks.md). tests/unit/test_plots.py builds every figure with the checks on too
-# (``VALIDATE``) and compares the JSON, so a dictionary that is not in plotly's own form fails there.
-VALIDATE = False
+# Figures are built from plain dictionaries in one constructor call (``_figure``), on an empty
+# template: plotly would copy its default template into each figure, the larger part of building a
+# small one. The look (template, text sizes) is the renderer's (``themed``). The app builds them
+# without plotly checking every property again (``build_figures_with``, vitviz.app.internals):
+# tests/unit/test_plots.py builds every figure both ways and compares the JSON, so a dictionary
+# that is not in plotly's own form fails there.
+def _checked_figure(data: list[dict], layout: dict) -> go.Figure:
+    return go.Figure(data=data, layout=layout)
+
+
+FigureMaker = Callable[[list[dict], dict], go.Figure]
+_make_figure: FigureMaker = _checked_figure
+
+
+def build_figures_with(make: FigureMaker | None) -> FigureMaker:
+    """Build every figure from its trace and layout dictionaries with ``make`` (None: plotly's
+    checked constructor, the default). Returns the maker used before."""
+    global _make_figure
+    before, _make_figure = _make_figure, make or _checked_figure
+    return before
 
 
 def _figure(data: list[dict], layout: dict) -> go.Figure:
-    """A figure from plain trace and layout dictionaries (each trace with its ``type``), on the
-    app's template (``TEMPLATE_JSON``, shared by every figure and never changed: plotly would
-    copy its own default template into each figure, the larger part of building a small one)."""
-    fig = go.Figure(data=data, layout={**layout, "template": {}}, _validate=VALIDATE)
-    fig._layout["template"] = TEMPLATE_JSON
-    return fig
+    """A figure from plain trace and layout dictionaries (each trace with its ``type``), with no
+    template of its own: ``themed`` gives it the app's."""
+    return _make_figure(data, {**layout, "template": {}})
 
 
 @functools.cache
@@ -117,7 +127,11 @@ TEMPLATE.layout.update(
     xaxis=dict(linecolor="#8c8c8c", gridcolor="#e6e6e6", zerolinecolor="#b3b3b3"),
     yaxis=dict(linecolor="#8c8c8c", gridcolor="#e6e6e6", zerolinecolor="#b3b3b3"),
 )
-TEMPLATE_JSON = TEMPLATE.to_plotly_json()  # what theme() writes into a figure (never changed there)
+PRESENTER_TEMPLATE = go.layout.Template(TEMPLATE)
+PRESENTER_TEMPLATE.layout.update(font=dict(size=TEXT_PX[True]), hoverlabel=dict(font=dict(size=TEXT_PX[True])))
+pio.templates["vitviz"], pio.templates["vitviz_presenter"] = TEMPLATE, PRESENTER_TEMPLATE
+# what themed() puts into a figure's JSON, for the screen (and paper) and for the projector (never changed there)
+TEMPLATES = {False: TEMPLATE.to_plotly_json(), True: PRESENTER_TEMPLATE.to_plotly_json()}
 
 
 Path = tuple[str | int, ...]  # keys and list indices into a figure's plotly JSON
@@ -148,22 +162,14 @@ def _get(spec: dict, path: Path) -> object:
 
 
 def _put(spec: dict, path: Path, value: object) -> None:
-    """Set ``path`` in a plotly JSON dict, making the dicts on the way; None removes the key (and
-    the dicts left empty)."""
+    """Set ``path`` in a plotly JSON dict of the caller's own, copying the dicts and lists on the
+    way (they may be shared with the figure the JSON was read from) or making the missing ones."""
     *parents, last = path
-    chain = []
     for key in parents:
-        chain.append((spec, key))
-        spec = spec.setdefault(key, {}) if isinstance(key, str) else spec[key]
-    if value is not None:
-        spec[last] = value
-        return
-    spec.pop(last, None)
-    for parent, key in reversed(chain):  # and the dicts it leaves empty (made on the way here)
-        if isinstance(key, str) and parent[key] == {}:
-            del parent[key]
-        else:
-            break
+        child = spec[key] if isinstance(key, int) else spec.get(key)
+        spec[key] = child = list(child) if isinstance(child, (list, tuple)) else dict(child or {})
+        spec = child
+    spec[last] = value
 
 
 def ems(text: str) -> float:
@@ -188,36 +194,33 @@ def wrap(text: str, width: float) -> str:
 
 
 def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
-    """The app's look, in place: dark text on white (``TEMPLATE``), the palette, and no text
-    under ``MIN_TEXT_PX``. In presenter mode every text grows by TEXT_PX[True] / TEXT_PX[False]
-    and the figure (its top margin, where titles sit, too) by ``PRESENTER_SCALE``: a projector's
-    figures are drawn larger, never zoomed, since a zoomed page cuts them at their column's edge.
+    """A copy of ``fig`` in the app's look (``themed``); ``fig`` itself is left as it is."""
+    return go.Figure(themed(fig.to_dict(), presenter))
 
-    vitviz.app.presenter themes every figure a page hands to st.plotly_chart. A figure themed before
-    (one kept in a cache and drawn again) is themed again only when the mode changed, from the
-    values it had before its first theming.
+
+def themed(spec: dict, presenter: bool = False) -> dict:
+    """A figure's plotly JSON (``to_dict``) in the app's look: dark text on white (the templates
+    ``vitviz`` and ``vitviz_presenter``, ``TEMPLATES``), the palette, and no text under
+    ``MIN_TEXT_PX``. In presenter mode every text grows by TEXT_PX[True] / TEXT_PX[False] and the
+    figure (its top margin, where titles sit, too) by ``PRESENTER_SCALE``: a projector's figures
+    are drawn larger, never zoomed, since a zoomed page cuts them at their column's edge.
+
+    ``spec`` is left as it is (a figure shared by every session is themed for each session's mode,
+    and may be read by another thread meanwhile): the result is a new dictionary, which shares
+    with ``spec`` only what it does not change. vitviz.app.charts.draw themes every figure the app
+    draws; the handout themes its own.
     """
-    mode = "presenter" if presenter else "screen"
-    done, before = getattr(fig, "_vitviz_theme", (None, []))
-    if done == mode:
-        return fig
-    if done is None:  # the figure as built, for a caller that copies it (built_copy)
-        fig._vitviz_built = fig.to_dict()
-    # The figure's own JSON, written directly: plotly's setters validate every value again, on
-    # every rerun (docs/benchmarks.md). Only sizes, colours and the template change, to values of
-    # the right type.
-    specs = [fig._layout, *fig._data]  # the layout, then every trace
-    for (target, path), value in before:  # themed for the other mode: back to how it was built
-        _put(specs[target], path, value)
+    layout = dict(spec.get("layout") or {})
+    data = [dict(trace) for trace in spec.get("data") or ()]
+    specs = [layout, *data]  # the layout, then every trace
     scale, floor = TEXT_PX[presenter] / TEXT_PX[False], MIN_TEXT_PX[presenter]
     changes: dict[tuple[int, Path], object] = {}  # (0 for the layout or 1 + a trace's index, path) -> value
-    for target, spec in enumerate(specs):
-        for path, size in _fonts(spec):
+    for target, part in enumerate(specs):
+        for path, size in _fonts(part):
             if size is not None:
                 changes[target, (*path, "size")] = max(round(size * scale), floor)
-    layout = specs[0]
     changes |= {
-        (0, ("template",)): TEMPLATE_JSON,
+        (0, ("template",)): TEMPLATES[presenter],
         (0, ("font", "size")): max(round((_get(layout, ("font", "size")) or TEXT_PX[False]) * scale), floor),
         (0, ("font", "color")): TEXT_COLOUR,
         (0, ("font", "family")): FONT_FAMILY,
@@ -242,19 +245,15 @@ def theme(fig: go.Figure, presenter: bool = False) -> go.Figure:
         for index, note in enumerate(layout.get("annotations", [])):
             if note.get("yshift"):  # labels stacked at pixel offsets (the card's stage labels)
                 changes[0, ("annotations", index, "yshift")] = note["yshift"] * scale
-    kept = [((target, path), _get(specs[target], path)) for target, path in changes]
     for (target, path), value in changes.items():
         _put(specs[target], path, value)
-    fig._vitviz_theme = (mode, kept)  # the values before: a later theming for the other mode starts from them
-    return fig
+    return {**spec, "layout": layout, "data": data}
 
 
 def built_copy(fig: go.Figure) -> go.Figure:
-    """A copy of ``fig`` as it was built, before any ``theme`` (which themes a figure in place: a
-    shared figure may have been themed for a mode already), for a caller that changes it and
-    themes the copy itself."""
-    built = getattr(fig, "_vitviz_built", None)
-    return go.Figure(fig) if built is None else go.Figure(copy.deepcopy(built))
+    """A copy of ``fig`` for a caller that changes it: a figure the app shares between sessions is
+    never changed (``themed`` works on copies of its JSON too)."""
+    return go.Figure(fig)
 
 
 def to_uint8(image: np.ndarray) -> np.ndarray:

@@ -124,7 +124,7 @@ def _training(subject: Subject, card: ModelCard) -> list:
         shown.append(Text(tr("card.stages", count=len(stages), stages=" → ".join(parts)), role="caption"))
     labels = {key: tr(f"card.curve.{key}") for key in plots.CURVE_KEYS}
     curves = plots.training_curves(card.history, labels, planned, starts[1:], stage_names=parts[1:])
-    curves = plots.built_copy(curves)  # a copy as built: the app shares (and themes) the built figure
+    curves = plots.built_copy(curves)  # a copy to change: the app shares the built figure
     curves.update_layout(legend=LEGEND_AT_THE_FOOT)  # under the axes' titles, at any height (a slide's)
     said = claims.training_curve(card.history)
     shown.append(Figure("card_curves", curves, subject.says(said) if said else ""))
@@ -138,7 +138,7 @@ def _training(subject: Subject, card: ModelCard) -> list:
     per_class = card.per_class_accuracy
     if per_class:
         names = [subject.label(c) for c in per_class]
-        bars = plots.built_copy(  # a copy as built: the app shares (and themes) the built figure
+        bars = plots.built_copy(  # a copy to change: the app shares the built figure
             plots.bars(names, list(per_class.values()), title=tr("card.per_class"), height=120 + 30 * len(per_class))
         )
         bars.update_yaxes(tickmode="array", tickvals=names, ticktext=names)  # every class named, at a slide's height

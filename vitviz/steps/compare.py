@@ -269,7 +269,7 @@ def _reach(subject: Subject, cnn) -> list:
     )
     # the CNN's layers by their place in its groups ("1.conv3", hover: "groups.1.conv3"): the full
     # names, turned 45 degrees, took more of a slide's height than the plot
-    chart = plots.built_copy(chart)  # a copy as built: the app shares (and themes) the built figure
+    chart = plots.built_copy(chart)  # a copy to change: the app shares the built figure
     chart.update_layout(xaxis_ticktext=[name.removeprefix("groups.") for name, _ in fields])
     return [
         Heading(tr("compare.reach_title")),

@@ -84,7 +84,7 @@ def class_figures(
     height = 160 + 42 * min(len(classes), 20)
     bars = plots.built_copy(plots.bars(labels, accuracy, title=tr("mistakes.per_class_title"), height=height))  # a copy
     confusion = result.confusion().numpy()
-    matrix = plots.built_copy(  # a copy as built: the app shares (and themes) the built figure
+    matrix = plots.built_copy(  # a copy to change: the app shares the built figure
         plots.confusion_matrix(
             confusion,
             labels,

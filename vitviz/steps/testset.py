@@ -74,7 +74,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
         title=tr("map.title", count=count, token=tr(f"map.token.{token}"), layer=layer_text(layer)),
     )
     # the classes' legend in rows under the map: beside it, ten classes ran past a slide's height
-    chart = plots.built_copy(chart)  # a copy as built: the app shares (and themes) the built figure
+    chart = plots.built_copy(chart)  # a copy to change: the app shares the built figure
     chart.update_layout(legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0))
     said = subject.says(claims.test_set_map(points, labels, predictions))
     clickable = Select("map_point", len(labels)) if data is not None else None

@@ -56,7 +56,7 @@ def _this_image(subject: Subject) -> list:
             y_title=tr("trust.y", answer=answer),
         )
         # the legend (a line per map) beside the plot, not under it: under it, it took a slide's height
-        curves = plots.built_copy(curves)  # a copy as built: the app shares (and themes) the built figure
+        curves = plots.built_copy(curves)  # a copy to change: the app shares the built figure
         curves.update_layout(legend=LEGEND_BESIDE, height=curves.layout.height - plots.legend_room(len(ranked) + 1))
         shown.append(Figure(f"trust_{kind}", curves, subject.says(claims.trust_curve(reading, kind))))
     rows = tables.trust_rows(reading, [m for m in result.methods if m != faithfulness.RANDOM])
