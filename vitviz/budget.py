@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from vitviz.config import ModelConfig, ViTConfig
 from vitviz.model import build_model
@@ -110,9 +111,6 @@ def cost(config: ModelConfig) -> Cost:
     if isinstance(config, ViTConfig) and not config.is_hybrid:  # its matmuls, from the shapes alone
         return _vit_cost(config, params, vit_flops(config))
     # a hybrid's ResNet or a CNN: counted on a forward pass over the meta device
-    # imported here: it imports Triton, some 0.2 CPU-s of a server's start that a ViT never needs
-    from torch.utils.flop_counter import FlopCounterMode
-
     counts: list[int] = []  # a CNN's layers' outputs, as the comparison page keeps them
     hooks = [m.register_forward_hook(_output_counter(counts)) for m in model.modules()]
     try:
