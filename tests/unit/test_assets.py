@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from vitviz.app import assets
 from vitviz.app.assets import CompressedAssets, streamlit_static_dir
 
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = "console.log('vitviz');\n" * 2000
 
 
@@ -127,3 +130,55 @@ def test_under_a_base_url_path_only_its_static_folder_is_served(build):
 def test_the_installed_streamlit_has_the_build_it_serves():
     scripts = list((streamlit_static_dir() / "static" / "js").glob("*.js"))
     assert (streamlit_static_dir() / "index.html").is_file() and len(scripts) > 10
+
+
+def test_a_server_started_later_reads_the_compressed_file_kept_on_disk(build, compressions, tmp_path_factory):
+    store = tmp_path_factory.mktemp("store")
+    first = CompressedAssets(streamlit, static_dir=build, base_url="", store=store)
+    _, headers, body = request(first, "/static/js/index.abc123.js", accept_encoding="gzip")
+    assert compressions == [1] and len(list(store.glob("*.gz"))) == 1
+    later = CompressedAssets(streamlit, static_dir=build, base_url="", store=store)  # another server
+    _, later_headers, later_body = request(later, "/static/js/index.abc123.js", accept_encoding="gzip")
+    assert compressions == [1]  # read, not compressed again
+    assert later_body == body and later_headers["etag"] == headers["etag"]
+    assert gzip.decompress(later_body).decode() == SCRIPT
+
+
+def test_a_damaged_or_missing_kept_file_is_compressed_afresh(build, compressions, tmp_path_factory):
+    store = tmp_path_factory.mktemp("store")
+    request(
+        CompressedAssets(streamlit, static_dir=build, base_url="", store=store),
+        "/static/js/index.abc123.js",
+        accept_encoding="gzip",
+    )
+    (kept,) = store.glob("*.gz")
+    kept.write_bytes(kept.read_bytes()[:100])  # a half-written file, or a disk that lost it
+    _, _, body = request(
+        CompressedAssets(streamlit, static_dir=build, base_url="", store=store),
+        "/static/js/index.abc123.js",
+        accept_encoding="gzip",
+    )
+    assert gzip.decompress(body).decode() == SCRIPT and compressions == [1, 1]
+    unwritable = store / "a-file-not-a-folder"
+    unwritable.write_text("")
+    _, _, body = request(
+        CompressedAssets(streamlit, static_dir=build, base_url="", store=unwritable),
+        "/static/js/index.abc123.js",
+        accept_encoding="gzip",
+    )
+    assert gzip.decompress(body).decode() == SCRIPT  # a store it cannot write only costs the compression
+
+
+def test_the_apps_store_is_in_vitviz_cache_folder_without_importing_torch(monkeypatch, tmp_path):
+    from vitviz.data import cache_dir
+
+    for value in (None, str(tmp_path)):
+        if value is None:
+            monkeypatch.delenv("VITVIZ_CACHE", raising=False)
+        else:
+            monkeypatch.setenv("VITVIZ_CACHE", value)
+        assert assets.default_store() == cache_dir() / "frontend-gzip"
+    # app.py asks for it while the server starts: it must not wait for torch's import
+    code = "import sys, vitviz.app.assets as a; a.default_store(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "False"

@@ -7,6 +7,9 @@ fetches them over the same Wi-Fi. ``CompressedAssets`` gzips each file the first
 asks for it, keeps the result (the files are content-hashed and never change while the server
 runs) and answers every later request from memory: about a third of the bytes (the overview's
 first view: 9.65 -> 3.09 MB, docs/benchmarks.md), for one compression per file per server.
+With a ``store`` (the app's: ``default_store()``), the compressed files are also kept on disk,
+named by their content's hash, so a server started later reads them instead of compressing again:
+the frontend's first view cost a fresh server some 0.4 CPU-s of gzip (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -14,7 +17,11 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import logging
 import mimetypes
+import os
+import tempfile
+import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +34,16 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 COMPRESSED_SUFFIXES = (".js", ".css")  # fonts (woff2) and pictures are compressed already
 # Streamlit's own header for its content-hashed bundles (web/server/starlette/starlette_static_routes.py)
 CACHE_CONTROL = b"public, immutable, max-age=31536000"
+
+log = logging.getLogger(__name__)
+
+
+def default_store() -> Path:
+    """Where the app keeps the compressed frontend between servers: in vitviz's cache folder,
+    ``vitviz.data.cache_dir()`` (VITVIZ_CACHE, else ~/.cache/vitviz), spelled out here because
+    app.py asks before the server answers, and ``vitviz.data`` imports torch (seconds; tested)."""
+    env = os.environ.get("VITVIZ_CACHE")
+    return (Path(env).expanduser() if env else Path.home() / ".cache" / "vitviz") / "frontend-gzip"
 
 
 def streamlit_static_dir() -> Path:
@@ -48,10 +65,19 @@ class CompressedAssets:
         static_dir: the frontend build (default: the installed Streamlit's).
         base_url: ``server.baseUrlPath`` (default: read from Streamlit's config per request).
         level: gzip's compression level.
+        store: a folder that keeps each compressed file for later servers (None: memory only).
     """
 
-    def __init__(self, app: App, static_dir: Path | None = None, base_url: str | None = None, level: int = 6) -> None:
+    def __init__(
+        self,
+        app: App,
+        static_dir: Path | None = None,
+        base_url: str | None = None,
+        level: int = 6,
+        store: Path | None = None,
+    ) -> None:
         self.app = app
+        self.store = store
         self.static_dir = (static_dir or streamlit_static_dir()).resolve()
         self.base_url = base_url
         self.level = level
@@ -110,4 +136,33 @@ class CompressedAssets:
 
     def _compress(self, file: Path) -> tuple[bytes, str]:
         data = file.read_bytes()
-        return gzip.compress(data, compresslevel=self.level, mtime=0), f'"{hashlib.md5(data).hexdigest()}-gzip"'
+        digest = hashlib.md5(data).hexdigest()
+        kept = self.store / f"{digest}-{self.level}.gz" if self.store is not None else None
+        body = _read_kept(kept, data) if kept is not None else None
+        if body is None:
+            body = gzip.compress(data, compresslevel=self.level, mtime=0)
+            if kept is not None:
+                _keep(kept, body)
+        return body, f'"{digest}-gzip"'
+
+
+def _read_kept(kept: Path, data: bytes) -> bytes | None:
+    """A compressed file a server kept before, when it is there and unpacks to ``data``
+    (checked: a truncated or foreign file is compressed afresh); else None."""
+    try:
+        body = kept.read_bytes()
+        return body if gzip.decompress(body) == data else None
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error):
+        return None
+
+
+def _keep(kept: Path, body: bytes) -> None:
+    """Write a compressed file for later servers, whole or not at all (a temporary file renamed:
+    two servers starting at once never read half of one); a read-only disk only logs."""
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=kept.parent, suffix=".tmp", delete=False) as out:
+            out.write(body)
+        os.replace(out.name, kept)
+    except OSError as err:
+        log.info("the compressed frontend is not kept on disk (%s): each server compresses it once", err)
