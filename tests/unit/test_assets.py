@@ -170,7 +170,7 @@ def test_a_damaged_or_missing_kept_file_is_compressed_afresh(build, compressions
 
 
 def test_the_apps_store_is_in_vitviz_cache_folder_without_importing_torch(monkeypatch, tmp_path):
-    from vitviz.data import cache_dir
+    from vitviz.models.data import cache_dir
 
     for value in (None, str(tmp_path)):
         if value is None:

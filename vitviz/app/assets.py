@@ -40,8 +40,8 @@ log = logging.getLogger(__name__)
 
 def default_store() -> Path:
     """Where the app keeps the compressed frontend between servers: in vitviz's cache folder,
-    ``vitviz.data.cache_dir()`` (VITVIZ_CACHE, else ~/.cache/vitviz), spelled out here because
-    app.py asks before the server answers, and ``vitviz.data`` imports torch (seconds; tested)."""
+    ``vitviz.models.data.cache_dir()`` (VITVIZ_CACHE, else ~/.cache/vitviz), spelled out here because
+    app.py asks before the server answers, and ``vitviz.models.data`` imports torch (seconds; tested)."""
     env = os.environ.get("VITVIZ_CACHE")
     return (Path(env).expanduser() if env else Path.home() / ".cache" / "vitviz") / "frontend-gzip"
 
