@@ -379,6 +379,32 @@ def test_theming_a_figures_json_leaves_that_json_as_it_was(name):
     assert plotly.io.to_json(spec, validate=False) == before
 
 
+@pytest.mark.parametrize("name", ["bars", "small_multiples", "multi_line"])
+def test_a_figure_on_paper_is_the_themed_figure_plotly_checked(name):
+    """The handout writes a figure's themed JSON without building a second, checked figure: what
+    plotly.js receives is what the checked figure would have written, and the figure is unchanged."""
+    import json
+
+    fig = BUILDERS[name]()
+    built = fig.to_dict()
+    markup = plots.paper_html(fig, "fig-x", {"displayModeBar": False}, 500, 300)
+    checked = plots.theme(fig).to_html(
+        include_plotlyjs=False, full_html=False, div_id="fig-x", config={"displayModeBar": False}
+    )
+
+    def drawn(html: str) -> list:
+        decoder, at = json.JSONDecoder(), html.index("Plotly.newPlot(")
+        at = html.index("[", at)
+        data, at = decoder.raw_decode(html, at)
+        layout, at = decoder.raw_decode(html, html.index("{", at))
+        config, _ = decoder.raw_decode(html, html.index("{", at))
+        return [data, layout, config]
+
+    assert drawn(markup) == drawn(checked)
+    assert 'id="fig-x"' in markup
+    assert fig.to_dict() == built
+
+
 def test_the_looks_are_plotly_templates_by_name():
     """The renderer picks a look by a registered template's name (public plotly API)."""
     assert plotly.io.templates["vitviz"].to_plotly_json() == plots.TEMPLATES[False]

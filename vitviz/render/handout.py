@@ -231,15 +231,8 @@ class _Page:
             height += round(1.3 * plots.TITLE_PX[False] * title.count("<br>"))  # and the plot keeps its height
             fig.update_layout(title_text=title)
         fig.update_layout(width=width, height=height, autosize=False)
-        fig = plots.theme(fig)  # the app's look, on paper as on the screen (vitviz.app.charts.draw themes the app's)
-        markup = fig.to_html(
-            include_plotlyjs=False,
-            full_html=False,
-            div_id=f"fig-{name}",
-            config=PLOT_CONFIG,
-            default_width=f"{width}px",
-            default_height=f"{height}px",
-        )
+        # the app's look, on paper as on the screen (vitviz.app.charts.draw themes the app's)
+        markup = plots.paper_html(fig, f"fig-{name}", PLOT_CONFIG, width, height)
         return f'<div class="figure" style="width:{width}px">{markup}</div>'
 
     def html(self) -> str:
