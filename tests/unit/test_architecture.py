@@ -331,6 +331,21 @@ def test_every_app_module_is_at_most_300_lines():
     assert long == {}
 
 
+RENDERER_LINES = 60  # a renderer's function reads at a glance: what a block becomes, nothing else
+RENDERERS = ("vitviz/app/render.py", "vitviz/render/handout.py")  # the page and slides, and paper
+
+
+def test_every_renderer_function_is_at_most_60_lines():
+    long = [
+        f"{name}: {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+        for name in RENDERERS
+        for node in ast.walk(ast.parse((ROOT / name).read_text()))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.lineno + 1 > RENDERER_LINES
+    ]
+    assert long == []
+
+
 ISSUE = re.compile(r"\bissues? ?[#-]? ?[0-9]+", re.IGNORECASE)  # "issue 43", "Issue #43", "issues 18"
 
 

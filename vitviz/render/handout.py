@@ -365,52 +365,14 @@ def build(
     Raises:
         ImageError: the bytes are not an image this project reads.
     """
-    config = model.config
-    picture = load_image(image_bytes)
-    if trace is None:
-        pixels = on_weights(to_tensor(picture, config.preprocess, config.in_chans), model)
-        with torch.inference_mode():
-            trace = model.explain(pixels).detach()
-    probs = trace.logits[0].float().softmax(dim=-1)
-    found = verdict(probs, config.class_names, truth.class_name) if truth else None
-    cnn_name = cnn.spec.name if cnn is not None else ""
-    subject = Subject(
-        model,
-        np.asarray(picture),
-        trace,
-        lang,
-        found,
-        name=spec.name,
-        image_bytes=image_bytes,
-        compute=Compute({cnn_name: cnn} if cnn is not None else None),
-        dataset=truth.dataset if truth else "",
-        spec=spec,
-        trained=spec.trained,
-        paper=True,
-    )
+    subject = _subject(model, spec, image_bytes, lang, truth, trace, cnn)
     page = _Page(lang)
-    total = 9
     model_title = spec.title_in(lang)
     page.raw(f"<h1>{html.escape(page.tr('handout.heading'))}</h1>")
     page.text(page.tr("handout.about", model=model_title, image=image_name or "-"))
     if not spec.trained:
         page.raw(f'<div class="verdict wrong">{markdown(page.tr("sidebar.untrained"))}</div>')
-    page.described(0, total, overview.describe(subject, {}))
-    page.described(1, total, model_input.describe(subject, {}))
-    page.described(2, total, patches.describe(subject, {}))
-    page.described(3, total, vectors.describe(subject, {}))
-    page.described(4, total, tokens.describe(subject, {}))
-    if trace.depth:
-        page.described(5, total, attention.describe(subject, {}))
-        page.described(6, total, encoder_block.describe(subject, {}))
-    page.described(7, total, prediction.describe(subject, {}))
-    if cnn is not None and config.num_classes:
-        listed = cnn_name in subject.compute.cnns()  # the page's list, else its box for a CNN file
-        page.described(8, total, compare.describe(subject, {"compare_cnn" if listed else "compare_cnn_path": cnn_name}))
-    page.described(9, total, card.describe(subject, {}))
-    if trace.depth:  # the lab, for this image and the model's test set
-        page.described(10, total, trust.describe(subject, {}), lab=True)
-    page.described(11, total, testset.describe(subject, {}), lab=True)
+    _steps(page, subject, cnn.spec.name if cnn is not None else None)
     title = f"vitviz: {model_title} · {image_name}" if image_name else f"vitviz: {model_title}"
     return (
         f'<!DOCTYPE html>\n<html lang="{lang}">\n<head>\n<meta charset="utf-8">\n'
@@ -420,6 +382,62 @@ def build(
         f'<script type="text/javascript">{plots.plotly_js()}</script>\n'
         f"</head>\n<body>\n<main>\n{page.html()}\n</main>\n</body>\n</html>\n"
     )
+
+
+def _subject(
+    model: VisionTransformer,
+    spec: zoo.ModelSpec,
+    image_bytes: bytes,
+    lang: str,
+    truth: Truth | None,
+    trace: Trace | None,
+    cnn: zoo.Loaded | None,
+) -> Subject:
+    """What the handout's steps describe: ``build``'s arguments, the trace computed here when the
+    caller has none (float32)."""
+    config = model.config
+    picture = load_image(image_bytes)
+    if trace is None:
+        pixels = on_weights(to_tensor(picture, config.preprocess, config.in_chans), model)
+        with torch.inference_mode():
+            trace = model.explain(pixels).detach()
+    probs = trace.logits[0].float().softmax(dim=-1)
+    found = verdict(probs, config.class_names, truth.class_name) if truth else None
+    return Subject(
+        model,
+        np.asarray(picture),
+        trace,
+        lang,
+        found,
+        name=spec.name,
+        image_bytes=image_bytes,
+        compute=Compute({cnn.spec.name: cnn} if cnn is not None else None),
+        dataset=truth.dataset if truth else "",
+        spec=spec,
+        trained=spec.trained,
+        paper=True,
+    )
+
+
+def _steps(page: _Page, subject: Subject, cnn_name: str | None) -> None:
+    """Every step the tour's pages draw for this subject, in the tour's order, then the lab's."""
+    total, depth = 9, subject.trace.depth
+    page.described(0, total, overview.describe(subject, {}))
+    page.described(1, total, model_input.describe(subject, {}))
+    page.described(2, total, patches.describe(subject, {}))
+    page.described(3, total, vectors.describe(subject, {}))
+    page.described(4, total, tokens.describe(subject, {}))
+    if depth:
+        page.described(5, total, attention.describe(subject, {}))
+        page.described(6, total, encoder_block.describe(subject, {}))
+    page.described(7, total, prediction.describe(subject, {}))
+    if cnn_name is not None and subject.model.config.num_classes:
+        listed = cnn_name in subject.compute.cnns()  # the page's list, else its box for a CNN file
+        page.described(8, total, compare.describe(subject, {"compare_cnn" if listed else "compare_cnn_path": cnn_name}))
+    page.described(9, total, card.describe(subject, {}))
+    if depth:  # the lab, for this image and the model's test set
+        page.described(10, total, trust.describe(subject, {}), lab=True)
+    page.described(11, total, testset.describe(subject, {}), lab=True)
 
 
 def file_name(model_name: str, image_name: str, lang: str) -> str:
