@@ -12,8 +12,16 @@ Two phases, each a run of ``vitviz.training.train`` in the work folder (``.lease
    teacher: the ViT learns from exactly the weights that come back.
 2. ``vit``: Lee et al.'s same-cost ViT (``--preset cifar10-vit-lee``: depth 9, 12 heads, MLP
    ratio 2, 300 passes) taught by it (DeiT's hard distillation), at the batch a GPU needs. Its
-   epochs are fitted to the time the call has left when it begins (``fitted``: a short probe
-   measures its speed), so the schedule ends in the call instead of stopping at a high rate.
+   epochs are fitted to the time the call has left when it begins (``fitted``), so the schedule
+   ends in the call instead of stopping at a high rate. First a probe (``probe``) measures the
+   ViT's images/s as it is, with torch.compile, with CUDA graphs (``reduce-overhead``) and
+   autotuned kernels (``max-autotune``), then the fastest of those at twice the batch, and the
+   run takes the fastest: a lease buys steps, so each step should cost least. A candidate this
+   machine cannot run (no CUDA, no compiler) is skipped with a line in the log.
+   The ViT keeps snapshots (``VIT_SNAPSHOTS``: before its first step, after epochs 1, 5 and 20,
+   and at its end; float16) in its run folder's ``snapshots/``, with ``snapshots.json`` (its
+   per-epoch accuracy and loss), for a page on how the ViT learned (``vitviz.training.train.write_snapshot``
+   has the form).
 
 Both build their batches on the device (``loader="device"``). The call stops itself before
 ``--budget`` seconds have passed (after an epoch, when another would not end in time) and packs
@@ -45,7 +53,7 @@ from vitviz import commandline
 from vitviz.models import zoo
 from vitviz.models.card import ModelCard
 from vitviz.models.model import build_model
-from vitviz.training.train import PRESETS, TrainConfig, hardware_label, load_data, read_run, train
+from vitviz.training.train import PRESETS, SNAPSHOTS, Snapshots, TrainConfig, hardware_label, load_data, read_run, train
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +82,20 @@ TINY = dict(
 TINY_CNN = dict(TINY, model={**CNN_RECIPE["model"], "stem_width": 24, "widths": [8, 8], "group_convs": 3})
 TINY_VIT = dict(TINY, epochs=3, warmup_epochs=1, model={"embed_dim": 24, "depth": 2, "num_heads": 12, "mlp_ratio": 2.0})
 
+VIT_SNAPSHOTS = "0,1,5,20,end"  # about 5.4 MB each in float16: 27 MB for the five
+# The probe's candidates, in order, each a change to the ViT's recipe; then the fastest of them at
+# ``LARGER_BATCH`` times the batch (its rate scaled by the square root, as VIT_RECIPE's was)
+PROBE_CANDIDATES = (
+    {"compile": "off"},
+    {"compile": "default"},  # fused kernels
+    {"compile": "reduce-overhead"},  # and CUDA graphs: a small model's step waits on kernel launches
+    {"compile": "max-autotune"},  # and autotuned matmuls
+)
+TINY_PROBE = ({"compile": "off"}, {"compile": "reduce-overhead"})  # --tiny: no compiling on a CPU in seconds
+CUDA_MODES = {"reduce-overhead", "max-autotune"}  # their point is CUDA graphs and GPU kernels
+LARGER_BATCH = 2
+PROBE_SHARE = 0.3  # of the time left, what the probe may take: candidates after that are skipped
+
 PART_BYTES = 15 * 2**20  # a file the device tool brings back: at most 16 MiB
 PACK_BYTES = 60 * 2**20  # all of them: at most 64 MiB
 TEACHER = "teacher"  # the work folder's float16 CNN, the ViT's teacher
@@ -98,7 +120,8 @@ def pack(work: Path, out: Path, summary: dict[str, Any], cnn_run: Path | None = 
     """Write ``work``'s state into ``out`` as ``lease.tar.part-NN`` and ``lease.json``.
 
     The pack holds the teacher (float16, about 20 MB for airbench96's net), the ViT's checkpoint
-    (about 33 MB with AdamW's moments) or finished weights, both runs' cards and histories, and
+    (about 33 MB with AdamW's moments) or finished weights, both runs' cards and histories, the
+    ViT's snapshots as far as they fit (packed last: a pack of the finished ViT holds all five), and
     the CNN's checkpoint only while the CNN is unfinished and it fits (airbench96's, with
     lookahead, takes about 120 MB: a call cut off in the CNN's phase starts it again elsewhere).
     Once the teacher exists, ``cnn_run``'s checkpoint and float32 weights stay out.
@@ -109,6 +132,8 @@ def pack(work: Path, out: Path, summary: dict[str, Any], cnn_run: Path | None = 
     chosen = [p for p in chosen if p.name != "checkpoint.pt" or not finished_run(p.parent)]
     if cnn_run is not None and (work / TEACHER).exists():
         chosen = [p for p in chosen if p.parent != cnn_run or p.suffix not in (".pt", ".safetensors")]
+    # snapshots last: past the limit they are left out (for this pack), never the teacher or a checkpoint
+    chosen.sort(key=lambda p: SNAPSHOTS in p.relative_to(work).parts)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         total = 0
@@ -187,8 +212,88 @@ def fit_schedule(cfg: TrainConfig, seconds_left: float, epoch_seconds: float) ->
     return {"epochs": epochs, "warmup_epochs": min(warmup, epochs), "planned_epochs": cfg.epochs}
 
 
-def fitted(cfg: TrainConfig, work: Path, deadline: float) -> TrainConfig:
-    """``cfg`` with its schedule fitted to the time until ``deadline``, measured by a probe run.
+def probe_speed(cfg: TrainConfig, work: Path) -> float:
+    """The images/s of ``cfg``'s training step: two epochs of ``PROBE_STEPS`` steps, the second
+    (warm: compiled, its CUDA graphs recorded) measured."""
+    probe_dir = work / ".probe"  # a dot: never packed
+    shutil.rmtree(probe_dir, ignore_errors=True)
+    probe_images = PROBE_STEPS * cfg.batch_size
+    probe = dataclasses.replace(
+        cfg, name="probe", epochs=2, warmup_epochs=1, eval_every=2, checkpoint_every=2,
+        limit_train=min(cfg.limit_train, probe_images) if cfg.limit_train else probe_images,
+        limit_test=cfg.batch_size,
+    )  # fmt: skip
+    try:
+        return train(probe, out=probe_dir).history[-1]["images_per_s"]
+    finally:
+        shutil.rmtree(probe_dir, ignore_errors=True)
+        if cfg.compile != "off":
+            torch._dynamo.reset()  # the next candidate compiles afresh, and this one's graphs are freed
+
+
+def larger_batch(changes: dict[str, Any], cfg: TrainConfig) -> dict[str, Any]:
+    """``changes`` at ``LARGER_BATCH`` times ``cfg``'s batch, the rate scaled by its square root."""
+    return {**changes, "batch_size": cfg.batch_size * LARGER_BATCH, "lr": cfg.lr * LARGER_BATCH**0.5}
+
+
+def probe(
+    cfg: TrainConfig, work: Path, deadline: float, candidates: tuple[dict[str, Any], ...] = PROBE_CANDIDATES
+) -> tuple[dict[str, Any], float, list[dict[str, Any]]]:
+    """Measure each candidate change to ``cfg`` (then the fastest at a larger batch) and return the
+    fastest: (its changes, its images/s, a row per candidate with its images/s or why it was skipped).
+
+    A candidate this machine cannot run is skipped with a line in the log, never a crash: a CUDA
+    mode without CUDA, a compiler that fails, a batch that does not fit. So is one that would take
+    the probe past ``PROBE_SHARE`` of the time left (were it to take as long as the longest so far).
+
+    Raises:
+        RuntimeError: no candidate ran.
+    """
+    started = time.monotonic()
+    allowed = PROBE_SHARE * max(deadline - started, 0.0)
+    rows: list[dict[str, Any]] = []
+    longest = [0.0]  # the longest candidate's seconds so far
+
+    def measure(changes: dict[str, Any]) -> None:
+        row: dict[str, Any] = dict(changes)
+        rows.append(row)
+        if changes.get("compile") in CUDA_MODES and not torch.cuda.is_available():
+            row["skipped"] = "needs CUDA"
+        elif rows[:-1] and time.monotonic() - started + longest[0] > allowed:  # it may take as long as the longest
+            row["skipped"] = f"the probe had taken {time.monotonic() - started:.0f} s of its {allowed:.0f} s"
+        else:
+            began = time.monotonic()
+            try:
+                row["images_per_s"] = probe_speed(dataclasses.replace(cfg, **changes), work)
+            except Exception as err:  # noqa: BLE001 - whatever a candidate raises, the others still run
+                first_line = (str(err).strip().splitlines() or [""])[0]
+                row["skipped"] = f"{type(err).__name__}: {first_line[:200]}"
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+            longest[0] = max(longest[0], time.monotonic() - began)
+        if "skipped" in row:
+            log.info("probe: skipped %s (%s)", json.dumps(changes), row["skipped"])
+        else:
+            log.info("probe: %s trains %.1f images/s", json.dumps(changes), row["images_per_s"])
+
+    for changes in candidates:
+        measure(changes)
+    ran = [row for row in rows if "images_per_s" in row]
+    if ran:  # the fastest so far, at a larger batch
+        fastest = max(ran, key=lambda row: row["images_per_s"])
+        measure(larger_batch({k: v for k, v in fastest.items() if k != "images_per_s"}, cfg))
+        ran = [row for row in rows if "images_per_s" in row]
+    if not ran:
+        raise RuntimeError(f"No candidate of the probe ran on this machine: {json.dumps(rows)}")
+    best = max(ran, key=lambda row: row["images_per_s"])
+    return {k: v for k, v in best.items() if k != "images_per_s"}, best["images_per_s"], rows
+
+
+def fitted(
+    cfg: TrainConfig, work: Path, deadline: float, candidates: tuple[dict[str, Any], ...] = PROBE_CANDIDATES
+) -> TrainConfig:
+    """``cfg`` with the fastest of ``candidates`` (``probe``) and its schedule fitted to the time
+    until ``deadline`` at that speed.
 
     The first call that reaches the ViT fits it and writes ``fit.json`` into the work folder (so
     it travels in the pack); every later call reads it back, and the run resumes with the recipe it
@@ -198,24 +303,22 @@ def fitted(cfg: TrainConfig, work: Path, deadline: float) -> TrainConfig:
     if not record.exists():
         if (work / cfg.name / "checkpoint.pt").exists():
             return cfg
-        probe_dir = work / ".probe"  # a dot: never packed
-        shutil.rmtree(probe_dir, ignore_errors=True)
-        probe_images = PROBE_STEPS * cfg.batch_size
-        probe = dataclasses.replace(
-            cfg, name="probe", epochs=2, warmup_epochs=1, eval_every=2, checkpoint_every=2,
-            limit_train=min(cfg.limit_train, probe_images) if cfg.limit_train else probe_images,
-            limit_test=cfg.batch_size,
-        )  # fmt: skip
-        images_per_s = train(probe, out=probe_dir).history[-1]["images_per_s"]
-        shutil.rmtree(probe_dir, ignore_errors=True)
+        changes, images_per_s, rows = probe(cfg, work, deadline, candidates)
+        chosen = dataclasses.replace(cfg, **changes)
         train_images = len(load_data(cfg)[0])
         seconds_left = deadline - time.monotonic()
-        fit = fit_schedule(cfg, seconds_left, train_images / images_per_s)
-        fit.update(images_per_s=images_per_s, seconds_left=round(seconds_left, 1))
+        fit = fit_schedule(chosen, seconds_left, train_images / images_per_s)
+        fit.update(
+            images_per_s=images_per_s, seconds_left=round(seconds_left, 1),
+            compile=chosen.compile, batch_size=chosen.batch_size, lr=chosen.lr, probe=rows,
+        )  # fmt: skip
         _write_atomic(record, json.dumps(fit, indent=1).encode())
         log.info("fitted the ViT's schedule to the time left: %s", json.dumps(fit))
     fit = json.loads(record.read_text())
-    return dataclasses.replace(cfg, epochs=fit["epochs"], warmup_epochs=fit["warmup_epochs"])
+    kept = {
+        key: fit[key] for key in ("compile", "batch_size", "lr") if key in fit
+    }  # a fit.json from before the probe has none
+    return dataclasses.replace(cfg, epochs=fit["epochs"], warmup_epochs=fit["warmup_epochs"], **kept)
 
 
 def _summary(phase: str, card: Any, started: float) -> dict[str, Any]:
@@ -238,6 +341,7 @@ def _summary(phase: str, card: Any, started: float) -> dict[str, Any]:
 def lease(
     data: str, out: Path, work: Path = Path(".lease"), budget: float = 540.0, resume: Path | None = None,
     tiny: bool = False, cnn: dict[str, Any] | None = None, vit: dict[str, Any] | None = None, fit: bool = True,
+    snapshots: str = VIT_SNAPSHOTS,
 ) -> dict[str, Any]:  # fmt: skip
     """Train the CNN, then the ViT it teaches, until ``budget`` seconds from now; returns what
     ``lease.json`` records.
@@ -250,8 +354,9 @@ def lease(
         resume: a folder holding an earlier call's ``lease.json`` and parts.
         tiny: the same phases on a few hundred images with tiny widths.
         cnn, vit: TrainConfig fields to change in either phase (e.g. {"epochs": 37}).
-        fit: fit the ViT's epochs to the time this call has left once it reaches the ViT (unless
-            ``vit`` names its epochs); later calls keep that schedule.
+        fit: probe the ViT's fastest step and fit its epochs to the time this call has left once it
+            reaches the ViT (unless ``vit`` names its epochs); later calls keep that recipe.
+        snapshots: the ViT's epochs to keep, as ``vitviz.training.train.Snapshots.parse`` reads them.
     """
     started = time.monotonic()
     deadline = started + budget
@@ -275,7 +380,7 @@ def lease(
     # phase 2: the ViT, taught by the teacher, packed at every checkpoint
     vit_cfg = dataclasses.replace(vit_cfg, teacher=str(teacher))
     if fit and "epochs" not in (vit or {}):
-        vit_cfg = fitted(vit_cfg, work, deadline)
+        vit_cfg = fitted(vit_cfg, work, deadline, TINY_PROBE if tiny else PROBE_CANDIDATES)
 
     def packed(run: Path) -> None:
         _, _, interim = read_run(run, checkpoint=True)
@@ -284,7 +389,9 @@ def lease(
     if finished_run(vit_run):  # nothing left to train: pack what is there again
         card = ModelCard.read(vit_run / f"{vit_run.name}.json")
     else:
-        card = train(vit_cfg, out=vit_run, deadline=deadline, on_checkpoint=packed)
+        card = train(
+            vit_cfg, out=vit_run, deadline=deadline, on_checkpoint=packed, snapshots=Snapshots.parse(snapshots)
+        )
     summary = _summary("vit", card, started)
     pack(work, out, summary, cnn_run)
     return summary
@@ -309,8 +416,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--vit", default="{}", help="the same for the ViT's phase")
     parser.add_argument(
         "--no-fit", dest="fit", action="store_false",
-        help="keep the preset's 300 ViT epochs instead of fitting them to the first call's time",
+        help="keep the preset's 300 ViT epochs (and its step) instead of probing and fitting them to the first call's time",
     )  # fmt: skip
+    parser.add_argument(
+        "--snapshots", default=VIT_SNAPSHOTS, help="the ViT's epochs to keep in float16 (default %(default)s)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.unpack is not None:
@@ -320,7 +430,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("--data and --out are needed to train (or --unpack a pack)")
     summary = lease(
         args.data, args.out, args.work, args.budget, args.resume, args.tiny, json.loads(args.cnn), json.loads(args.vit),
-        args.fit,
+        args.fit, args.snapshots,
     )  # fmt: skip
     print(json.dumps(summary))
 

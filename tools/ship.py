@@ -11,9 +11,12 @@ or a .safetensors file with its json card beside it) are evaluated on the whole 
 vitviz.analyses.evaluate, so the accuracy in the json card is exactly what ``python -m vitviz evaluate``
 prints. They replace the shipped model only when they reach the accuracy floor of their name
 (``FLOORS``: the ViT 80% on the test split, the CNN 91%, the Fashion-MNIST ViT 88%), beat the
-shipped model and stay under the size limit; otherwise nothing is written.
-``--test-flip`` ships a CNN that answers with the mean of its logits for the image and for its
-mirror image (airbench's test-time augmentation); its card's config says so.
+shipped model (on one view each where one of the two averages its mirror image and the other not;
+the same weights with and without the mirror by each way's own accuracy, ``weighed_against``) and
+stay under the size limit; otherwise nothing is written.
+``--test-flip`` ships a model (the CNN, or a ViT) that answers with the mean of its logits for the
+image and for its mirror image (airbench's test-time augmentation); its card's config says so, and
+its card keeps the one-view accuracy beside (``evaluated.one_view_accuracy``).
 
 Beside the weights goes ``<name>.predictions.safetensors``: every test image's class
 probabilities (float32, keyed by the weights hash, what the model looks at and the test split's
@@ -186,8 +189,8 @@ def ship(
 ) -> Shipping:
     """Evaluate a run and write it to ``out_dir`` if it reaches ``floor`` and beats what is there.
 
-    With ``test_flip`` a CNN is evaluated and shipped averaging its logits for the image and
-    for its mirror image.
+    With ``test_flip`` the model (a CNN or a ViT) is evaluated and shipped averaging its logits for
+    the image and for its mirror image; its card records its one-view accuracy beside.
 
     A finished run that does not beat its own checkpoint, shipped mid-schedule, leaves that
     checkpoint shipped and writes where the schedule ended onto its card (``schedule_end``), so the
@@ -199,8 +202,6 @@ def ship(
     floor = FLOORS.get(name, FLOOR) if floor is None else floor
     model, card = load_run(run, checkpoint)
     if test_flip:
-        if not isinstance(model, ConvNet):
-            raise ShipError(f"--test-flip averages a CNN's views; {Path(run).name} is a ViT.")
         model.config = model.config.replace(test_flip=True)  # zoo.save writes it into the card
     dtype = stored_dtype(model)
     if dtype is not None:  # evaluated as rounded: the card's accuracy is that of the file it ships
@@ -239,9 +240,9 @@ def ship(
     current = out_dir / f"{name}.json"
     if current.exists():
         shipped = ModelCard.read(current)
-        previous = shipped.test_accuracy or 0.0
-        if result.accuracy <= previous:
-            reason = f"{result.accuracy:.4f} does not beat the shipped {previous:.4f}"
+        mine, previous, protocol = weighed_against(card, shipped)
+        if mine <= previous:
+            reason = f"{mine:.4f} does not beat the shipped {previous:.4f}{protocol}"
             if not checkpoint and ends_schedule_of(card, shipped):
                 shipped.schedule_end = {"epoch": card.epochs, "test_accuracy": result.accuracy}
                 shipped.write(current)
@@ -253,6 +254,24 @@ def ship(
     zoo.save(model, weights, card=card, dtype=dtype)
     save_predictions(result, predictions_path(weights), model, test.fingerprint)
     return Shipping(card, True)
+
+
+def weighed_against(card: ModelCard, shipped: ModelCard) -> tuple[float, float, str]:
+    """The two accuracies that decide whether ``card`` replaces ``shipped``, and how they were
+    taken (words for the reason a model stays, empty for the cards' own figures).
+
+    The same weights looking differently (one view against the mean with the mirror image): each
+    way's own accuracy, so the mirror is turned on only where it measured better. Other weights,
+    where one averages its mirror and the other not: one view each, like with like.
+    """
+    mine, previous = card.test_accuracy or 0.0, shipped.test_accuracy or 0.0
+    if card.views == shipped.views:
+        return mine, previous, ""
+    if card.evaluated.get("weights_sha256") == shipped.evaluated.get("weights_sha256"):
+        return mine, previous, f" (the same weights: {card.views} against {shipped.views})"
+    if None in (card.one_view_accuracy, shipped.one_view_accuracy):
+        return mine, previous, ""
+    return card.one_view_accuracy, shipped.one_view_accuracy, " (one view each)"
 
 
 def write_predictions(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) -> Path:
@@ -333,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--test-flip",
         action="store_true",
-        help="a CNN answers with the mean of its logits for the image and its mirror image",
+        help="the model answers with the mean of its logits for the image and its mirror image",
     )
     parser.add_argument(
         "--predictions-only", action="store_true", help="only write the shipped model's test-split predictions again"

@@ -39,7 +39,7 @@ def test_the_shipped_pair_compares_on_one_view():
     assert zoo.one_view_accuracy_of(vit.teacher) == cnn.one_view_accuracy != vit.teacher["test_accuracy"]
     for lang in ("en", "ko"):  # the titles the pickers show: one view each (the cards and page 8 say so;
         # a title that said it too no longer fit the sidebar's picker: tests/browser/test_browser.py)
-        for spec in (zoo.REGISTRY[zoo.SHIPPED], zoo.REGISTRY[zoo.SHIPPED_CNN]):
+        for spec in (zoo.REGISTRY[zoo.SHIPPED], zoo.REGISTRY[zoo.SHIPPED_CNN], zoo.REGISTRY[zoo.SHIPPED_FASHION]):
             title = spec.title_in(lang)
             assert f"{spec.card.one_view_accuracy:.1%}" in title
             assert spec.card.views == "image" or f"{spec.card.test_accuracy:.1%}" not in title
@@ -58,16 +58,21 @@ def test_page_8_states_both_accuracies_on_one_view(lang, mirror):
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_both_cards_show_one_view_and_the_cnn_says_its_mirror_number_as_such(lang):
+def test_every_shipped_card_shows_one_view_and_a_mirror_number_as_such(lang):
     vit, cnn = shipped_cards()
     label = "Test accuracy, one view" if lang == "en" else "테스트 정확도 (한 번 보기)"
-    for owner, card in ((zoo.SHIPPED, vit), (zoo.SHIPPED_CNN, cnn)):
-        at = open_page_in_one_run("app_pages/9_card.py", lang=lang, card_model=owner)
+    tour = "The tour explains one pass" if lang == "en" else "투어는 이미지 그대로를"
+    for owner in (zoo.SHIPPED, zoo.SHIPPED_CNN, zoo.SHIPPED_FASHION):
+        card = zoo.REGISTRY[owner].card
+        sidebar = {"model": owner} if owner == zoo.SHIPPED_FASHION else {}  # the grey ViT's card: the sidebar's model
+        at = open_page_in_one_run("app_pages/9_card.py", lang=lang, card_model=owner, **sidebar)
         assert errors(at) == []
         shown = {m.label: m.value for m in at.metric}
         assert shown[label] == f"{card.one_view_accuracy:.2%}", shown
         captions = " ".join(c.value for c in at.caption)
         assert (f"{card.test_accuracy:.2%}" in captions) == (card.views != "image")
-        if card.teacher:  # the ViT's teacher, the shipped CNN, on the ViT's protocol
+        # a ViT that averages its mirror says that its tour explains one view
+        assert (tour in captions) == (card.views != "image" and card.config.get("arch") != "cnn")
+        if owner == zoo.SHIPPED and card.teacher:  # the ViT's teacher, the shipped CNN, on the ViT's protocol
             facts = " ".join(str(cell) for table in at.table for cell in table.value.to_numpy().ravel())
             assert f"{cnn.one_view_accuracy:.2%}" in facts and f"{cnn.test_accuracy:.2%}" not in facts

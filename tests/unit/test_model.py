@@ -59,6 +59,22 @@ def test_explain_equals_forward_and_shapes(name):
         torch.testing.assert_close(rebuilt, trace.hidden_states[i + 1], atol=1e-5, rtol=1e-5)
 
 
+def test_a_vit_with_test_flip_answers_with_the_mean_of_the_image_and_its_mirror_and_explains_one_view():
+    torch.manual_seed(0)
+    config = CONFIGS["cls"]
+    assert "test_flip" not in config.to_dict()  # the json of one-view models stays as it was
+    averaged = VisionTransformer(config.replace(test_flip=True)).eval()
+    assert ViTConfig.from_dict(averaged.config.to_dict()).test_flip
+    pixels = torch.randn(3, config.in_chans, *config.image_size)
+    with torch.no_grad():
+        image, mirror = averaged.forward_one_view(pixels), averaged.forward_one_view(pixels.flip(-1))
+        torch.testing.assert_close(averaged(pixels), (image + mirror) / 2)
+        assert (averaged(pixels) - image).abs().max() > 1e-4  # the mirror changes the answer
+        torch.testing.assert_close(averaged.explain(pixels).logits, image, atol=1e-5, rtol=1e-5)
+    averaged.train()  # training sees one view
+    torch.testing.assert_close(averaged(pixels), averaged.forward_one_view(pixels))
+
+
 def test_timm_parameter_names(tiny_config):
     names = set(VisionTransformer(tiny_config).state_dict())
     for expected in [

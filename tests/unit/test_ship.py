@@ -180,7 +180,7 @@ def test_the_cards_in_assets_hold_no_machine_local_path():
         assert [s for s in _strings(text) if s.startswith(("/", "~")) or "/root/" in s or "/home/" in s] == [], card
 
 
-def test_a_cnn_ships_averaged_with_its_mirror_image_and_says_so(run, tmp_path, capsys):
+def test_a_cnn_ships_averaged_with_its_mirror_image_and_says_so(run, tmp_path):
     _, data = run
     torch.manual_seed(0)
     config = CNNConfig(image_size=16, num_classes=3, stem_width=4, widths=(8, 8), class_names=tuple(CLASSES))
@@ -206,8 +206,22 @@ def test_a_cnn_ships_averaged_with_its_mirror_image_and_says_so(run, tmp_path, c
     assert "one_view_accuracy" not in one_view.card.evaluated
     stored = read_predictions(predictions_path(tmp_path / "tinycnn.safetensors"), model, test)
     assert stored is not None and torch.equal(stored.predictions, measured.predictions)
-    assert main([str(run[0]), "--data", str(data), "--out", str(tmp_path), "--test-flip"]) == 2  # a ViT has no views
-    assert "averages a CNN's views" in capsys.readouterr().err
+
+
+def test_a_vit_ships_averaged_with_its_mirror_image_and_its_card_keeps_one_view(run, tmp_path, capsys):
+    folder, data = run
+    one_view = ship(folder, str(data), out_dir=tmp_path / "one", name="tiny", floor=0.0)
+    assert main([str(folder), "--data", str(data), "--out", str(tmp_path), "--test-flip", "--floor", "0"]) == 0
+    assert "shipped" in capsys.readouterr().out
+    written = ModelCard.read(tmp_path / f"{zoo.SHIPPED}.json")
+    assert written.config["test_flip"] and written.views == "image and mirror"
+    model, _ = zoo.load(str(tmp_path / f"{zoo.SHIPPED}.safetensors"))
+    assert model.config.test_flip  # the app's model answers as the card's accuracy was measured
+    test = load_split(data, "test")
+    assert evaluate(model, test, use_cache=False).accuracy == written.test_accuracy
+    assert written.one_view_accuracy == one_view.card.test_accuracy  # the same weights on one view
+    assert written.evaluated["one_view_misclassified"] == one_view.card.evaluated["misclassified"]
+    assert written.evaluated["weights_sha256"] == one_view.card.evaluated["weights_sha256"]
 
 
 def test_weights_too_big_in_float32_ship_in_float16_measured_as_stored(run, tmp_path, monkeypatch):
@@ -235,3 +249,41 @@ def test_weights_too_big_in_float32_ship_in_float16_measured_as_stored(run, tmp_
         ship(source, str(data), out_dir=tmp_path / "big", name="tinycnn", floor=0.0)
     assert not (tmp_path / "big").exists()
     assert ModelCard(name="x").weights_dtype == "float32"
+
+
+def test_a_one_view_run_is_weighed_against_a_shipped_mirror_average_on_one_view(run, tmp_path):
+    folder, data = run
+    assert ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0).card.test_accuracy == 1.0
+    # as if the shipped model were other weights averaging their mirror: 100% that way, 90% on one view
+    shipped = ModelCard.read(tmp_path / "tiny.json")
+    shipped.config["test_flip"] = True
+    shipped.evaluated["weights_sha256"] = "0" * 64
+    shipped.evaluated["one_view_accuracy"] = 0.9
+    shipped.write(tmp_path / "tiny.json")
+    again = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)  # 100% on one view beats 90%
+    assert again.shipped and again.card.views == "image"
+    assert ModelCard.read(tmp_path / "tiny.json").test_accuracy == 1.0 and again.reason is None
+    again = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)  # now both are one view
+    assert not again.shipped and again.reason == "1.0000 does not beat the shipped 1.0000"
+    shipped.evaluated["one_view_accuracy"] = 1.0
+    shipped.write(tmp_path / "tiny.json")
+    again = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0)
+    assert not again.shipped and again.reason == "1.0000 does not beat the shipped 1.0000 (one view each)"
+
+
+def test_the_same_weights_turn_their_mirror_on_only_where_it_measured_better(run, tmp_path):
+    folder, data = run
+    one_view = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0).card
+    mirrored = ship(folder, str(data), out_dir=tmp_path / "other", name="tiny", floor=0.0, test_flip=True).card
+    assert mirrored.one_view_accuracy == one_view.test_accuracy  # the same weights: one view ties itself
+    # the mirror decides by its own accuracy against the one view's, not one view against one view
+    shipped = ModelCard.read(tmp_path / "tiny.json")
+    for shipped_accuracy in (mirrored.test_accuracy - 0.05, mirrored.test_accuracy):
+        shipped.test_accuracy = shipped_accuracy
+        shipped.write(tmp_path / "tiny.json")
+        again = ship(folder, str(data), out_dir=tmp_path, name="tiny", floor=0.0, test_flip=True)
+        better = mirrored.test_accuracy > shipped_accuracy
+        assert again.shipped == better
+        assert ModelCard.read(tmp_path / "tiny.json").views == ("image and mirror" if better else "image")
+        if not better:
+            assert again.reason.endswith("(the same weights: image and mirror against image)"), again.reason

@@ -21,7 +21,7 @@ from vitviz.analyses.evaluate import weights_hash
 from vitviz.models import data as vdata
 from vitviz.models import zoo
 from vitviz.models.card import ModelCard
-from vitviz.models.config import CIFAR10_CLASSES, ViTConfig
+from vitviz.models.config import CIFAR10_CLASSES, ViTConfig, config_from_dict
 from vitviz.models.model import build_model
 from vitviz.render.tables import recipe_rows
 from vitviz.training import train as train_module
@@ -854,3 +854,29 @@ def test_the_hardware_label_counts_threads_in_words(monkeypatch):
         assert train_module.hardware_label().endswith(", 2 threads)")
     finally:
         torch.set_num_threads(before)
+
+
+def test_snapshots_keep_the_chosen_epochs_in_float16_and_the_history_beside_them(dataset, tmp_path):
+    recipe = tiny_recipe(dataset, epochs=3, eval_every=3)
+    card = train(recipe, out=tmp_path, snapshots=train_module.Snapshots.parse("0, 2,end"))
+    folder = tmp_path / train_module.SNAPSHOTS
+    assert sorted(p.name for p in folder.glob("*.safetensors")) == [
+        "epoch-0000.safetensors", "epoch-0002.safetensors", "epoch-0003.safetensors"
+    ]  # fmt: skip
+    final = load_file(str(tmp_path / "tiny.safetensors"))
+    last = load_file(str(folder / "epoch-0003.safetensors"))
+    assert all(last[key].dtype == torch.float16 and torch.equal(last[key], final[key].half()) for key in final)
+    assert not torch.equal(load_file(str(folder / "epoch-0000.safetensors"))["head.weight"], last["head.weight"])
+    record = train_module.read_snapshots(folder)
+    assert [s["epoch"] for s in record["snapshots"]] == [0, 2, 3]
+    # epoch 2 is evaluated for its snapshot although eval_every is 3; the card's rows are the history's
+    assert [row["epoch"] for row in record["history"]] == [0, 1, 2, 3] and record["history"][1:] == card.history
+    assert "test_accuracy" not in card.history[0] and "test_accuracy" in card.history[1]
+    assert record["snapshots"][2]["test_accuracy"] == card.test_accuracy
+    assert {"test_accuracy", "test_loss"} <= set(record["snapshots"][0])
+    model = build_model(config_from_dict(record["config"]))
+    model.load_state_dict({k: v.float() for k, v in last.items()})  # the config builds what the file holds
+    with pytest.raises(ValueError, match="0,1,5,20,end"):
+        train_module.Snapshots.parse("0,five")
+    assert not train_module.Snapshots.parse("") and train_module.snapshots_arg(["--snapshots", "1,end"]).end
+    assert parse_args(["--snapshots", "1,end"]) == parse_args([])  # not part of the recipe

@@ -169,6 +169,9 @@ class ViTConfig:
         preprocess: how photos are turned into inputs for this model; it must end at
             image_size. None means: resize to exactly image_size, bicubic, ImageNet mean and std.
         class_names: one name per output class (may be empty when unknown).
+        test_flip: in eval mode, answer with the mean of the logits of the image and of its
+            mirror image (test-time augmentation, as the CNN's); ``explain`` traces one view, the
+            image as it is.
         hybrid_layers: None for a plain ViT. For a hybrid ViT, the bottleneck blocks per
             stage of the ResNet in front of the transformer (timm's R26 is (2, 2, 2, 2)); ()
             for its 7x7 stem alone. patch_size then counts cells of the ResNet's feature map.
@@ -193,6 +196,7 @@ class ViTConfig:
     drop_path_rate: float = 0.0
     preprocess: Preprocess | None = None
     class_names: tuple[str, ...] = ()
+    test_flip: bool = False
     hybrid_layers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -339,6 +343,8 @@ class ViTConfig:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary; ViTConfig.from_dict reverses it."""
         data = _json_ready(self, ("image_size", "class_names"))
+        if not self.test_flip:
+            del data["test_flip"]  # the json of one-view ViTs stays as it was
         if self.hybrid_layers is None:
             del data["hybrid_layers"]  # plain ViTs' json stays as it was
         else:

@@ -2,7 +2,8 @@
 
 ``forward`` is the fast path (scaled_dot_product_attention) for training and evaluation.
 ``explain`` computes softmax(Q K^T / sqrt(d)) explicitly and returns a Trace holding every
-intermediate. Both read the same parameters, so ``explain(x).logits`` equals ``forward(x)``.
+intermediate. Both read the same parameters, so ``explain(x).logits`` equals ``forward(x)`` (for a
+ViT that averages its mirror image in, ``config.test_flip``, it equals ``forward_one_view(x)``).
 """
 
 from __future__ import annotations
@@ -284,9 +285,18 @@ class VisionTransformer(nn.Module):
         """Tokens after the final norm (B, T, D) -> logits (B, num_classes)."""
         return self.head(self.head_drop(self.pool(x)))
 
-    def forward(self, pixels: Tensor) -> Tensor:
-        """(B, C, H, W) -> logits (B, num_classes); the fast, fused-attention path."""
+    def forward_one_view(self, pixels: Tensor) -> Tensor:
+        """(B, C, H, W) -> logits (B, num_classes) of the image as it is; the fast, fused-attention
+        path, and what ``explain(pixels).logits`` equals."""
         return self.forward_head(self.forward_features(pixels))
+
+    def forward(self, pixels: Tensor) -> Tensor:
+        """(B, C, H, W) -> logits (B, num_classes): one view, or with ``config.test_flip`` in eval
+        mode the mean of the image's and its mirror image's logits (both views in one batch)."""
+        if self.config.test_flip and not self.training:
+            both = self.forward_one_view(torch.cat([pixels, pixels.flip(-1)]))  # (2B, classes)
+            return (both[: len(pixels)] + both[len(pixels) :]) / 2
+        return self.forward_one_view(pixels)
 
     def readout(self, hidden: Tensor) -> Tensor:
         """Final norm, pooling and head applied to any residual stream (B, T, D): the logit lens."""

@@ -83,7 +83,9 @@ def _size(subject: Subject, model, card: ModelCard) -> list:
         metrics.append((tr("card.accuracy"), f"{accuracy:.2%}" if accuracy is not None else "-"))
     shown: list = [Metrics(tuple(metrics))]
     if card.views != "image" and card.test_accuracy is not None:
-        shown.append(Text(tr("card.accuracy_mirror", accuracy=f"{card.test_accuracy:.2%}"), role="caption"))
+        # a ViT's tour explains one pass, of the image as it is: only the lab's answers are averaged
+        key = "card.accuracy_mirror" if isinstance(config, CNNConfig) else "card.accuracy_mirror_vit"
+        shown.append(Text(tr(key, accuracy=f"{card.test_accuracy:.2%}"), role="caption"))
     return shown
 
 

@@ -26,6 +26,9 @@ from any zoo classifier as its teacher (DeiT's distillation, Touvron et al. 2021
 The teacher runs in eval mode on the very batch the student sees (augmented and mixed), or
 (``--teacher-sees image``) answers each training image once before the first step.
 
+``--snapshots 0,1,5,20,end`` keeps the model as it was after those epochs (0: before the first
+step; end: the last), in float16, in ``<run folder>/snapshots/`` (``write_snapshot`` says the form).
+
 Batches are built where the model trains (``--loader device``, ``vitviz.training.augment``): the training
 split sits there as one uint8 tensor and each batch is augmented whole; ``--loader dataloader``
 augments one image at a time in ``--workers`` processes, as runs begun before it did.
@@ -1106,6 +1109,103 @@ def build_optimizer(model: nn.Module, cfg: TrainConfig, device: torch.device) ->
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.999), fused=device.type == "cuda")
 
 
+# ---------------------------------------------------------------------------------------------
+# Snapshots: the model along the way, for a page on how it learned
+# ---------------------------------------------------------------------------------------------
+
+SNAPSHOTS = "snapshots"  # the run folder's sub-folder of snapshots
+SNAPSHOTS_JSON = "snapshots.json"
+
+
+@dataclass(frozen=True)
+class Snapshots:
+    """The epochs after which a run keeps its model (counted as the card counts them, from the
+    first stage; 0 is the weights before the first step), and whether it keeps the last."""
+
+    epochs: frozenset[int] = frozenset()
+    end: bool = False
+
+    @classmethod
+    def parse(cls, text: str | None) -> Snapshots:
+        """ "0,1,5,20,end" -> Snapshots({0, 1, 5, 20}, end=True); "" or None: none.
+
+        Raises:
+            ValueError: an entry is neither a whole number from 0 nor "end".
+        """
+        entries = [entry.strip() for entry in (text or "").split(",") if entry.strip()]
+        wrong = [e for e in entries if e != "end" and not (e.isascii() and e.isdigit() and len(e) <= 7)]
+        if wrong:
+            raise ValueError(f"--snapshots takes epochs and 'end' separated by commas (0,1,5,20,end), not {wrong}.")
+        return cls(frozenset(int(e) for e in entries if e != "end"), "end" in entries)
+
+    def __bool__(self) -> bool:
+        return bool(self.epochs) or self.end
+
+    def wants(self, epoch: int, last: bool) -> bool:
+        return epoch in self.epochs or (last and self.end)
+
+
+def write_snapshot(
+    model: nn.Module, config: ModelConfig, epoch: int, row: dict[str, Any], folder: Path, history: list[dict]
+) -> Path:
+    """Keep ``model`` as it is after ``epoch`` in ``folder`` (a run's ``snapshots/``), and the
+    run's history beside it. The form, for whoever draws how the model learned:
+
+    - ``epoch-0005.safetensors``: the state dict after epoch 5, every floating-point tensor in
+      float16 (metadata: "epoch"); ``build_model(config_from_dict(config))`` loads it.
+    - ``snapshots.json``: {"config": the model config, "snapshots": [{"epoch", "file",
+      "test_accuracy", "test_loss", "train_loss", "train_accuracy"} of each kept epoch, in order],
+      "history": every epoch's row as the card has it, after a row {"epoch": 0, "test_accuracy",
+      "test_loss"} for the weights before the first step where epoch 0 was kept}.
+
+    Returns:
+        The snapshot's file.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"epoch-{epoch:04d}.safetensors"
+    tensors = {
+        key: (value.half() if value.is_floating_point() else value).detach().contiguous().cpu()
+        for key, value in model.state_dict().items()
+    }
+    tmp = folder / f".{name}.tmp"
+    save_file(tensors, str(tmp), metadata={"format": "pt", "vitviz": "1", "epoch": str(epoch)})
+    os.replace(tmp, folder / name)
+    numbers = ("test_accuracy", "test_loss", "train_loss", "train_accuracy")
+    record_history(folder, config, history, {"epoch": epoch, "file": name, **{k: row[k] for k in numbers if k in row}})
+    return folder / name
+
+
+def record_history(folder: Path, config: ModelConfig, history: list[dict], kept: dict[str, Any] | None = None) -> None:
+    """Write ``snapshots.json`` in ``folder`` again with the run's ``history`` so far, and the
+    snapshot ``kept`` added to its list (the row of epoch 0, written with its snapshot, stays)."""
+    record = read_snapshots(folder) or {"snapshots": [], "history": []}
+    snapshots = [entry for entry in record["snapshots"] if not kept or entry["epoch"] != kept["epoch"]]
+    snapshots += [kept] if kept else []
+    start = [row for row in record["history"] if row["epoch"] == 0]
+    if kept and kept["epoch"] == 0:
+        start = [{key: value for key, value in kept.items() if key != "file"}]
+    _write_json_atomic(
+        folder / SNAPSHOTS_JSON,
+        {
+            "config": config.to_dict(),
+            "snapshots": sorted(snapshots, key=lambda entry: entry["epoch"]),
+            "history": start + [row for row in history if row["epoch"] != 0],
+        },
+    )
+
+
+def read_snapshots(folder: Path) -> dict[str, Any] | None:
+    """The ``snapshots.json`` ``write_snapshot`` keeps in ``folder``, or None where there is none."""
+    path = Path(folder) / SNAPSHOTS_JSON
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)
+
+
 @dataclass
 class Progress:
     """How far a run has come: what its checkpoint keeps besides the weights and the optimiser."""
@@ -1282,6 +1382,7 @@ def train(
     out: Path | None = None,
     deadline: float | None = None,
     on_checkpoint: Callable[[Path], None] | None = None,
+    snapshots: Snapshots = Snapshots(),
 ) -> ModelCard:
     """Train (or resume) a run; returns its card (config, recipe, history, accuracy).
 
@@ -1293,6 +1394,9 @@ def train(
             set, no final weights); the same command resumes it.
         on_checkpoint: called with the run folder after each checkpoint is written (a lease
             copies it where the device brings files back).
+        snapshots: the epochs whose model to keep in ``out/snapshots`` (``write_snapshot``); each
+            is evaluated on the test split, whatever ``cfg.eval_every`` says. They are not part of
+            the recipe: a run resumes with other ones.
     """
     # -- init: processes, device, data, the model and its teacher ----------------------------
     rank, world = _dist_setup()
@@ -1350,6 +1454,15 @@ def train(
     # -- the epochs ---------------------------------------------------------------------------
     offset = progress.lineage["epochs"] if progress.lineage else 0  # epochs are counted from the first stage
     start = progress.epoch
+    kept = out / SNAPSHOTS
+    if start == 0 and offset in snapshots.epochs:  # the weights before the first step
+        acc, test_loss = evaluate_accuracy(
+            model, test_set, pre, device, dtype, rank=rank, world=world, memory_format=memory_format
+        )
+        if rank == 0:
+            write_snapshot(
+                model, vit_config, offset, {"epoch": offset, "test_accuracy": acc, "test_loss": test_loss}, kept, []
+            )
     batches = iter(training_batches(train_set, cfg, size, pre, steps_per_epoch, device, start, rank, world))
     stopped = False  # for time (``deadline``), before the schedule's end
     with WorkClock() as clock:  # an epoch's seconds leave out the time the run was paused
@@ -1369,7 +1482,8 @@ def train(
 
             # -- evaluation and checkpoint --------------------------------------------------
             last = epoch + 1 == cfg.epochs
-            if (epoch + 1) % cfg.eval_every == 0 or last:
+            snapshot = snapshots.wants(offset + epoch + 1, last)
+            if (epoch + 1) % cfg.eval_every == 0 or last or snapshot:
                 acc, test_loss = evaluate_accuracy(
                     model, test_set, pre, device, dtype, rank=rank, world=world, memory_format=memory_format
                 )
@@ -1380,9 +1494,13 @@ def train(
                 stopped = _all_sum([float(late)], device)[0] > 0  # every rank stops at the same epoch
             if rank == 0:
                 log.info("epoch %s", json.dumps(row))
+            if rank == 0 and snapshot:
+                write_snapshot(model, vit_config, row["epoch"], row, kept, progress.history)
             if rank == 0 and ((epoch + 1) % cfg.checkpoint_every == 0 or last or stopped):
                 save_atomic(checkpoint_state(cfg, vit_config, step, progress, train_set, teacher_card), checkpoint_path)
                 (out / "history.json").write_text(json.dumps(progress.history, indent=1))
+                if snapshots and not snapshot:  # the snapshots' history as far as the checkpoint
+                    record_history(kept, vit_config, progress.history)
                 if on_checkpoint is not None:
                     on_checkpoint(out)
             if dist.is_initialized():
@@ -1506,18 +1624,29 @@ def parse_args(argv: list[str] | None = None) -> TrainConfig:
     parser.add_argument(
         "--model", default="{}", help='ViTConfig overrides as JSON, e.g. \'{"depth": 2, "embed_dim": 32}\''
     )
+    parser.add_argument(
+        "--snapshots", default="", help="epochs whose model to keep in float16, and 'end' (e.g. 0,1,5,20,end)"
+    )
     args = vars(parser.parse_args(argv))
     args.pop("preset")
+    args.pop("snapshots")  # not the recipe: snapshots_arg reads it
     args["model"] = {**defaults.model, **json.loads(args["model"])}  # over the preset's model, if any
     if args["data"] is None and os.environ.get("VITVIZ_DATA"):
         args["data"] = os.environ["VITVIZ_DATA"]
     return TrainConfig(**args)
 
 
+def snapshots_arg(argv: list[str] | None = None) -> Snapshots:
+    """The command line's ``--snapshots`` (``parse_args`` leaves it out of the recipe)."""
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--snapshots", default="")
+    return Snapshots.parse(first.parse_known_args(argv)[0].snapshots)
+
+
 def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     cfg = parse_args(argv)
-    card = train(cfg)
+    card = train(cfg, snapshots=snapshots_arg(argv))
     if int(os.environ.get("RANK", "0")) == 0:
         print(json.dumps({k: card.to_dict().get(k) for k in ("name", "test_accuracy", "epochs", "wall_time_s")}))
 
