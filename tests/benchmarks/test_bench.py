@@ -163,7 +163,7 @@ def test_quick_bench_reports_every_figure() -> None:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1500,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
