@@ -186,22 +186,3 @@ def test_presenter_mode_walks_every_slide_of_the_step_then_the_next_step() -> No
     assert "Step 5 of 9" in spot() and "5 of 5" in spot()
     at.button(key="nav_prev").click().run()
     assert "Step 5 of 9" in spot() and "4 of 5" in spot()
-
-
-@pytest.mark.parametrize("page", ["app_pages/5_attention.py", "app_pages/7_prediction.py", "app_pages/8_compare.py"])
-def test_a_rerun_reads_rollout_and_attention_distance_from_the_servers_caches(page, monkeypatch):
-    """Once per (model, image) for the server: a rerun recomputes neither (docs/benchmarks.md)."""
-    from vitviz.analyses import analysis
-
-    at = open_page(page)
-    assert not errors(at), errors(at)
-    shown = [chart.proto.spec for chart in at.get("plotly_chart")]
-
-    def recomputed(*args, **kwargs):
-        raise AssertionError("recomputed on a rerun")
-
-    monkeypatch.setattr(analysis, "rollout_map", recomputed)
-    monkeypatch.setattr(analysis, "mean_attention_distance", recomputed)
-    at.run()
-    assert not errors(at), errors(at)
-    assert [chart.proto.spec for chart in at.get("plotly_chart")] == shown

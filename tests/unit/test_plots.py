@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import json
 
 import numpy as np
 import plotly.graph_objects
@@ -673,29 +672,3 @@ def test_the_token_rows_name_cls_on_its_own_row():
 def test_the_head_grids_rotated_layer_title_is_more_than_a_syllable(lang):
     fig = plots.head_grid(np.zeros((2, 3)), y_title=i18n.t("trust.grid_y", lang), x_title=i18n.t("trust.grid_x", lang))
     assert plots.ems(fig.layout.yaxis.title.text) >= 3  # a lone "층" on its side read as a mark, not a word
-
-
-def _untemplated(figure) -> dict:
-    """A figure's JSON without its template (the app themes a copy with its own: ``plots.themed``)."""
-    spec = json.loads(plotly.io.to_json(figure))
-    spec["layout"].pop("template", None)
-    return spec
-
-
-def test_a_figure_built_with_its_callers_changes_equals_the_copy_changed_after():
-    """The card's legend and the reach chart's tick names are builder arguments (the app shares the
-    figure as built): the same JSON as a copy of the default figure changed with update_layout."""
-    history = [{"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "lr": 1e-3} for e in range(1, 21)]
-    labels = {key: key for key in plots.CURVE_KEYS}
-    legend = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0)
-    changed = plotly.graph_objects.Figure(plots.training_curves(history, labels, 30, [11]))
-    changed.update_layout(legend=legend)
-    built = plots.training_curves(history, labels, 30, [11], legend=legend)
-    assert _untemplated(built) == _untemplated(changed)
-    assert built.layout.legend.y == 0.0 != plots.training_curves(history, labels, 30, [11]).layout.legend.y
-    fields, distances = [("groups.0.conv1", 3), ("groups.1.pool", 6)], np.arange(6.0).reshape(2, 3)
-    changed = plotly.graph_objects.Figure(plots.reach(fields, distances, 32))
-    changed.update_layout(xaxis_ticktext=["0.conv1", "1.pool"])
-    built = plots.reach(fields, distances, 32, tick_names=["0.conv1", "1.pool"])
-    assert _untemplated(built) == _untemplated(changed)
-    assert list(built.layout.xaxis.ticktext) == ["0.conv1", "1.pool"]

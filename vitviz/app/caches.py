@@ -200,23 +200,6 @@ def cached_component_tiles(model_name: str, k: int) -> plots.Figure:
     return plots.component_tiles(components[:k], ratios[:k])
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def cached_rollout(model_name: str, image_bytes: bytes, fusion: str) -> np.ndarray:
-    """``analysis.rollout_map`` of ``cached_trace`` (read-only, shared): pages 5, 7 and 8 drew it
-    anew on every rerun (docs/benchmarks.md)."""
-    trace = cached_trace(model_name, image_bytes)
-    return _read_only(analysis.rollout_map(trace, head_fusion=fusion)[0].numpy())
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def cached_attention_distances(model_name: str, image_bytes: bytes) -> np.ndarray:
-    """``analysis.mean_attention_distance`` of ``cached_trace`` in pixels (read-only, shared):
-    pages 5 and 8 computed it anew on every rerun."""
-    model, _ = cached_model(model_name)
-    trace = cached_trace(model_name, image_bytes)
-    return _read_only(analysis.mean_attention_distance(trace, model.config.token_size).numpy())
-
-
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
 def cached_routes(model_name: str, image_bytes: bytes) -> dict[str, float]:
     """``patches.compare_routes`` on one image's (pixels or hybrid features) and the model's

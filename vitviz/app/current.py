@@ -14,14 +14,12 @@ from vitviz.analyses import compare, lab
 from vitviz.app import analyses, models, session, state, testset
 from vitviz.app.caches import (
     SAMPLES,
-    cached_attention_distances,
     cached_comparison,
     cached_component_tiles,
     cached_experiment,
     cached_filter_components,
     cached_image,
     cached_occlusion,
-    cached_rollout,
     cached_routes,
     cached_trace,
     decoded_image,
@@ -195,12 +193,6 @@ class CachedCompute(Compute):
 
     def routes(self, subject: Subject) -> dict[str, float]:
         return cached_routes(subject.name, subject.image_bytes)
-
-    def rollout(self, subject: Subject, fusion: str = "mean") -> np.ndarray:
-        return cached_rollout(subject.name, subject.image_bytes, fusion)
-
-    def attention_distances(self, subject: Subject) -> np.ndarray:
-        return cached_attention_distances(subject.name, subject.image_bytes)
 
     def filter_components(self, subject: Subject) -> tuple[np.ndarray, np.ndarray]:
         return cached_filter_components(subject.name)

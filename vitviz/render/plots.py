@@ -1279,7 +1279,6 @@ def reach(
     head_word: str = "head",
     image_label: str = "image side",
     height: int = 400,
-    tick_names: Sequence[str] | None = None,
 ) -> go.Figure:
     """How far each family looks, in pixels of its input: the CNN's theoretical receptive field
     after every convolution and pooling layer (``cnn.receptive_fields``, a line that can only
@@ -1290,7 +1289,6 @@ def reach(
         fields: (layer name, receptive field in pixels), in the order the layers run.
         distances: (depth, heads) mean attention distance in pixels.
         image_px: the side of the input in pixels.
-        tick_names: the CNN's layers as its x axis names them (the layer names by default).
     """
     distances = np.asarray(distances, dtype=np.float64)
     depth, heads = distances.shape
@@ -1310,10 +1308,7 @@ def reach(
     )
     edge = dict(color="grey", dash="dash")
     layout["xaxis"] |= dict(
-        title=dict(text=cnn_x_title),
-        tickvals=steps,
-        ticktext=list(tick_names) if tick_names is not None else [name for name, _ in fields],
-        tickangle=-45,
+        title=dict(text=cnn_x_title), tickvals=steps, ticktext=[name for name, _ in fields], tickangle=-45
     )
     layout["yaxis"] |= dict(title=dict(text=y_title), rangemode="tozero")
     layout["xaxis2"] |= dict(title=dict(text=vit_x_title), tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2)
@@ -1704,7 +1699,6 @@ def training_curves(
     total_epochs: int | None = None,
     stage_starts: Sequence[int] = (),
     stage_names: Sequence[str] = (),
-    legend: dict | None = None,
 ) -> go.Figure:
     """Loss, accuracy and learning rate per epoch from a training history.
 
@@ -1720,8 +1714,6 @@ def training_curves(
             the 100% line, where the band is wide enough for it (the page's caption lists them all).
         stage_names: what the pointer on the number of stage 2, 3, ... shows, one per stage
             start (its run's name and epochs, say); none: no hover text.
-        legend: entries that replace the legend's own (under the panels by default), so that a
-            caller gets the figure it shows as built, shared by every session, not a copy to change.
     """
     text = labels
     epochs = [row["epoch"] for row in history]
@@ -1796,10 +1788,7 @@ def training_curves(
             )
     fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *stage_labels])
     fig.update_layout(
-        height=350,
-        margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4),
-        **LOOK,
-        legend=dict(orientation="h", y=-0.25) | (legend or {}),
+        height=350, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, legend=dict(orientation="h", y=-0.25)
     )
     return fig
 

@@ -228,7 +228,7 @@ class View:
         fusion = choices.get("attention_fusion")
         self.fusion = fusion if fusion in analysis.HEAD_FUSIONS else analysis.HEAD_FUSIONS[0]
         readout = tr("attention.rollout_readout.cls" if self.prefix else "attention.rollout_readout.mean")
-        self.rollout_map = subject.compute.rollout(subject, self.fusion)  # (grid_h, grid_w)
+        self.rollout_map = analysis.rollout_map(trace, head_fusion=self.fusion)[0].numpy()  # (grid_h, grid_w)
         fusion_word = tr(f"attention.fusion.{self.fusion}")
         rollout_title = tr("attention.rollout_title", depth=depth, fusion=fusion_word)
         # beside it, the last layer alone (heads averaged): where the two differ, earlier layers have mixed the tokens
@@ -277,7 +277,7 @@ class View:
         """Mean attention distance of every head (the ViT paper's Fig. 7, right)."""
         tr, trace = self.tr, self.trace
         size = self.subject.config.token_size
-        self.distances = self.subject.compute.attention_distances(self.subject)  # (depth, heads)
+        self.distances = analysis.mean_attention_distance(trace, size).numpy()  # (depth, heads)
         uniform = analysis.uniform_attention_distance(trace.grid_size, size)
         figure = plots.attention_distance(
             self.distances,

@@ -125,10 +125,9 @@ def _training(subject: Subject, card: ModelCard) -> list:
         ]
         shown.append(Text(tr("card.stages", count=len(stages), stages=" → ".join(parts)), role="caption"))
     labels = {key: tr(f"card.curve.{key}") for key in plots.CURVE_KEYS}
-    # the legend under the axes' titles, at any height (a slide's); built so, the figure is shared
-    curves = plots.training_curves(
-        card.history, labels, planned, starts[1:], stage_names=parts[1:], legend=LEGEND_AT_THE_FOOT
-    )
+    curves = plots.training_curves(card.history, labels, planned, starts[1:], stage_names=parts[1:])
+    curves = plots.built_copy(curves)  # a copy to change: the app shares the built figure
+    curves.update_layout(legend=LEGEND_AT_THE_FOOT)  # under the axes' titles, at any height (a slide's)
     said = claims.training_curve(card.history)
     shown.append(Figure("card_curves", curves, subject.says(said) if said else ""))
     # a table, not the data grid: a long value (a teacher's name and weights) wraps instead of being cut

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitviz.analyses import claims, compare
+from vitviz.analyses import analysis, claims, compare
 from vitviz.models import zoo
 from vitviz.models.cnn import receptive_fields
 from vitviz.models.data import denormalize, to_tensor
@@ -246,7 +246,7 @@ def _distances(subject: Subject, cnn) -> np.ndarray:
     """(depth, heads) mean attention distances in pixels of the CNN's input: scaled when the ViT
     reads another size (224 against 32)."""
     side = max(cnn.config.image_size)
-    distances = subject.compute.attention_distances(subject)
+    distances = analysis.mean_attention_distance(subject.trace, subject.config.token_size).numpy()
     return distances * side / max(subject.config.image_size)
 
 
@@ -266,10 +266,11 @@ def _reach(subject: Subject, cnn) -> list:
         vit_x_title=tr("compare.reach.x_vit"),
         head_word=tr("attention.distance_head"),
         image_label=tr("compare.reach.image"),
-        # the CNN's layers by their place in its groups ("1.conv3", hover: "groups.1.conv3"): the
-        # full names, turned 45 degrees, took more of a slide's height than the plot
-        tick_names=[name.removeprefix("groups.") for name, _ in fields],
     )
+    # the CNN's layers by their place in its groups ("1.conv3", hover: "groups.1.conv3"): the full
+    # names, turned 45 degrees, took more of a slide's height than the plot
+    chart = plots.built_copy(chart)  # a copy to change: the app shares the built figure
+    chart.update_layout(xaxis_ticktext=[name.removeprefix("groups.") for name, _ in fields])
     return [
         Heading(tr("compare.reach_title")),
         Text(tr("compare.reach_intro")),

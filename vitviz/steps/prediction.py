@@ -156,7 +156,7 @@ def _occlusion(subject: Subject, occlusion: Occlusion) -> list:
         hover_text=[tr("prediction.hidden_n", n=int(c), total=num_patches) for c in counts],
     )
     model_input = denormalize(trace.pixels[0], config.preprocess)
-    rollout = subject.compute.rollout(subject)  # (grid_h, grid_w)
+    rollout = analysis.rollout_map(trace)[0].numpy()  # (grid_h, grid_w)
     rollout_figure = plots.heatmap_overlay(
         model_input, rollout, title=tr("prediction.rollout_title"), height=360, hover=answers.grid_hover(subject)
     )

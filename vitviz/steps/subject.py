@@ -84,14 +84,6 @@ class Compute:
         proj, trace = subject.model.patch_embed.proj, subject.trace
         return compare_routes(trace.pixels if trace.features is None else trace.features, proj.weight, proj.bias)
 
-    def rollout(self, subject: Subject, fusion: str = "mean") -> np.ndarray:
-        """``analysis.rollout_map`` of the subject's image with the heads fused by ``fusion``: (grid_h, grid_w)."""
-        return analysis.rollout_map(subject.trace, head_fusion=fusion)[0].numpy()
-
-    def attention_distances(self, subject: Subject) -> np.ndarray:
-        """``analysis.mean_attention_distance`` of the subject's image, in pixels: (depth, heads)."""
-        return analysis.mean_attention_distance(subject.trace, subject.config.token_size).numpy()
-
     def filter_components(self, subject: Subject) -> tuple[np.ndarray, np.ndarray]:
         """Every principal component of the patch filters, and its share of the variance."""
         weight = subject.model.patch_embed.proj.weight.detach().cpu()
