@@ -768,12 +768,7 @@ def _kept_box(size: tuple[int, int], pre) -> tuple[float, float, int, int]:
     """The photo's region the model's input shows, as ``data.resize_and_crop`` cuts it: its
     (width, height) in the photo's pixels, and the input's (width, height)."""
     width, height = size
-    if isinstance(pre.resize, int):
-        scale = pre.resize / min(width, height)
-        resized_w, resized_h = max(1, round(width * scale)), max(1, round(height * scale))
-    else:
-        resized_h, resized_w = pre.resize
-    out_h, out_w = pre.crop if pre.crop is not None else (resized_h, resized_w)
+    resized_w, resized_h, out_w, out_h = pre.sizes(width, height)
     kept_w = min(out_w, resized_w) * width / resized_w
     kept_h = min(out_h, resized_h) * height / resized_h
     return kept_w, kept_h, out_w, out_h

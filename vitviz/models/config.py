@@ -119,6 +119,17 @@ class Preprocess:
         if not all(values.finite(v, -1e6, 1e6) for v in (*self.mean, *self.std)):
             raise ValueError("mean and std must be finite numbers.")
 
+    def sizes(self, width: int, height: int) -> tuple[int, int, int, int]:
+        """A (width, height) picture's size after the resize, then after the centre crop:
+        (resized width, resized height, output width, output height)."""
+        if isinstance(self.resize, int):
+            scale = self.resize / min(width, height)
+            resized_w, resized_h = max(1, round(width * scale)), max(1, round(height * scale))
+        else:
+            resized_h, resized_w = self.resize
+        out_h, out_w = self.crop if self.crop is not None else (resized_h, resized_w)
+        return resized_w, resized_h, out_w, out_h
+
     def output_size(self) -> tuple[int, int] | None:
         """The (height, width) this preprocessing always produces, or None if it depends on the photo."""
         if self.crop is not None:

@@ -188,12 +188,7 @@ def resize_and_crop(image: Image.Image, pre: Preprocess) -> Image.Image:
     so a 10000x20 strip never becomes a huge intermediate image.
     """
     width, height = image.size
-    if isinstance(pre.resize, int):
-        scale = pre.resize / min(width, height)
-        resized_w, resized_h = max(1, round(width * scale)), max(1, round(height * scale))
-    else:
-        resized_h, resized_w = pre.resize
-    out_h, out_w = pre.crop if pre.crop is not None else (resized_h, resized_w)
+    resized_w, resized_h, out_w, out_h = pre.sizes(width, height)
     scale_x, scale_y = width / resized_w, height / resized_h
     left = (resized_w - out_w) / 2 * scale_x
     top = (resized_h - out_h) / 2 * scale_y
