@@ -377,3 +377,10 @@ def test_the_big_picture_is_small_on_disk_and_large_once_decoded(tmp_path: Path)
     path = bench.big_picture(6900, tmp_path)
     assert path.stat().st_size < 100_000 and Image.open(path).size == (6900, 6900)
     assert ("big_image_step1_s", "<=", 5.0) in bench.TARGETS and "big_image_step1_s" in bench.BROWSER_KEYS
+
+
+def test_thirty_votes_through_the_store_are_thirty_counted() -> None:
+    report = bench.Report()
+    bench.poll_30(report, bench.QUICK)
+    assert report.figures["poll_30_exact"] == 1.0
+    assert ("poll_30_exact", ">=", 1.0) in bench.TARGETS and "poll_30_exact" in bench.REQUIRED_KEYS

@@ -37,6 +37,7 @@ MOST_LISTED = 6  # heads named one by one; more are counted
 # than AREA_MARGIN.
 RISE = 0.05
 FALL_SHARE = 0.5
+PATCH_TOP_K = 5  # the class's patch poll: is its most-voted patch among the model's this many?
 AREA_MARGIN = 0.05
 
 # The normalised input is centred "near 0" when its mean is within NEAR_ZERO of 0 (in units of
@@ -1100,3 +1101,16 @@ def lens_lost(rank_true: Sequence[int], depth: int, name: str) -> Claim:
         return Claim("claims.lens_kept", values)
     values |= {"block": last, "next": last + 1, "index": last}
     return Claim("mistakes.lost_at_embed" if last == 0 else "mistakes.lost_at", values)
+
+
+def class_patch(votes: np.ndarray, model_map: np.ndarray, k: int = PATCH_TOP_K) -> Claim:
+    """The class's patch poll beside the model's map (both per patch, row-major): whether the
+    patch most students clicked is among the ``k`` the map ranks highest. Patches are counted
+    from 1, as the hover names them."""
+    votes, weights = np.asarray(votes, dtype=float).ravel(), np.asarray(model_map, dtype=float).ravel()
+    if votes.sum() <= 0:
+        return Claim("claims.patch_poll.no_votes", {"k": k})
+    top = int(votes.argmax())
+    rank = int((weights > weights[top]).sum()) + 1
+    values = {"patch": top + 1, "votes": int(votes[top]), "total": int(votes.sum()), "rank": rank, "k": k}
+    return Claim("claims.patch_poll.among" if rank <= k else "claims.patch_poll.outside", values)
