@@ -197,6 +197,12 @@ def test_quick_bench_reports_every_figure() -> None:
             assert report[f"{key}_errors"] == 0 and report[f"{key}_wrong_image"] == 0, key
         assert report["class_3_steps_timed"] == 3 * (len(tour.TOUR) - 1)
         assert report["class_100_steps_timed"] == 100 * len(tour.TOUR)  # opening the session, then every Next
+        # a teacher's Next followed by 1 Chromium + 2 light clients through 2 steps, on one server
+        # and on two replicas sharing the class through redis-server
+        for suffix in ("", "_replicas") if bench.redis_missing() is None else ("",):
+            assert report[f"class_follow_p95_s{suffix}"] > 0, suffix
+            assert report[f"class_follow_timed{suffix}"] == 3 * 2, suffix
+            assert report[f"class_follow_errors{suffix}"] == 0 and report[f"class_follow_wrong_image{suffix}"] == 0
 
 
 def test_cpu_seconds_counts_this_process_working():
