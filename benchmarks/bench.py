@@ -1790,6 +1790,21 @@ async def follow_timer(follower: Follower, stop: Any) -> None:
             await asyncio.wait_for(stop.wait(), timeout=max(pause, 0.0))
 
 
+MAIN_TEXT = "() => (document.querySelector('[data-testid=stMain]')?.innerText ?? '').slice(0, 300)"
+SHOWN_STEP = "() => [new URLSearchParams(location.search).get('step'), document.querySelector('h1')?.innerText ?? null]"
+
+
+async def chromium_on_step(page: Any, step: int, old_title: str | None, timeout_s: float) -> float:
+    """When a following student's Chromium showed ``step``: its URL names the step, and the page is
+    ready (``wait_ready_async``: a title other than the last step's, the run over, everything drawn)."""
+    deadline = time.perf_counter() + timeout_s
+    while (await page.evaluate(SHOWN_STEP))[0] != str(step):
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"the URL did not name step {step} within {timeout_s:.0f} s")
+        await page.wait_for_timeout(20)
+    return await wait_ready_async(page, old_title=old_title, timeout_ms=max(deadline - time.perf_counter(), 1) * 1e3)
+
+
 async def start_class(teacher: LightStudent) -> str:
     """The teacher, in presenter mode, presses "Start a class"; the join code its pop-over shows."""
     await teacher.open()
@@ -1816,6 +1831,8 @@ async def follow_lesson(
     step in its URL; Chromium: the step's page ready, ``wait_ready_async``)."""
     import asyncio
 
+    import websockets
+    from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 
     teacher = LightStudent(teacher_url, images[0], query="present=1")
@@ -1835,22 +1852,31 @@ async def follow_lesson(
             page = await context.new_page()
             await page.goto(f"{chromium_url}/?class={code}&test={images[1]}", wait_until="domcontentloaded")
             await wait_ready_async(page)
+            title = (await page.evaluate(SHOWN_STEP))[1]
             step = teacher.step or 0
             while step < last_step:
-                title = await page.locator("h1").first.inner_text()
                 started = time.perf_counter()
-                await teacher.press("nav_next")
+                try:
+                    await teacher.press("nav_next")
+                except (websockets.ConnectionClosed, OSError, TimeoutError, LookupError) as err:
+                    errors += 1
+                    problems.append(f"the teacher, on step {step}: {type(err).__name__}: {str(err)[:200]}")
+                    break
                 if teacher.step == step:  # a slide of the same step: the class reads it
                     await asyncio.sleep(FOLLOW_READING_S)
                     continue
                 step = teacher.step
                 try:
-                    chromium.append(
-                        await wait_ready_async(page, old_title=title, timeout_ms=FOLLOW_WAIT_S * 1e3) - started
-                    )
-                except TimeoutError:
+                    chromium.append(await chromium_on_step(page, step, title, FOLLOW_WAIT_S) - started)
+                except (TimeoutError, PlaywrightError) as err:
                     errors += 1
-                    problems.append(f"Chromium, {images[1]}: not on step {step} within {FOLLOW_WAIT_S:.0f} s")
+                    shown = await page.evaluate(SHOWN_STEP)
+                    said = await page.evaluate(MAIN_TEXT)
+                    problems.append(
+                        f"Chromium, {images[1]}: not on step {step} (URL step, title: {shown}; page: {said!r}): "
+                        f"{str(err)[:200]}"
+                    )
+                title = (await page.evaluate(SHOWN_STEP))[1]
                 errors += int(await page.locator("[data-testid='stException']").count() > 0)
                 wrong_image += int(parse_qs(urlparse(page.url).query).get("test") != [images[1]])
                 deadline = started + FOLLOW_WAIT_S
