@@ -1844,7 +1844,7 @@ async def follow_lesson(
     await asyncio.gather(*(f.student.open() for f in followers))
     stop = asyncio.Event()
     timers = [asyncio.create_task(follow_timer(f, stop)) for f in followers]
-    light, chromium, problems, errors, wrong_image = [], [], [], 0, 0
+    light, chromium, problems, errors, wrong_image, chromium_errors = [], [], [], 0, 0, 0
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -1870,6 +1870,7 @@ async def follow_lesson(
                     chromium.append(await chromium_on_step(page, step, title, FOLLOW_WAIT_S) - started)
                 except (TimeoutError, PlaywrightError) as err:
                     errors += 1
+                    chromium_errors += 1
                     shown = await page.evaluate(SHOWN_STEP)
                     said = await page.evaluate(MAIN_TEXT)
                     problems.append(
@@ -1910,6 +1911,7 @@ async def follow_lesson(
         "errors": errors + teacher.errors,
         "wrong_image": wrong_image,
         "problems": problems,
+        "chromium_errors": chromium_errors,
     }
 
 
@@ -1926,6 +1928,7 @@ def follow_figures(report: Report, suffix: str, lesson: Mapping[str, Any]) -> No
             f"class_follow_chromium_p95_s{suffix}": percentile(lesson["chromium"], 95) if lesson["chromium"] else None,
             f"class_follow_timed{suffix}": len(seconds),
             f"class_follow_errors{suffix}": lesson["errors"],
+            f"class_follow_chromium_errors{suffix}": lesson["chromium_errors"],
             f"class_follow_wrong_image{suffix}": lesson["wrong_image"],
         }
     )
