@@ -129,6 +129,21 @@ def test_test_loss_is_said_to_fall_or_to_rise_again_past_its_lowest():
     assert claims.loss_over_training(falling[:1]) is None
 
 
+def test_the_filters_are_said_to_vary_along_fewer_patterns_when_their_first_components_carry_more():
+    start = np.array([0.2, 0.2, 0.2, 0.2, 0.2])
+    grown = claims.filters_over_training(np.array([0.5, 0.2, 0.1, 0.1, 0.1]), start, 2, 5, 0)
+    assert grown.key == "learn.filters_more"
+    assert claims.text(grown) == (
+        "The first 2 of the 5 components carry 70.0% of the filters' variance, up from 40.0% before training:"
+        " the filters have come to vary along fewer patterns."
+    )
+    same = claims.filters_over_training(np.array([0.21, 0.2, 0.2, 0.2, 0.19]), start, 2, 5, 0)
+    assert same.key == "learn.filters_not_more" and "no more than the 40.0% before training" in claims.text(same)
+    first = claims.filters_over_training(start, start, 2, 0, 0)
+    assert claims.text(first).startswith("The first 2 of the 5 components carry 40.0% of the filters' variance before")
+    assert "1에폭 뒤의 40.0%" in claims.text(claims.filters_over_training(start, start, 2, 4, 1), "ko")
+
+
 # ---- the step -----------------------------------------------------------------------------------
 
 
@@ -163,8 +178,12 @@ def test_the_weights_takeaways_read_the_snapshot_s_own_positions_and_filters(run
         said = claims.position_layout(similarity)
         assert said.key == key and figure(step, "learn_positions").takeaway == mine.says(said)
         _, ratios = analysis.patch_embed_components(model.patch_embed.proj.weight.detach().half().float(), k=None)
-        spread = claims.filter_components(ratios.numpy(), GREY.patch_size)["spread"]
-        assert figure(step, "learn_filters").takeaway == mine.says(spread)
+        start = models()[0].patch_embed.proj.weight.detach().half().float()
+        _, first = analysis.patch_embed_components(start, k=None)
+        shown = min(learn.FILTER_COMPONENTS, len(ratios))
+        grew = claims.filters_over_training(ratios.numpy(), first.numpy(), shown, epoch, 0)
+        assert grew.key == ("learn.filters_first" if epoch == 0 else "learn.filters_not_more")  # two random inits
+        assert figure(step, "learn_filters").takeaway == mine.says(grew)
 
 
 def test_an_unknown_snapshot_is_the_last_and_the_curves_mark_every_snapshot(run_folder):
@@ -185,7 +204,7 @@ def test_an_unknown_snapshot_is_the_last_and_the_curves_mark_every_snapshot(run_
     takeaway = figure(step, "learn_positions_curve").takeaway
     assert f"first more alike than the rest after epoch {first}" in takeaway and first == 2
     assert "most alike, relative to the rest, after epoch 3" in takeaway and gaps.argmax() == 3
-    caption = step.blocks[0]
+    caption = next(b for b in step.blocks if isinstance(b, blocks.Text) and b.role == "caption")
     assert (
         caption.text.startswith("The snapshots come from the grey ViT") and "3 of its 30 planned epochs" in caption.text
     )

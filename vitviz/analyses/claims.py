@@ -1121,7 +1121,10 @@ def lens_lost(rank_true: Sequence[int], depth: int, name: str) -> Claim:
 # --------------------------------------------------------------------------------------------
 
 # The test loss *rose again* when its last value is more than LOSS_RISE (relative) above its lowest.
+# The first components of the patch filters carry *more* of the variance than at the run's first
+# snapshot when their share is MORE_VARIANCE (absolute) higher.
 LOSS_RISE = 0.02
+MORE_VARIANCE = 0.02
 
 
 def when(epoch: int) -> Claim:
@@ -1183,3 +1186,19 @@ def loss_over_training(history: Sequence[dict]) -> Claim | None:
     values |= {"last": f"{rows[-1]['test_loss']:.3f}", "end": rows[-1]["epoch"]}
     rose = rows[-1]["test_loss"] > best["test_loss"] * (1 + LOSS_RISE)
     return Claim("learn.loss_rose_again" if rose else "learn.loss_fell", values)
+
+
+def filters_over_training(ratios: np.ndarray, first_ratios: np.ndarray, shown: int, epoch: int, first: int) -> Claim:
+    """How much of the patch filters' variance their first ``shown`` principal components carry
+    after ``epoch``, against the run's first snapshot (``first``: 0, before training): more by
+    MORE_VARIANCE (the filters came to vary along fewer patterns), or not.
+
+    Args:
+        ratios: every component's share of the variance at ``epoch``, largest first.
+        first_ratios: the same at the first snapshot.
+    """
+    now, start = float(np.sum(ratios[:shown])), float(np.sum(first_ratios[:shown]))
+    values = {"shown": shown, "total": len(ratios), "now": f"{now:.1%}", "start": f"{start:.1%}", "first": when(first)}
+    if epoch == first:
+        return Claim("learn.filters_first", values | {"when": when(epoch)})
+    return Claim("learn.filters_more" if now - start >= MORE_VARIANCE else "learn.filters_not_more", values)

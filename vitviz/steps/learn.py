@@ -26,7 +26,7 @@ from vitviz.steps.names import hardware_text, model_title
 from vitviz.steps.subject import Subject
 
 TOP = 5  # classes the answer's bars show
-FILTER_COMPONENTS = 16  # the patch filters' principal components shown, at every snapshot alike
+FILTER_COMPONENTS = 8  # the patch filters' principal components shown (two rows), at every snapshot alike
 HEAD_MEAN = -1  # the "head" choice's mean of the heads (the attention step's)
 
 
@@ -57,21 +57,26 @@ def describe(subject: Subject, choices: Choices) -> Step:
     epoch = chosen(choices.get("learn_epoch"), run.epochs, run.epochs[-1])
     heads = run.config.num_heads
     head = chosen(choices.get("learn_head"), (*range(heads), HEAD_MEAN), 0)
-    blocks: list = [Text(source(subject, run), role="caption")]
     own = reads_its_images(subject, run)
     if own:
         pixels, true_class = subject.trace.pixels, subject.verdict.true_class if subject.verdict else None
     else:
         order = tuple(sorted(range(len(run.sample_indices)), key=lambda n: run.sample_indices[n]))
         sample = chosen(choices.get("learn_sample"), order, order[0])
-        blocks.append(Text(tr("learn.other_image", model=model_title(subject.name, subject.lang)), role="info"))
         pixels, true_class = sample_pixels(run, sample), run.sample_classes[sample]
-    blocks.append(Controls(tuple(_controls(subject, run, epoch, head, None if own else (order, sample)))))
+    blocks: list = [Controls(tuple(_controls(subject, run, epoch, head, None if own else (order, sample))))]
     model = subject.compute.snapshot_model(epoch)
     with torch.inference_mode():
         trace = model.explain(pixels.to(torch.float32)).detach()
-    blocks.append(_answer(subject, run, trace, epoch, head, true_class))
-    blocks += [Heading(tr("learn.weights")), Text(tr("learn.weights_intro")), _weights(subject, model, trace, epoch)]
+    blocks.append(_answer(subject, run, trace, epoch, head, true_class))  # the first screen: the figures
+    if not own:
+        blocks.append(Text(tr("learn.other_image", model=model_title(subject.name, subject.lang)), role="info"))
+    blocks.append(Text(source(subject, run), role="caption"))
+    blocks += [
+        Heading(tr("learn.weights")),
+        Text(tr("learn.weights_intro")),
+        _weights(subject, run, model, trace, epoch),
+    ]
     blocks += [Heading(tr("learn.run")), *_run(subject, run, epoch)]
     return Step(tr("page.learn"), tr("learn.intro"), tuple(blocks), paper_intro=tr("learn.intro_paper"))
 
@@ -149,19 +154,19 @@ def _answer(subject: Subject, run: Snapshots, trace: Trace, epoch: int, head: in
     where = f"{tr('attention.layer_n', n=last + 1)}, {head_label(subject, head)}"
     picture = denormalize(trace.pixels[0], run.config.preprocess)
     title = tr("learn.attention_title", where=where, when=when)
-    overlay = plots.heatmap_overlay(picture, values, title=title, height=380, hover=common.grid_hover(subject))
+    overlay = plots.heatmap_overlay(picture, values, title=title, height=340, hover=common.grid_hover(subject))
     focus = claims.attention_focus(values, tr("claims.who.cls", where=where))
     probs = trace.logits[0].float().softmax(dim=-1)
     ranked = top_k(run.config.class_names, trace.logits, min(TOP, len(run.config.class_names)))
     found = verdict(probs, run.config.class_names, true_class)
-    bars = common.class_bars(subject, ranked, tr("learn.answer_title", when=when), found, height=380)
+    bars = common.class_bars(subject, ranked, tr("learn.answer_title", when=when), found, height=340)
     answer = claims.top_answer([name for name, _ in ranked], [p for _, p in ranked])
     return Figures(
         (Figure("learn_attention", overlay, subject.says(focus)), Figure("learn_answer", bars, subject.says(answer)))
     )
 
 
-def _weights(subject: Subject, model, trace: Trace, epoch: int) -> Figures:
+def _weights(subject: Subject, run: Snapshots, model, trace: Trace, epoch: int) -> Figures:
     """The snapshot's position embeddings, each position's similarity with every other (Fig. 7
     centre), and its patch filters' principal components (Fig. 7 left)."""
     tr, when = subject.tr, epoch_label(subject, epoch)
@@ -174,13 +179,17 @@ def _weights(subject: Subject, model, trace: Trace, epoch: int) -> Figures:
     weight = model.patch_embed.proj.weight.detach()
     components, ratios = analysis.patch_embed_components(weight, k=None)
     shown = min(FILTER_COMPONENTS, len(ratios))
-    tiles = plots.built_copy(plots.component_tiles(components[:shown].numpy(), ratios[:shown].numpy()))
+    tiles = plots.built_copy(plots.component_tiles(components[:shown].numpy(), ratios[:shown].numpy(), columns=4))
     tiles.update_layout(title=dict(text=tr("learn.filters_title", when=when)), margin=dict(t=plots.TITLE_TOP + 30))
-    spread = claims.filter_components(ratios.numpy(), model.config.patch_size)["spread"]
+    first = run.epochs[0]  # the weights the run started from (0: before training)
+    start = analysis.patch_embed_components(
+        subject.compute.snapshot_model(first).patch_embed.proj.weight.detach(), k=None
+    )
+    grew = claims.filters_over_training(ratios.numpy(), start[1].numpy(), shown, epoch, first)
     return Figures(
         (
             Figure("learn_positions", mosaic, subject.says(claims.position_layout(similarity))),
-            Figure("learn_filters", tiles, subject.says(spread)),
+            Figure("learn_filters", tiles, subject.says(grew)),
         )
     )
 
