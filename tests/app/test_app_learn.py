@@ -38,11 +38,11 @@ def test_beside_the_colour_vit_the_page_follows_a_fashion_test_image_and_says_so
     shown = figure_array(figure(at, "learn_attention")["data"][0]["z"])
     first = int(np.argmin(run.sample_indices))  # the first of the samples in the test split
     assert np.array_equal(shown[..., 0], run.samples[first][0])  # the picture the page follows
-    after = figure(at, "learn_attention")["layout"]["title"]["text"]
+    after = figure(at, "learn_answer")["layout"]["title"]["text"]
     slider.set_value(0).run()
     assert errors(at) == []
-    before = figure(at, "learn_attention")["layout"]["title"]["text"]
-    assert "Before training" in before and "After epoch" in after
+    before = figure(at, "learn_answer")["layout"]["title"]["text"]
+    assert "Its answer before training" in before and "Its answer after epoch" in after
     assert at.query_params.get("learn_epoch") in ("0", ["0"])
 
 
@@ -58,6 +58,6 @@ def test_with_the_grey_vit_the_page_draws_the_session_s_own_image():
 def test_a_shared_link_opens_its_snapshot_in_korean():
     at = open_page_in_one_run(PAGE, lang="ko", learn_epoch=0, learn_head=1)
     assert errors(at) == []
-    title = figure(at, "learn_attention")["layout"]["title"]["text"]
-    assert "학습 전" in title and "헤드 2" in title
+    assert "학습 전 모델의 답" in figure(at, "learn_answer")["layout"]["title"]["text"]
+    assert "헤드 2" in figure(at, "learn_attention")["layout"]["title"]["text"]
     assert any("흑백 ViT" in c.value for c in at.caption)

@@ -134,13 +134,13 @@ def test_the_filters_are_said_to_vary_along_fewer_patterns_when_their_first_comp
     grown = claims.filters_over_training(np.array([0.5, 0.2, 0.1, 0.1, 0.1]), start, 2, 5, 0)
     assert grown.key == "learn.filters_more"
     assert claims.text(grown) == (
-        "The first 2 of the 5 components carry 70.0% of the filters' variance, up from 40.0% before training:"
-        " the filters have come to vary along fewer patterns."
+        "The first 2 of 5 components carry 70.0% of the filters' variance, up from 40.0% before training:"
+        " the filters vary along fewer patterns."
     )
     same = claims.filters_over_training(np.array([0.21, 0.2, 0.2, 0.2, 0.19]), start, 2, 5, 0)
-    assert same.key == "learn.filters_not_more" and "no more than the 40.0% before training" in claims.text(same)
+    assert same.key == "learn.filters_not_more" and "no more than 40.0% before training" in claims.text(same)
     first = claims.filters_over_training(start, start, 2, 0, 0)
-    assert claims.text(first).startswith("The first 2 of the 5 components carry 40.0% of the filters' variance before")
+    assert claims.text(first).startswith("The first 2 of 5 components carry 40.0% of the filters' variance before")
     assert "1에폭 뒤의 40.0%" in claims.text(claims.filters_over_training(start, start, 2, 4, 1), "ko")
 
 

@@ -147,13 +147,13 @@ def _controls(subject: Subject, run: Snapshots, epoch: int, head: int, samples: 
 
 def _answer(subject: Subject, run: Snapshots, trace: Trace, epoch: int, head: int, true_class: str | None) -> Figures:
     """The last layer's [CLS] attention in one head over the image, and the snapshot's answer."""
-    tr, when = subject.tr, epoch_label(subject, epoch)
+    tr, when = subject.tr, claims.text(claims.when(epoch), subject.lang)  # "after epoch 5"
     last = trace.depth - 1
     maps = analysis.cls_attention(trace, last)[0]  # (heads, grid_h, grid_w)
     values = analysis.select_head(maps, None if head == HEAD_MEAN else head).numpy()
     where = f"{tr('attention.layer_n', n=last + 1)}, {head_label(subject, head)}"
     picture = denormalize(trace.pixels[0], run.config.preprocess)
-    title = tr("learn.attention_title", where=where, when=when)
+    title = tr("learn.attention_title", where=where)
     overlay = plots.heatmap_overlay(picture, values, title=title, height=340, hover=common.grid_hover(subject))
     focus = claims.attention_focus(values, tr("claims.who.cls", where=where))
     probs = trace.logits[0].float().softmax(dim=-1)
@@ -172,10 +172,7 @@ def _weights(subject: Subject, run: Snapshots, model, trace: Trace, epoch: int) 
     tr, when = subject.tr, epoch_label(subject, epoch)
     pos_embed = model.pos_embed.detach()[0]  # (T, D)
     similarity = analysis.pos_embed_similarity(pos_embed, trace.grid_size, trace.num_prefix_tokens).numpy()
-    grid_h, grid_w = trace.grid_size
-    mosaic = plots.similarity_grid(
-        similarity, title=tr("learn.positions_title", h=grid_h, w=grid_w, when=when), height=420
-    )
+    mosaic = plots.similarity_grid(similarity, title=tr("learn.positions_title", when=when), height=420)
     weight = model.patch_embed.proj.weight.detach()
     components, ratios = analysis.patch_embed_components(weight, k=None)
     shown = min(FILTER_COMPONENTS, len(ratios))
