@@ -84,11 +84,14 @@ def control(step: blocks.Step, key: str) -> blocks.Control:
 def test_positions_are_said_to_form_at_the_first_epoch_past_the_margin_and_peak_where_the_gap_is_largest():
     epochs, far = [0, 1, 2, 5, 10], [0.0] * 5
     said = claims.positions_over_training(epochs, [0.02, 0.05, 0.2, 0.45, 0.3], far)
-    assert said.key == "learn.positions_formed"
+    assert said.key == "learn.positions_formed_then"
     assert plain(claims.text(said)) == (
         "Neighbouring positions' embeddings are first more alike than the rest after epoch 2 (cosine 0.20 against"
-        " 0.00 on average), and most alike, relative to the rest, after epoch 5 (0.45 against 0.00)."
+        " 0.00 on average), and most alike, relative to the rest, after epoch 5 (0.45 against 0.00); after epoch"
+        " 10: 0.30 against 0.00."
     )
+    kept = claims.positions_over_training(epochs, [0.02, 0.05, 0.2, 0.3, 0.45], far)  # most alike at the end
+    assert kept.key == "learn.positions_formed" and claims.text(kept).endswith("after epoch 10 (0.45 against 0.00).")
     assert "2에폭 뒤 처음으로" in claims.text(said, "ko") and "5에폭 뒤" in claims.text(said, "ko")
     never = claims.positions_over_training(epochs, [0.02, 0.05, 0.08, 0.04, 0.01], far)
     assert never.key == "learn.positions_not_formed"

@@ -1135,7 +1135,8 @@ def when(epoch: int) -> Claim:
 def positions_over_training(epochs: Sequence[int], near: Sequence[float], far: Sequence[float]) -> Claim:
     """When the position embeddings came to hold the 2D layout: the first epoch at which grid
     neighbours are more alike than positions in general by LAYOUT_MARGIN (``position_layout``'s
-    test), and the epoch at which they are most alike relative to the rest (the largest gap).
+    test), and the epoch at which they are most alike relative to the rest (the largest gap); where
+    that is not the last epoch, the last epoch's numbers too.
 
     Args:
         epochs: the epochs measured, in order (0: before training).
@@ -1150,7 +1151,10 @@ def positions_over_training(epochs: Sequence[int], near: Sequence[float], far: S
         return Claim("learn.positions_not_formed", values)
     first = int(formed[0])
     values |= {"first": when(epochs[first]), "first_near": f"{near[first]:.2f}", "first_far": f"{far[first]:.2f}"}
-    return Claim("learn.positions_formed", values)
+    if most == len(epochs) - 1:
+        return Claim("learn.positions_formed", values)
+    values |= {"last_near": f"{near[-1]:.2f}", "last_far": f"{far[-1]:.2f}"}  # and where they ended
+    return Claim("learn.positions_formed_then", values)
 
 
 def accuracy_over_training(history: Sequence[dict]) -> Claim | None:
