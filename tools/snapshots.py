@@ -1,12 +1,19 @@
 """Ship a run's snapshots for the page "How the ViT learned": vitviz/assets/models/<model>.learn.*
 
-    python -m tools.snapshots ~/.cache/vitviz/learn/grey/run --epochs 0,1,2,5,10,end --data fashion-mnist
+    python -m tools.snapshots ~/.cache/vitviz/runs/fashion-mnist-vit-learn --epochs 0,1,2,5,10,end --data fashion-mnist
+
+The shipped ones come from a fresh run of the grey ViT's first stage (its card's first recipe:
+the fashion-mnist-vit preset with random erasing 0.1, one thread, seed 0), every epoch evaluated
+and kept, stopped by hand where the machine's time ran out (the same command resumes it):
+
+    python -m vitviz train --preset fashion-mnist-vit --name fashion-mnist-vit-learn --random-erasing 0.1 --threads 1 --eval-every 1 --snapshots "$(seq -s, 0 30),end"
 
 The run was trained with ``--snapshots`` (``vitviz.training.train``): its ``snapshots/`` folder holds
 a float16 state dict per kept epoch and ``snapshots.json`` (the model config, the per-epoch
 history); its ``checkpoint.pt`` the recipe. ``--epochs`` picks the snapshots to ship ("end": the
-last one kept); the position embeddings of every epoch kept ship too (a few kB each). Beside them go one test image per class of ``--data`` (the first of each in the
-test split), for a session whose image the run's model cannot read. Nothing is written when the
+last one kept); the position embeddings of every epoch kept ship too (a few kB each). Beside
+them go one test image per class of ``--data`` (the first of each in the test split), for a
+session whose image the run's model cannot read. Nothing is written when the
 files would pass ``--max-mb`` (25 MB), or when an asked epoch has no snapshot. What ships names
 the run by its recipe, epochs and hardware, never by a folder of this machine.
 """
