@@ -3,6 +3,8 @@ trained with --snapshots (tools.snapshots), and the shipped ones."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -84,3 +86,39 @@ def test_pack_refuses_more_than_its_megabytes_and_writes_nothing(run, tmp_path):
     with pytest.raises(SnapshotError, match="MB"):
         pack(folder, "0,1,2,end", str(data), "again", tmp_path, max_mb=0.001)
     assert not list(tmp_path.glob("again*"))
+
+
+def test_the_shipped_snapshots_are_float16_under_25_mb_and_name_no_machine_s_folder():
+    weights, record = snapshots.paths(snapshots.SHIPPED)
+    assert weights.stat().st_size + record.stat().st_size <= 25_000_000
+    found = snapshots.read()
+    assert found.epochs[0] == 0 and len(found.epochs) >= 5
+    assert all(
+        v.dtype == torch.float16 for state in found.states.values() for v in state.values() if v.is_floating_point()
+    )
+    text = record.read_text()
+    assert "/root" not in text and "/home" not in text and "/tmp" not in text and "/usr" not in text
+    data = json.loads(text)
+    assert data["run"]["recipe"]["seed"] == 0 and data["run"]["epochs"] == max(r["epoch"] for r in found.history)
+    assert found.config.class_names == found.model_at(0).config.class_names
+
+
+def test_the_shipped_snapshots_come_from_a_fresh_run_of_the_grey_vit_s_first_stage():
+    """What the page says of them: the recipe of the shipped grey ViT's first stage, seed and all."""
+    card = json.loads(snapshots.paths(snapshots.SHIPPED)[1].with_name(f"{snapshots.SHIPPED}.json").read_text())
+    first = card["stages"][0]["recipe"]
+    recipe = snapshots.read().run["recipe"]
+    knobs = ("data", "epochs", "batch_size", "lr", "min_lr", "weight_decay", "warmup_epochs", "label_smoothing")
+    knobs += (
+        "flip",
+        "random_erasing",
+        "mixup_alpha",
+        "cutmix_alpha",
+        "grad_clip",
+        "seed",
+        "teacher",
+        "init_from",
+        "model",
+    )
+    assert {k: recipe[k] for k in knobs} == {k: first[k] for k in knobs}
+    assert snapshots.read().config.to_dict() == card["config"]
