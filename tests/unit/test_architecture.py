@@ -39,6 +39,7 @@ STEP_MODULES = (
     "trust",
     "testset",
     "mistakes",
+    "learn",
 )  # vitviz/steps/: the tour's steps, described as data
 # module -> layer (docs/architecture.md draws the same table)
 LAYERS = {
@@ -50,7 +51,7 @@ LAYERS = {
     # 2: the models and what is computed from them
     "models.model": 2, "analyses.analysis": 2, "analyses.compare": 2, "models.convert": 2, "analyses.claims": 2, "models.budget": 2,
     # 3: weights and datasets on disk
-    "models.zoo": 3, "analyses.evaluate": 3, "analyses.lab": 3,
+    "models.zoo": 3, "models.snapshots": 3, "analyses.evaluate": 3, "analyses.lab": 3,
     # 4: the command lines
     "training.train": 4, "models.explain": 4, "render.handout": 4, "cli": 4, "__main__": 4,
     "analyses.faithfulness": 3, "analyses.ablation": 3, "analyses.projection": 3,  # the test set's analyses: computed, stored beside the weights, commands

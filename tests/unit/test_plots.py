@@ -191,6 +191,17 @@ BUILDERS = {
         stage_starts=[11, 24, 30],
         stage_names=["s2", "s3", "s4"],
     ),
+    "learning_curves": lambda: plots.learning_curves(
+        [{"epoch": 0, "test_loss": 2.3, "test_accuracy": 0.1}]
+        + [
+            {"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "test_loss": 1.1, "test_accuracy": 0.4}
+            for e in range(1, 14)
+        ],
+        {key: key for key in (*plots.CURVE_KEYS, "snapshot")},
+        [0, 1, 2, 5, 10, 13],
+        chosen=5,
+        total_epochs=30,
+    ),
     "confusion_matrix": lambda: plots.confusion_matrix(
         np.arange(9).reshape(3, 3), ["cat", "dog", "bird"], "Confusion", "predicted", "true", selected=(0, 1)
     ),

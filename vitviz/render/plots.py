@@ -1796,6 +1796,87 @@ def training_curves(
 # (end of 9. model card)
 
 
+# ---- lab: how the ViT learned ----
+SNAPSHOT_MARKER = dict(symbol="diamond", size=11, line=dict(width=1, color="#222"))
+
+
+def learning_curves(
+    history: Sequence[dict],
+    labels: dict[str, str],
+    snapshots: Sequence[int],
+    chosen: int | None = None,
+    total_epochs: int | None = None,
+    height: int = 340,
+) -> go.Figure:
+    """Accuracy and loss per epoch of one run, side by side, a diamond on the test curves at every
+    epoch a snapshot was kept and a dotted line at the ``chosen`` one.
+
+    Args:
+        history: a row per epoch (epoch 0: before training, test numbers only); test_accuracy,
+            test_loss, train_accuracy, train_loss where measured.
+        labels: a text for every key of ``CURVE_KEYS`` and for "snapshot", in the user's language.
+        snapshots: the epochs with a snapshot.
+        chosen: the snapshot the page shows.
+        total_epochs: the run's planned length: the x axes span it.
+    """
+    names, layout = _panel_row([labels["accuracy"], labels["loss"]], CURVES_GAP)
+    kept = set(snapshots)
+    data = []
+    for (x_axis, y_axis), quantity in zip(names, ("accuracy", "loss"), strict=True):
+        for split, dash in (("test", "solid"), ("train", "dot")):
+            key = f"{split}_{quantity}"
+            rows = [row for row in history if key in row]
+            number = "%{y:.1%}" if quantity == "accuracy" else "%{y:.3f}"
+            data.append(
+                dict(
+                    type="scatter",
+                    x=[row["epoch"] for row in rows],
+                    y=[row[key] for row in rows],
+                    name=labels[key],
+                    mode="lines",
+                    line=dict(dash=dash, width=2.5, color=PALETTE[0 if split == "test" else 1]),
+                    xaxis=x_axis,
+                    yaxis=y_axis,
+                    legendgroup=key,
+                    hovertemplate=f"{labels['epoch']} %{{x}}: {number}<extra>{labels[key]}</extra>",
+                )  # fmt: skip
+            )
+        marked = [row for row in history if row["epoch"] in kept and f"test_{quantity}" in row]
+        data.append(
+            dict(
+                type="scatter",
+                x=[row["epoch"] for row in marked],
+                y=[row[f"test_{quantity}"] for row in marked],
+                name=labels["snapshot"],
+                mode="markers",
+                marker=dict(color=PALETTE[0], **SNAPSHOT_MARKER),
+                xaxis=x_axis,
+                yaxis=y_axis,
+                legendgroup="snapshot",
+                showlegend=quantity == "accuracy",
+                hovertemplate=f"{labels['snapshot']}: {labels['epoch']} %{{x}}<extra></extra>",
+            )  # fmt: skip
+        )
+    last = max([total_epochs or 0, *(row["epoch"] for row in history)])
+    for x_axis, _ in names:
+        layout[f"xaxis{x_axis[1:]}"] |= _axis(labels["epoch"], range=[-0.5, last + 0.5])
+    layout["yaxis"] |= dict(tickformat=".0%", range=[0, 1.0], title=dict(text=labels["accuracy_axis"]))
+    layout[f"yaxis{names[1][1][1:]}"] |= dict(rangemode="tozero")
+    if chosen is not None:
+        line = dict(color="#444", width=1.5, dash="dot")
+        layout["shapes"] = [
+            dict(type="line", x0=chosen, x1=chosen, xref=x, y0=0, y1=1, yref=f"{y} domain", line=line) for x, y in names
+        ]
+    layout |= dict(
+        height=height + legend_room(3),
+        margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4),
+        **LOOK,
+        legend=_legend_below(),
+        hovermode="closest",
+    )
+    return _figure(data, layout)
+
+
 # ---- lab: misclassification ----
 def confusion_matrix(
     counts: np.ndarray,
