@@ -29,7 +29,8 @@ SIZES = ((1280, 720), (1920, 1080))
 
 # Everything wider than its box: the page itself, each figure's box (and the SVG inside it, which a
 # zoom made wider than the box), each figure's parts (colour bar, legend, titles, tick labels) inside
-# the figure, each table inside the window and without a sideways scroll of its own.
+# the figure, each table inside the window and without a sideways scroll of its own. A colour bar is
+# its labels and its colours: its group also holds a transparent background, padded past the labels.
 OVERFLOWS = """() => {
   const problems = [];
   const width = window.innerWidth;
@@ -48,7 +49,7 @@ OVERFLOWS = """() => {
     if (!svg) continue;
     const s = svg.getBoundingClientRect();
     if (!inside(s, r)) problems.push(`${who}: its drawing ${round(s)} outside its box ${round(r)}`);
-    for (const part of box.querySelectorAll(".colorbar, .legend, .g-gtitle, .annotation, .xtick text, .ytick text, [class^='g-x'][class$='title'], [class^='g-y'][class$='title']")) {
+    for (const part of box.querySelectorAll(".colorbar text, .colorbar .cbfills, .legend, .g-gtitle, .annotation, .xtick text, .ytick text, [class^='g-x'][class$='title'], [class^='g-y'][class$='title']")) {
       const q = part.getBoundingClientRect();
       if (q.width === 0 && q.height === 0) continue;
       if (!inside(q, s)) problems.push(`${who}: '${(part.textContent || part.getAttribute("class")).slice(0, 40)}' cut at ${round(q)}, drawing ${round(s)}`);
