@@ -23,11 +23,11 @@ from vitviz.render import plots
 from vitviz.steps import common
 from vitviz.steps.blocks import Choices, Control, Controls, Figure, Figures, Heading, Step, Text
 from vitviz.steps.names import hardware_text, model_title
+from vitviz.steps.picks import HEAD_MEAN, head_label
 from vitviz.steps.subject import Subject
 
 TOP = 5  # classes the answer's bars show
 FILTER_COMPONENTS = 8  # the patch filters' principal components shown (two rows), at every snapshot alike
-HEAD_MEAN = -1  # the "head" choice's mean of the heads (the attention step's)
 
 
 def reads_its_images(subject: Subject, run: Snapshots) -> bool:
@@ -106,10 +106,6 @@ def sample_pixels(run: Snapshots, index: int) -> torch.Tensor:
 def epoch_label(subject: Subject, epoch: int) -> str:
     """ "Before training", "After epoch 5": a snapshot as the chooser names it."""
     return subject.tr("learn.before") if epoch == 0 else subject.tr("learn.after", epoch=epoch)
-
-
-def head_label(subject: Subject, head: int) -> str:
-    return subject.tr("attention.mean_heads") if head == HEAD_MEAN else subject.tr("attention.head_n", n=head + 1)
 
 
 def _controls(subject: Subject, run: Snapshots, epoch: int, head: int, samples: tuple | None) -> list[Control]:
