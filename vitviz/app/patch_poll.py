@@ -32,7 +32,7 @@ from vitviz.server import classes
 ASKED = (
     "_class_patch_asked"  # the teacher's session state: (poll number, picture, model map) of the patch poll it opened
 )
-HEIGHT = 300  # the maps' height in pixels (presenter mode draws them plots.PRESENTER_SCALE taller)
+HEIGHT = 340  # the maps' height in pixels (presenter mode draws them plots.PRESENTER_SCALE taller)
 
 
 def model_view(trace, preprocess) -> tuple[np.ndarray, np.ndarray]:
@@ -96,9 +96,10 @@ def teacher_view(poll: classes.Poll) -> None:
         return
     votes = votes_grid(poll, model_map.shape)
     with st.container(key="vitviz-poll", border=True):
-        columns = st.columns(3 if poll.revealed else [2, 1], vertical_alignment="center")
+        columns = st.columns(3 if poll.revealed else 2, vertical_alignment="center")
         title = tr("class.patch_votes_title", count=poll.total)
-        figure = plots.patch_votes(picture, votes, title, height=HEIGHT, hover=_hover())
+        answer = int(poll.answer) if poll.revealed and poll.answer is not None else None
+        figure = plots.patch_votes(picture, votes, title, height=HEIGHT, hover=_hover(), answer=answer)
         charts.draw(columns[0], figure, width="stretch", key="class_patch_votes")
         if not poll.revealed:
             columns[1].markdown(tr("class.patch_question"))
@@ -156,7 +157,8 @@ def ballot(code: str, poll: classes.Poll) -> None:
         if poll.revealed:
             votes = votes_grid(poll, grid)
             title = tr("class.patch_votes_title", count=poll.total)
-            figure = plots.patch_votes(picture, votes, title, HEIGHT, chosen, hover=_hover())
+            answer = int(poll.answer) if poll.answer is not None else None
+            figure = plots.patch_votes(picture, votes, title, HEIGHT, chosen, hover=_hover(), answer=answer)
             charts.draw(left, figure, width="stretch", key=key + "_revealed")
             right.markdown(revealed(poll, chosen))
             return

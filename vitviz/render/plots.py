@@ -429,12 +429,14 @@ def patch_votes(
     height: int | None = 380,
     chosen: int | None = None,
     hover: str = "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})",
+    answer: int | None = None,
 ) -> go.Figure:
     """A patch poll over the image: a (grid_h, grid_w) grid drawn on it (its cells need not be
     whole pixels: the grid is the poll's, the picture the viewer's), each patch's votes as a
     coloured square with the count written in it (a patch without votes stays clear), ``chosen``
-    outlined, and on every patch centre a marker that hovers and clicks answer (customdata:
-    index, row, column, then the same counted from 1, as ``patch_grid``'s)."""
+    (a student's vote) outlined in blue, ``answer`` (the model's patch) in red, and on every patch
+    centre a marker that hovers and clicks answer (customdata: index, row, column, then the same
+    counted from 1, as ``patch_grid``'s)."""
     picture = to_uint8(array)
     height_px, width_px = picture.shape[:2]
     votes = np.asarray(votes, dtype=np.float64)  # (grid_h, grid_w)
@@ -448,11 +450,12 @@ def patch_votes(
         dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=c * cell_w - 0.5, x1=c * cell_w - 0.5, line=line)
         for c in range(1, grid_w)
     ]
-    if chosen is not None and 0 <= chosen < grid_h * grid_w:
-        row, col = divmod(chosen, grid_w)
-        x0, y0 = col * cell_w - 0.5, row * cell_h - 0.5
-        outline = dict(color="#00a0ff", width=4)
-        shapes.append(dict(type="rect", x0=x0, x1=x0 + cell_w, y0=y0, y1=y0 + cell_h, line=outline))
+    for patch, colour, width in ((answer, "#ff2d55", 5), (chosen, "#00a0ff", 3)):  # a vote for it shows inside
+        if patch is not None and 0 <= patch < grid_h * grid_w:
+            row, col = divmod(patch, grid_w)
+            x0, y0 = col * cell_w - 0.5, row * cell_h - 0.5
+            edge = dict(color=colour, width=width)
+            shapes.append(dict(type="rect", x0=x0, x1=x0 + cell_w, y0=y0, y1=y0 + cell_h, line=edge))
     counted = np.where(votes > 0, votes, np.nan)  # a patch nobody chose shows the picture
     heat = dict(
         type="heatmap",
@@ -468,7 +471,7 @@ def patch_votes(
         showscale=False,
         text=[[f"{v:g}" if v > 0 else "" for v in row] for row in votes],
         texttemplate="<b>%{text}</b>",
-        textfont=dict(color="black", size=max(12, min(28, 360 // max(grid_w, 1)))),
+        textfont=dict(color="black", size=max(14, min(28, round(0.6 * (height or 380) / grid_h)))),
         hoverinfo="skip",
     )
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
@@ -484,6 +487,9 @@ def patch_votes(
     markers["mode"] = "markers"
     layout = _image_layout_dict(height, title)
     layout["shapes"] = shapes
+    # the picture's edges, not the markers', bound the axes: autorange would pad them for the markers' size
+    layout["xaxis"] |= dict(range=[-0.5, width_px - 0.5], autorange=False)
+    layout["yaxis"] |= dict(range=[height_px - 0.5, -0.5], autorange=False)
     return _figure([_image_trace(picture, hoverinfo="skip"), heat, markers], layout)
 
 
