@@ -178,7 +178,8 @@ def test_which_patch_matters_most_vote_and_reveal():
     code, _ = teacher.session_state[classroom.TEACHER]
     _button(teacher, "class_ask_patch").click().run()
     poll = classroom.server_store().poll(code)
-    number, _, model_map = teacher.session_state[patch_poll.ASKED]
+    asked, number, _, model_map = teacher.session_state[patch_poll.ASKED]
+    assert asked == code
     assert poll.kind == classes.PATCH_POLL and len(poll.options) == model_map.size and poll.total == 0
     assert poll.number == number
     assert not [

@@ -22,16 +22,15 @@ import streamlit as st
 from vitviz.analyses import analysis, claims
 from vitviz.app import charts, current, session
 from vitviz.app.caches import cached_trace
-from vitviz.app.classroom import REFUSED, ask, reveal, server_store, student_id, vote
+from vitviz.app.classroom import REFUSED, ask, reveal, server_store, student_id, teaching, vote
 from vitviz.app.models import cached_model
 from vitviz.app.text import lang, tr
 from vitviz.models.data import denormalize
 from vitviz.render import clicks, plots
 from vitviz.server import classes
 
-ASKED = (
-    "_class_patch_asked"  # the teacher's session state: (poll number, picture, model map) of the patch poll it opened
-)
+# the teacher's session state: (code, poll number, picture, model map) of the patch poll it opened
+ASKED = "_class_patch_asked"
 HEIGHT = 340  # the maps' height in pixels (presenter mode draws them plots.PRESENTER_SCALE taller)
 
 
@@ -59,7 +58,7 @@ def _ask(picture: np.ndarray, model_map: np.ndarray) -> None:
     top = str(int(np.argmax(model_map)))  # row-major, as patch_options counts
     number = ask(classes.PATCH_POLL, classes.patch_options(model_map.size), top)
     if number is not None:
-        st.session_state[ASKED] = (number, picture, model_map)
+        st.session_state[ASKED] = (teaching()[0], number, picture, model_map)
 
 
 def ask_button(trace, preprocess) -> None:
@@ -76,8 +75,15 @@ def votes_grid(poll: classes.Poll, grid: tuple[int, int]) -> np.ndarray:
 
 
 def _hover() -> str:
+    """A poll's patch hover in the reader's language: "patch 5 (row 2, col 1)", counted from 1."""
     where = tr("hover.row_col", row="%{customdata[4]}", col="%{customdata[5]}")
     return f"{tr('hover.patch')} %{{customdata[3]}} ({where})"
+
+
+def _map_hover() -> str:
+    """The model's map's hover, as the step's maps write it (``Subject.grid_hover``)."""
+    where = tr("hover.row_col", row="%{customdata[0]}", col="%{customdata[1]}")
+    return f"{tr('hover.patch')} %{{customdata[2]}} ({where}): %{{z:.4f}}<extra></extra>"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,10 +91,10 @@ def _hover() -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def teacher_view(poll: classes.Poll) -> None:
+def teacher_view(code: str, poll: classes.Poll) -> None:
     """The class's clicks as a heat map; Reveal; after it, the model's map and the sentence."""
     kept = st.session_state.get(ASKED)
-    shown = kept[1:] if kept is not None and kept[0] == poll.number else _session_view()
+    shown = kept[2:] if kept is not None and kept[:2] == (code, poll.number) else _session_view()
     if shown is None:
         return
     picture, model_map = shown
@@ -106,7 +112,9 @@ def teacher_view(poll: classes.Poll) -> None:
             columns[1].button(tr("class.reveal"), key="class_reveal", on_click=reveal, type="primary")
             return
         model_title = tr("class.patch_model_title")
-        model_figure = plots.heatmap_overlay(picture, model_map, title=model_title, height=HEIGHT, colorbar=False)
+        model_figure = plots.heatmap_overlay(
+            picture, model_map, title=model_title, height=HEIGHT, colorbar=False, hover=_map_hover()
+        )
         charts.draw(columns[1], model_figure, width="stretch", key="class_patch_model")
         columns[2].markdown(f"**{claims.text(claims.class_patch(votes, model_map), lang())}**")
         columns[2].caption(tr("class.patch_model_caption", k=claims.PATCH_TOP_K))

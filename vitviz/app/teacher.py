@@ -152,7 +152,7 @@ def _poll_view() -> None:
     if poll is None:
         return
     if poll.kind == classes.PATCH_POLL:
-        patch_poll.teacher_view(poll)
+        patch_poll.teacher_view(held[0], poll)
         return
     with st.container(key="vitviz-poll", border=True):
         counts = tuple(poll.counts[o] for o in poll.options)
