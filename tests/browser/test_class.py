@@ -77,7 +77,7 @@ def test_a_teacher_and_two_students(url):
                 teacher.click(".st-key-vitviz-class button")  # the pop-over closed with the run: open it
             teacher.wait_for_timeout(300)
         assert code, "no join address on the teacher's pop-over"
-        teacher.mouse.click(400, 15)  # close the pop-over
+        teacher.mouse.click(300, 400)  # close the pop-over
 
         students = []
         for _ in range(2):
