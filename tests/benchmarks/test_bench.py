@@ -393,3 +393,10 @@ def test_a_class_with_errors_notes_the_server_s_last_traceback(tmp_path: Path) -
         bench.class_figures(report, "class_2", [clean, failed], 0.0, server)
         assert report.notes[-1].startswith("class_2: the server's last traceback: Traceback")
         assert "ValueError: step 9" in report.notes[-1] and "KeyError" not in report.notes[-1]
+
+
+def test_thirty_votes_through_the_store_are_thirty_counted() -> None:
+    report = bench.Report()
+    bench.poll_30(report, bench.QUICK)
+    assert report.figures["poll_30_exact"] == 1.0
+    assert ("poll_30_exact", ">=", 1.0) in bench.TARGETS and "poll_30_exact" in bench.REQUIRED_KEYS

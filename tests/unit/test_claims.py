@@ -636,3 +636,15 @@ def test_a_hybrid_s_tokens_are_said_to_stand_for_squares_not_to_be_patches():
     en, ko = both(hybrid)
     assert "7 x 7 = 49 tokens, each standing for a 32 x 32-pixel square" in en and "patches" not in en
     assert "1024 numbers from the ResNet" in en and "49개" in ko
+
+
+def test_the_class_s_patch_poll_says_whether_its_top_patch_is_among_the_model_s():
+    model_map = np.array([0.9, 0.8, 0.7, 0.1, 0.05, 0.0])
+    among = claims.class_patch(np.array([0, 3, 1, 0, 0, 0]), model_map, k=2)
+    outside = claims.class_patch(np.array([0, 1, 0, 0, 4, 0]), model_map, k=2)
+    assert claims.text(among) == (
+        "The class's most-clicked patch, 2 (3 of 4 votes), is among the model's 2 most important: it ranks 2."
+    )
+    assert outside.key == "claims.patch_poll.outside" and "ranks 5" in claims.text(outside)
+    assert "5위" in claims.text(outside, "ko")
+    assert claims.class_patch(np.zeros(6), model_map).key == "claims.patch_poll.no_votes"

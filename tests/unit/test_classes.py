@@ -277,3 +277,37 @@ def test_no_redis_at_all_is_the_same_error():
 def test_the_server_s_option_picks_the_backend():
     assert isinstance(classes.store_for(None), classes.MemoryStore)
     assert isinstance(classes.store_for("redis://127.0.0.1:1/0"), classes.RedisStore)  # connects when used
+
+
+def test_a_patch_poll_counts_one_clicked_patch_a_student_with_the_same_limits(make):
+    clock = Clock()
+    store = make(clock=clock)
+    started = store.start()
+    patches = classes.patch_options(196)  # ViT-B/16 at 224: more patches than a class poll's options
+    with pytest.raises(ValueError):
+        store.ask(started.code, started.teacher_token, classes.CLASS_POLL, patches, "0")
+    number = store.ask(started.code, started.teacher_token, classes.PATCH_POLL, patches, "17")
+    assert store.vote(started.code, "ann", number, "17")
+    assert store.vote(started.code, "bob", number, "3")
+    assert store.vote(started.code, "bob", number, "17")  # changed: still one vote
+    assert not store.vote(started.code, "eve", number, "196")  # no such patch
+    poll = store.poll(started.code)
+    assert (poll.kind, poll.total, poll.counts["17"], poll.counts["3"], poll.answer) == ("patch", 2, 2, 0, None)
+    for _ in range(classes.VOTE_BURST):
+        store.vote(started.code, "cat", number, "5")
+    assert not store.vote(started.code, "cat", number, "6")  # rate-limited
+    store.reveal(started.code, started.teacher_token)
+    assert not store.vote(started.code, "ann", number, "3")  # closed at the reveal
+    assert store.poll(started.code).answer == "17"
+    clock.now += classes.LIFETIME_S + 1
+    assert store.poll(started.code) is None  # expired with its class
+    with pytest.raises(ValueError):
+        classes.patch_options(classes.MAX_PATCHES + 1)
+
+
+def test_a_patch_poll_s_grid_is_shaped_like_the_picture_it_is_drawn_over():
+    assert classes.patch_grid(196, 224, 224) == (14, 14)
+    assert classes.patch_grid(64, 32, 32) == (8, 8)
+    assert classes.patch_grid(224, 224, 256) == (14, 16)  # a wide picture: more columns than rows
+    assert classes.patch_grid(224, 256, 224) == (16, 14)
+    assert classes.patch_grid(7, 32, 32) in ((1, 7), (7, 1))  # a prime count: one row or column

@@ -37,6 +37,7 @@ MOST_LISTED = 6  # heads named one by one; more are counted
 # than AREA_MARGIN.
 RISE = 0.05
 FALL_SHARE = 0.5
+PATCH_TOP_K = 5  # the class's patch poll: is its most-voted patch among the model's this many?
 AREA_MARGIN = 0.05
 
 # The normalised input is centred "near 0" when its mean is within NEAR_ZERO of 0 (in units of
@@ -1201,3 +1202,16 @@ def filters_over_training(ratios: np.ndarray, first_ratios: np.ndarray, shown: i
     if epoch == first:
         return Claim("learn.filters_first", values | {"when": when(epoch)})
     return Claim("learn.filters_more" if now - start >= MORE_VARIANCE else "learn.filters_not_more", values)
+
+
+def class_patch(votes: np.ndarray, model_map: np.ndarray, k: int = PATCH_TOP_K) -> Claim:
+    """The class's patch poll beside the model's map (both per patch, row-major): whether the
+    patch most students clicked is among the ``k`` the map ranks highest. Patches are counted
+    from 1, as the hover names them."""
+    votes, weights = np.asarray(votes, dtype=float).ravel(), np.asarray(model_map, dtype=float).ravel()
+    if votes.sum() <= 0:
+        return Claim("claims.patch_poll.no_votes", {"k": k})
+    top = int(votes.argmax())
+    rank = int((weights > weights[top]).sum()) + 1
+    values = {"patch": top + 1, "votes": int(votes[top]), "total": int(votes.sum()), "rank": rank, "k": k}
+    return Claim("claims.patch_poll.among" if rank <= k else "claims.patch_poll.outside", values)

@@ -418,6 +418,81 @@ def patch_grid(
     return _figure([_image_trace(array, hovertemplate=PIXEL_HOVER), markers], layout)
 
 
+# a patch poll's votes: few pale yellow, most orange-red; light enough for black numbers in every cell (7:1)
+VOTES_SCALE = ((0.0, "#fff3b0"), (0.5, "#fdae61"), (1.0, "#f46d43"))
+
+
+def patch_votes(
+    array: np.ndarray,
+    votes: np.ndarray,
+    title: str | None = None,
+    height: int | None = 380,
+    chosen: int | None = None,
+    hover: str = "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})",
+    answer: int | None = None,
+) -> go.Figure:
+    """A patch poll over the image: a (grid_h, grid_w) grid drawn on it (its cells need not be
+    whole pixels: the grid is the poll's, the picture the viewer's), each patch's votes as a
+    coloured square with the count written in it (a patch without votes stays clear), ``chosen``
+    (a student's vote) outlined in blue, ``answer`` (the model's patch) in red, and on every patch
+    centre a marker that hovers and clicks answer (customdata: index, row, column, then the same
+    counted from 1, as ``patch_grid``'s)."""
+    picture = to_uint8(array)
+    height_px, width_px = picture.shape[:2]
+    votes = np.asarray(votes, dtype=np.float64)  # (grid_h, grid_w)
+    grid_h, grid_w = votes.shape
+    cell_h, cell_w = height_px / grid_h, width_px / grid_w
+    line = dict(color="rgba(255,255,255,0.9)", width=1)
+    shapes = [
+        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=r * cell_h - 0.5, y1=r * cell_h - 0.5, line=line)
+        for r in range(1, grid_h)
+    ] + [
+        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=c * cell_w - 0.5, x1=c * cell_w - 0.5, line=line)
+        for c in range(1, grid_w)
+    ]
+    for patch, colour, width in ((answer, "#ff2d55", 5), (chosen, "#00a0ff", 3)):  # a vote for it shows inside
+        if patch is not None and 0 <= patch < grid_h * grid_w:
+            row, col = divmod(patch, grid_w)
+            x0, y0 = col * cell_w - 0.5, row * cell_h - 0.5
+            edge = dict(color=colour, width=width)
+            shapes.append(dict(type="rect", x0=x0, x1=x0 + cell_w, y0=y0, y1=y0 + cell_h, line=edge))
+    counted = np.where(votes > 0, votes, np.nan)  # a patch nobody chose shows the picture
+    heat = dict(
+        type="heatmap",
+        z=counted,
+        x0=(cell_w - 1) / 2,
+        dx=cell_w,
+        y0=(cell_h - 1) / 2,
+        dy=cell_h,
+        zmin=0,
+        zmax=max(1.0, float(votes.max(initial=0))),
+        colorscale=[list(stop) for stop in VOTES_SCALE],
+        opacity=0.85,
+        showscale=False,
+        text=[[f"{v:g}" if v > 0 else "" for v in row] for row in votes],
+        texttemplate="<b>%{text}</b>",
+        textfont=dict(color="black", size=max(14, min(28, round(0.6 * (height or 380) / grid_h)))),
+        hoverinfo="skip",
+    )
+    rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    index_row_col = np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)
+    markers = click_markers(
+        cols * cell_w + cell_w / 2 - 0.5,
+        rows * cell_h + cell_h / 2 - 0.5,
+        max(6, min(40, 600 // max(grid_w, 1))),
+        numbered(index_row_col),
+        hover + ": %{text}<extra></extra>",
+        text=[f"{v:g}" for v in votes.ravel()],
+    )
+    markers["mode"] = "markers"
+    layout = _image_layout_dict(height, title)
+    layout["shapes"] = shapes
+    # the picture's edges, not the markers', bound the axes: autorange would pad them for the markers' size
+    layout["xaxis"] |= dict(range=[-0.5, width_px - 0.5], autorange=False)
+    layout["yaxis"] |= dict(range=[height_px - 0.5, -0.5], autorange=False)
+    return _figure([_image_trace(picture, hoverinfo="skip"), heat, markers], layout)
+
+
 def numbered(index_row_col: np.ndarray) -> np.ndarray:
     """[index, row, col] rows (0-based, what a click hands back) with the same three counted from
     1 appended, for hover texts: users count patches, rows and columns from 1."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import secrets
 import threading
 import time
@@ -33,6 +34,9 @@ VOTE_BURST = 5  # votes (changes included) a student may send ...
 VOTE_WINDOW_S = 10.0  # ... in this many seconds
 MAX_VOTERS = 1000  # votes one poll counts
 MAX_OPTIONS = 100  # a poll's choices (a model's classes)
+MAX_PATCHES = 1024  # a patch poll's choices: the patches of a grid up to 32 x 32
+CLASS_POLL = "class"  # which class will the model answer? options: class names
+PATCH_POLL = "patch"  # which patch matters most? options: patch indices, "0" to "N-1" (patch_options)
 MAX_TEXT = 200  # an option's, an answer's or an image's characters
 
 Clock = Callable[[], float]
@@ -108,10 +112,26 @@ def _check_position(step: int, slide: int) -> None:
             raise ValueError(f"a step or slide is a small whole number, got {value!r}")
 
 
-def _check_options(options: Sequence[str], answer: str | None) -> tuple[str, ...]:
+def patch_options(count: int) -> tuple[str, ...]:
+    """A patch poll's options: the patches' indices (row-major, without [CLS]) as texts."""
+    if not isinstance(count, int) or not 1 <= count <= MAX_PATCHES:
+        raise ValueError(f"a patch poll has 1 to {MAX_PATCHES} patches, got {count!r}")
+    return tuple(str(i) for i in range(count))
+
+
+def patch_grid(count: int, height: int, width: int) -> tuple[int, int]:
+    """(grid_h, grid_w) of a patch poll's ``count`` patches laid over a ``height`` x ``width``
+    picture: of the pairs that multiply to ``count``, the one shaped most like the picture (a
+    square picture with 196 patches: 14 x 14)."""
+    pairs = [(rows, count // rows) for rows in range(1, count + 1) if count % rows == 0]
+    return min(pairs, key=lambda pair: abs(math.log(pair[0] / pair[1]) - math.log(height / width)))
+
+
+def _check_options(options: Sequence[str], answer: str | None, kind: str = CLASS_POLL) -> tuple[str, ...]:
     options = tuple(_text(o) for o in options)
-    if not 1 <= len(options) <= MAX_OPTIONS or len(set(options)) != len(options):
-        raise ValueError(f"a poll has 1 to {MAX_OPTIONS} different options")
+    most = MAX_PATCHES if kind == PATCH_POLL else MAX_OPTIONS
+    if not 1 <= len(options) <= most or len(set(options)) != len(options):
+        raise ValueError(f"a poll has 1 to {most} different options")
     if answer is not None and answer not in options:
         raise ValueError("the answer is one of the options")
     return options
@@ -231,7 +251,7 @@ class MemoryStore(Store):
             return None if found is None else found.position
 
     def ask(self, code, token, kind, options, answer) -> int:
-        options = _check_options(options, answer)
+        options = _check_options(options, answer, kind)
         with self._lock:
             found = self._teachers(code, token)
             number = found.poll.number + 1 if found.poll else 1
@@ -417,7 +437,7 @@ class RedisStore(Store):
         return Position(step, slide, image, moves)
 
     def ask(self, code, token, kind, options, answer) -> int:
-        options = _check_options(options, answer)
+        options = _check_options(options, answer, kind)
         (kept,) = self._teachers(code, token, "poll")
         number = json.loads(kept)["number"] + 1 if kept else 1
         poll = {"number": number, "kind": _text(kind), "options": list(options), "answer": answer, "revealed": False}
