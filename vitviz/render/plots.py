@@ -389,14 +389,7 @@ def patch_grid(
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
     grid_h, grid_w = height_px // patch_size, width_px // patch_size
-    line = dict(color="rgba(255,255,255,0.9)", width=1)
-    shapes = [
-        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=row * patch_size - 0.5, y1=row * patch_size - 0.5, line=line)
-        for row in range(1, grid_h)
-    ] + [
-        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=col * patch_size - 0.5, x1=col * patch_size - 0.5, line=line)
-        for col in range(1, grid_w)
-    ]
+    shapes = _grid_lines((height_px, width_px), (grid_h, grid_w), patch_size, patch_size)
     if highlight is not None and 0 <= highlight < grid_h * grid_w:
         shapes.append(_patch_outline(highlight, grid_w, patch_size, width=3))
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
@@ -442,20 +435,10 @@ def patch_votes(
     votes = np.asarray(votes, dtype=np.float64)  # (grid_h, grid_w)
     grid_h, grid_w = votes.shape
     cell_h, cell_w = height_px / grid_h, width_px / grid_w
-    line = dict(color="rgba(255,255,255,0.9)", width=1)
-    shapes = [
-        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=r * cell_h - 0.5, y1=r * cell_h - 0.5, line=line)
-        for r in range(1, grid_h)
-    ] + [
-        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=c * cell_w - 0.5, x1=c * cell_w - 0.5, line=line)
-        for c in range(1, grid_w)
-    ]
+    shapes = _grid_lines((height_px, width_px), (grid_h, grid_w), cell_h, cell_w)
     for patch, colour, width in ((answer, "#ff2d55", 5), (chosen, "#00a0ff", 3)):  # a vote for it shows inside
         if patch is not None and 0 <= patch < grid_h * grid_w:
-            row, col = divmod(patch, grid_w)
-            x0, y0 = col * cell_w - 0.5, row * cell_h - 0.5
-            edge = dict(color=colour, width=width)
-            shapes.append(dict(type="rect", x0=x0, x1=x0 + cell_w, y0=y0, y1=y0 + cell_h, line=edge))
+            shapes.append(_patch_outline(patch, grid_w, cell_w, width, colour, cell_h=cell_h))
     counted = np.where(votes > 0, votes, np.nan)  # a patch nobody chose shows the picture
     heat = dict(
         type="heatmap",
@@ -524,17 +507,29 @@ def outline_patch(fig: go.Figure, index: int, grid_w: int, patch_size: int, widt
     return fig
 
 
-def _patch_outline(index: int, grid_w: int, patch_size: int, width: int = 3) -> dict:
-    """``outline_patch``'s square as a shape dictionary."""
+def _patch_outline(
+    index: int, grid_w: int, cell_w: float, width: int = 3, colour: str = "#ff2d55", cell_h: float | None = None
+) -> dict:
+    """``outline_patch``'s square as a shape dictionary: patch ``index`` of a grid ``grid_w`` wide
+    whose cells are ``cell_w`` pixels wide and ``cell_h`` (default: as wide) high."""
+    cell_h = cell_w if cell_h is None else cell_h
     row, col = divmod(index, grid_w)
-    return dict(
-        type="rect",
-        x0=col * patch_size - 0.5,
-        x1=(col + 1) * patch_size - 0.5,
-        y0=row * patch_size - 0.5,
-        y1=(row + 1) * patch_size - 0.5,
-        line=dict(color="#ff2d55", width=width),
-    )
+    x0, y0 = col * cell_w - 0.5, row * cell_h - 0.5
+    return dict(type="rect", x0=x0, x1=x0 + cell_w, y0=y0, y1=y0 + cell_h, line=dict(color=colour, width=width))
+
+
+def _grid_lines(picture: tuple[int, int], grid: tuple[int, int], cell_h: float, cell_w: float) -> list[dict]:
+    """White lines between a (grid_h, grid_w) grid's cells of ``cell_h`` x ``cell_w`` pixels, across
+    a (height, width) picture."""
+    (height_px, width_px), (grid_h, grid_w) = picture, grid
+    line = dict(color="rgba(255,255,255,0.9)", width=1)
+    return [
+        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=r * cell_h - 0.5, y1=r * cell_h - 0.5, line=line)
+        for r in range(1, grid_h)
+    ] + [
+        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=c * cell_w - 0.5, x1=c * cell_w - 0.5, line=line)
+        for c in range(1, grid_w)
+    ]
 
 
 def patch_montage(patches: np.ndarray, grid: tuple[int, int], gap: int = 1) -> np.ndarray:
