@@ -34,22 +34,26 @@ ASKED = "_class_patch_asked"
 HEIGHT = 340  # the maps' height in pixels (presenter mode draws them plots.PRESENTER_SCALE taller)
 
 
+def picture_of(trace, preprocess) -> np.ndarray:
+    """The picture a trace's model saw (uint8, (H, W, 3))."""
+    return plots.to_uint8(denormalize(trace.pixels[0], preprocess))
+
+
 def model_view(trace, preprocess) -> tuple[np.ndarray, np.ndarray]:
-    """The picture a trace's model saw (uint8, (H, W, 3)) and the model's map over its patches,
-    (grid_h, grid_w): the attention rollout that orders the prediction step's occlusion test."""
-    picture = plots.to_uint8(denormalize(trace.pixels[0], preprocess))
-    return picture, analysis.rollout_map(trace)[0].numpy()
+    """``picture_of`` and the model's map over its patches, (grid_h, grid_w): the attention
+    rollout that orders the prediction step's occlusion test."""
+    return picture_of(trace, preprocess), analysis.rollout_map(trace)[0].numpy()
 
 
-def _session_view() -> tuple[np.ndarray, np.ndarray] | None:
-    """``model_view`` of this session's model and image, read from the server's caches without
-    writing to the page (a fragment draws with it); None when either cannot be had."""
+def _session_trace() -> tuple | None:
+    """This session's trace and its model's preprocessing, read from the server's caches without
+    writing to the page (a fragment draws with them); None when either cannot be had."""
     data = current.image_bytes()
     if data is None:
         return None
     try:
         model, _ = cached_model(current.model_name())
-        return model_view(cached_trace(current.model_name(), data), model.config.preprocess)
+        return cached_trace(current.model_name(), data), model.config.preprocess
     except Exception:  # noqa: BLE001 (the page itself says what went wrong with the model or image)
         return None
 
@@ -94,7 +98,11 @@ def _map_hover() -> str:
 def teacher_view(code: str, poll: classes.Poll) -> None:
     """The class's clicks as a heat map; Reveal; after it, the model's map and the sentence."""
     kept = st.session_state.get(ASKED)
-    shown = kept[2:] if kept is not None and kept[:2] == (code, poll.number) else _session_view()
+    if kept is not None and kept[:2] == (code, poll.number):
+        shown = kept[2:]
+    else:
+        traced = _session_trace()
+        shown = model_view(*traced) if traced is not None else None
     if shown is None:
         return
     picture, model_map = shown
@@ -149,10 +157,10 @@ def _grid(count: int, picture: np.ndarray) -> tuple[int, int]:
 def ballot(code: str, poll: classes.Poll) -> None:
     """A student's patch poll: their picture of the image to click on (their vote outlined), or,
     after the reveal, the class's clicks and the model's most important patch."""
-    shown = _session_view()
-    if shown is None:
+    traced = _session_trace()  # every FOLLOW_EVERY_S: the picture only, not the model's map
+    if traced is None:
         return
-    picture = shown[0]
+    picture = picture_of(*traced)
     grid = _grid(len(poll.options), picture)
     try:
         mine = server_store().vote_of(code, student_id(), poll.number)
