@@ -1384,8 +1384,9 @@ def class_figures(report: Report, key: str, walks: list[Walk], cpu: float, serve
     steps = [seconds for walk in walks for seconds in walk.seconds]
     for problem in [p for walk in walks for p in walk.problems][:5]:
         report.note(f"{key}: {problem}")
-    if server and any(walk.errors for walk in walks) and server.last_traceback():
-        report.note(f"{key}: the server's last traceback: {server.last_traceback()}")
+    traceback = server.last_traceback() if server and any(walk.errors for walk in walks) else ""
+    if traceback:
+        report.note(f"{key}: the server's last traceback: {traceback}")
     report.figures.update(
         {
             f"{key}_step_p50_s": percentile(steps, 50) if steps else None,
