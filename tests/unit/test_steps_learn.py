@@ -100,6 +100,9 @@ def test_positions_are_said_to_form_at_the_first_epoch_past_the_margin_and_peak_
     at_start = claims.positions_over_training([0, 1], [0.5, 0.1], [0.0, 0.0])
     assert "first more alike than the rest before training" in claims.text(at_start)
     assert "학습 전" in claims.text(at_start, "ko")
+    # neighbours most alike after epoch 10, but every position grew alike too: the gap peaked at 5
+    relative = claims.positions_over_training(epochs, [0.02, 0.05, 0.2, 0.45, 0.5], [0.0, 0.0, 0.0, 0.1, 0.3])
+    assert "most alike, relative to the rest, after epoch 5 (0.45 against 0.10)" in plain(claims.text(relative))
 
 
 def test_accuracy_is_said_to_rise_with_the_epoch_half_of_the_rise_had_come_by_or_not_to_rise():
