@@ -780,6 +780,14 @@ class Server:
             time.sleep(0.05)
         raise TimeoutError(f"the server did not write {text!r} within {timeout:.0f} s")
 
+    def last_traceback(self, lines: int = 12) -> str:
+        """The last ``lines`` lines of the last traceback in the server's output ('' if none): what
+        a page's redacted "This app has encountered an error" was."""
+        self.output.seek(0)
+        text = self.output.read().decode(errors="replace")
+        start = text.rfind("Traceback (most recent call last)")
+        return "" if start < 0 else " | ".join(text[start:].strip().splitlines()[-lines:])
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -1380,11 +1388,15 @@ def expected_answers(images: list[str], folder: Path) -> dict[str, Expected]:
     return answers
 
 
-def class_figures(report: Report, key: str, walks: list[Walk], cpu: float) -> None:
-    """A class's steps' p50 / p95, errors, wrong images and the server's CPU seconds per step."""
+def class_figures(report: Report, key: str, walks: list[Walk], cpu: float, server: Server | None = None) -> None:
+    """A class's steps' p50 / p95, errors, wrong images and the server's CPU seconds per step; the
+    first problems and, where a page showed an error, the server's last traceback, as notes."""
     steps = [seconds for walk in walks for seconds in walk.seconds]
     for problem in [p for walk in walks for p in walk.problems][:5]:
         report.note(f"{key}: {problem}")
+    traceback = server.last_traceback() if server and any(walk.errors for walk in walks) else ""
+    if traceback:
+        report.note(f"{key}: the server's last traceback: {traceback}")
     report.figures.update(
         {
             f"{key}_step_p50_s": percentile(steps, 50) if steps else None,
@@ -1441,7 +1453,7 @@ def classroom(report: Report, plan: Plan) -> None:
     with app_server(env={"VITVIZ_PRECISION": "float32"}) as server:
         server.wait_for_output(STARTUP_DONE)
         walks, cpu = asyncio.run(lesson(server))
-        class_figures(report, f"class_{size}", walks, cpu)
+        class_figures(report, f"class_{size}", walks, cpu, server)
         felt = walks[0].seconds  # the Chromium student's steps: drawing included
         report.figures[f"class_{size}_chromium_step_p50_s"] = percentile(felt, 50) if felt else None
         report.figures[f"class_{size}_chromium_step_p95_s"] = percentile(felt, 95) if felt else None
@@ -1473,7 +1485,7 @@ def one_image(report: Report, plan: Plan, image: str, expected: Expected) -> Non
     with app_server(env={"VITVIZ_PRECISION": "float32"}) as server:
         server.wait_for_output(STARTUP_DONE)
         walks, cpu = asyncio.run(lesson(server))
-    class_figures(report, f"class_{size}_one_image", walks, cpu)
+        class_figures(report, f"class_{size}_one_image", walks, cpu, server)
 
 
 async def lockstep_walk(lockstep: Lockstep, walk: Any, steps: int) -> Walk:
@@ -1514,7 +1526,7 @@ def staggered(report: Report, plan: Plan, images: list[str], expected: Mapping[s
         server.wait_for_output(STARTUP_DONE)
         before = cpu_seconds(server.process.pid)
         walks = asyncio.run(lesson(server.url))
-        class_figures(report, f"class_{size}", walks, cpu_seconds(server.process.pid) - before)
+        class_figures(report, f"class_{size}", walks, cpu_seconds(server.process.pid) - before, server)
     report.figures[f"class_{size}_students"] = f"{size} light clients arriving over {over:.0f} s, reading 2-8 s a page"
 
 

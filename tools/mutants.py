@@ -391,6 +391,28 @@ MUTANTS = (
         '"p_kept": f"{float(after[then]):.1%}"',
         (T_CLAIMS, "-k", "ablation"),
     ),
+    # ---- a class's patch poll beside the model's map; how the ViT learned
+    Mutant(
+        "claims-patch-poll-ranks-ties-above",
+        CLAIMS,
+        "rank = int((weights > weights[top]).sum()) + 1",
+        "rank = int((weights >= weights[top]).sum()) + 1",
+        (T_CLAIMS, "-k", "patch_poll"),
+    ),
+    Mutant(
+        "claims-patch-poll-top-k-exclusive",
+        CLAIMS,
+        '"claims.patch_poll.among" if rank <= k else',
+        '"claims.patch_poll.among" if rank < k else',
+        (T_CLAIMS, "-k", "patch_poll"),
+    ),
+    Mutant(
+        "claims-learn-positions-most-alike-by-near-alone",
+        CLAIMS,
+        "most = int(np.argmax(gaps))",
+        "most = int(np.argmax(near))",
+        ("tests/unit/test_steps_learn.py", "-k", "position"),
+    ),
     # ---- faithfulness: the curves, the verdict against chance, the table over images
     Mutant(
         "faithfulness-better-at-the-band-edge",

@@ -3,10 +3,15 @@ mode and students' sessions of the same server (one process: one store in memory
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from tests.apptest import APP, TIMEOUT, errors, figure
-from vitviz.app import classroom
+from vitviz.analyses import claims
+from vitviz.app import classroom, patch_poll
+from vitviz.server import classes
 
 PATCHES = "app_pages/2_patches.py"
 
@@ -145,3 +150,70 @@ def test_ask_the_class_vote_and_reveal():
     students[1].run()
     assert not [b for b in students[1].button if b.key.startswith("class_vote_")]  # closed
     assert "2 of 2 votes" in " ".join(m.value for m in students[1].markdown)
+
+
+def _click_patch(at: AppTest, key: str, index: int) -> AppTest:
+    """Click patch ``index`` on the chart ``key`` the way the browser reports it: the chart's
+    selection (its widget state) names the clicked marker's customdata. AppTest has no
+    plotly_chart widget, so the state is added to the next run's by hand."""
+    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}"))
+    point = {"customdata": [index, 0, 0], "curve_number": 2, "point_index": index, "point_number": index}
+    states = at._tree.get_widget_states()
+    state = states.widgets.add()
+    state.id = chart.proto.id
+    state.string_value = json.dumps(
+        {"selection": {"points": [point], "point_indices": [index], "box": [], "lasso": []}}
+    )
+    return at._run(states)
+
+
+def _counts_on(spec: dict) -> np.ndarray:
+    """The votes a patch-votes figure writes in its cells, (grid_h, grid_w): "" counts 0."""
+    heat = next(t for t in spec["data"] if t["type"] == "heatmap")
+    return np.array([[float(v) if v else 0.0 for v in row] for row in heat["text"]])
+
+
+def test_which_patch_matters_most_vote_and_reveal():
+    teacher = _teacher("app_pages/7_prediction.py")
+    code, _ = teacher.session_state[classroom.TEACHER]
+    _button(teacher, "class_ask_patch").click().run()
+    poll = classroom.server_store().poll(code)
+    asked, number, _, model_map = teacher.session_state[patch_poll.ASKED]
+    assert asked == code
+    assert poll.kind == classes.PATCH_POLL and len(poll.options) == model_map.size and poll.total == 0
+    assert poll.number == number
+    assert not [
+        c for c in teacher.get("plotly_chart") if c.proto.id.endswith("-class_patch_model")
+    ]  # not before the reveal
+
+    one, two = _student(code), _student(code)
+    key = f"class_patch_{number}"
+    for student in (one, two):
+        assert errors(student) == []
+        assert student.session_state["step"] == 7
+    _click_patch(one, key, 3)
+    _click_patch(two, key, 9)
+    assert "patch 4" in " ".join(c.value for c in one.caption)  # "Your vote: patch 4" (counted from 1)
+    _click_patch(one, key, 9)  # a changed mind: still one vote
+    poll = classroom.server_store().poll(code)
+    assert poll.total == 2 and poll.counts["9"] == 2 and poll.counts["3"] == 0
+    assert _counts_on(figure(two, key)).sum() == 0  # a student does not see the class's clicks before the reveal
+
+    teacher.run()
+    shown = _counts_on(figure(teacher, "class_patch_votes"))
+    grid_w = model_map.shape[1]
+    assert shown[9 // grid_w, 9 % grid_w] == 2 and shown.sum() == 2  # the heat map counts them
+    _button(teacher, "class_reveal").click().run()
+    votes = np.zeros(model_map.size)
+    votes[9] = 2
+    sentence = claims.text(claims.class_patch(votes, model_map), "en")
+    assert "(2 of 2 votes)" in sentence
+    assert sentence in " ".join(m.value for m in teacher.markdown)  # the claim beside the model's map
+    assert figure(teacher, "class_patch_model")["data"][1]["type"] == "heatmap"
+
+    _click_patch(two, key, 5)  # after the reveal: not counted
+    assert classroom.server_store().poll(code).total == 2
+    two.run()
+    assert not [c for c in two.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]  # the ballot is closed
+    top = int(np.argmax(model_map)) + 1
+    assert f"**{top}**" in " ".join(m.value for m in two.markdown)  # the model's most important patch

@@ -12,7 +12,7 @@ from vitviz.app.tour import LAB, ROOT, TOUR
 # The URL of every page, in the tour's order: links already shared point at these.
 URLS = [
     "", "input", "patches", "vectors", "tokens", "attention", "block", "prediction", "compare", "card",
-    "mistakes", "trust", "map",
+    "mistakes", "trust", "map", "learn",
 ]  # fmt: skip
 
 

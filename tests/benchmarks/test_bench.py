@@ -385,6 +385,22 @@ def test_the_big_picture_is_small_on_disk_and_large_once_decoded(tmp_path: Path)
     assert ("big_image_step1_s", "<=", 5.0) in bench.TARGETS and "big_image_step1_s" in bench.BROWSER_KEYS
 
 
+def test_a_class_with_errors_notes_the_server_s_last_traceback(tmp_path: Path) -> None:
+    """A page's error is redacted for the student; the bench's note carries the server's own."""
+    with open(tmp_path / "log", "w+b") as output:
+        output.write(b"started\nTraceback (most recent call last):\n  File 'a.py'\nKeyError: 'old'\n")
+        output.write(b"ok\nTraceback (most recent call last):\n  File 'b.py', line 3\nValueError: step 9\n")
+        server = bench.Server(None, "http://127.0.0.1:1", 0.0, output, 0.0)
+        clean, failed = bench.Walk(), bench.Walk()
+        failed.errors = 1
+        report = bench.Report()
+        bench.class_figures(report, "class_2", [clean], 0.0, server)
+        assert report.notes == []  # no error, no traceback
+        bench.class_figures(report, "class_2", [clean, failed], 0.0, server)
+        assert report.notes[-1].startswith("class_2: the server's last traceback: Traceback")
+        assert "ValueError: step 9" in report.notes[-1] and "KeyError" not in report.notes[-1]
+
+
 def test_thirty_votes_through_the_store_are_thirty_counted() -> None:
     report = bench.Report()
     bench.poll_30(report, bench.QUICK)

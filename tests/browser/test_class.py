@@ -1,7 +1,11 @@
 """A class in a real browser (issue 56): a teacher in presenter mode and two students, three
 contexts of one Chromium on one server. The teacher starts a class; the students open its join
-address and follow Next and Previous; one explores alone and comes back. Prints the seconds from
-the teacher's click to each student's page showing the same step."""
+address and follow Next and Previous; one explores alone and comes back. The teacher leaves
+presenter mode for the sidebar's prediction step and presents again (the class follows); asks the class what the model will answer, the students vote, the teacher sees the
+count and reveals; then the teacher asks which patch matters most, the students click patches
+on their pictures, the teacher sees them counted on the heat map and reveals. Prints the seconds
+from the teacher's click to each student's page showing the same step, and from a student's click
+on a patch to their vote being shown."""
 
 from __future__ import annotations
 
@@ -48,8 +52,10 @@ def _press_into_the_next_step(teacher, press: str) -> float:
         before = teacher.evaluate(SLIDE_AT)
         started = time.perf_counter()
         teacher.locator(f".st-key-{press} button").first.click()
-        teacher.wait_for_function(f"(b) => ![null, b].includes(({SLIDE_AT})())", arg=before, timeout=60_000)
-        if teacher.evaluate(SLIDE_AT).split(":")[0] != before.split(":")[0]:
+        # the new place, read once: a later read may find the counter gone with the next run
+        moved = f"(b) => {{ const s = ({SLIDE_AT})(); return s !== null && s !== b ? s : null; }}"
+        after = teacher.wait_for_function(moved, arg=before, timeout=60_000).json_value()
+        if after.split(":")[0] != before.split(":")[0]:
             return started
 
 
@@ -102,5 +108,94 @@ def test_a_teacher_and_two_students(url):
         assert _path(two) == "input"  # exploring: the teacher's Next left it alone
         two.click(".st-key-class_back button")
         _wait_path(two, "patches")  # back with the class
+
+        # to the prediction step by the sidebar, which presenter mode hides: leave it and come back
+        teacher.locator(".st-key-present_leave button").first.click()
+        teacher.locator("[data-testid='stSidebarNav'] a[href$='/prediction']").first.click()
+        _wait_path(teacher, "prediction", 60)
+        teacher.locator(".st-key-present label").first.click()  # the sidebar's presenter-mode toggle
+        teacher.wait_for_selector(".st-key-present_leave button", timeout=60_000)
+        for student in students:
+            _wait_path(student, "prediction", 60)
+
+        _vote_poll(teacher, students)
+        clicked = _patch_poll(teacher, students)
+        print(f"a click on a patch -> the student's vote shown: {[round(s, 2) for s in sorted(clicked)]} s")
         browser.close()
     assert max(seconds) < FOLLOW_S
+
+
+def _ask(teacher, key: str) -> None:
+    """Press ``key`` (a poll's ask button) in the teacher's class pop-over, opening it first."""
+    for _ in range(100):
+        if teacher.query_selector(f".st-key-{key} button"):
+            teacher.locator(f".st-key-{key} button").first.click()
+            return
+        if not teacher.query_selector(".st-key-class_end"):
+            teacher.click(".st-key-vitviz-class button")  # the pop-over closed with the run: open it
+        teacher.wait_for_timeout(300)
+    raise AssertionError(f"no {key} in the teacher's pop-over")
+
+
+def _wait_text(page, selector: str, text: str, timeout_s: float = 60) -> None:
+    """Wait until an element matching ``selector`` shows ``text``."""
+    page.wait_for_function(
+        "([s, t]) => [...document.querySelectorAll(s)].some(e => e.innerText.includes(t))",
+        arg=[selector, text],
+        timeout=timeout_s * 1000,
+    )
+
+
+def _vote_poll(teacher, students) -> None:
+    """ "Ask the class": each student presses a class; the teacher's chart counts 2; Reveal."""
+    _ask(teacher, "class_ask")
+    teacher.mouse.click(400, 15)
+    for n, student in enumerate(students):
+        student.wait_for_selector(f".st-key-class_vote_1_{n} button", timeout=60_000).click()
+        _wait_text(student, ".st-key-vitviz-ballot", "Your vote:")
+    _wait_text(teacher, ".st-key-vitviz-poll", "The class's votes (2)")  # the live chart's title counts them
+    bars = "() => { const c = document.querySelector('.st-key-vitviz-poll .js-plotly-plot'); return c && c.data ? c.data[0].x : null; }"
+    teacher.wait_for_function(f"() => (({bars})() || []).reduce((a, b) => a + b, 0) === 2", timeout=30_000)
+    counted = teacher.evaluate(bars)
+    assert sorted(counted, reverse=True)[:3] == [1, 1, 0]  # two classes with one vote each
+    teacher.locator(".st-key-class_reveal button").click()
+    _wait_text(teacher, ".st-key-vitviz-poll", "of 2 votes")  # the model's answer beside the class's
+    for student in students:
+        _wait_text(student, ".st-key-vitviz-ballot", "of 2 votes")
+        assert not student.query_selector(".st-key-class_vote_1_0")  # closed
+
+
+# the numbers the teacher's heat map writes in its cells (null while a run redraws it)
+HEAT_TEXT = "() => { const c = document.querySelector('.st-key-vitviz-poll .js-plotly-plot'); return c && c.data ? c.data[1].text : null; }"
+
+
+def _patch_poll(teacher, students) -> list[float]:
+    """ "Which patch matters most?": the students click patches 10 and 10, then the second changes
+    to 21; the teacher's heat map counts one each; Reveal shows the claim and the model's map.
+    Returns the seconds from each click to the student's vote shown."""
+    _ask(teacher, "class_ask_patch")
+    teacher.mouse.click(400, 15)
+    markers = ".st-key-vitviz-ballot .js-plotly-plot .scatterlayer path.point"
+    seconds = []
+    for student, patch in ((students[0], 9), (students[1], 9), (students[1], 20)):
+        student.wait_for_selector(markers, timeout=60_000)
+        box = student.locator(markers).nth(patch).bounding_box()
+        started = time.perf_counter()
+        student.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        _wait_text(student, ".st-key-vitviz-ballot", f"Your vote: patch {patch + 1}.", 30)
+        seconds.append(time.perf_counter() - started)
+    _wait_text(teacher, ".st-key-vitviz-poll", "The class's clicks (2)")
+    teacher.wait_for_function(
+        f"() => (({HEAT_TEXT})() || []).flat().filter(t => t === '1').length === 2", timeout=30_000
+    )
+    cells = teacher.evaluate(HEAT_TEXT)
+    width = len(cells[0])
+    assert (
+        cells[9 // width][9 % width] == "1" and cells[20 // width][20 % width] == "1"
+    )  # one vote each, the changed one moved
+    teacher.locator(".st-key-class_reveal button").click()
+    _wait_text(teacher, ".st-key-vitviz-poll", "(1 of 2 votes)")  # claims.class_patch: the top patch's votes
+    assert teacher.locator(".st-key-vitviz-poll .js-plotly-plot").count() == 2  # the model's map beside the class's
+    for student in students:
+        _wait_text(student, ".st-key-vitviz-ballot", "The model's most important patch")
+    return seconds

@@ -95,9 +95,9 @@ def test_the_handout_prints_one_step_per_page(browser, files, tmp_path: Path) ->
     breaks = page.eval_on_selector_all("section.step", "(ss) => ss.map((s) => getComputedStyle(s).breakBefore)")
     pdf = page.pdf(format="A4", print_background=True)
     pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
-    # each step starts a page (the first one under the handout's title), then the lab's trust page
-    # and map of the test set; nothing to select on paper
-    assert breaks == ["auto"] + ["page"] * 11 and page.query_selector("select") is None
+    # each step starts a page (the first one under the handout's title), then the lab's trust page,
+    # map of the test set and how the ViT learned; nothing to select on paper
+    assert breaks == ["auto"] + ["page"] * 12 and page.query_selector("select") is None
     assert pages >= len(breaks)
     (tmp_path / "handout.pdf").write_bytes(pdf)
     assert refused == [] and problems == []

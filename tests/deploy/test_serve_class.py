@@ -35,9 +35,11 @@ NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 STUDENTS, AT_ONCE, NEXTS = 10, 5, 3
 START_S, WALK_S = 240, 420  # the servers' start; the ten walks
 # A student whose replica was killed waits for their next step no longer than this many times the
-# slowest student whose replica lived: a ratio measured in one run, since on 2 shared cores even the
-# students of the live replica wait 5-20 s (the issue's 3 s is a figure for a quiet class server).
-MOVED_OVER_STAYED = 1.5
+# slowest student whose replica lived: a ratio measured in one run, since this machine's 2 cores also
+# draw the students' pages. Quiet, one click after another: moved 1.4-3.2 s, stayed 1.4-2.3 s, the
+# ratio 1.2-1.7 in four runs (the first moved student's click also waits for the reconnect, about
+# 0.7 s, and the new replica's first run); a click lost to the dead replica cost 15 s, 7 times.
+MOVED_OVER_STAYED = 2.0
 
 
 def free_ports(count: int) -> int:
@@ -361,9 +363,10 @@ async def class_loses_a_replica(url: str, folder: Path, students: list[tuple[str
             while Path(f"/proc/{pid}").exists():
                 await asyncio.sleep(0.02)
             moved = [you["replica"] == killed for you in class_]
-            after = await asyncio.wait_for(
-                asyncio.gather(*(next_after_the_kill(you, m) for you, m in zip(class_, moved, strict=True))), 120
-            )
+            after = []
+            for you, m in zip(class_, moved, strict=True):  # one after another, as a class clicks on its
+                # own devices: five Chromiums at once would measure this machine's 2 cores drawing five pages
+                after.append(await asyncio.wait_for(next_after_the_kill(you, m), 60))
             return class_, after, killed
         finally:
             await browser.close()

@@ -303,3 +303,11 @@ def test_a_patch_poll_counts_one_clicked_patch_a_student_with_the_same_limits(ma
     assert store.poll(started.code) is None  # expired with its class
     with pytest.raises(ValueError):
         classes.patch_options(classes.MAX_PATCHES + 1)
+
+
+def test_a_patch_poll_s_grid_is_shaped_like_the_picture_it_is_drawn_over():
+    assert classes.patch_grid(196, 224, 224) == (14, 14)
+    assert classes.patch_grid(64, 32, 32) == (8, 8)
+    assert classes.patch_grid(224, 224, 256) == (14, 16)  # a wide picture: more columns than rows
+    assert classes.patch_grid(224, 256, 224) == (16, 14)
+    assert classes.patch_grid(7, 32, 32) in ((1, 7), (7, 1))  # a prime count: one row or column

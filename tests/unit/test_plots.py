@@ -139,6 +139,7 @@ BUILDERS = {
     "patch_grid": lambda: plots.patch_grid(_picture(), 8, highlight=3, title="Patches", numbers=True),
     "patch_gallery": lambda: plots.patch_gallery(np.zeros((16, 8, 8, 3)), (4, 4), title="Gallery"),
     "heatmap_overlay": lambda: plots.heatmap_overlay(_picture(), np.random.rand(4, 4), title="Rollout"),
+    "patch_votes": lambda: plots.patch_votes(_picture(), np.arange(16.0).reshape(4, 4), title="Votes", chosen=5),
     "small_multiples": lambda: plots.small_multiples(np.random.rand(3, 4, 4), ["Head 1", "Head 2", "Head 3"]),
     "channel_maps": lambda: plots.channel_maps(np.random.randn(3, 8, 8), ["R", "G", "B"]),
     "histogram": lambda: plots.histogram({"R": np.random.randn(50)}, "Values", x_title="value", y_title="count"),
@@ -190,6 +191,17 @@ BUILDERS = {
         {key: key for key in plots.CURVE_KEYS},
         stage_starts=[11, 24, 30],
         stage_names=["s2", "s3", "s4"],
+    ),
+    "learning_curves": lambda: plots.learning_curves(
+        [{"epoch": 0, "test_loss": 2.3, "test_accuracy": 0.1}]
+        + [
+            {"epoch": e, "train_loss": 1.0, "train_accuracy": 0.5, "test_loss": 1.1, "test_accuracy": 0.4}
+            for e in range(1, 14)
+        ],
+        {key: key for key in (*plots.CURVE_KEYS, "snapshot")},
+        [0, 1, 2, 5, 10, 13],
+        chosen=5,
+        total_epochs=30,
     ),
     "confusion_matrix": lambda: plots.confusion_matrix(
         np.arange(9).reshape(3, 3), ["cat", "dog", "bird"], "Confusion", "predicted", "true", selected=(0, 1)
@@ -672,3 +684,20 @@ def test_the_token_rows_name_cls_on_its_own_row():
 def test_the_head_grids_rotated_layer_title_is_more_than_a_syllable(lang):
     fig = plots.head_grid(np.zeros((2, 3)), y_title=i18n.t("trust.grid_y", lang), x_title=i18n.t("trust.grid_x", lang))
     assert plots.ems(fig.layout.yaxis.title.text) >= 3  # a lone "층" on its side read as a mark, not a word
+
+
+def test_a_patch_poll_writes_each_patch_s_votes_in_it_and_outlines_the_student_s():
+    picture = np.zeros((32, 48, 3), dtype=np.uint8)
+    votes = np.zeros((2, 3))
+    votes[1, 2], votes[0, 1] = 3, 1
+    fig = plots.patch_votes(picture, votes, "votes", chosen=4)
+    heat = next(t for t in fig.data if t.type == "heatmap")
+    assert [list(row) for row in heat.text] == [["", "1", ""], ["", "", "3"]]
+    assert np.isnan(np.asarray(heat.z, dtype=float)[0, 0])  # nobody chose it: the picture shows through
+    assert (heat.dx, heat.dy, heat.zmax) == (16, 16, 3)
+    outline = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert [(o.x0, o.y0) for o in outline] == [(15.5, 15.5)]  # patch 4: row 1, column 1
+    markers = next(t for t in fig.data if t.type == "scatter")
+    assert [list(c[:3]) for c in markers.customdata][4] == [4, 1, 1]  # a click names index, row, column
+    no_votes = plots.patch_votes(picture, np.zeros((2, 3))).data[1]
+    assert np.isnan(np.asarray(no_votes.z, dtype=float)).all() and set(np.ravel(no_votes.text)) == {""}

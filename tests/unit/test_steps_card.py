@@ -114,3 +114,22 @@ def test_the_handout_draws_every_figure_of_the_card(lang):
         assert plain(figure.takeaway) in markup
     assert "Download" not in markup and "다운로드" not in markup
     assert np.isfinite(len(markup))
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_vit_averaging_its_mirror_shows_its_one_view_figure_and_says_which_is_which(lang):
+    mirrored = ModelCard(
+        test_accuracy=0.8745,
+        config={"test_flip": True},
+        evaluated={"one_view_accuracy": 0.8717, "one_view_misclassified": 1283},
+    )
+    step = card.describe(_subject(mirrored, lang=lang), {})
+    metrics = dict(next(block for block in step.blocks if isinstance(block, blocks.Metrics)).items)
+    one_view = "Test accuracy, one view" if lang == "en" else "테스트 정확도 (한 번 보기)"
+    assert metrics[one_view] == "87.17%" and "87.45%" not in metrics.values()
+    captions = [b.text for b in step.blocks if isinstance(b, blocks.Text) and b.role == "caption"]
+    said = " ".join(captions)
+    assert "87.45%" in said and "87.17%" not in said  # the mirror's figure, named as such, under the one view's
+    assert ("The tour explains one pass" if lang == "en" else "투어는 이미지 그대로를") in said
+    plain_card = card.describe(_subject(ModelCard(test_accuracy=0.8717), lang=lang), {})
+    assert not any(isinstance(b, blocks.Text) and b.role == "caption" and "%" in b.text for b in plain_card.blocks)

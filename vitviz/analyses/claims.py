@@ -903,13 +903,22 @@ def position_layout(similarity: np.ndarray) -> Claim:
     grid_h, grid_w = similarity.shape[:2]
     if grid_h * grid_w < 2:
         return Claim("claims.layout_one")
+    near, far = neighbours_and_all(similarity)
+    key = "claims.layout_learned" if near - far >= LAYOUT_MARGIN else "claims.layout_none"
+    return Claim(key, {"near": f"{near:.2f}", "far": f"{far:.2f}"})
+
+
+def neighbours_and_all(similarity: np.ndarray) -> tuple[float, float]:
+    """The mean cosine similarity of grid neighbours (above, below, left, right) and of all pairs
+    of different positions, from a (grid_h, grid_w, grid_h, grid_w) grid with at least two
+    positions (``position_layout`` compares the two)."""
+    similarity = np.asarray(similarity, dtype=np.float64)
+    grid_h, grid_w = similarity.shape[:2]
     flat = similarity.reshape(grid_h * grid_w, grid_h * grid_w)
     others = ~np.eye(grid_h * grid_w, dtype=bool)
     pairs = [(r, c, r + dr, c + dc) for r in range(grid_h) for c in range(grid_w) for dr, dc in ((0, 1), (1, 0))]
     near = float(np.mean([similarity[pair] for pair in pairs if pair[2] < grid_h and pair[3] < grid_w]))
-    far = float(flat[others].mean())
-    key = "claims.layout_learned" if near - far >= LAYOUT_MARGIN else "claims.layout_none"
-    return Claim(key, {"near": f"{near:.2f}", "far": f"{far:.2f}"})
+    return near, float(flat[others].mean())
 
 
 def nearest_position(similarity: np.ndarray, chosen: tuple[int, int]) -> Claim:
@@ -1101,6 +1110,98 @@ def lens_lost(rank_true: Sequence[int], depth: int, name: str) -> Claim:
         return Claim("claims.lens_kept", values)
     values |= {"block": last, "next": last + 1, "index": last}
     return Claim("mistakes.lost_at_embed" if last == 0 else "mistakes.lost_at", values)
+
+
+# --------------------------------------------------------------------------------------------
+# The lab's "How the ViT learned": one run, epoch by epoch
+# --------------------------------------------------------------------------------------------
+
+# The test loss *rose again* when its last value is more than LOSS_RISE (relative) above its lowest.
+# The first components of the patch filters carry *more* of the variance than at the run's first
+# snapshot when their share is MORE_VARIANCE (absolute) higher.
+LOSS_RISE = 0.02
+MORE_VARIANCE = 0.02
+
+
+def when(epoch: int) -> Claim:
+    """An epoch as a sentence names it: "before training" (0), "after epoch 5"."""
+    return Claim("learn.when.before") if epoch == 0 else Claim("learn.when.after", {"epoch": epoch})
+
+
+def positions_over_training(epochs: Sequence[int], near: Sequence[float], far: Sequence[float]) -> Claim:
+    """When the position embeddings came to hold the 2D layout: the first epoch at which grid
+    neighbours are more alike than positions in general by LAYOUT_MARGIN (``position_layout``'s
+    test), and the epoch at which they are most alike relative to the rest (the largest gap); where
+    that is not the last epoch, the last epoch's numbers too.
+
+    Args:
+        epochs: the epochs measured, in order (0: before training).
+        near: the mean cosine similarity of neighbours at each (``neighbours_and_all``).
+        far: that of all pairs of positions at each.
+    """
+    gaps = np.asarray(near, dtype=np.float64) - np.asarray(far, dtype=np.float64)
+    most = int(np.argmax(gaps))
+    values = {"last": epochs[-1], "most": when(epochs[most]), "near": f"{near[most]:.2f}", "far": f"{far[most]:.2f}"}
+    formed = np.flatnonzero(gaps >= LAYOUT_MARGIN)
+    if not formed.size:
+        return Claim("learn.positions_not_formed", values)
+    first = int(formed[0])
+    values |= {"first": when(epochs[first]), "first_near": f"{near[first]:.2f}", "first_far": f"{far[first]:.2f}"}
+    if most == len(epochs) - 1:
+        return Claim("learn.positions_formed", values)
+    values |= {"last_near": f"{near[-1]:.2f}", "last_far": f"{far[-1]:.2f}"}  # and where they ended
+    return Claim("learn.positions_formed_then", values)
+
+
+def accuracy_over_training(history: Sequence[dict]) -> Claim | None:
+    """How test accuracy went over a run (its rows with a test accuracy; epoch 0: the weights
+    before training): from the first to the last, and by which epoch half of the rise was made;
+    or that it did not rise. None for fewer than two measured epochs."""
+    rows = [row for row in history if "test_accuracy" in row]
+    if len(rows) < 2:
+        return None
+    first, last = rows[0]["test_accuracy"], rows[-1]["test_accuracy"]
+    values = {
+        "start": when(rows[0]["epoch"]),
+        "end": rows[-1]["epoch"],
+        "before": f"{first:.1%}",
+        "after": f"{last:.1%}",
+    }
+    if last <= first:
+        return Claim("learn.accuracy_not_rose", values)
+    half = next(row["epoch"] for row in rows if row["test_accuracy"] - first >= (last - first) / 2)
+    return Claim("learn.accuracy_rose", values | {"half": half})
+
+
+def loss_over_training(history: Sequence[dict]) -> Claim | None:
+    """Where the test loss was lowest over a run, and whether it rose again after it by more than
+    LOSS_RISE (the model beginning to fit its training images more than the test's). None for
+    fewer than two measured epochs."""
+    rows = [row for row in history if "test_loss" in row]
+    if len(rows) < 2:
+        return None
+    best = min(rows, key=lambda row: row["test_loss"])
+    values = {"best": f"{best['test_loss']:.3f}", "best_epoch": when(best["epoch"])}
+    values |= {"first": f"{rows[0]['test_loss']:.3f}", "start": when(rows[0]["epoch"])}
+    values |= {"last": f"{rows[-1]['test_loss']:.3f}", "end": rows[-1]["epoch"]}
+    rose = rows[-1]["test_loss"] > best["test_loss"] * (1 + LOSS_RISE)
+    return Claim("learn.loss_rose_again" if rose else "learn.loss_fell", values)
+
+
+def filters_over_training(ratios: np.ndarray, first_ratios: np.ndarray, shown: int, epoch: int, first: int) -> Claim:
+    """How much of the patch filters' variance their first ``shown`` principal components carry
+    after ``epoch``, against the run's first snapshot (``first``: 0, before training): more by
+    MORE_VARIANCE (the filters came to vary along fewer patterns), or not.
+
+    Args:
+        ratios: every component's share of the variance at ``epoch``, largest first.
+        first_ratios: the same at the first snapshot.
+    """
+    now, start = float(np.sum(ratios[:shown])), float(np.sum(first_ratios[:shown]))
+    values = {"shown": shown, "total": len(ratios), "now": f"{now:.1%}", "start": f"{start:.1%}", "first": when(first)}
+    if epoch == first:
+        return Claim("learn.filters_first", values | {"when": when(epoch)})
+    return Claim("learn.filters_more" if now - start >= MORE_VARIANCE else "learn.filters_not_more", values)
 
 
 def class_patch(votes: np.ndarray, model_map: np.ndarray, k: int = PATCH_TOP_K) -> Claim:

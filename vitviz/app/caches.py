@@ -21,9 +21,9 @@ from PIL import Image
 from vitviz.analyses import analysis, compare
 from vitviz.app import shelf
 from vitviz.app.models import cached_model
-from vitviz.models import precision, zoo
+from vitviz.models import precision, snapshots, zoo
 from vitviz.models.data import image_notes, load_image, to_tensor
-from vitviz.models.model import on_weights
+from vitviz.models.model import VisionTransformer, on_weights
 from vitviz.models.patches import compare_routes
 from vitviz.models.trace import Float32Tensors, Trace
 from vitviz.render import plots
@@ -198,6 +198,18 @@ def cached_component_tiles(model_name: str, k: int) -> plots.Figure:
     page 3. Shared by every session: ``st.plotly_chart`` only reads it (``to_dict``, then JSON)."""
     components, ratios = cached_filter_components(model_name)
     return plots.component_tiles(components[:k], ratios[:k])
+
+
+@st.cache_resource(show_spinner=False)
+def cached_snapshots() -> snapshots.Snapshots | None:
+    """The shipped run's snapshots (``models.snapshots.read``), read once for the server."""
+    return snapshots.read()
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def cached_snapshot_model(epoch: int) -> VisionTransformer:
+    """The shipped run's model after ``epoch``, built once for the server (read-only, shared)."""
+    return cached_snapshots().model_at(epoch)
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)

@@ -14,6 +14,7 @@ server's memory.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import os
 import secrets
@@ -23,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
-from vitviz.app import state
+from vitviz.app import navigation, state
 from vitviz.server import classes, values
 
 FOLLOW_EVERY_S = 0.5  # how often a student's page asks where the class is
@@ -136,3 +137,47 @@ def leave(sentence: str) -> None:
     st.session_state[GONE] = sentence
     state.set(**{"class": None})
     state.set_param("class", None)
+
+
+# ---------------------------------------------------------------------------------------------
+# What a teacher and a student do in a poll (either kind)
+# ---------------------------------------------------------------------------------------------
+
+
+def share_image(share: bool) -> None:
+    """The teacher: everyone on my image (``share``), or back to their own."""
+    held = teaching()
+    if held is None:
+        return
+    step = state.get("step") or 0
+    with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
+        server_store().publish(*held, step, navigation.slide_of(step), image=image_choice(), share=share)
+
+
+def ask(kind: str, options: tuple[str, ...], answer: str) -> int | None:
+    """The teacher opens a poll about the teacher's image (shared with the class first); its
+    number, or None when there is no class to ask."""
+    held = teaching()
+    if held is None:
+        return None
+    with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
+        share_image(True)
+        return server_store().ask(*held, kind, options, answer)
+    return None
+
+
+def reveal() -> None:
+    """The teacher closes the poll's voting and shows its answer."""
+    held = teaching()
+    if held is not None:
+        with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
+            server_store().reveal(*held)
+
+
+def vote(code: str, number: int, option: str) -> None:
+    """A student's vote in poll ``number``; the next run says when it was not counted."""
+    try:
+        counted = server_store().vote(code, student_id(), number, option)
+    except classes.StoreDown:
+        counted = False
+    st.session_state[REFUSED] = not counted

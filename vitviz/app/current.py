@@ -21,6 +21,8 @@ from vitviz.app.caches import (
     cached_image,
     cached_occlusion,
     cached_routes,
+    cached_snapshot_model,
+    cached_snapshots,
     cached_trace,
     decoded_image,
     sample_names,
@@ -172,6 +174,12 @@ class CachedCompute(Compute):
 
     def cnns(self) -> list[str]:
         return models.cnn_models()
+
+    def snapshots(self):
+        return cached_snapshots()
+
+    def snapshot_model(self, epoch: int) -> VisionTransformer:
+        return cached_snapshot_model(epoch)
 
     def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         with st.spinner(tr("prediction.occlusion_running")):

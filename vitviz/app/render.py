@@ -9,7 +9,6 @@ import streamlit as st
 
 from vitviz.app import charts, current, furniture, models, navigation, presenter, state, tour
 from vitviz.app.text import tr
-from vitviz.render import plots
 from vitviz.steps.blocks import (
     Block,
     Button,
@@ -33,7 +32,6 @@ from vitviz.steps.subject import Subject
 
 Describe = Callable[[Subject, Mapping], Step]
 METRICS_PER_ROW = 4
-SLIDE_PX = 400  # a slide's figure height: with its title line and takeaway it fits 1280 x 720
 
 
 class SessionChoices(Mapping):
@@ -124,19 +122,17 @@ def _text(block: Text, where) -> None:
     show.get(block.role, where.warning)(block.text)
 
 
-def _figure(block: Figure, where, height: int | None = None) -> None:
-    """A figure and, under it, its takeaway."""
-    fig = block.figure
-    if height is not None:  # a slide's height, before presenter mode scales it (charts.draw themes it)
-        fig = plots.built_copy(fig)  # a figure shared by every session is never changed
-        fig.update_layout(height=round(height / plots.PRESENTER_SCALE))
-    kwargs = {}
+def _figure(block: Figure, where, slide: bool = False) -> None:
+    """A figure and, under it, its takeaway; on a slide, the figure alone, as tall as the slide
+    leaves it (``height="stretch"``: presenter.css gives the slide the window's height, and the
+    figures what its title line and takeaways leave; a picture keeps its square pixels)."""
+    kwargs = {"height": "stretch"} if slide else {}
     if block.select is not None:
         select = block.select
         choose = furniture.toggle_clicked_patch if select.toggle else furniture.choose_clicked_patch
-        kwargs = {"on_select": choose(block.key, select.key, select.count, select.offset), "selection_mode": "points"}
-    charts.draw(where, fig, width="stretch", key=block.key, **kwargs)
-    if height is None:
+        kwargs |= {"on_select": choose(block.key, select.key, select.count, select.offset), "selection_mode": "points"}
+    charts.draw(where, block.figure, width="stretch", key=block.key, **kwargs)
+    if not slide:
         where.caption(block.takeaway)
 
 
@@ -225,9 +221,10 @@ def _slide(slide: Slide) -> None:
             st.markdown(note)
         return
     widths = slide.widths or len(slide.figures)
-    columns = st.columns(widths) if len(slide.figures) > 1 else [st]
-    for column, figure in zip(columns, slide.figures, strict=False):
-        _figure(figure, column, height=SLIDE_PX)
+    with st.container(key="vitviz-figures"):  # the row that takes the slide's free height (presenter.css)
+        columns = st.columns(widths) if len(slide.figures) > 1 else [st]
+        for column, figure in zip(columns, slide.figures, strict=False):
+            _figure(figure, column, slide=True)
     with st.container(key="vitviz-takeaway"):
         for column, figure in zip(st.columns(widths), slide.figures, strict=False):
             column.markdown(figure.takeaway)

@@ -66,10 +66,8 @@ def _test_classes() -> Collection[str]:
 TOUR_VIEW = "app_pages/[5-6]_*.py"  # the pages that share the view of one layer, head and query
 ATTENTION = "app_pages/5_attention.py"
 LAB = "app_pages/10_mistakes.py"
-COMPARE = "app_pages/8_compare.py"
-CARD = "app_pages/9_card.py"
-TRUST = "app_pages/11_trust.py"
-MAP = "app_pages/12_map.py"
+COMPARE, CARD = "app_pages/8_compare.py", "app_pages/9_card.py"
+TRUST, MAP, LEARN = "app_pages/11_trust.py", "app_pages/12_map.py", "app_pages/13_learn.py"
 
 CHOICES = (
     Choice("lang", str, url=True, options=lambda: LANGUAGES),
@@ -119,6 +117,9 @@ CHOICES = (
     Choice("map_layer", int, scope=MAP),
     Choice("map_colour", str, scope=MAP, options=lambda: ("class", "right")),
     Choice("map_point", int, scope=MAP),  # the test image of the point clicked on the map
+    Choice("learn_epoch", int, url=True, scope=LEARN),  # the snapshot: epochs trained (0: before training)
+    Choice("learn_head", int, scope=LEARN),  # a head of the last layer, -1: the mean of the heads
+    Choice("learn_sample", int, scope=LEARN),  # the run's test image shown where the session's model reads others
 )
 BY_KEY = {choice.key: choice for choice in CHOICES}
 URL_KEYS = tuple(choice.key for choice in CHOICES if choice.url)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz.app import navigation, state
+from vitviz.app import navigation, patch_poll, state
 from vitviz.app.classroom import (
     ARRIVING,
     EXPLORING,
@@ -20,6 +20,7 @@ from vitviz.app.classroom import (
     server_store,
     student_id,
     teaching,
+    vote,
 )
 from vitviz.app.teacher import publish, teacher_panel, verdict
 from vitviz.app.text import label, tr
@@ -104,16 +105,12 @@ def _move_to(shown: classes.Position) -> None:
         st.rerun(scope="app")
 
 
-def _vote(code: str, number: int, option: str) -> None:
-    try:
-        counted = server_store().vote(code, student_id(), number, option)
-    except classes.StoreDown:
-        counted = False
-    st.session_state[REFUSED] = not counted
-
-
 def _ballot(code: str, poll: classes.Poll) -> None:
-    """The poll's options as buttons (the student's vote marked), or, after the reveal, the answer."""
+    """The poll's options as buttons (the student's vote marked), or, after the reveal, the answer;
+    a patch poll's ballot is a picture to click on (``patch_poll.ballot``)."""
+    if poll.kind == classes.PATCH_POLL:
+        patch_poll.ballot(code, poll)
+        return
     store = server_store()
     with st.container(key="vitviz-ballot", border=True):
         if poll.revealed:
@@ -130,7 +127,7 @@ def _ballot(code: str, poll: classes.Poll) -> None:
                     label(option, short=True),
                     key=f"class_vote_{poll.number}_{i}",
                     type="primary" if option == mine else "secondary",
-                    on_click=_vote,
+                    on_click=vote,
                     args=(code, poll.number, option),
                 )
         if st.session_state.pop(REFUSED, False):

@@ -9,18 +9,21 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from vitviz.app import charts, navigation, presenter, state
+from vitviz.app import charts, navigation, patch_poll, presenter, state
 from vitviz.app.classroom import (
     COUNT_EVERY_S,
     GONE,
     POLL_OPTIONS,
     PREDICTION_STEP,
     TEACHER,
+    ask,
     code_text,
     image_choice,
     join_address,
     qr_png,
+    reveal,
     server_store,
+    share_image,
     teaching,
 )
 from vitviz.app.text import label, tr
@@ -61,31 +64,6 @@ def _end() -> None:
     if held:
         with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
             server_store().end(*held)
-
-
-def _share_image(share: bool) -> None:
-    held = teaching()
-    if held is None:
-        return
-    step = state.get("step") or 0
-    with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
-        server_store().publish(*held, step, navigation.slide_of(step), image=image_choice(), share=share)
-
-
-def _ask(options: tuple[str, ...], answer: str) -> None:
-    held = teaching()
-    if held is None:
-        return
-    with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
-        _share_image(True)  # the class votes on the teacher's image
-        server_store().ask(*held, "class", options, answer)
-
-
-def _reveal() -> None:
-    held = teaching()
-    if held is not None:
-        with contextlib.suppress(classes.ClassError):  # gone already, or down: nothing to do
-            server_store().reveal(*held)
 
 
 def poll_options(class_names: Sequence[str], probabilities: Sequence[float]) -> tuple[tuple[str, ...], str]:
@@ -132,7 +110,7 @@ def _teacher_controls(code: str, token: str) -> None:
         st.button(
             tr("class.own_images" if sharing else "class.my_image"),
             key="class_share",
-            on_click=_share_image,
+            on_click=share_image,
             args=(not sharing,),
         )
     if (state.get("step") or 0) == PREDICTION_STEP:
@@ -141,7 +119,8 @@ def _teacher_controls(code: str, token: str) -> None:
 
 
 def _ask_button() -> None:
-    """ "Ask the class" on the prediction step: what will the model answer for this image?"""
+    """ "Ask the class" on the prediction step: what will the model answer for this image? And
+    which patch matters most to it (``patch_poll``)?"""
     from vitviz.app import current
 
     try:
@@ -153,7 +132,10 @@ def _ask_button() -> None:
         return
     probabilities = cur.trace.logits[0].float().softmax(-1).tolist()
     options, answer = poll_options(names, probabilities)
-    st.button(tr("class.ask"), key="class_ask", on_click=_ask, args=(options, answer), type="primary")
+    st.button(
+        tr("class.ask"), key="class_ask", on_click=ask, args=(classes.CLASS_POLL, options, answer), type="primary"
+    )
+    patch_poll.ask_button(cur.trace, cur.model.config.preprocess)
 
 
 @st.fragment(run_every=COUNT_EVERY_S)
@@ -168,6 +150,9 @@ def _poll_view() -> None:
         st.warning(tr("class.store_down_teacher"))
         return
     if poll is None:
+        return
+    if poll.kind == classes.PATCH_POLL:
+        patch_poll.teacher_view(held[0], poll)
         return
     with st.container(key="vitviz-poll", border=True):
         counts = tuple(poll.counts[o] for o in poll.options)
@@ -185,7 +170,7 @@ def _poll_view() -> None:
         if poll.revealed:
             right.markdown(verdict(poll))
         else:
-            right.button(tr("class.reveal"), key="class_reveal", on_click=_reveal, type="primary")
+            right.button(tr("class.reveal"), key="class_reveal", on_click=reveal, type="primary")
 
 
 def verdict(poll: classes.Poll) -> str:

@@ -24,6 +24,7 @@ LAB = [
     ("app_pages/10_mistakes.py", "page.mistakes", ":material/bug_report:"),
     ("app_pages/11_trust.py", "page.trust", ":material/fact_check:"),
     ("app_pages/12_map.py", "page.map", ":material/scatter_plot:"),
+    ("app_pages/13_learn.py", "page.learn", ":material/timeline:"),
 ]
 
 

@@ -44,6 +44,7 @@ from vitviz.steps import (
     blocks,
     card,
     compare,
+    learn,
     model_input,
     overview,
     patches,
@@ -438,6 +439,7 @@ def _steps(page: _Page, subject: Subject, cnn_name: str | None) -> None:
     if depth:  # the lab, for this image and the model's test set
         page.described(10, total, trust.describe(subject, {}), lab=True)
     page.described(11, total, testset.describe(subject, {}), lab=True)
+    page.described(12, total, learn.describe(subject, {}), lab=True)
 
 
 def file_name(model_name: str, image_name: str, lang: str) -> str:

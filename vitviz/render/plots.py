@@ -389,14 +389,7 @@ def patch_grid(
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
     grid_h, grid_w = height_px // patch_size, width_px // patch_size
-    line = dict(color="rgba(255,255,255,0.9)", width=1)
-    shapes = [
-        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=row * patch_size - 0.5, y1=row * patch_size - 0.5, line=line)
-        for row in range(1, grid_h)
-    ] + [
-        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=col * patch_size - 0.5, x1=col * patch_size - 0.5, line=line)
-        for col in range(1, grid_w)
-    ]
+    shapes = _grid_lines((height_px, width_px), (grid_h, grid_w), patch_size, patch_size)
     if highlight is not None and 0 <= highlight < grid_h * grid_w:
         shapes.append(_patch_outline(highlight, grid_w, patch_size, width=3))
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
@@ -416,6 +409,71 @@ def patch_grid(
     layout = _image_layout_dict(height, title)
     layout["shapes"] = shapes
     return _figure([_image_trace(array, hovertemplate=PIXEL_HOVER), markers], layout)
+
+
+# a patch poll's votes: few pale yellow, most orange-red; light enough for black numbers in every cell (7:1)
+VOTES_SCALE = ((0.0, "#fff3b0"), (0.5, "#fdae61"), (1.0, "#f46d43"))
+
+
+def patch_votes(
+    array: np.ndarray,
+    votes: np.ndarray,
+    title: str | None = None,
+    height: int | None = 380,
+    chosen: int | None = None,
+    hover: str = "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})",
+    answer: int | None = None,
+) -> go.Figure:
+    """A patch poll over the image: a (grid_h, grid_w) grid drawn on it (its cells need not be
+    whole pixels: the grid is the poll's, the picture the viewer's), each patch's votes as a
+    coloured square with the count written in it (a patch without votes stays clear), ``chosen``
+    (a student's vote) outlined in blue, ``answer`` (the model's patch) in red, and on every patch
+    centre a marker that hovers and clicks answer (customdata: index, row, column, then the same
+    counted from 1, as ``patch_grid``'s)."""
+    picture = to_uint8(array)
+    height_px, width_px = picture.shape[:2]
+    votes = np.asarray(votes, dtype=np.float64)  # (grid_h, grid_w)
+    grid_h, grid_w = votes.shape
+    cell_h, cell_w = height_px / grid_h, width_px / grid_w
+    shapes = _grid_lines((height_px, width_px), (grid_h, grid_w), cell_h, cell_w)
+    for patch, colour, width in ((answer, "#ff2d55", 5), (chosen, "#00a0ff", 3)):  # a vote for it shows inside
+        if patch is not None and 0 <= patch < grid_h * grid_w:
+            shapes.append(_patch_outline(patch, grid_w, cell_w, width, colour, cell_h=cell_h))
+    counted = np.where(votes > 0, votes, np.nan)  # a patch nobody chose shows the picture
+    heat = dict(
+        type="heatmap",
+        z=counted,
+        x0=(cell_w - 1) / 2,
+        dx=cell_w,
+        y0=(cell_h - 1) / 2,
+        dy=cell_h,
+        zmin=0,
+        zmax=max(1.0, float(votes.max(initial=0))),
+        colorscale=[list(stop) for stop in VOTES_SCALE],
+        opacity=0.85,
+        showscale=False,
+        text=[[f"{v:g}" if v > 0 else "" for v in row] for row in votes],
+        texttemplate="<b>%{text}</b>",
+        textfont=dict(color="black", size=max(14, min(28, round(0.6 * (height or 380) / grid_h)))),
+        hoverinfo="skip",
+    )
+    rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
+    index_row_col = np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)
+    markers = click_markers(
+        cols * cell_w + cell_w / 2 - 0.5,
+        rows * cell_h + cell_h / 2 - 0.5,
+        max(6, min(40, 600 // max(grid_w, 1))),
+        numbered(index_row_col),
+        hover + ": %{text}<extra></extra>",
+        text=[f"{v:g}" for v in votes.ravel()],
+    )
+    markers["mode"] = "markers"
+    layout = _image_layout_dict(height, title)
+    layout["shapes"] = shapes
+    # the picture's edges, not the markers', bound the axes: autorange would pad them for the markers' size
+    layout["xaxis"] |= dict(range=[-0.5, width_px - 0.5], autorange=False)
+    layout["yaxis"] |= dict(range=[height_px - 0.5, -0.5], autorange=False)
+    return _figure([_image_trace(picture, hoverinfo="skip"), heat, markers], layout)
 
 
 def numbered(index_row_col: np.ndarray) -> np.ndarray:
@@ -449,17 +507,29 @@ def outline_patch(fig: go.Figure, index: int, grid_w: int, patch_size: int, widt
     return fig
 
 
-def _patch_outline(index: int, grid_w: int, patch_size: int, width: int = 3) -> dict:
-    """``outline_patch``'s square as a shape dictionary."""
+def _patch_outline(
+    index: int, grid_w: int, cell_w: float, width: int = 3, colour: str = "#ff2d55", cell_h: float | None = None
+) -> dict:
+    """``outline_patch``'s square as a shape dictionary: patch ``index`` of a grid ``grid_w`` wide
+    whose cells are ``cell_w`` pixels wide and ``cell_h`` (default: as wide) high."""
+    cell_h = cell_w if cell_h is None else cell_h
     row, col = divmod(index, grid_w)
-    return dict(
-        type="rect",
-        x0=col * patch_size - 0.5,
-        x1=(col + 1) * patch_size - 0.5,
-        y0=row * patch_size - 0.5,
-        y1=(row + 1) * patch_size - 0.5,
-        line=dict(color="#ff2d55", width=width),
-    )
+    x0, y0 = col * cell_w - 0.5, row * cell_h - 0.5
+    return dict(type="rect", x0=x0, x1=x0 + cell_w, y0=y0, y1=y0 + cell_h, line=dict(color=colour, width=width))
+
+
+def _grid_lines(picture: tuple[int, int], grid: tuple[int, int], cell_h: float, cell_w: float) -> list[dict]:
+    """White lines between a (grid_h, grid_w) grid's cells of ``cell_h`` x ``cell_w`` pixels, across
+    a (height, width) picture."""
+    (height_px, width_px), (grid_h, grid_w) = picture, grid
+    line = dict(color="rgba(255,255,255,0.9)", width=1)
+    return [
+        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=r * cell_h - 0.5, y1=r * cell_h - 0.5, line=line)
+        for r in range(1, grid_h)
+    ] + [
+        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=c * cell_w - 0.5, x1=c * cell_w - 0.5, line=line)
+        for c in range(1, grid_w)
+    ]
 
 
 def patch_montage(patches: np.ndarray, grid: tuple[int, int], gap: int = 1) -> np.ndarray:
@@ -1794,6 +1864,87 @@ def training_curves(
 
 
 # (end of 9. model card)
+
+
+# ---- lab: how the ViT learned ----
+SNAPSHOT_MARKER = dict(symbol="diamond", size=11, line=dict(width=1, color="#222"))
+
+
+def learning_curves(
+    history: Sequence[dict],
+    labels: dict[str, str],
+    snapshots: Sequence[int],
+    chosen: int | None = None,
+    total_epochs: int | None = None,
+    height: int = 340,
+) -> go.Figure:
+    """Accuracy and loss per epoch of one run, side by side, a diamond on the test curves at every
+    epoch a snapshot was kept and a dotted line at the ``chosen`` one.
+
+    Args:
+        history: a row per epoch (epoch 0: before training, test numbers only); test_accuracy,
+            test_loss, train_accuracy, train_loss where measured.
+        labels: a text for every key of ``CURVE_KEYS`` and for "snapshot", in the user's language.
+        snapshots: the epochs with a snapshot.
+        chosen: the snapshot the page shows.
+        total_epochs: the run's planned length: the x axes span it.
+    """
+    names, layout = _panel_row([labels["accuracy"], labels["loss"]], CURVES_GAP)
+    kept = set(snapshots)
+    data = []
+    for (x_axis, y_axis), quantity in zip(names, ("accuracy", "loss"), strict=True):
+        for split, dash in (("test", "solid"), ("train", "dot")):
+            key = f"{split}_{quantity}"
+            rows = [row for row in history if key in row]
+            number = "%{y:.1%}" if quantity == "accuracy" else "%{y:.3f}"
+            data.append(
+                dict(
+                    type="scatter",
+                    x=[row["epoch"] for row in rows],
+                    y=[row[key] for row in rows],
+                    name=labels[key],
+                    mode="lines",
+                    line=dict(dash=dash, width=2.5, color=PALETTE[0 if split == "test" else 1]),
+                    xaxis=x_axis,
+                    yaxis=y_axis,
+                    legendgroup=key,
+                    hovertemplate=f"{labels['epoch']} %{{x}}: {number}<extra>{labels[key]}</extra>",
+                )  # fmt: skip
+            )
+        marked = [row for row in history if row["epoch"] in kept and f"test_{quantity}" in row]
+        data.append(
+            dict(
+                type="scatter",
+                x=[row["epoch"] for row in marked],
+                y=[row[f"test_{quantity}"] for row in marked],
+                name=labels["snapshot"],
+                mode="markers",
+                marker=dict(color=PALETTE[0], **SNAPSHOT_MARKER),
+                xaxis=x_axis,
+                yaxis=y_axis,
+                legendgroup="snapshot",
+                showlegend=quantity == "accuracy",
+                hovertemplate=f"{labels['snapshot']}: {labels['epoch']} %{{x}}<extra></extra>",
+            )  # fmt: skip
+        )
+    last = max([total_epochs or 0, *(row["epoch"] for row in history)])
+    for x_axis, _ in names:
+        layout[f"xaxis{x_axis[1:]}"] |= _axis(labels["epoch"], range=[-0.5, last + 0.5])
+    layout["yaxis"] |= dict(tickformat=".0%", range=[0, 1.0], title=dict(text=labels["accuracy_axis"]))
+    layout[f"yaxis{names[1][1][1:]}"] |= dict(rangemode="tozero")
+    if chosen is not None:
+        line = dict(color="#444", width=1.5, dash="dot")
+        layout["shapes"] = [
+            dict(type="line", x0=chosen, x1=chosen, xref=x, y0=0, y1=1, yref=f"{y} domain", line=line) for x, y in names
+        ]
+    layout |= dict(
+        height=height + legend_room(3),
+        margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4),
+        **LOOK,
+        legend=_legend_below(),
+        hovermode="closest",
+    )
+    return _figure(data, layout)
 
 
 # ---- lab: misclassification ----

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 import secrets
 import threading
 import time
@@ -116,6 +117,14 @@ def patch_options(count: int) -> tuple[str, ...]:
     if not isinstance(count, int) or not 1 <= count <= MAX_PATCHES:
         raise ValueError(f"a patch poll has 1 to {MAX_PATCHES} patches, got {count!r}")
     return tuple(str(i) for i in range(count))
+
+
+def patch_grid(count: int, height: int, width: int) -> tuple[int, int]:
+    """(grid_h, grid_w) of a patch poll's ``count`` patches laid over a ``height`` x ``width``
+    picture: of the pairs that multiply to ``count``, the one shaped most like the picture (a
+    square picture with 196 patches: 14 x 14)."""
+    pairs = [(rows, count // rows) for rows in range(1, count + 1) if count % rows == 0]
+    return min(pairs, key=lambda pair: abs(math.log(pair[0] / pair[1]) - math.log(height / width)))
 
 
 def _check_options(options: Sequence[str], answer: str | None, kind: str = CLASS_POLL) -> tuple[str, ...]:

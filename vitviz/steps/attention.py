@@ -1,10 +1,11 @@
-"""Step 5: self-attention. Where [CLS] and any patch look, every head, rollout, distance, one worked query.
+"""Step 5: self-attention. Where [CLS] and any patch look, every head, rollout, distance, and one
+query worked out (``vitviz.steps.attention_worked``).
 
 Layers and heads are 0-based in code and in the choices (layer 0 is blocks[0]) and counted from 1
 on screen and in the URL ("Layer 1", "Head 1", layer=1), as on every page; so are patches, rows and
 columns. A token keeps its index in the sequence, where [CLS] is token 0, so with a [CLS] token,
-token k is patch k. HEAD_MEAN (-1) as the "head" choice means the mean of the heads; it is never
-passed to vitviz.analyses.analysis as a head index.
+token k is patch k. ``picks.HEAD_MEAN`` (-1) as the "head" choice means the mean of the heads; it is
+never passed to vitviz.analyses.analysis as a head index (``picks`` names and clips the choices).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 from vitviz.analyses import analysis, claims
 from vitviz.models.data import denormalize
 from vitviz.render import plots, tables
+from vitviz.steps.attention_worked import worked
 from vitviz.steps.blocks import (
     Choices,
     Control,
@@ -22,45 +24,16 @@ from vitviz.steps.blocks import (
     DownloadCsv,
     Figure,
     Figures,
-    Formula,
     Heading,
     Select,
     Step,
-    Table,
     Text,
     shape_text,
 )
+from vitviz.steps.picks import HEAD_MEAN, clipped, head_label, layer_label, token_label
 from vitviz.steps.subject import Subject
 
-HEAD_MEAN = -1
-TOP_KEYS = 8
-SHOW_DIMS = 8
 HEADS_OF = ("readout", "query")  # the small multiples show [CLS] (or the mean patch query), or the query
-
-
-def clipped(value: object, default: int, low: int, high: int) -> int:
-    """A numeric choice clipped to [low, high] (a new model has fewer layers or patches); anything
-    but an integer gives the default."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        return default
-    return min(max(value, low), high)
-
-
-TOKEN_KEYS = {  # a page's sentences for a token: [CLS], and a patch's
-    "attention": ("attention.token_cls", "attention.token_patch"),
-    "block": ("block.token_cls", "block.token_patch"),
-}
-
-
-def token_label(subject: Subject, token: int, key: str = "attention") -> str:
-    """ "token 37 = patch 37 (row 5, col 5)", or "token 0 = [CLS]" (``key``: the page's sentences)."""
-    trace = subject.trace
-    patch = analysis.token_to_patch(token, trace.grid_size, trace.num_prefix_tokens)
-    cls_key, patch_key = TOKEN_KEYS[key]
-    if patch is None:
-        return subject.tr(cls_key, token=token)
-    patch_number = token - trace.num_prefix_tokens + 1
-    return subject.tr(patch_key, token=token, patch=patch_number, row=patch[0] + 1, col=patch[1] + 1)
 
 
 def describe(subject: Subject, choices: Choices) -> Step:
@@ -80,7 +53,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
     query = clipped(choices.get("query"), centre, 0, num_tokens - 1)
     view = View(subject, layer, head, query)
     blocks = [*view.controls(), *view.maps(), *view.every_head(choices), *view.rollout(choices), *view.distance()]
-    blocks += [*view.worked(), *view.downloads()]
+    blocks += [*worked(subject, layer, view.head_index, query), *view.downloads()]
     shape = shape_text(trace.attentions[layer].shape)
     paper = tr("attention.intro_paper")
     return Step(tr("page.attention"), tr("attention.intro"), tuple(blocks), shape=shape, paper_intro=paper)
@@ -106,10 +79,10 @@ class View:
         self.fusion = "mean"
 
     def layer_label(self, index: int) -> str:
-        return self.tr("attention.layer_n", n=index + 1)
+        return layer_label(self.subject, index)
 
     def head_label(self, index: int) -> str:
-        return self.tr("attention.mean_heads") if index == HEAD_MEAN else self.tr("attention.head_n", n=index + 1)
+        return head_label(self.subject, index)
 
     def readout_who(self, where: str) -> str:
         return self.tr("claims.who.cls" if self.prefix else "claims.who.mean", where=where)
@@ -297,86 +270,6 @@ class View:
             Text(self.subject.says(reading)),
             Text(tr("attention.distance_single", patches=patches), role="caption"),
         ]
-
-    def worked(self) -> list:
-        """softmax(q K^T / sqrt(d)) V for the query, with the model's own numbers."""
-        tr, trace, subject = self.tr, self.trace, self.subject
-        worked_head = 0 if self.head_index is None else self.head_index
-        worked = analysis.worked_attention(subject.model, trace, self.layer, worked_head, self.query)
-        head_dim = worked["q"].numel()
-        found: list = [
-            Heading(tr("attention.worked")),
-            Formula(
-                r"\mathrm{Attention}(q, K, V) = \mathrm{softmax}\!\left(\frac{q K^\top}{\sqrt{d}}\right) V, \qquad d = "
-                + str(head_dim),
-                f"Attention(q, K, V) = softmax(q Kᵀ / √d) V,   d = {head_dim}",
-            ),
-            Text(
-                tr(
-                    "attention.worked_intro",
-                    token=token_label(subject, self.query),
-                    where=f"{self.layer_label(self.layer)}, {self.head_label(worked_head)}",
-                    tokens=self.num_tokens,
-                    d=head_dim,
-                    sqrt_d=head_dim**0.5,
-                )
-            ),
-        ]
-        if trace.computed_in == "bfloat16":
-            found.append(Text(tr("attention.worked_bf16"), role="caption"))
-        if self.head_index is None:
-            found.append(Text(tr("attention.worked_mean_note"), role="caption"))
-        shown_dims = min(SHOW_DIMS, head_dim)
-        found += [
-            Text(f"**{tr('attention.worked_q', n=shown_dims, d=head_dim)}**"),
-            Table(({f"q[{i}]": round(float(v), 4) for i, v in enumerate(worked["q"][:shown_dims])},)),
-        ]
-        rows, other_weight = analysis.top_keys(worked, trace.grid_size, self.prefix, TOP_KEYS)
-        labels = [
-            "[CLS]" if r["row"] is None else tr("attention.position", row=r["row"] + 1, col=r["col"] + 1) for r in rows
-        ]
-        weights = [float(r["weight"]) for r in rows]
-        found += [
-            Text(f"**{tr('attention.worked_keys', k=len(rows))}**"),
-            Table(
-                tuple(
-                    {
-                        tr("attention.col.token"): r["token"],
-                        tr("attention.col.position"): label,
-                        tr("attention.col.score"): round(float(r["score"]), 4),
-                        tr("attention.col.weight"): round(float(r["weight"]), 4),
-                    }
-                    for r, label in zip(rows, labels, strict=True)
-                )
-            ),
-            Text(
-                tr(
-                    "attention.worked_sum",
-                    k=len(rows),
-                    shown=sum(weights),
-                    others=self.num_tokens - len(rows),
-                    rest=other_weight,
-                    total=float(worked["weights"].sum()),
-                )
-            ),
-            Figure(
-                "attention_worked_bars",
-                plots.key_weights(
-                    [f"{r['token']}: {label}" for r, label in zip(rows, labels, strict=True)],
-                    weights,
-                    title=tr("attention.worked_bars"),
-                ),
-                subject.says(claims.key_weights(weights, [int(r["token"]) for r in rows], self.num_tokens)),
-            ),
-            Formula(
-                r"\text{output} = \sum_{j=0}^{" + str(self.num_tokens - 1) + r"} w_j \, v_j",
-                f"output = Σ w_j v_j  (j = 0 … {self.num_tokens - 1})",
-            ),
-            Text(f"**{tr('attention.worked_output', n=shown_dims, d=head_dim)}**"),
-            Table(({f"out[{i}]": round(float(v), 4) for i, v in enumerate(worked["output"][:shown_dims])},)),
-            Text(tr("attention.worked_output_note", heads=self.heads), role="caption"),
-        ]
-        return found
 
     def downloads(self) -> list:
         readout_name = "cls" if self.prefix else "mean_patch_queries"

@@ -11,7 +11,6 @@ import numpy as np
 
 from vitviz.analyses import analysis, claims
 from vitviz.render import plots, tables
-from vitviz.steps.attention import clipped, token_label
 from vitviz.steps.blocks import (
     Choices,
     Control,
@@ -26,6 +25,7 @@ from vitviz.steps.blocks import (
     Text,
     shape_text,
 )
+from vitviz.steps.picks import clipped, token_label
 from vitviz.steps.subject import Subject
 
 COLOURS = {"residual_norm": "#444444", "attn_norm": "#1f77b4", "mlp_norm": "#2ca02c", "cosine": "#9467bd"}

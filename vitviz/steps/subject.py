@@ -11,7 +11,7 @@ from PIL import Image
 
 from vitviz.analyses import ablation, analysis, claims, compare, faithfulness, lab, projection
 from vitviz.analyses.evaluate import EvalResult, evaluate, predictions_path
-from vitviz.models import zoo
+from vitviz.models import snapshots, zoo
 from vitviz.models.config import ViTConfig
 from vitviz.models.data import ImageSet, load_image, load_split, to_tensor
 from vitviz.models.model import VisionTransformer, on_weights
@@ -34,6 +34,7 @@ class Compute:
 
     def __init__(self, models: Mapping[str, zoo.Loaded] | None = None) -> None:
         self._models = dict(models or {})
+        self._snapshots: snapshots.Snapshots | None | bool = False  # False: not read yet
 
     def model(self, name: str) -> zoo.Loaded:
         """A model by name (registry, file, hub), loaded once.
@@ -44,6 +45,17 @@ class Compute:
         if name not in self._models:
             self._models[name] = zoo.load(name, device="cpu")
         return self._models[name]
+
+    def snapshots(self) -> snapshots.Snapshots | None:
+        """The shipped snapshots of one training run (``models.snapshots.read``), read once; None
+        where none ship."""
+        if self._snapshots is False:
+            self._snapshots = snapshots.read()
+        return self._snapshots
+
+    def snapshot_model(self, epoch: int) -> VisionTransformer:
+        """The shipped run's model after ``epoch`` (``Snapshots.model_at``)."""
+        return self.snapshots().model_at(epoch)
 
     def cnns(self) -> list[str]:
         """The CNNs a list offers to set beside the ViT: the registry's."""
