@@ -17,10 +17,8 @@ The public API cannot do these, or not at a classroom's pace:
 - ``open_page_now``: Previous / Next draw the step in the run their click started (the page
   manager's ``set_script_intent`` and ``st.Page``'s ``_script_hash``). Public way:
   ``st.switch_page``, a second run.
-- ``run_page`` and ``page_key``: the page a run is on, as Streamlit tells the browser (the run
-  context's ``page_script_hash``), and an ``st.Page``'s (``_script_hash``), so that a fragment's
-  run on another page than the session's can be told (``navigation.fragment_off_page``). Public
-  way: None, and the step in the URL of the fragment's request is compared instead.
+- ``run_page`` and ``page_key``: a run's page (``page_script_hash``) and an ``st.Page``'s
+  (``_script_hash``), for ``navigation.fragment_off_page``. Public way: None (it reads the URL).
 - ``session_id`` and ``session_alive``: whose run this thread is, and whether that session still
   has a browser (``get_script_run_ctx``, the runtime's ``is_active_session``). Public way: None
   (figures are then not shared between sessions) and True (a run is never stopped for it).
