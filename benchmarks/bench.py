@@ -42,6 +42,7 @@ import logging
 import math
 import os
 import platform
+import re
 import resource
 import shutil
 import socket
@@ -56,6 +57,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import parse_qs, urlparse
 
 import torch
 from torch import Tensor, nn
@@ -124,6 +126,10 @@ TARGETS: list[tuple[str, str, float]] = [
     ("class_100_errors", "<=", 0),
     ("class_100_wrong_image", "<=", 0),
     ("poll_30_exact", ">=", 1.0),
+    ("class_follow_p95_s", "<=", 1.0),
+    ("class_follow_errors", "<=", 0),
+    ("class_follow_p95_s_replicas", "<=", 1.0),
+    ("class_follow_errors_replicas", "<=", 0),
     ("presenter_over_page_step_p95", "<=", 1.0),
     ("handout_build_s", "<=", 1.0),
     ("handout_mb", "<=", 8.0),
@@ -187,6 +193,7 @@ class Plan:
         class_size: students pressing Next together through the tour (``classroom``).
         staggered_size: students arriving one after another (``staggered``) ...
         staggered_over_s: ... evenly over this many seconds.
+        follow_steps: steps a class follows its teacher through (``class_follow``; None: the tour).
     """
 
     quick: bool
@@ -202,6 +209,7 @@ class Plan:
     class_size: int
     staggered_size: int
     staggered_over_s: float
+    follow_steps: int | None
 
 
 FULL = Plan(
@@ -218,6 +226,7 @@ FULL = Plan(
     class_size=30,
     staggered_size=100,
     staggered_over_s=600.0,
+    follow_steps=None,
 )
 QUICK = Plan(
     quick=True,
@@ -233,6 +242,7 @@ QUICK = Plan(
     class_size=3,
     staggered_size=100,
     staggered_over_s=60.0,
+    follow_steps=2,
 )
 
 
@@ -1753,6 +1763,283 @@ def poll_30(report: Report, plan: Plan, students: int = 30) -> None:
     report.figures["poll_30_exact"] = kept / students if poll.total == kept else 0.0  # a count off is not exact
 
 
+FOLLOW_READING_S = 1.0  # the teacher talks this long on each slide before pressing Next again
+FOLLOW_WAIT_S = 120.0  # a student not on the teacher's step by then has lost the class: an error
+JOIN_ADDRESS = re.compile(r"\?class=([A-Z0-9]{8})")
+
+
+@dataclass
+class Follower:
+    """A light student following the class, and when (time.perf_counter()) its session's run first
+    ended showing each step of the tour (the step its URL names at the end of the run)."""
+
+    student: LightStudent
+    arrived: dict[int, float] = field(default_factory=dict)
+    broke: str | None = None  # why its timer stopped (a closed connection, a run past its timeout)
+
+
+async def follow_timer(follower: Follower, stop: Any) -> None:
+    """What a student's browser does while the page is open: every interval of the fragments the
+    server asked to rerun (the class's follow fragment, ``vitviz.app.students``), ask for their runs,
+    one at a time, and note the step each run ended on."""
+    import asyncio
+
+    import websockets
+
+    student = follower.student
+    while not stop.is_set():
+        began = time.perf_counter()
+        try:
+            for fragment_id in list(student.auto_reruns):
+                await student.tick(fragment_id)
+                if student.step is not None:
+                    follower.arrived.setdefault(student.step, time.perf_counter())
+        except (websockets.ConnectionClosed, OSError, TimeoutError) as err:
+            follower.broke = f"{type(err).__name__}: {str(err)[:200]}"
+            return
+        pause = began + min(student.auto_reruns.values(), default=0.5) - time.perf_counter()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=max(pause, 0.0))
+
+
+MAIN_TEXT = "() => (document.querySelector('[data-testid=stMain]')?.innerText ?? '').slice(0, 300)"
+SHOWN_STEP = "() => [new URLSearchParams(location.search).get('step'), document.querySelector('h1')?.innerText ?? null]"
+
+
+async def chromium_on_step(page: Any, step: int, old_title: str | None, timeout_s: float) -> float:
+    """When a following student's Chromium showed ``step``: its URL names the step, and the page is
+    ready (``wait_ready_async``: a title other than the last step's, the run over, everything drawn)."""
+    deadline = time.perf_counter() + timeout_s
+    while (await page.evaluate(SHOWN_STEP))[0] != str(step):
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"the URL did not name step {step} within {timeout_s:.0f} s")
+        await page.wait_for_timeout(20)
+    return await wait_ready_async(page, old_title=old_title, timeout_ms=max(deadline - time.perf_counter(), 1) * 1e3)
+
+
+async def start_class(teacher: LightStudent) -> str:
+    """The teacher, in presenter mode, presses "Start a class"; the join code its pop-over shows."""
+    await teacher.open()
+    started = await teacher.press("class_start")
+    for text in started.texts:
+        if found := JOIN_ADDRESS.search(text):
+            return found.group(1)
+    raise RuntimeError(f"no join address after Start a class: {started.texts[:10]}")
+
+
+async def follow_lesson(
+    teacher_url: str,
+    student_urls: list[str],
+    chromium_url: str,
+    images: list[str],
+    expected: Mapping[str, Expected],
+    last_step: int,
+) -> dict[str, Any]:
+    """One teacher (a light client in presenter mode, ``images[0]``), light students on
+    ``student_urls`` and one Chromium student on ``chromium_url``, each on an image of their own.
+    The teacher presses Next slide by slide through the tour up to ``last_step``, pausing
+    ``FOLLOW_READING_S`` on each slide; at each press that changes the step, the seconds from the
+    press to each student showing that step (a light client: its session's run ended with the
+    step in its URL; Chromium: the step's page ready, ``wait_ready_async``)."""
+    import asyncio
+
+    import websockets
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import async_playwright
+
+    teacher = LightStudent(teacher_url, images[0], query="present=1")
+    code = await start_class(teacher)
+    followers = [
+        Follower(LightStudent(url, image, expected[image], query=f"class={code}"))
+        for url, image in zip(student_urls, images[2:], strict=False)
+    ]
+    await asyncio.gather(*(f.student.open() for f in followers))
+    stop = asyncio.Event()
+    timers = [asyncio.create_task(follow_timer(f, stop)) for f in followers]
+    light, chromium, problems, errors, wrong_image, chromium_errors = [], [], [], 0, 0, 0
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = await browser.new_context(viewport={"width": 1280, "height": 900})
+            page = await context.new_page()
+            await page.goto(f"{chromium_url}/?class={code}&test={images[1]}", wait_until="domcontentloaded")
+            await wait_ready_async(page)
+            title = (await page.evaluate(SHOWN_STEP))[1]
+            step = teacher.step or 0
+            while step < last_step:
+                started = time.perf_counter()
+                try:
+                    await teacher.press("nav_next")
+                except (websockets.ConnectionClosed, OSError, TimeoutError, LookupError) as err:
+                    errors += 1
+                    problems.append(f"the teacher, on step {step}: {type(err).__name__}: {str(err)[:200]}")
+                    break
+                if teacher.step == step:  # a slide of the same step: the class reads it
+                    await asyncio.sleep(FOLLOW_READING_S)
+                    continue
+                step = teacher.step
+                try:
+                    chromium.append(await chromium_on_step(page, step, title, FOLLOW_WAIT_S) - started)
+                except (TimeoutError, PlaywrightError) as err:
+                    errors += 1
+                    chromium_errors += 1
+                    shown = await page.evaluate(SHOWN_STEP)
+                    said = await page.evaluate(MAIN_TEXT)
+                    problems.append(
+                        f"Chromium, {images[1]}: not on step {step} (URL step, title: {shown}; page: {said!r}): "
+                        f"{str(err)[:200]}"
+                    )
+                title = (await page.evaluate(SHOWN_STEP))[1]
+                errors += int(await page.locator("[data-testid='stException']").count() > 0)
+                wrong_image += int(parse_qs(urlparse(page.url).query).get("test") != [images[1]])
+                deadline = started + FOLLOW_WAIT_S
+                while (
+                    any(step not in f.arrived and f.broke is None for f in followers) and time.perf_counter() < deadline
+                ):
+                    await asyncio.sleep(0.02)
+                for f in followers:
+                    if step in f.arrived:
+                        light.append(f.arrived[step] - started)
+                    elif f.broke is None:
+                        errors += 1
+                        problems.append(
+                            f"light client, {f.student.image}: not on step {step} within {FOLLOW_WAIT_S:.0f} s"
+                        )
+                await asyncio.sleep(FOLLOW_READING_S)
+            await context.close()
+        finally:
+            stop.set()
+            await asyncio.gather(*timers)
+            await browser.close()
+    for f in followers:
+        errors += f.student.errors + (f.broke is not None)
+        wrong_image += f.student.wrong_image
+        problems += [f"light client, {f.student.image}: {problem}" for problem in f.student.problems]
+        problems += [f"light client, {f.student.image}: {f.broke}"] if f.broke else []
+    await asyncio.gather(teacher.close(), *(f.student.close() for f in followers))
+    return {
+        "light": light,
+        "chromium": chromium,
+        "errors": errors + teacher.errors,
+        "wrong_image": wrong_image,
+        "problems": problems,
+        "chromium_errors": chromium_errors,
+    }
+
+
+def follow_figures(report: Report, suffix: str, lesson: Mapping[str, Any]) -> None:
+    """A class's follow figures: every student's seconds (p50, p95), Chromium's alone, errors."""
+    seconds = lesson["light"] + lesson["chromium"]
+    for problem in lesson["problems"][:5]:
+        report.note(f"class_follow{suffix}: {problem}")
+    report.figures.update(
+        {
+            f"class_follow_p50_s{suffix}": percentile(seconds, 50) if seconds else None,
+            f"class_follow_p95_s{suffix}": percentile(seconds, 95) if seconds else None,
+            f"class_follow_max_s{suffix}": max(seconds) if seconds else None,
+            f"class_follow_chromium_p95_s{suffix}": percentile(lesson["chromium"], 95) if lesson["chromium"] else None,
+            f"class_follow_timed{suffix}": len(seconds),
+            f"class_follow_errors{suffix}": lesson["errors"],
+            f"class_follow_chromium_errors{suffix}": lesson["chromium_errors"],
+            f"class_follow_wrong_image{suffix}": lesson["wrong_image"],
+        }
+    )
+
+
+def redis_binary() -> str:
+    return shutil.which("redis-server") or "/usr/bin/redis-server"
+
+
+def redis_missing() -> str | None:
+    """Why the replicas cannot share a class here, or None when they can."""
+    return (
+        None
+        if Path(redis_binary()).exists()
+        else f"no redis-server at {redis_binary()} (apt-get install -y redis-server)"
+    )
+
+
+@contextlib.contextmanager
+def redis_server(timeout: float = 10.0) -> Iterator[str]:
+    """Debian's redis-server on a free port of 127.0.0.1, in memory only; its URL. Stopped afterwards."""
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            redis_binary(),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--daemonize",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.perf_counter() + timeout
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if process.poll() is not None or time.perf_counter() > deadline:
+                raise RuntimeError(f"redis-server did not answer on 127.0.0.1:{port}")
+            time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(process)
+
+
+def class_follow(report: Report, plan: Plan) -> None:
+    """``class_follow_p95_s``: a teacher in presenter mode starts a class and presses Next through
+    the tour; ``plan.class_size`` students follow it (``?class=CODE``), each on a CIFAR-10 test
+    image of their own, one in Chromium and the others as light clients whose follow fragment
+    reruns on its timer as a browser's does (``follow_timer``). The seconds from the teacher's
+    Next to each student showing the same step, on one server; then ``_replicas``: two app servers
+    sharing the class through one redis-server (``VITVIZ_REDIS``, what ``--redis`` sets), the
+    teacher and half the light students on one, the Chromium student and the other half on the
+    other."""
+    import asyncio
+
+    from vitviz.models.data import find_cifar_test_folder
+
+    folder = find_cifar_test_folder()
+    missing = chromium_missing() or (None if folder else "no CIFAR-10 test folder")
+    if missing:
+        report.note(f"no class_follow figures: {missing}")
+        return
+    size = plan.class_size
+    last = len(tour.TOUR) - 1 if plan.follow_steps is None else min(plan.follow_steps, len(tour.TOUR) - 1)
+    images = class_images(size + 1)  # the teacher's, then the students'
+    expected = expected_answers(images[1:], folder)
+    env = {"VITVIZ_PRECISION": "float32"}
+    report.figures["class_follow_students"] = (
+        f"1 Chromium + {size - 1} light clients following a light-client teacher in presenter mode "
+        f"through {last} steps, {FOLLOW_READING_S:.0f} s on each slide"
+    )
+    with app_server(env=env) as server:
+        server.wait_for_output(STARTUP_DONE)
+        before = cpu_seconds(server.process.pid)
+        lesson = asyncio.run(follow_lesson(server.url, [server.url] * (size - 1), server.url, images, expected, last))
+        report.figures["class_follow_server_cpu_s"] = cpu_seconds(server.process.pid) - before
+    follow_figures(report, "", lesson)
+    if redis_missing():
+        report.note(f"no class_follow_*_replicas figures: {redis_missing()}")
+        return
+    with redis_server() as redis_url:
+        shared = {**env, "VITVIZ_REDIS": redis_url}
+        with app_server(env=shared) as one, app_server(env=shared) as two:
+            one.wait_for_output(STARTUP_DONE)
+            two.wait_for_output(STARTUP_DONE)
+            urls = [(one.url, two.url)[i % 2] for i in range(size - 1)]
+            lesson = asyncio.run(follow_lesson(one.url, urls, two.url, images, expected, last))
+    follow_figures(report, "_replicas", lesson)
+
+
 STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("explain vs forward", explain_vs_forward),
     ("bf16 vs float32", bf16_vs_fp32),
@@ -1768,6 +2055,7 @@ STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("the tour in a browser", browser_speed),
     ("a classroom", classroom),
     ("a class poll", poll_30),
+    ("a class that follows its teacher", class_follow),
     ("a handout", handout_figures),
     ("faithfulness and ablation", faithfulness_figures),
     ("hostile uploads", hostile_upload_figures),

@@ -14,6 +14,13 @@ It draws nothing: what it checks is what the server sent. An exception element o
 connection is an error; a run whose query string lost the student's image, or whose verdict
 (the coloured sentence under a prediction) names another image's class or probability, shows a
 wrong image.
+
+A student who follows a class (``?class=CODE``) keeps its page in step with the teacher's through
+a fragment that Streamlit reruns on a timer (``st.fragment(run_every=...)``): the server names
+it in an ``auto_rerun`` message, and the frontend then asks for that fragment's run every
+interval. ``LightStudent`` keeps the fragments it was given (``auto_reruns``) and ``tick`` asks for
+one's run as the frontend's timer does; a fragment that finds the class moved reruns the whole
+app, and the tick's run ends when that run does.
 """
 
 from __future__ import annotations
@@ -81,18 +88,22 @@ class LightStudent:
         image: the student's test image, "class/index" (the URL's ``test=``).
         expected: what the verdicts must say about that image (None: only the URL is checked).
         timeout: seconds a run may take before it counts as an error.
+        query: more of the URL's query string, before ``test=`` ("class=CODE", "present=1").
     """
 
-    def __init__(self, url: str, image: str, expected: Expected | None = None, timeout: float = 300.0) -> None:
+    def __init__(
+        self, url: str, image: str, expected: Expected | None = None, timeout: float = 300.0, query: str = ""
+    ) -> None:
         self.url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/_stcore/stream"
         self.image, self.expected, self.timeout = image, expected, timeout
-        self.query_string = f"test={image}"
+        self.query_string = f"{query}&test={image}" if query else f"test={image}"
         self.page_script_hash = ""
         self.cached: dict[str, ForwardMsg] = {}  # hash -> a cacheable message, as a browser keeps them
         self.errors = 0
         self.wrong_image = 0
         self.problems: list[str] = []  # what each error or wrong image was, briefly
         self.last: Run | None = None
+        self.auto_reruns: dict[str, float] = {}  # fragment id -> seconds between its timed reruns
         self._socket = None
 
     async def open(self, page_name: str = "") -> Run:
@@ -111,6 +122,23 @@ class LightStudent:
         widget = state.widget_states.widgets.add()
         widget.id, widget.trigger_value = self.last.buttons[key], True
         return await self._rerun(state)
+
+    async def tick(self, fragment_id: str) -> Run:
+        """The frontend's timer for an ``st.fragment(run_every=...)``: ask for that fragment's run
+        (and, when it reruns the app, wait for the app's run to end)."""
+        state = ClientState(
+            query_string=self.query_string,
+            page_script_hash=self.page_script_hash,
+            fragment_id=fragment_id,
+            is_auto_rerun=True,
+        )
+        return await self._rerun(state)
+
+    @property
+    def step(self) -> int | None:
+        """The tour's step the session's URL names (``step=``), None without one."""
+        found = parse_qs(self.query_string).get("step", [""])[0]
+        return int(found) if found.isascii() and found.isdigit() and len(found) < 4 else None
 
     async def close(self) -> None:
         if self._socket is not None:
@@ -150,6 +178,11 @@ class LightStudent:
             self.page_script_hash = message.new_session.page_script_hash
         elif kind == "navigation":  # the page the run resolved (Next's run opens another one): as the frontend does
             self.page_script_hash = message.navigation.page_script_hash
+        elif kind == "auto_rerun":
+            self.auto_reruns[message.auto_rerun.fragment_id] = message.auto_rerun.interval
+        elif kind == "stop_auto_rerun":
+            for fragment_id in message.stop_auto_rerun.fragment_ids:
+                self.auto_reruns.pop(fragment_id, None)
         elif kind == "page_info_changed":
             self.query_string = message.page_info_changed.query_string
         elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":

@@ -197,6 +197,12 @@ def test_quick_bench_reports_every_figure() -> None:
             assert report[f"{key}_errors"] == 0 and report[f"{key}_wrong_image"] == 0, key
         assert report["class_3_steps_timed"] == 3 * (len(tour.TOUR) - 1)
         assert report["class_100_steps_timed"] == 100 * len(tour.TOUR)  # opening the session, then every Next
+        # a teacher's Next followed by 1 Chromium + 2 light clients through 2 steps, on one server
+        # and on two replicas sharing the class through redis-server
+        for suffix in ("", "_replicas") if bench.redis_missing() is None else ("",):
+            assert report[f"class_follow_p95_s{suffix}"] > 0, suffix
+            assert report[f"class_follow_timed{suffix}"] == 3 * 2, suffix
+            assert report[f"class_follow_errors{suffix}"] == 0 and report[f"class_follow_wrong_image{suffix}"] == 0
 
 
 def test_cpu_seconds_counts_this_process_working():
@@ -400,3 +406,35 @@ def test_thirty_votes_through_the_store_are_thirty_counted() -> None:
     bench.poll_30(report, bench.QUICK)
     assert report.figures["poll_30_exact"] == 1.0
     assert ("poll_30_exact", ">=", 1.0) in bench.TARGETS and "poll_30_exact" in bench.REQUIRED_KEYS
+
+
+@pytest.mark.cifar10
+def test_a_light_student_follows_a_light_teacher_through_its_fragment_timer():
+    """The class_follow bench's clients: a teacher in presenter mode starts a class and moves on a
+    step; a student that joined it reaches that step only through its follow fragment's timed
+    reruns (``tick``), never by pressing anything itself."""
+    import asyncio
+
+    async def lesson(url: str) -> tuple[int, list[int | None], dict[str, float]]:
+        teacher = LightStudent(url, "cat/0", query="present=1")
+        code = await bench.start_class(teacher)
+        student = LightStudent(url, "dog/0", query=f"class={code}")
+        await student.open()
+        while teacher.step == 0:
+            await teacher.press("nav_next")
+        seen = [student.step]
+        for _ in range(3):  # the class's step within a few ticks
+            for fragment_id in list(student.auto_reruns):
+                await student.tick(fragment_id)
+            seen.append(student.step)
+        timers = dict(student.auto_reruns)
+        await asyncio.gather(teacher.close(), student.close())
+        assert student.errors == 0 and student.wrong_image == 0, student.problems
+        return teacher.step, seen, timers
+
+    with bench.app_server() as server:
+        step, seen, timers = asyncio.run(lesson(server.url))
+    assert step == 1 and seen[0] == 0 and seen[-1] == 1, seen  # on the overview, then the teacher's step
+    from vitviz.app import classroom
+
+    assert list(timers.values()) == [classroom.FOLLOW_EVERY_S]  # one fragment: the student's follow timer

@@ -28,6 +28,19 @@ def url():
         yield running.url
 
 
+@pytest.fixture(scope="module", params=["internals", "public"])
+def either_url(request, url):
+    """The server above, and one that takes Streamlit's public API only (``VITVIZ_INTERNALS=0``)."""
+    if request.param == "internals":
+        yield url
+        return
+    with (
+        mock.patch.object(bench, "free_port", lambda: PORT + 1),
+        bench.app_server(timeout=120, env={"VITVIZ_INTERNALS": "0"}) as running,
+    ):
+        yield running.url
+
+
 def _path(page) -> str:
     return page.url.split("?")[0].rstrip("/").rsplit("/", 1)[-1]
 
@@ -59,25 +72,28 @@ def _press_into_the_next_step(teacher, press: str) -> float:
             return started
 
 
+def _start_a_class(teacher) -> str:
+    """The teacher presses "Start a class" in the class pop-over; the join code it shows."""
+    teacher.wait_for_selector(".st-key-vitviz-class button", timeout=120_000).click()
+    teacher.wait_for_selector(".st-key-class_start button", timeout=60_000).click()
+    for _ in range(100):
+        found = re.search(r"\?class=([A-Z0-9]{8})", teacher.content())
+        if found:
+            teacher.mouse.click(300, 400)  # close the pop-over
+            return found.group(1)
+        if not teacher.query_selector(".st-key-class_end"):
+            teacher.click(".st-key-vitviz-class button")  # the pop-over closed with the run: open it
+        teacher.wait_for_timeout(300)
+    raise AssertionError("no join address on the teacher's pop-over")
+
+
 def test_a_teacher_and_two_students(url):
     playwright = pytest.importorskip("playwright.sync_api")
     with playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
         teacher.goto(f"{url}/input?present=1", wait_until="domcontentloaded")
-        teacher.wait_for_selector(".st-key-vitviz-class button", timeout=120_000).click()
-        teacher.wait_for_selector(".st-key-class_start button", timeout=60_000).click()
-        code = None
-        for _ in range(100):
-            found = re.search(r"\?class=([A-Z0-9]{8})", teacher.content())
-            if found:
-                code = found.group(1)
-                break
-            if not teacher.query_selector(".st-key-class_end"):
-                teacher.click(".st-key-vitviz-class button")  # the pop-over closed with the run: open it
-            teacher.wait_for_timeout(300)
-        assert code, "no join address on the teacher's pop-over"
-        teacher.mouse.click(300, 400)  # close the pop-over
+        code = _start_a_class(teacher)
 
         students = []
         for _ in range(2):
@@ -199,3 +215,92 @@ def _patch_poll(teacher, students) -> list[float]:
     for student in students:
         _wait_text(student, ".st-key-vitviz-ballot", "The model's most important patch")
     return seconds
+
+
+class HeldSocket:
+    """A page's websocket to the app server, whose messages from the server can be held back and
+    then passed on in order: what a slow network or a busy browser does to a page."""
+
+    def __init__(self, page) -> None:
+        self.holding = False
+        self.held: list = []
+        self.route = None
+        page.route_web_socket(re.compile(r".*/_stcore/stream$"), self._connect)
+
+    def _connect(self, route) -> None:
+        self.route = route
+        server = route.connect_to_server()
+        server.on_message(self._from_server)
+
+    def _from_server(self, message) -> None:
+        if self.holding:
+            self.held.append(message)
+        else:
+            self.route.send(message)
+
+    def release(self) -> None:
+        self.holding = False
+        held, self.held = self.held, []
+        for message in held:
+            self.route.send(message)
+
+
+def test_a_student_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(either_url):
+    """A student's follow fragment asks for its timed run every FOLLOW_EVERY_S, naming the page the
+    browser shows. When the page hears late of the step the class moved to (a slow network, or a
+    server or browser too busy to draw it at once), a timed run's request can still name the last
+    page after the run that moved it. Streamlit runs it on that page, and the browser, whose page
+    is the new one by then, clears the whole page for it. The fragment sees it is on another page
+    than the session's and draws the session's page again: the student sees the step's title,
+    not only the class's bar."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        teacher.goto(f"{either_url}/input?present=1", wait_until="domcontentloaded")
+        code = _start_a_class(teacher)
+        student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        socket = HeldSocket(student)
+        student.goto(f"{either_url}/?class={code}", wait_until="domcontentloaded")
+        student.wait_for_selector(".st-key-class_explore", timeout=120_000)
+        _wait_path(student, "input", 60)
+        student.wait_for_selector("h1", timeout=60_000)
+        socket.holding = True  # from here the student's page hears nothing until release()
+        _press_into_the_next_step(teacher, "nav_next")
+        student.wait_for_timeout(3000)  # the student's run moves it on; its timer keeps asking from the input page
+        socket.release()
+        _wait_path(student, "patches")
+        shown = (
+            "() => { const h = document.querySelector('h1'); return h !== null && h.checkVisibility() && h.innerText; }"
+        )
+        title = student.wait_for_function(shown, timeout=int(FOLLOW_S * 1000)).json_value()
+        student.wait_for_timeout(3000)  # the timer's later runs leave the page as it is
+        assert student.evaluate(shown) == title
+        browser.close()
+
+
+def test_a_teacher_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(either_url):
+    """The same for the teacher's poll view, a fragment on a timer too: the teacher's → moves the
+    class on while the teacher's own page hears of it late."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+        socket = HeldSocket(teacher)
+        teacher.goto(f"{either_url}/input?present=1", wait_until="domcontentloaded")
+        _start_a_class(teacher)
+        while _path(teacher) == "input":  # → slide by slide; the press that opens the next step is heard late
+            teacher.wait_for_function(f"() => ({SLIDE_AT})() !== null", timeout=60_000)
+            socket.holding = True
+            teacher.locator(".st-key-nav_next button").first.click()
+            teacher.wait_for_timeout(3000)  # the run draws the next slide or step; the poll's timer asks from this one
+            socket.release()
+            teacher.wait_for_timeout(1000)
+        _wait_path(teacher, "patches")
+        shown = (
+            "() => { const h = document.querySelector('h1'); return h !== null && h.checkVisibility() && h.innerText; }"
+        )
+        title = teacher.wait_for_function(shown, timeout=int(FOLLOW_S * 1000)).json_value()
+        teacher.wait_for_timeout(3000)
+        assert teacher.evaluate(shown) == title
+        browser.close()

@@ -17,6 +17,8 @@ The public API cannot do these, or not at a classroom's pace:
 - ``open_page_now``: Previous / Next draw the step in the run their click started (the page
   manager's ``set_script_intent`` and ``st.Page``'s ``_script_hash``). Public way:
   ``st.switch_page``, a second run.
+- ``run_page`` and ``page_key``: a run's page (``page_script_hash``) and an ``st.Page``'s
+  (``_script_hash``), for ``navigation.fragment_off_page``. Public way: None (it reads the URL).
 - ``session_id`` and ``session_alive``: whose run this thread is, and whether that session still
   has a browser (``get_script_run_ctx``, the runtime's ``is_active_session``). Public way: None
   (figures are then not shared between sessions) and True (a run is never stopped for it).
@@ -90,6 +92,16 @@ def _run_context() -> Any:
     except ImportError:
         return None
     return get_script_run_ctx(suppress_warning=True)
+
+
+def run_page() -> str | None:
+    """The page this run is on, as Streamlit names it to the browser (None the public way)."""
+    return getattr(_run_context(), "page_script_hash", None) or None
+
+
+def page_key(page: Any) -> str | None:
+    """The name ``run_page`` gives an ``st.Page`` (None the public way)."""
+    return (getattr(page, "_script_hash", None) or None) if ACTIVE else None
 
 
 def session_id() -> str | None:

@@ -218,6 +218,31 @@ def scroll_to(key: str) -> None:
     st.sidebar.html(web.script("after_run.js", f"scroll {scrolls}", target=target), unsafe_allow_javascript=True)
 
 
+def fragment_off_page() -> bool:
+    """Whether this run of a timed fragment (a student following the class, the teacher's poll) is
+    on another page than the session's last full run drew. The fragment's timer asks for its run
+    naming the page the browser shows; a request sent before the browser heard of a new page (the
+    run that opened it still on its way: a slow network, a busy server or browser) names the last
+    one. Streamlit runs the fragment on that page, and the browser, on the new page by then, takes
+    the run for a page change: it clears the whole page and draws the fragment alone. The fragment
+    then asks for the page again (``redraw_page``)."""
+    drawn = st.session_state.get("_drawn_page")
+    if drawn is None:
+        return False
+    _, key, step = drawn
+    running = internals.run_page()
+    if key is not None and running is not None:
+        return running != key
+    return st.query_params.get("step") != step  # the public way: the request's URL, read on a page change
+
+
+def redraw_page() -> None:
+    """After ``fragment_off_page``: a full run that draws the session's page again (a run started
+    on that page, as the browser's own request would be, so that the browser takes it for one)."""
+    page, step = st.session_state["_drawn_page"][0], state.get("step")
+    st.switch_page(page, query_params={**state.url_params(), **({} if step is None else {"step": str(step)})})
+
+
 def go_to(step: int) -> None:
     """Open a tour page, keeping the session's choices (and the URL's copy of them)."""
     state.set(step=step)
@@ -237,6 +262,7 @@ def follow_step_link(page) -> None:
     index = titles.index(page.title) if page.title in titles else None
     state.set(step=index)
     state.set_param("step", index)
+    st.session_state["_drawn_page"] = (page, internals.page_key(page), st.query_params.get("step"))
 
 
 def open_test_image(class_name: str, index_in_class: int) -> None:

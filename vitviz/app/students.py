@@ -66,6 +66,8 @@ def _follow() -> None:
     code = joined()
     if code is None:
         return
+    if navigation.fragment_off_page():
+        navigation.redraw_page()
     store = server_store()
     try:
         shown = store.position(code)

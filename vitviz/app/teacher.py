@@ -144,6 +144,8 @@ def _poll_view() -> None:
     held = teaching()
     if held is None:
         return
+    if navigation.fragment_off_page():
+        navigation.redraw_page()
     try:
         poll = server_store().poll(held[0])
     except classes.StoreDown:
