@@ -82,3 +82,21 @@ def test_the_exit_does_not_wait_for_a_first_view(fresh):
     started = time.monotonic()
     assert glue.wait_for_first_view(idle_s=60, max_s=60) is False
     assert time.monotonic() - started < 5
+
+
+def test_a_server_exiting_during_the_wait_loads_no_lab_data(fresh, monkeypatch):
+    from vitviz.app import caches, testset
+
+    glue.load_app()
+    order = []
+    monkeypatch.setattr(caches, "warm_model", lambda: order.append("model"))
+    monkeypatch.setattr(testset, "warm_test_split", lambda: order.append("lab data"))
+    monkeypatch.setattr(glue, "DRAW_S", 60.0)
+    with glue.session_run():
+        pass  # a page drawn: the warm-up now leaves the browser DRAW_S
+    warming = threading.Thread(target=glue._warm)
+    warming.start()
+    time.sleep(0.5)
+    glue._STOPPING.set()  # what _stop_at_exit does
+    warming.join(10)
+    assert not warming.is_alive() and order == ["model"]

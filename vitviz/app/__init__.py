@@ -167,7 +167,8 @@ def _warm() -> None:
         )
         if wait_for_first_view(IDLE_S, FIRST_VIEW_MAX_S):  # then the browser draws its figures, on the same cores
             _STOPPING.wait(DRAW_S)
-        testset.warm_test_split()
+        if not _STOPPING.is_set():  # a server exiting loads nothing more: its exit waits for this thread
+            testset.warm_test_split()
     except Exception:  # the pages say what went wrong, in the user's language
         log.exception("loading the default model or its test split at startup failed")
     log.info("%s in %.1f s", STARTUP_DONE, time.perf_counter() - started)
