@@ -18,7 +18,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st  # noqa: E402
 
-from vitviz.app import load_app, warm_up  # noqa: E402
+from vitviz.app import load_app, session_run, warm_up  # noqa: E402
 
 
 def main() -> None:
@@ -56,7 +56,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":  # every session's run
-    main()
+    with session_run():  # the startup's lab data waits for the first one to end
+        main()
 else:  # `streamlit run app.py` imports this file once, as the module "app", and serves the st.App it finds here
     from starlette.middleware import Middleware
 

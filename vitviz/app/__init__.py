@@ -7,7 +7,7 @@ import gc
 import importlib
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 
 from vitviz.app import internals
@@ -73,6 +73,7 @@ def _stop_at_exit(warming: threading.Thread) -> None:
     from vitviz.server import deadline
 
     deadline.stop_everything()
+    _STOPPING.set()  # a warm-up still waiting for the first view goes on to its end at once
     warming.join(STOP_S)
 
 
@@ -103,6 +104,55 @@ def shut_down_on_sigterm() -> bool:
 
 STARTUP_DONE = "startup done"  # the last line the startup logs (the benchmark waits for it)
 
+# The lab's data (the test folder and the stored predictions, about 1 CPU-s) waits for the first
+# view: on 2 cores the warm-up thread took the CPU and the GIL while the first session ran and,
+# after its run, while the browser drew the overview's figures, and the overview never reads that
+# data (docs/benchmarks.md, issue 58). Lowering the thread's priority instead was slower: a
+# starved thread holding the GIL stalled the server's event loop.
+_RUNS = threading.Condition()
+_running = 0  # sessions' runs in progress
+_drawn = False  # a session's run has drawn its page to the end since the server started
+_last_seen = 0.0  # time.monotonic() when a run last started or ended
+_STOPPING = threading.Event()
+IDLE_S = 2.0  # with no run in progress, the lab's data waits this long after the last one for a visitor
+FIRST_VIEW_MAX_S = 60.0  # and never longer than this (a first view stuck on something else)
+DRAW_S = 5.0  # after a run has drawn its page, the browser's Plotly draws its figures: seconds left to it
+
+
+@contextlib.contextmanager
+def session_run() -> Iterator[None]:
+    """Around a session's run (app.py's ``main``): the startup's lab data waits until one has drawn
+    its page to the end. A run that stops early to start again (``st.rerun``, ``st.switch_page``:
+    a session's first run often does) leaves by an exception and does not count."""
+    global _running, _drawn, _last_seen
+    with _RUNS:
+        _running += 1
+        _last_seen = time.monotonic()
+    drawn = False
+    try:
+        yield
+        drawn = True
+    finally:
+        with _RUNS:
+            _running -= 1
+            _drawn = _drawn or drawn
+            _last_seen = time.monotonic()
+            _RUNS.notify_all()
+
+
+def wait_for_first_view(idle_s: float = IDLE_S, max_s: float = FIRST_VIEW_MAX_S) -> bool:
+    """Wait until a session's run has drawn its page, or no run has been in progress for ``idle_s``
+    (nobody is visiting yet), or ``max_s`` passed, or the process is exiting. Returns whether a
+    page had been drawn."""
+    started = time.monotonic()
+    with _RUNS:
+        while not _drawn and not _STOPPING.is_set():
+            now = time.monotonic()
+            if now - started >= max_s or (_running == 0 and now - max(started, _last_seen) >= idle_s):
+                break
+            _RUNS.wait(0.1)
+        return _drawn
+
 
 def _warm() -> None:
     started = time.perf_counter()
@@ -115,7 +165,10 @@ def _warm() -> None:
             "ready for visitors: the libraries, the default model and its precision in %.1f s",
             time.perf_counter() - started,
         )
-        testset.warm_test_split()
+        if wait_for_first_view(IDLE_S, FIRST_VIEW_MAX_S):  # then the browser draws its figures, on the same cores
+            _STOPPING.wait(DRAW_S)
+        if not _STOPPING.is_set():  # a server exiting loads nothing more: its exit waits for this thread
+            testset.warm_test_split()
     except Exception:  # the pages say what went wrong, in the user's language
         log.exception("loading the default model or its test split at startup failed")
     log.info("%s in %.1f s", STARTUP_DONE, time.perf_counter() - started)

@@ -1,0 +1,102 @@
+"""The startup's lab data waits for the first view (issue 58): a fresh server's warm-up loads the
+lab's test split only once a session's run has drawn its page (and the browser has had DRAW_S to
+draw it), or once nobody has been visiting for IDLE_S."""
+
+import threading
+import time
+
+import pytest
+
+import vitviz.app as glue
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """A server where no session has run yet."""
+    monkeypatch.setattr(glue, "_running", 0)
+    monkeypatch.setattr(glue, "_drawn", False)
+    monkeypatch.setattr(glue, "_last_seen", 0.0)
+    monkeypatch.setattr(glue, "_STOPPING", threading.Event())
+
+
+def test_the_lab_data_waits_until_a_run_has_drawn_its_page(fresh, monkeypatch):
+    from vitviz.app import caches, testset
+
+    glue.load_app()
+    order = []
+    monkeypatch.setattr(caches, "warm_model", lambda: order.append("model"))
+    monkeypatch.setattr(testset, "warm_test_split", lambda: order.append("lab data"))
+    monkeypatch.setattr(glue, "IDLE_S", 0.2)  # a run in progress holds it however long it takes
+    monkeypatch.setattr(glue, "DRAW_S", 0.5)
+    entered, leave = threading.Event(), threading.Event()
+
+    def first_run() -> None:
+        with glue.session_run():
+            entered.set()
+            leave.wait(10)
+
+    session = threading.Thread(target=first_run)
+    session.start()
+    entered.wait(10)
+    warming = threading.Thread(target=glue._warm)
+    warming.start()
+    time.sleep(1.0)  # five idle periods: the run is still in progress
+    assert order == ["model"]
+    leave.set()
+    session.join(10)
+    time.sleep(0.2)  # the page drawn: the browser's time to draw it
+    assert order == ["model"]
+    warming.join(10)
+    assert order == ["model", "lab data"]
+
+
+def test_a_run_that_starts_again_is_not_a_first_view(fresh):
+    with pytest.raises(RuntimeError), glue.session_run():
+        raise RuntimeError("st.rerun")  # Streamlit's RerunException leaves the same way
+    started = time.monotonic()
+    assert glue.wait_for_first_view(idle_s=0.3, max_s=5) is False
+    assert time.monotonic() - started >= 0.3
+    with glue.session_run():
+        pass
+    assert glue.wait_for_first_view(idle_s=5, max_s=5) is True
+
+
+def test_nobody_visiting_delays_the_lab_data_by_the_idle_period_only(fresh):
+    started = time.monotonic()
+    assert glue.wait_for_first_view(idle_s=0.3, max_s=5) is False
+    assert 0.3 <= time.monotonic() - started < 3
+
+
+def test_a_stuck_first_run_delays_it_by_max_s_only(fresh):
+    with glue._RUNS:
+        glue._running = 1  # a run that never ends
+    started = time.monotonic()
+    assert glue.wait_for_first_view(idle_s=0.1, max_s=0.5) is False
+    assert 0.5 <= time.monotonic() - started < 3
+
+
+def test_the_exit_does_not_wait_for_a_first_view(fresh):
+    with glue._RUNS:
+        glue._running = 1
+    threading.Timer(0.2, glue._STOPPING.set).start()
+    started = time.monotonic()
+    assert glue.wait_for_first_view(idle_s=60, max_s=60) is False
+    assert time.monotonic() - started < 5
+
+
+def test_a_server_exiting_during_the_wait_loads_no_lab_data(fresh, monkeypatch):
+    from vitviz.app import caches, testset
+
+    glue.load_app()
+    order = []
+    monkeypatch.setattr(caches, "warm_model", lambda: order.append("model"))
+    monkeypatch.setattr(testset, "warm_test_split", lambda: order.append("lab data"))
+    monkeypatch.setattr(glue, "DRAW_S", 60.0)
+    with glue.session_run():
+        pass  # a page drawn: the warm-up now leaves the browser DRAW_S
+    warming = threading.Thread(target=glue._warm)
+    warming.start()
+    time.sleep(0.5)
+    glue._STOPPING.set()  # what _stop_at_exit does
+    warming.join(10)
+    assert not warming.is_alive() and order == ["model"]
