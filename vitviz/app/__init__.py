@@ -107,7 +107,7 @@ STARTUP_DONE = "startup done"  # the last line the startup logs (the benchmark w
 # The lab's data (the test folder and the stored predictions, about 1 CPU-s) waits for the first
 # view: on 2 cores the warm-up thread took the CPU and the GIL while the first session ran and,
 # after its run, while the browser drew the overview's figures, and the overview never reads that
-# data (docs/benchmarks.md, issue 58). Lowering the thread's priority instead was slower: a
+# data (docs/benchmarks.md). Lowering the thread's priority instead was slower: a
 # starved thread holding the GIL stalled the server's event loop.
 _RUNS = threading.Condition()
 _running = 0  # sessions' runs in progress

@@ -58,7 +58,8 @@ def _session_trace() -> tuple | None:
         return None
 
 
-def _ask(picture: np.ndarray, model_map: np.ndarray) -> None:
+def _ask(trace, preprocess) -> None:
+    picture, model_map = model_view(trace, preprocess)  # here, not on every run of the pop-over
     top = str(int(np.argmax(model_map)))  # row-major, as patch_options counts
     number = ask(classes.PATCH_POLL, classes.patch_options(model_map.size), top)
     if number is not None:
@@ -67,10 +68,10 @@ def _ask(picture: np.ndarray, model_map: np.ndarray) -> None:
 
 def ask_button(trace, preprocess) -> None:
     """The teacher's "Which patch matters most?" in the class's pop-over."""
-    picture, model_map = model_view(trace, preprocess)
-    if model_map.size > classes.MAX_PATCHES:
+    grid_h, grid_w = trace.grid_size
+    if grid_h * grid_w > classes.MAX_PATCHES:
         return
-    st.button(tr("class.ask_patch"), key="class_ask_patch", on_click=_ask, args=(picture, model_map), type="primary")
+    st.button(tr("class.ask_patch"), key="class_ask_patch", on_click=_ask, args=(trace, preprocess), type="primary")
 
 
 def votes_grid(poll: classes.Poll, grid: tuple[int, int]) -> np.ndarray:
