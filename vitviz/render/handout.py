@@ -55,7 +55,8 @@ from vitviz.steps import (
     vectors,
 )
 from vitviz.steps import block as encoder_block
-from vitviz.steps.subject import Compute, Subject
+from vitviz.steps.remembered import RememberedCompute
+from vitviz.steps.subject import Subject
 
 SAMPLES = zoo.ASSETS / "samples"
 WIDTH = 720  # pixels of the page's column: A4 portrait, less 10 mm margins, at 96 dpi
@@ -412,7 +413,7 @@ def _subject(
         found,
         name=spec.name,
         image_bytes=image_bytes,
-        compute=Compute({cnn.spec.name: cnn} if cnn is not None else None),
+        compute=RememberedCompute({cnn.spec.name: cnn} if cnn is not None else None),
         dataset=truth.dataset if truth else "",
         spec=spec,
         trained=spec.trained,
