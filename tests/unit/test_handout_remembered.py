@@ -83,5 +83,35 @@ def test_a_handout_built_again_is_the_same_file_as_one_computed_afresh(cnn, monk
     first = handout.build(model, spec, photo, "en", image_name="cat", cnn=cnn)
     assert remembered._MEMORY[model]  # it remembered something
     again = handout.build(model, spec, photo, "en", image_name="cat", cnn=cnn)  # from memory
-    monkeypatch.setattr(handout, "RememberedCompute", Compute)  # nothing remembered
+    remembered.forget()
+    monkeypatch.setattr(handout, "RememberedCompute", Compute)  # nothing remembered but the model's steps
     assert again == first == handout.build(model, spec, photo, "en", image_name="cat", cnn=cnn)
+
+
+def test_the_model_s_own_steps_are_made_once_a_model_and_language(cnn) -> None:
+    """The card and the map of the test set: their HTML equals the step described afresh, once per
+    model and language."""
+    remembered.forget()
+    model, spec = tiny_model()
+    photo = CAT.read_bytes()
+
+    def steps(vit) -> dict:
+        return {key: html for key, html in remembered._MEMORY[vit].items() if key[0] == "handout"}
+
+    handout.build(model, spec, photo, "en", image_name="cat", cnn=cnn)
+    english = steps(model)
+    assert sorted(key[2] for key in english) == [9, 11]  # the card, the map
+    for (_, lang, number, total, lab, *_), (parts, names) in english.items():
+        fresh = handout._Page(lang)
+        subject = handout._subject(model, spec, photo, lang, None, None, cnn)
+        fresh.described(number, total, {9: handout.card, 11: handout.testset}[number].describe(subject, {}), lab=lab)
+        assert (tuple(fresh.parts), frozenset(fresh.names)) == (parts, names)
+    handout.build(model, spec, photo, "ko", image_name="cat", cnn=cnn)
+    korean = {key: value for key, value in steps(model).items() if key not in english}
+    assert len(korean) == 2 and all(
+        parts != english[("handout", "en", *key[2:])][0] for key, (parts, _) in korean.items()
+    )
+    torch.manual_seed(1)
+    other = type(model)(model.config).eval()
+    handout.build(other, spec, photo, "en", image_name="cat", cnn=cnn)
+    assert len(steps(other)) == 2  # its own entries

@@ -6,7 +6,8 @@ the ViT and its experiment, the SVD of the patch filters. A second build of the 
 same process (the other language, a second click of the app's button, the bench's repeats) reads
 them here instead. What a result depends on is its key: the model object, the image's bytes and
 the precision its trace was computed in, the method's arguments (and the CNN object beside the ViT).
-Results are shared: steps only read them.
+Results are shared: steps only read them. The handout also keeps here the HTML of the steps about
+the model alone (its card, the map of its test set), by language.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ PER_MODEL = 32  # entries a model keeps (about five an image), the least recentl
 _MEMORY: weakref.WeakKeyDictionary[VisionTransformer, OrderedDict[Hashable, object]] = weakref.WeakKeyDictionary()
 
 
-def _remembered(model: VisionTransformer, key: Hashable, compute: Callable[[], T]) -> T:
+def remember(model: VisionTransformer, key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()`` once per (model, key) for this process; the newest ``PER_MODEL`` kept."""
     entries = _MEMORY.setdefault(model, OrderedDict())
     if key in entries:
@@ -59,12 +60,12 @@ class RememberedCompute(Compute):
 
     def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         key = ("occlusion", *_image(subject), kind, steps)
-        return _remembered(subject.model, key, lambda: super(RememberedCompute, self).occlusion(subject, kind, steps))
+        return remember(subject.model, key, lambda: super(RememberedCompute, self).occlusion(subject, kind, steps))
 
     def comparison(self, subject: Subject, cnn_name: str, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
         cnn = self.model(cnn_name).model
         key = ("comparison", *_image(subject), cnn_name, cnn, class_index, with_ig)
-        return _remembered(
+        return remember(
             subject.model,
             key,
             lambda: super(RememberedCompute, self).comparison(subject, cnn_name, class_index, with_ig),
@@ -75,17 +76,17 @@ class RememberedCompute(Compute):
     ) -> compare.Experiment:
         cnn = self.model(cnn_name).model
         key = ("experiment", *_image(subject), cnn_name, cnn, kind, shift, seed, hidden)
-        return _remembered(
+        return remember(
             subject.model,
             key,
             lambda: super(RememberedCompute, self).experiment(subject, cnn_name, kind, shift, seed, hidden),
         )
 
     def filter_components(self, subject: Subject) -> tuple[np.ndarray, np.ndarray]:
-        return _remembered(
+        return remember(
             subject.model, ("filter_components",), lambda: super(RememberedCompute, self).filter_components(subject)
         )
 
     def faithfulness(self, subject: Subject) -> faithfulness.Faithfulness:
         key = ("faithfulness", *_image(subject))
-        return _remembered(subject.model, key, lambda: super(RememberedCompute, self).faithfulness(subject))
+        return remember(subject.model, key, lambda: super(RememberedCompute, self).faithfulness(subject))
