@@ -123,6 +123,9 @@ SLIDE = """() => {
   const t = takeaway && takeaway.getBoundingClientRect();
   const floating = Array.from(document.querySelectorAll(".st-key-present_leave, .st-key-vitviz-class")).map((e) => e.getBoundingClientRect());
   const meets = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  // a button's label cut short ("Contr…"): some part of it wider than its box
+  const clipped = Array.from(main.querySelectorAll(".st-key-vitviz-slide button")).filter((button) =>
+    [button, ...button.querySelectorAll("*")].some((el) => el.scrollWidth > el.clientWidth + 1)).map((b) => b.innerText.split("\\n")[0]);
   const lines = [];
   for (const p of takeaway ? takeaway.querySelectorAll("p") : []) {
     const range = document.createRange();
@@ -134,6 +137,7 @@ SLIDE = """() => {
     figures: figures.length,
     cut: cut.length,
     takeaway: Boolean(t && t.height > 0 && t.bottom <= height + 1),
+    clipped,
     covered: lines.filter((line) => floating.some((button) => meets(line, button))).length,
     fill: figures.length ? Math.min(...drawn) / height : null,
     scrolls: main.scrollHeight > main.clientHeight + 1 ? `${main.scrollHeight} > ${main.clientHeight}` : "",
@@ -166,6 +170,8 @@ def _slide_problems(page, name: str, size: tuple[int, int], fills: dict) -> tupl
         problems.append(f"{name}: no slide counter (not drawn as slides)")
     elif seen["figures"] and (seen["cut"] or not seen["takeaway"]):
         problems.append(f"{name}: {seen['cut']} of {seen['figures']} figures cut, takeaway shown: {seen['takeaway']}")
+    if seen["clipped"]:
+        problems.append(f"{name}: button labels cut short: {seen['clipped']}")
     if seen["covered"]:
         problems.append(f"{name}: a floating button covers {seen['covered']} line(s) of the takeaway")
     if seen["fill"] is not None:

@@ -201,8 +201,9 @@ def slides(step: Step, script: str) -> None:
 def _slide_with_header(step: Step, shown: list[Slide], index: int, script: str) -> None:
     slide = shown[index]
     # the title, the way through the tour, the notes and the controls on one line; presenter
-    # mode's leave button floats in the corner above them
-    top = st.columns([4, 0.8, 2.6, 0.8, 1.3, 1.3, 0.6], vertical_alignment="center")
+    # mode's leave button floats in the corner above them. The controls' column fits "Controls" whole
+    # at 1280 x 720 in the projector's type (tests/browser/test_presenter.py checks every label)
+    top = st.columns([4, 0.8, 2.6, 0.8, 1.2, 1.6, 0.4], vertical_alignment="center")
     top[0].markdown(f"# {step.title}")  # the page's title (h1), in a slide's size (presenter.css)
     navigation.slide_nav(script, index, len(shown), (top[1], top[2], top[3]))
     with top[4].popover(tr("slides.notes"), width="stretch"):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,7 +55,8 @@ from vitviz.steps import (
     vectors,
 )
 from vitviz.steps import block as encoder_block
-from vitviz.steps.subject import Compute, Subject
+from vitviz.steps.remembered import RememberedCompute, remember
+from vitviz.steps.subject import Subject
 
 SAMPLES = zoo.ASSETS / "samples"
 WIDTH = 720  # pixels of the page's column: A4 portrait, less 10 mm margins, at 96 dpi
@@ -261,6 +262,31 @@ class _Page:
         for block in step.blocks:
             self.block(block)
 
+    def remembered(
+        self,
+        model: VisionTransformer,
+        key: tuple,
+        number: int,
+        total: int,
+        describe: Callable[[], blocks.Step],
+        lab: bool,
+    ) -> None:
+        """``described`` for a step about the model alone (its card, its test set's map): its HTML
+        made once per process, model and ``key`` (``vitviz.steps.remembered``), then copied."""
+
+        def made() -> tuple[tuple[str, ...], frozenset[str]]:
+            alone = _Page(self.lang)
+            alone.described(number, total, describe(), lab=lab)
+            return tuple(alone.parts), frozenset(alone.names)
+
+        parts, names = remember(model, ("handout", self.lang, number, total, lab, *key), made)
+        assert not names & self.names, names & self.names
+        if self.in_step:
+            self.parts.append("</section>")
+        self.in_step = True
+        self.parts.extend(parts)
+        self.names |= names
+
     def block(self, block: blocks.Block) -> None:
         """One block of a described step, on paper."""
         if isinstance(block, blocks.Text):
@@ -412,7 +438,7 @@ def _subject(
         found,
         name=spec.name,
         image_bytes=image_bytes,
-        compute=Compute({cnn.spec.name: cnn} if cnn is not None else None),
+        compute=RememberedCompute({cnn.spec.name: cnn} if cnn is not None else None),
         dataset=truth.dataset if truth else "",
         spec=spec,
         trained=spec.trained,
@@ -435,10 +461,12 @@ def _steps(page: _Page, subject: Subject, cnn_name: str | None) -> None:
     if cnn_name is not None and subject.model.config.num_classes:
         listed = cnn_name in subject.compute.cnns()  # the page's list, else its box for a CNN file
         page.described(8, total, compare.describe(subject, {"compare_cnn" if listed else "compare_cnn_path": cnn_name}))
-    page.described(9, total, card.describe(subject, {}))
+    # the card and the map of the test set are the model's alone (its name, its shipped files)
+    alone = (subject.name, subject.spec.path if subject.spec is not None else None)
+    page.remembered(subject.model, alone, 9, total, lambda: card.describe(subject, {}), lab=False)
     if depth:  # the lab, for this image and the model's test set
         page.described(10, total, trust.describe(subject, {}), lab=True)
-    page.described(11, total, testset.describe(subject, {}), lab=True)
+    page.remembered(subject.model, alone, 11, total, lambda: testset.describe(subject, {}), lab=True)
     page.described(12, total, learn.describe(subject, {}), lab=True)
 
 

@@ -18,6 +18,7 @@ Markdown: figures, tables, a terminal.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -104,7 +105,33 @@ def t(key: str, lang: str = DEFAULT_LANGUAGE, **values: object) -> Markdown:
     """
     entry = TEXT[key]
     text = NEVER_MEANT.sub(r"\\\1", entry.get(lang) or entry[DEFAULT_LANGUAGE])
-    return Markdown(_FILLER.vformat(text, (), values) if values else text)
+    if not values:
+        return Markdown(text)
+    parts = _parsed(text)
+    if parts is None:  # a field string.Formatter reads in its own way: let it
+        return Markdown(_FILLER.vformat(text, (), values))
+    return Markdown("".join(_filled(part, values) for part in parts))
+
+
+@functools.cache
+def _parsed(text: str) -> tuple[tuple[str, str | None, str, str | None], ...] | None:
+    """``string.Formatter().parse`` of a sentence, once per sentence (a test-set map fills one
+    sentence ten thousand times), or None where a field is more than a name with a plain format spec
+    (an index, an attribute, a nested field)."""
+    parts = tuple(string.Formatter().parse(text))
+    simple = all(name is None or (name.isidentifier() and "{" not in spec) for _, name, spec, _ in parts)
+    return parts if simple else None
+
+
+def _filled(part: tuple[str, str | None, str, str | None], values: dict[str, object]) -> str:
+    """One literal and the field after it, as ``_FILLER.vformat`` writes them."""
+    literal, name, spec, conversion = part
+    if name is None:
+        return literal
+    value = values[name]
+    if conversion:
+        value = _FILLER.convert_field(value, conversion)
+    return literal + _FILLER.format_field(value, spec)
 
 
 class TranslatedError(Exception):
