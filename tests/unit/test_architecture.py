@@ -30,6 +30,7 @@ STEP_MODULES = (
     "attention",
     "attention_worked",
     "picks",
+    "remembered",
     "block",
     "common",
     "overview",
