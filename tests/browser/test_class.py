@@ -28,6 +28,25 @@ def url():
         yield running.url
 
 
+@pytest.fixture
+def chromium():
+    """A headless Chromium of the test's own: its pages (and their timers) close with the test."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _open(browser, address: str, socket: bool = False):
+    """A page of a new context (a person of their own) at 1280x720 opening ``address``; with
+    ``socket``, (page, its HeldSocket), the socket routed before the page connects."""
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    held = HeldSocket(page) if socket else None
+    page.goto(address, wait_until="domcontentloaded")
+    return (page, held) if socket else page
+
+
 @pytest.fixture(scope="module", params=["internals", "public"])
 def either_url(request, url):
     """The server above, and one that takes Streamlit's public API only (``VITVIZ_INTERNALS=0``)."""
@@ -87,57 +106,48 @@ def _start_a_class(teacher) -> str:
     raise AssertionError("no join address on the teacher's pop-over")
 
 
-def test_a_teacher_and_two_students(url):
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-        teacher.goto(f"{url}/input?present=1", wait_until="domcontentloaded")
-        code = _start_a_class(teacher)
+def test_a_teacher_and_two_students(url, chromium):
+    teacher = _open(chromium, f"{url}/input?present=1")
+    code = _start_a_class(teacher)
 
-        students = []
-        for _ in range(2):
-            student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-            student.goto(f"{url}/?class={code}", wait_until="domcontentloaded")
-            students.append(student)
-        for student in students:
-            student.wait_for_selector(".st-key-class_explore", timeout=120_000)
-            _wait_path(student, "input", 60)  # the teacher's step, not the overview
+    students = [_open(chromium, f"{url}/?class={code}") for _ in range(2)]
+    for student in students:
+        student.wait_for_selector(".st-key-class_explore", timeout=120_000)
+        _wait_path(student, "input", 60)  # the teacher's step, not the overview
 
-        seconds = []
-        for _ in range(2):
-            for press, target in (("nav_next", "patches"), ("nav_prev", "input")):
-                teacher.wait_for_selector(f".st-key-{press} button", timeout=60_000)
-                started = _press_into_the_next_step(teacher, press)  # through the step's slides first
-                for student in students:
-                    _wait_path(student, target)
-                    seconds.append(time.perf_counter() - started)
-                _wait_path(teacher, target)
-        print(f"teacher's click -> student's page on the same step: {[round(s, 2) for s in sorted(seconds)]}")
+    seconds = []
+    for _ in range(2):
+        for press, target in (("nav_next", "patches"), ("nav_prev", "input")):
+            teacher.wait_for_selector(f".st-key-{press} button", timeout=60_000)
+            started = _press_into_the_next_step(teacher, press)  # through the step's slides first
+            for student in students:
+                _wait_path(student, target)
+                seconds.append(time.perf_counter() - started)
+            _wait_path(teacher, target)
+    print(f"teacher's click -> student's page on the same step: {[round(s, 2) for s in sorted(seconds)]}")
 
-        one, two = students
-        two.click(".st-key-class_explore button")
-        two.wait_for_selector(".st-key-class_back", timeout=30_000)
-        _press_into_the_next_step(teacher, "nav_next")
-        _wait_path(one, "patches")
-        two.wait_for_timeout(2000)
-        assert _path(two) == "input"  # exploring: the teacher's Next left it alone
-        two.click(".st-key-class_back button")
-        _wait_path(two, "patches")  # back with the class
+    one, two = students
+    two.click(".st-key-class_explore button")
+    two.wait_for_selector(".st-key-class_back", timeout=30_000)
+    _press_into_the_next_step(teacher, "nav_next")
+    _wait_path(one, "patches")
+    two.wait_for_timeout(2000)
+    assert _path(two) == "input"  # exploring: the teacher's Next left it alone
+    two.click(".st-key-class_back button")
+    _wait_path(two, "patches")  # back with the class
 
-        # to the prediction step by the sidebar, which presenter mode hides: leave it and come back
-        teacher.locator(".st-key-present_leave button").first.click()
-        teacher.locator("[data-testid='stSidebarNav'] a[href$='/prediction']").first.click()
-        _wait_path(teacher, "prediction", 60)
-        teacher.locator(".st-key-present label").first.click()  # the sidebar's presenter-mode toggle
-        teacher.wait_for_selector(".st-key-present_leave button", timeout=60_000)
-        for student in students:
-            _wait_path(student, "prediction", 60)
+    # to the prediction step by the sidebar, which presenter mode hides: leave it and come back
+    teacher.locator(".st-key-present_leave button").first.click()
+    teacher.locator("[data-testid='stSidebarNav'] a[href$='/prediction']").first.click()
+    _wait_path(teacher, "prediction", 60)
+    teacher.locator(".st-key-present label").first.click()  # the sidebar's presenter-mode toggle
+    teacher.wait_for_selector(".st-key-present_leave button", timeout=60_000)
+    for student in students:
+        _wait_path(student, "prediction", 60)
 
-        _vote_poll(teacher, students)
-        clicked = _patch_poll(teacher, students)
-        print(f"a click on a patch -> the student's vote shown: {[round(s, 2) for s in sorted(clicked)]} s")
-        browser.close()
+    _vote_poll(teacher, students)
+    clicked = _patch_poll(teacher, students)
+    print(f"a click on a patch -> the student's vote shown: {[round(s, 2) for s in sorted(clicked)]} s")
     assert max(seconds) < FOLLOW_S
 
 
@@ -245,7 +255,7 @@ class HeldSocket:
             self.route.send(message)
 
 
-def test_a_student_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(either_url):
+def test_a_student_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(either_url, chromium):
     """A student's follow fragment asks for its timed run every FOLLOW_EVERY_S, naming the page the
     browser shows. When the page hears late of the step the class moved to (a slow network, or a
     server or browser too busy to draw it at once), a timed run's request can still name the last
@@ -253,54 +263,44 @@ def test_a_student_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(eithe
     is the new one by then, clears the whole page for it. The fragment sees it is on another page
     than the session's and draws the session's page again: the student sees the step's title,
     not only the class's bar."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-        teacher.goto(f"{either_url}/input?present=1", wait_until="domcontentloaded")
-        code = _start_a_class(teacher)
-        student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-        socket = HeldSocket(student)
-        student.goto(f"{either_url}/?class={code}", wait_until="domcontentloaded")
-        student.wait_for_selector(".st-key-class_explore", timeout=120_000)
-        _wait_path(student, "input", 60)
-        student.wait_for_selector("h1", timeout=60_000)
-        socket.holding = True  # from here the student's page hears nothing until release()
-        _press_into_the_next_step(teacher, "nav_next")
-        student.wait_for_timeout(3000)  # the student's run moves it on; its timer keeps asking from the input page
-        socket.release()
-        _wait_path(student, "patches")
-        shown = (
-            "() => { const h = document.querySelector('h1'); return h !== null && h.checkVisibility() && h.innerText; }"
-        )
-        title = student.wait_for_function(shown, timeout=int(FOLLOW_S * 1000)).json_value()
-        student.wait_for_timeout(3000)  # the timer's later runs leave the page as it is
-        assert student.evaluate(shown) == title
-        browser.close()
+    teacher = _open(chromium, f"{either_url}/input?present=1")
+    code = _start_a_class(teacher)
+    student, socket = _open(chromium, f"{either_url}/?class={code}", socket=True)
+    student.wait_for_selector(".st-key-class_explore", timeout=120_000)
+    _wait_path(student, "input", 60)
+    student.wait_for_selector("h1", timeout=60_000)
+    socket.holding = True  # from here the student's page hears nothing until release()
+    _press_into_the_next_step(teacher, "nav_next")
+    student.wait_for_timeout(3000)  # the student's run moves it on; its timer keeps asking from the input page
+    socket.release()
+    _wait_path(student, "patches")
+    _title_stays(student)
 
 
-def test_a_teacher_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(either_url):
+def test_a_teacher_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(either_url, chromium):
     """The same for the teacher's poll view, a fragment on a timer too: the teacher's → moves the
     class on while the teacher's own page hears of it late."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-        socket = HeldSocket(teacher)
-        teacher.goto(f"{either_url}/input?present=1", wait_until="domcontentloaded")
-        _start_a_class(teacher)
-        while _path(teacher) == "input":  # → slide by slide; the press that opens the next step is heard late
-            teacher.wait_for_function(f"() => ({SLIDE_AT})() !== null", timeout=60_000)
-            socket.holding = True
-            teacher.locator(".st-key-nav_next button").first.click()
-            teacher.wait_for_timeout(3000)  # the run draws the next slide or step; the poll's timer asks from this one
-            socket.release()
-            teacher.wait_for_timeout(1000)
-        _wait_path(teacher, "patches")
-        shown = (
-            "() => { const h = document.querySelector('h1'); return h !== null && h.checkVisibility() && h.innerText; }"
-        )
-        title = teacher.wait_for_function(shown, timeout=int(FOLLOW_S * 1000)).json_value()
-        teacher.wait_for_timeout(3000)
-        assert teacher.evaluate(shown) == title
-        browser.close()
+    teacher, socket = _open(chromium, f"{either_url}/input?present=1", socket=True)
+    _start_a_class(teacher)
+    while _path(teacher) == "input":  # → slide by slide; the press that opens the next step is heard late
+        teacher.wait_for_function(f"() => ({SLIDE_AT})() !== null", timeout=60_000)
+        socket.holding = True
+        teacher.locator(".st-key-nav_next button").first.click()
+        teacher.wait_for_timeout(3000)  # the run draws the next slide or step; the poll's timer asks from this one
+        socket.release()
+        teacher.wait_for_timeout(1000)
+    _wait_path(teacher, "patches")
+    _title_stays(teacher)
+
+
+# the step's title, when it is on the page and visible (false while the page is cleared)
+TITLE_SHOWN = (
+    "() => { const h = document.querySelector('h1'); return h !== null && h.checkVisibility() && h.innerText; }"
+)
+
+
+def _title_stays(page) -> None:
+    """The page shows its step's title, and 3 s later (the timers' later runs) the same one."""
+    title = page.wait_for_function(TITLE_SHOWN, timeout=int(FOLLOW_S * 1000)).json_value()
+    page.wait_for_timeout(3000)
+    assert page.evaluate(TITLE_SHOWN) == title
