@@ -16,7 +16,7 @@ from unittest import mock
 import pytest
 
 from benchmarks import bench
-from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS
+from tests.browser.chromium import launched
 
 PORT = 8671  # this branch's ports: 8670-8689
 FOLLOW_S = 20.0  # a student's page shows the teacher's step within this (the issue's 1 s is for a quiet server)
@@ -31,11 +31,8 @@ def url():
 @pytest.fixture
 def chromium():
     """A headless Chromium of the test's own: its pages (and their timers) close with the test."""
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with launched() as browser:
         yield browser
-        browser.close()
 
 
 def _open(browser, address: str, socket: bool = False):

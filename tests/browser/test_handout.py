@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS
+from tests.browser.chromium import launched
 from vitviz.models import zoo
 from vitviz.render import handout
 from vitviz.render.i18n import t
@@ -35,11 +35,8 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+    with launched() as chromium:
+        yield chromium
 
 
 def open_offline(browser, path: Path):
