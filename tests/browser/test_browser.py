@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS, app_server, url_path
+from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS, app_server, url_path, wait_ready
 from tests.conftest import SHARED_DATA
 from vitviz.app import tour
 
@@ -151,7 +151,9 @@ def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(ser
         page.keyboard.type("bird")
         page.keyboard.press("Enter")
         expect(true_box).to_have_value("bird", timeout=30_000)
-        page.wait_for_timeout(1000)  # let the rerun redraw the chart
+        # a person clicks once the chart is redrawn: a click on the old chart, while the rerun still
+        # runs, lands on a figure about to be replaced
+        wait_ready(page, timeout_ms=90_000, quiet_polls=10, titled=False)
 
         _click_cell(page, cat, deer)
         expect(true_box).to_have_value("cat", timeout=30_000)
