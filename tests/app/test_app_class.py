@@ -217,3 +217,32 @@ def test_which_patch_matters_most_vote_and_reveal():
     assert not [c for c in two.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]  # the ballot is closed
     top = int(np.argmax(model_map)) + 1
     assert f"**{top}**" in " ".join(m.value for m in two.markdown)  # the model's most important patch
+
+
+def _place(at: AppTest, key: str) -> int:
+    """Where in the main area the plain container ``key`` is (``students.FRAGMENT_PLACE``)."""
+    ids = [getattr(child.proto, "id", "") for child in at.main.children.values()]
+    found = [i for i, name in enumerate(ids) if name.endswith(f"-{key}")]
+    assert found, ids
+    return found[0]
+
+
+def test_a_full_run_draws_the_places_of_its_timed_fragments():
+    """A student's follow bar and a teacher's live poll are timed fragments; each is drawn inside a
+    container of the full run's own (students.FRAGMENT_PLACE), so the page's title keeps its place
+    after them even when a fragment's block goes missing."""
+    teacher = _teacher("app_pages/7_prediction.py")  # a step with a poll to ask
+    code, _ = teacher.session_state[classroom.TEACHER]
+    student = _student(code)
+    assert errors(student) == []
+    place = _place(student, "vitviz-follow-place")
+    assert place == 0  # first in the main area: the bar, then the step
+    bar = " ".join(c.value for c in student.main.children[place].caption)
+    assert code[:4] in bar  # the follow bar is inside it
+    assert student.main.children[place + 1].proto.tag == "h1"
+
+    _button(teacher, "class_ask").click().run()  # a poll open: the teacher's live chart
+    assert errors(teacher) == []
+    poll = _place(teacher, "vitviz-poll-place")
+    assert teacher.main.children[poll].get("plotly_chart"), "the live chart is not inside its place"
+    assert poll == _place(teacher, "vitviz-class") + 1  # right after the pop-over, before the slide

@@ -54,7 +54,15 @@ def student_bar() -> None:
             leave(tr("class.no_such", code=values.echo(st.query_params["class"], 12)))
             st.info(st.session_state.pop(GONE))
         return
-    _follow()
+    with st.container(key="vitviz-follow-place"):  # FRAGMENT_PLACE
+        _follow()
+
+
+# FRAGMENT_PLACE: a full run draws a plain container where a timed fragment goes, and the fragment
+# draws inside it. Under a class's load a full run's fragment block was seen missing from what the
+# browser received (the fragment had run); the browser then moved the next element, the page's
+# title, into the fragment's place, and the fragment's next run replaced the title. The plain
+# container is the full run's own and keeps the title in its place.
 
 
 def _explore(exploring: bool) -> None:

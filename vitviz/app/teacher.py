@@ -91,7 +91,8 @@ def teacher_panel() -> None:
                 return
             _teacher_controls(*held)
     if held is not None:
-        _poll_view()
+        with st.container(key="vitviz-poll-place"):  # students.FRAGMENT_PLACE
+            _poll_view()
 
 
 def _teacher_controls(code: str, token: str) -> None:
