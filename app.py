@@ -61,7 +61,14 @@ if __name__ == "__main__":  # every session's run
 else:  # `streamlit run app.py` imports this file once, as the module "app", and serves the st.App it finds here
     from starlette.middleware import Middleware
 
+    from vitviz.app import where
     from vitviz.app.assets import CompressedAssets, default_store
 
-    # the frontend gzipped once, and kept on disk for the servers started after this one
-    app = st.App(__file__, lifespan=warm_up, middleware=[Middleware(CompressedAssets, store=default_store())])
+    # the frontend gzipped once, and kept on disk for the servers started after this one; where a
+    # class is, for its students' pages, answered without a script run (vitviz.app.where)
+    app = st.App(
+        __file__,
+        lifespan=warm_up,
+        routes=where.routes(),
+        middleware=[Middleware(CompressedAssets, store=default_store())],
+    )

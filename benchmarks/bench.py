@@ -1787,10 +1787,13 @@ class Follower:
     broke: str | None = None  # why its timer stopped (a closed connection, a run past its timeout)
 
 
+FOLLOW_EVERY_S = 0.5  # how often a following page's script asks where the class is (static/follow.js)
+
+
 async def follow_timer(follower: Follower, stop: Any) -> None:
-    """What a student's browser does while the page is open: every interval of the fragments the
-    server asked to rerun (the class's follow fragment, ``vitviz.app.students``), ask for their runs,
-    one at a time, and note the step each run ended on."""
+    """What a student's browser does while the page is open: every FOLLOW_EVERY_S its script asks
+    the class's route where the class is and catches up when the class has moved
+    (``LightStudent.follow``); note the step each run ended on."""
     import asyncio
 
     import websockets
@@ -1799,14 +1802,13 @@ async def follow_timer(follower: Follower, stop: Any) -> None:
     while not stop.is_set():
         began = time.perf_counter()
         try:
-            for fragment_id in list(student.auto_reruns):
-                await student.tick(fragment_id)
-                if student.step is not None:
-                    follower.arrived.setdefault(student.step, time.perf_counter())
+            await student.follow()
+            if student.step is not None:
+                follower.arrived.setdefault(student.step, time.perf_counter())
         except (websockets.ConnectionClosed, OSError, TimeoutError) as err:
             follower.broke = f"{type(err).__name__}: {str(err)[:200]}"
             return
-        pause = began + min(student.auto_reruns.values(), default=0.5) - time.perf_counter()
+        pause = began + FOLLOW_EVERY_S - time.perf_counter()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=max(pause, 0.0))
 
@@ -2006,8 +2008,8 @@ def redis_server(timeout: float = 10.0) -> Iterator[str]:
 def class_follow(report: Report, plan: Plan) -> None:
     """``class_follow_p95_s``: a teacher in presenter mode starts a class and presses Next through
     the tour; ``plan.class_size`` students follow it (``?class=CODE``), each on a CIFAR-10 test
-    image of their own, one in Chromium and the others as light clients whose follow fragment
-    reruns on its timer as a browser's does (``follow_timer``). The seconds from the teacher's
+    image of their own, one in Chromium and the others as light clients that ask the class's route and
+    catch up as a browser's script does (``follow_timer``). The seconds from the teacher's
     Next to each student showing the same step, on one server; then ``_replicas``: two app servers
     sharing the class through one redis-server (``VITVIZ_REDIS``, what ``--redis`` sets), the
     teacher and half the light students on one, the Chromium student and the other half on the

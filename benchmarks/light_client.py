@@ -16,11 +16,10 @@ connection is an error; a run whose query string lost the student's image, or wh
 wrong image.
 
 A student who follows a class (``?class=CODE``) keeps its page in step with the teacher's through
-a fragment that Streamlit reruns on a timer (``st.fragment(run_every=...)``): the server names
-it in an ``auto_rerun`` message, and the frontend then asks for that fragment's run every
-interval. ``LightStudent`` keeps the fragments it was given (``auto_reruns``) and ``tick`` asks for
-one's run as the frontend's timer does; a fragment that finds the class moved reruns the whole
-app, and the tick's run ends when that run does.
+the page's script (vitviz/app/static/follow.js): twice a second it asks the class's route where
+the class is (a plain GET, ``vitviz.app.where``) and, when the answer is not the mark the page was
+drawn with, presses the page's hidden catch-up button. ``LightStudent`` reads that mark and the
+route's address from the page's html element, and ``follow`` does what the script does once.
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
@@ -41,6 +42,9 @@ FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMP
 # "Wrong. ..." twin (vitviz/locales/en.json, verdict.right / verdict.wrong)
 VERDICT = re.compile(r"True class \([^)]*\): \*\*(?P<truth>[^*]+)\*\*; the model says \*\*(?P<pred>[^*]+)\*\*")
 PROBABILITY = re.compile(r"(\d+(?:\.\d+)?)%")
+# the mark a following page was drawn with, and its class's route (vitviz.app.students._catch_up)
+DRAWN = re.compile(r'data-vitviz-class="(?P<mark>[^"]*)" data-vitviz-address="(?P<address>[^"]*)"')
+CATCH_UP = "class_sync"  # the hidden button follow.js presses (vitviz.app.web.KEYS["catch_up"])
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ class Run:
     buttons: dict[str, str] = field(default_factory=dict)  # widget key -> widget id
     exceptions: list[str] = field(default_factory=list)
     compile_error: bool = False
+    drawn: tuple[str, str] | None = None  # a following page's (mark, route address)
+    timers: int = 0  # fragments the run asked the browser to rerun on a timer (auto_rerun)
     messages: int = 0
     received_bytes: int = 0
 
@@ -94,6 +100,7 @@ class LightStudent:
     def __init__(
         self, url: str, image: str, expected: Expected | None = None, timeout: float = 300.0, query: str = ""
     ) -> None:
+        self.http = url.rstrip("/")
         self.url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/_stcore/stream"
         self.image, self.expected, self.timeout = image, expected, timeout
         self.query_string = f"{query}&test={image}" if query else f"test={image}"
@@ -103,7 +110,6 @@ class LightStudent:
         self.wrong_image = 0
         self.problems: list[str] = []  # what each error or wrong image was, briefly
         self.last: Run | None = None
-        self.auto_reruns: dict[str, float] = {}  # fragment id -> seconds between its timed reruns
         self._socket = None
 
     async def open(self, page_name: str = "") -> Run:
@@ -123,16 +129,17 @@ class LightStudent:
         widget.id, widget.trigger_value = self.last.buttons[key], True
         return await self._rerun(state)
 
-    async def tick(self, fragment_id: str) -> Run:
-        """The frontend's timer for an ``st.fragment(run_every=...)``: ask for that fragment's run
-        (and, when it reruns the app, wait for the app's run to end)."""
-        state = ClientState(
-            query_string=self.query_string,
-            page_script_hash=self.page_script_hash,
-            fragment_id=fragment_id,
-            is_auto_rerun=True,
-        )
-        return await self._rerun(state)
+    async def follow(self) -> Run | None:
+        """What a following page's script does at each tick: ask the class's route where the class
+        is and, when that is not the mark the page was drawn with, press the catch-up button. The
+        run the press started, or None (the page is up to date, or follows no class)."""
+        drawn = self.last.drawn if self.last is not None else None
+        if drawn is None:
+            return None
+        answer = await asyncio.to_thread(_get, self.http + drawn[1])
+        if answer is None or answer == drawn[0]:
+            return None
+        return await self.press(CATCH_UP)
 
     @property
     def step(self) -> int | None:
@@ -179,10 +186,7 @@ class LightStudent:
         elif kind == "navigation":  # the page the run resolved (Next's run opens another one): as the frontend does
             self.page_script_hash = message.navigation.page_script_hash
         elif kind == "auto_rerun":
-            self.auto_reruns[message.auto_rerun.fragment_id] = message.auto_rerun.interval
-        elif kind == "stop_auto_rerun":
-            for fragment_id in message.stop_auto_rerun.fragment_ids:
-                self.auto_reruns.pop(fragment_id, None)
+            run.timers += 1
         elif kind == "page_info_changed":
             self.query_string = message.page_info_changed.query_string
         elif kind == "delta" and message.delta.WhichOneof("type") == "new_element":
@@ -192,6 +196,8 @@ class LightStudent:
                 run.exceptions.append(f"{element.exception.type}: {element.exception.message}")
             elif what == "button" and (key := button_key(element.button.id)):
                 run.buttons[key] = element.button.id
+            elif what == "html" and (found := DRAWN.search(element.html.body)):
+                run.drawn = (found["mark"], found["address"])
             elif (text := element_text(element)) is not None:
                 run.texts.append(text)
                 if what == "heading" and run.title is None and element.heading.tag == "h1":
@@ -220,3 +226,12 @@ class LightStudent:
             found["pred"] == predicted and abs(float(percent[-1]) - expected) <= 0.15
             for predicted, expected in self.expected.answers
         )
+
+
+def _get(url: str) -> str | None:
+    """A plain GET's text, None when the server answers with an error or not at all."""
+    try:
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            return answer.read().decode().strip()
+    except (urllib.error.URLError, OSError):
+        return None

@@ -3,14 +3,18 @@ mode and students' sessions of the same server (one process: one store in memory
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import numpy as np
+from starlette.requests import Request
 from streamlit.testing.v1 import AppTest
+
+from benchmarks.light_client import DRAWN as LIGHT_DRAWN
 
 from tests.apptest import APP, TIMEOUT, errors, figure
 from vitviz.analyses import claims
-from vitviz.app import classroom, patch_poll
+from vitviz.app import classroom, patch_poll, web, where
 from vitviz.server import classes
 
 PATCHES = "app_pages/2_patches.py"
@@ -220,27 +224,68 @@ def test_which_patch_matters_most_vote_and_reveal():
 
 
 def _place(at: AppTest, key: str) -> int:
-    """Where in the main area the plain container ``key`` is (``students.FRAGMENT_PLACE``)."""
+    """Where in the main area the container ``key`` is."""
     ids = [getattr(child.proto, "id", "") for child in at.main.children.values()]
     found = [i for i, name in enumerate(ids) if name.endswith(f"-{key}")]
     assert found, ids
     return found[0]
 
 
-def test_a_full_run_draws_the_places_of_its_timed_fragments():
-    """A student's follow bar and a teacher's live poll are timed fragments; each is drawn inside a
-    container of the full run's own (students.FRAGMENT_PLACE), so the page's title keeps its place
-    after them even when a fragment's block goes missing."""
+def _drawn(at: AppTest) -> tuple[str, str]:
+    """The mark and route address a student's page was drawn with (what static/follow.js reads)."""
+    found = [LIGHT_DRAWN.search(h.proto.body) for h in at.get("html")]
+    found = [f for f in found if f]
+    assert len(found) == 1, [h.proto.body[:80] for h in at.get("html")]
+    return found[0]["mark"], found[0]["address"]
+
+
+def _route(address: str) -> tuple[int, str]:
+    """What the class's route answers a GET of ``address`` (vitviz.app.where.answer), in process."""
+    route = where.routes()[0]
+    matched, scope = route.matches({"type": "http", "path": address, "method": "GET"})
+    assert matched.name == "FULL", address
+    response = asyncio.run(where.answer(Request({"type": "http", "method": "GET", "path": address, **scope})))
+    return response.status_code, response.body.decode()
+
+
+def test_a_student_catches_up_when_the_route_says_the_class_moved():
+    """A student's page holds the mark it was drawn with and the class's route; the route's answer
+    differs once the teacher moves (a step, a slide, a poll, its reveal), and the page's hidden
+    catch-up button, pressed, opens the class's step."""
     teacher = _teacher("app_pages/7_prediction.py")  # a step with a poll to ask
     code, _ = teacher.session_state[classroom.TEACHER]
     student = _student(code)
     assert errors(student) == []
-    place = _place(student, "vitviz-follow-place")
-    assert place == 0  # first in the main area: the bar, then the step
-    bar = " ".join(c.value for c in student.main.children[place].caption)
-    assert code[:4] in bar  # the follow bar is inside it
-    assert student.main.children[place + 1].proto.tag == "h1"
+    mark, address = _drawn(student)
+    assert address == where.address(code) and code in address
+    assert _route(address) == (200, mark)  # nothing moved yet
+    assert student.main.children[_place(student, "vitviz-follow") + 1].proto.tag == "h1"
 
+    _button(teacher, "class_ask").click().run()  # a poll: the mark moves on, and the ballot must appear
+    asked = _route(address)[1]
+    assert asked != mark
+    assert _drawn(student)[0] == mark  # the page, not drawn again, still holds the old one
+    _button(student, web.KEYS["catch_up"]).click().run()
+    assert errors(student) == []
+    assert _drawn(student)[0] == asked
+    assert any(b.key.startswith("class_vote_") for b in student.button)
+
+    _button(teacher, "nav_prev").click().run()  # the teacher goes back a slide: a move
+    moved = _route(address)[1]
+    assert moved != asked
+    _button(student, web.KEYS["catch_up"]).click().run()
+    assert _drawn(student)[0] == moved
+    assert student.session_state["slide"] == teacher.session_state["slide"]
+
+    _button(teacher, "class_end").click().run()
+    assert _route(address) == (200, where.GONE)
+    assert _route(where.PATH.format(code="not-a-code")) == (200, where.GONE)
+
+
+def test_a_full_run_draws_the_place_of_the_teachers_timed_poll():
+    """The teacher's live poll is a timed fragment, drawn inside a container of the full run's own,
+    so that the page's title keeps its place after it even when a fragment's block goes missing."""
+    teacher = _teacher("app_pages/7_prediction.py")
     _button(teacher, "class_ask").click().run()  # a poll open: the teacher's live chart
     assert errors(teacher) == []
     poll = _place(teacher, "vitviz-poll-place")

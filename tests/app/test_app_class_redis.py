@@ -16,7 +16,7 @@ import pytest
 
 from tests.app.test_app_class import _button, _student, _teacher
 from tests.apptest import errors
-from vitviz.app import classroom
+from vitviz.app import classroom, where
 from vitviz.render import i18n
 from vitviz.server import classes
 
@@ -50,12 +50,12 @@ def redis_class(monkeypatch):
             assert time.monotonic() < deadline, "redis-server did not start"
             time.sleep(0.05)
         monkeypatch.setenv("VITVIZ_REDIS", f"redis://127.0.0.1:{port}/0")
-        monkeypatch.setattr(classroom, "_server", None)  # made again, from VITVIZ_REDIS
+        monkeypatch.setattr(where, "_server", None)  # made again, from VITVIZ_REDIS
         yield server
     finally:
         server.kill()
         server.wait()
-        classroom._server = None  # the next test's store: in memory again (monkeypatch restores None)
+        where._server = None  # the next test's store: in memory again (monkeypatch restores None)
 
 
 def _exceptions(at) -> list[str]:

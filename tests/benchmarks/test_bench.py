@@ -409,32 +409,31 @@ def test_thirty_votes_through_the_store_are_thirty_counted() -> None:
 
 
 @pytest.mark.cifar10
-def test_a_light_student_follows_a_light_teacher_through_its_fragment_timer():
+def test_a_light_student_follows_a_light_teacher_through_the_class_route():
     """The class_follow bench's clients: a teacher in presenter mode starts a class and moves on a
-    step; a student that joined it reaches that step only through its follow fragment's timed
-    reruns (``tick``), never by pressing anything itself."""
+    step; a student that joined it reaches that step only as its page's script would
+    (``follow``: ask the class's route, press catch-up when the class moved), and nothing it was
+    sent asks for a run on a timer."""
     import asyncio
 
-    async def lesson(url: str) -> tuple[int, list[int | None], dict[str, float]]:
+    async def lesson(url: str) -> tuple[int, list[int | None], list[Run | None], int]:
         teacher = LightStudent(url, "cat/0", query="present=1")
         code = await bench.start_class(teacher)
         student = LightStudent(url, "dog/0", query=f"class={code}")
-        await student.open()
+        opened = await student.open()
+        idle = await student.follow()  # the class has not moved: nothing to do
         while teacher.step == 0:
             await teacher.press("nav_next")
-        seen = [student.step]
-        for _ in range(3):  # the class's step within a few ticks
-            for fragment_id in list(student.auto_reruns):
-                await student.tick(fragment_id)
+        seen, runs = [student.step], [idle]
+        for _ in range(2):  # one catch-up reaches the class's step; the next finds nothing to do
+            runs.append(await student.follow())
             seen.append(student.step)
-        timers = dict(student.auto_reruns)
         await asyncio.gather(teacher.close(), student.close())
         assert student.errors == 0 and student.wrong_image == 0, student.problems
-        return teacher.step, seen, timers
+        return teacher.step, seen, runs, opened.timers + sum(run.timers for run in runs if run)
 
     with bench.app_server() as server:
-        step, seen, timers = asyncio.run(lesson(server.url))
-    assert step == 1 and seen[0] == 0 and seen[-1] == 1, seen  # on the overview, then the teacher's step
-    from vitviz.app import classroom
-
-    assert list(timers.values()) == [classroom.FOLLOW_EVERY_S]  # one fragment: the student's follow timer
+        step, seen, runs, timers = asyncio.run(lesson(server.url))
+    assert step == 1 and seen == [0, 1, 1], seen  # on the overview, then the teacher's step
+    assert runs[0] is None and runs[1] is not None and runs[2] is None
+    assert timers == 0  # a following student's page runs no fragment on a timer

@@ -185,7 +185,8 @@ def _vote_poll(teacher, students) -> None:
     _wait_text(teacher, ".st-key-vitviz-poll", "of 2 votes")  # the model's answer beside the class's
     for student in students:
         _wait_text(student, ".st-key-vitviz-ballot", "of 2 votes")
-        assert not student.query_selector(".st-key-class_vote_1_0")  # closed
+        # closed: the vote buttons go when the run that drew the answer ends
+        student.wait_for_selector(".st-key-class_vote_1_0", state="detached", timeout=30_000)
 
 
 # the numbers the teacher's heat map writes in its cells (null while a run redraws it)
@@ -253,13 +254,12 @@ class HeldSocket:
 
 
 def test_a_student_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(either_url, chromium):
-    """A student's follow fragment asks for its timed run every FOLLOW_EVERY_S, naming the page the
-    browser shows. When the page hears late of the step the class moved to (a slow network, or a
-    server or browser too busy to draw it at once), a timed run's request can still name the last
-    page after the run that moved it. Streamlit runs it on that page, and the browser, whose page
-    is the new one by then, clears the whole page for it. The fragment sees it is on another page
-    than the session's and draws the session's page again: the student sees the step's title,
-    not only the class's bar."""
+    """A student's page asks the class's route where the class is and presses its catch-up button
+    when the class moved; the press names the page the browser shows. When the page hears late of
+    the step its catch-up opened (a slow network, or a server or browser too busy to draw it at
+    once), the page still shows the last step's mark and may press again from the last page: the
+    run goes on from there to the class's step, and the student sees the step's title, not only
+    the class's bar."""
     teacher = _open(chromium, f"{either_url}/input?present=1")
     code = _start_a_class(teacher)
     student, socket = _open(chromium, f"{either_url}/?class={code}", socket=True)
@@ -268,7 +268,7 @@ def test_a_student_whose_page_was_slow_to_hear_of_the_step_shows_all_of_it(eithe
     student.wait_for_selector("h1", timeout=60_000)
     socket.holding = True  # from here the student's page hears nothing until release()
     _press_into_the_next_step(teacher, "nav_next")
-    student.wait_for_timeout(3000)  # the student's run moves it on; its timer keeps asking from the input page
+    student.wait_for_timeout(6000)  # the student's run moves it on; its script presses again from the input page
     socket.release()
     _wait_path(student, "patches")
     _title_stays(student)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
-    "render", "classroom", "teacher", "students", "patch_poll", "testset", "internals",
+    "render", "where", "classroom", "teacher", "students", "patch_poll", "testset", "internals",
 )  # fmt: skip
 STEP_MODULES = (
     "blocks",

@@ -13,21 +13,16 @@ server's memory.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
-import os
 import secrets
-import sys
-import threading
-from collections.abc import Mapping, Sequence
 
 import streamlit as st
 
 from vitviz.app import navigation, state
+from vitviz.app.where import redis_url, server_store  # noqa: F401 (the class's pages use them from here)
 from vitviz.server import classes, values
 
-FOLLOW_EVERY_S = 0.5  # how often a student's page asks where the class is
 COUNT_EVERY_S = 1.0  # how often the teacher's chart of votes is drawn again
 PREDICTION_STEP = 7  # the tour's step where the teacher may ask the class (vitviz.app.tour)
 POLL_OPTIONS = 12  # a model with more classes is asked about its most likely ones, this many at most
@@ -38,25 +33,6 @@ SHOWN_IMAGE = "_class_image"  # session state: the shared image the student last
 GONE = "_class_gone"  # session state: a sentence for the run after the class was found gone
 REFUSED = "_class_refused"  # session state: the student's last vote was not counted
 ARRIVING = "_class_arriving"  # session state: the shared image to open before the sidebar's widgets
-
-_MAKING = threading.Lock()
-_server: classes.Store | None = None
-
-
-def redis_url(argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
-    """The server's ``--redis URL`` (after ``--``), else VITVIZ_REDIS, else None (memory)."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    parser.add_argument("--redis", default=None)
-    return parser.parse_known_args(list(argv))[0].redis or environ.get("VITVIZ_REDIS") or None
-
-
-def server_store() -> classes.Store:
-    """The server's store of classes, made once from its options."""
-    global _server
-    with _MAKING:
-        if _server is None:
-            _server = classes.store_for(redis_url(sys.argv[1:], os.environ))
-        return _server
 
 
 def code_text(code: str) -> str:

@@ -158,7 +158,7 @@ def _grid(count: int, picture: np.ndarray) -> tuple[int, int]:
 def ballot(code: str, poll: classes.Poll) -> None:
     """A student's patch poll: their picture of the image to click on (their vote outlined), or,
     after the reveal, the class's clicks and the model's most important patch."""
-    traced = _session_trace()  # every FOLLOW_EVERY_S: the picture only, not the model's map
+    traced = _session_trace()  # every run of the student's page: the picture only, not the model's map
     if traced is None:
         return
     picture = picture_of(*traced)

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz.app import navigation, patch_poll, state
+from vitviz.app import navigation, patch_poll, state, web, where
 from vitviz.app.classroom import (
     ARRIVING,
     EXPLORING,
-    FOLLOW_EVERY_S,
     GONE,
     REFUSED,
     SHOWN_IMAGE,
@@ -54,34 +53,27 @@ def student_bar() -> None:
             leave(tr("class.no_such", code=values.echo(st.query_params["class"], 12)))
             st.info(st.session_state.pop(GONE))
         return
-    with st.container(key="vitviz-follow-place"):  # FRAGMENT_PLACE
-        _follow()
+    _follow(code)
 
 
-# FRAGMENT_PLACE: a full run draws a plain container where a timed fragment goes, and the fragment
-# draws inside it. Under a class's load a full run's fragment block was seen missing from what the
-# browser received (the fragment had run); the browser then moved the next element, the page's
-# title, into the fragment's place, and the fragment's next run replaced the title. The plain
-# container is the full run's own and keeps the title in its place.
+DOWN = "down"  # the mark of a page drawn while the store could not be reached
 
 
 def _explore(exploring: bool) -> None:
     st.session_state[EXPLORING] = exploring
 
 
-@st.fragment(run_every=FOLLOW_EVERY_S)
-def _follow() -> None:
-    code = joined()
-    if code is None:
-        return
-    if navigation.fragment_off_page():
-        navigation.redraw_page()
+def _follow(code: str) -> None:
+    """The bar, drawn by every full run of the student's page; the page's script (static/follow.js)
+    asks the class's route (``vitviz.app.where``) and presses the hidden catch-up button when the
+    class has moved, so that the next run comes here and opens the class's step."""
     store = server_store()
     try:
         shown = store.position(code)
         poll = store.poll(code) if shown is not None else None
     except classes.StoreDown:
         st.caption(tr("class.store_down_student"))
+        _catch_up(code, DOWN)  # the route answers again once the store does: the page then catches up
         return
     if shown is None:
         leave(tr("class.no_such", code=code_text(code)))
@@ -93,10 +85,19 @@ def _follow() -> None:
             st.button(tr("class.back"), key="class_back", on_click=_explore, args=(False,), type="primary")
         else:
             st.button(tr("class.explore"), key="class_explore", on_click=_explore, args=(True,))
+        _catch_up(code, where.mark(shown, poll))
     if poll is not None:
         _ballot(code, poll)
     if not exploring:
         _move_to(shown)
+
+
+def _catch_up(code: str, mark: str) -> None:
+    """The hidden catch-up button (style.css) and the script that presses it (static/follow.js),
+    with the mark this page is drawn for; the button's run is all it does."""
+    st.button(tr("class.catch_up"), key=web.KEYS["catch_up"])
+    drawn = f'<span hidden data-vitviz-class="{mark}" data-vitviz-address="{where.address(code)}"></span>'
+    st.html(drawn + web.script("follow.js"), unsafe_allow_javascript=True)
 
 
 def _move_to(shown: classes.Position) -> None:

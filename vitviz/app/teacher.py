@@ -91,7 +91,11 @@ def teacher_panel() -> None:
                 return
             _teacher_controls(*held)
     if held is not None:
-        with st.container(key="vitviz-poll-place"):  # students.FRAGMENT_PLACE
+        # A container of the full run's own, with the timed fragment inside. Under a class's load a
+        # full run's fragment block was seen missing from what the browser received (the fragment
+        # had run); the browser then moved the next element, the page's title, into the
+        # fragment's place, and the fragment's next run replaced it.
+        with st.container(key="vitviz-poll-place"):
             _poll_view()
 
 

@@ -33,7 +33,7 @@ SELECTORS = {
 }
 
 # The widgets the scripts press, by their keys (Streamlit gives a keyed element the class st-key-KEY).
-KEYS = {"next": "nav_next", "previous": "nav_prev", "leave": "present_leave"}
+KEYS = {"next": "nav_next", "previous": "nav_prev", "leave": "present_leave", "catch_up": "class_sync"}
 
 
 def key_selector(key: str) -> str:
