@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -128,6 +129,7 @@ TARGETS: list[tuple[str, str, float]] = [
     ("poll_30_exact", ">=", 1.0),
     ("class_follow_p95_s", "<=", 1.0),
     ("class_follow_errors", "<=", 0),
+    ("class_follow_idle_cores", "<=", 0.05),
     ("class_follow_p95_s_replicas", "<=", 1.0),
     ("class_follow_errors_replicas", "<=", 0),
     ("presenter_over_page_step_p95", "<=", 1.0),
@@ -1788,6 +1790,7 @@ class Follower:
 
 
 FOLLOW_EVERY_S = 0.5  # how often a following page's script asks where the class is (static/follow.js)
+FOLLOW_IDLE_S = 10.0  # the class reads before the teacher's first press: the server's cost of following
 
 
 async def follow_timer(follower: Follower, stop: Any) -> None:
@@ -1845,13 +1848,16 @@ async def follow_lesson(
     images: list[str],
     expected: Mapping[str, Expected],
     last_step: int,
+    server_cpu: Callable[[], float] | None = None,
 ) -> dict[str, Any]:
     """One teacher (a light client in presenter mode, ``images[0]``), light students on
     ``student_urls`` and one Chromium student on ``chromium_url``, each on an image of their own.
     The teacher presses Next slide by slide through the tour up to ``last_step``, pausing
     ``FOLLOW_READING_S`` on each slide; at each press that changes the step, the seconds from the
     press to each student showing that step (a light client: its session's run ended with the
-    step in its URL; Chromium: the step's page ready, ``wait_ready_async``)."""
+    step in its URL; Chromium: the step's page ready, ``wait_ready_async``). Before the first
+    press the class reads for FOLLOW_IDLE_S: the cores the server (``server_cpu``: its CPU
+    seconds so far) spends on a class that only reads, ``idle_cores``."""
     import asyncio
 
     import websockets
@@ -1877,6 +1883,11 @@ async def follow_lesson(
             await wait_ready_async(page)
             title = (await page.evaluate(SHOWN_STEP))[1]
             step = teacher.step or 0
+            idle_cores = None
+            if server_cpu is not None:  # every page drawn, nothing moves: what reading costs the server
+                began, cpu = time.perf_counter(), server_cpu()
+                await asyncio.sleep(FOLLOW_IDLE_S)
+                idle_cores = (server_cpu() - cpu) / (time.perf_counter() - began)
             while step < last_step:
                 started = time.perf_counter()
                 try:
@@ -1935,6 +1946,7 @@ async def follow_lesson(
         "wrong_image": wrong_image,
         "problems": problems,
         "chromium_errors": chromium_errors,
+        "idle_cores": idle_cores,
     }
 
 
@@ -2035,8 +2047,19 @@ def class_follow(report: Report, plan: Plan) -> None:
     with app_server(env=env) as server:
         server.wait_for_output(STARTUP_DONE)
         before = cpu_seconds(server.process.pid)
-        lesson = asyncio.run(follow_lesson(server.url, [server.url] * (size - 1), server.url, images, expected, last))
+        lesson = asyncio.run(
+            follow_lesson(
+                server.url,
+                [server.url] * (size - 1),
+                server.url,
+                images,
+                expected,
+                last,
+                server_cpu=functools.partial(cpu_seconds, server.process.pid),
+            )
+        )
         report.figures["class_follow_server_cpu_s"] = cpu_seconds(server.process.pid) - before
+        report.figures["class_follow_idle_cores"] = lesson["idle_cores"]
     follow_figures(report, "", lesson)
     if redis_missing():
         report.note(f"no class_follow_*_replicas figures: {redis_missing()}")

@@ -11,7 +11,6 @@ from starlette.requests import Request
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.light_client import DRAWN as LIGHT_DRAWN
-
 from tests.apptest import APP, TIMEOUT, errors, figure
 from vitviz.analyses import claims
 from vitviz.app import classroom, patch_poll, web, where

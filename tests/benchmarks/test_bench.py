@@ -203,6 +203,7 @@ def test_quick_bench_reports_every_figure() -> None:
             assert report[f"class_follow_p95_s{suffix}"] > 0, suffix
             assert report[f"class_follow_timed{suffix}"] == 3 * 2, suffix
             assert report[f"class_follow_errors{suffix}"] == 0 and report[f"class_follow_wrong_image{suffix}"] == 0
+        assert report["class_follow_idle_cores"] >= 0  # measured on the one server while the class read
 
 
 def test_cpu_seconds_counts_this_process_working():

@@ -399,3 +399,20 @@ def test_students_of_a_killed_replica_go_on_with_their_next_click(class_server):
     moved = [seconds for _, kind, seconds in waits if kind == "moved"]
     stayed = [seconds for _, kind, seconds in waits if kind == "stayed"]
     assert moved and stayed and max(moved) <= MOVED_OVER_STAYED * max(stayed), waits
+
+
+def test_the_class_route_passes_nginx_to_each_replica_unlogged(class_server):
+    """A following student's page asks ``/api/vitviz/class/CODE`` twice a second (vitviz.app.where):
+    nginx passes it to the browser's replica, which answers (a class it does not hold: "gone"),
+    and keeps it out of its access log, which thirty students would fill."""
+    url, folder = class_server
+    for name, _, _ in replica_table(folder):
+        request = urllib.request.Request(
+            url + "/api/vitviz/class/ABCD2345", headers={"Cookie": f"vitviz_replica={name}"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 200 and answer.read() == b"gone"
+            assert answer.headers["X-Vitviz-Replica"] is None  # not the pages' location: no sticky headers
+    headers_of(url + "/_stcore/health")  # a logged request after them: the log is written up to here
+    log = (folder / "access.log").read_text()
+    assert "/_stcore/health" in log and "/api/vitviz/class/" not in log
