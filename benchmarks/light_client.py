@@ -43,7 +43,9 @@ FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMP
 VERDICT = re.compile(r"True class \([^)]*\): \*\*(?P<truth>[^*]+)\*\*; the model says \*\*(?P<pred>[^*]+)\*\*")
 PROBABILITY = re.compile(r"(\d+(?:\.\d+)?)%")
 # the mark a following page was drawn with, and its class's route (vitviz.app.students._catch_up)
-DRAWN = re.compile(r'data-vitviz-class="(?P<mark>[^"]*)" data-vitviz-address="(?P<address>[^"]*)"')
+DRAWN = re.compile(
+    r'data-vitviz-class="(?P<mark>[^"]*)" data-vitviz-part="(?P<part>[01])" data-vitviz-address="(?P<address>[^"]*)"'
+)
 CATCH_UP = "class_sync"  # the hidden button follow.js presses (vitviz.app.web.KEYS["catch_up"])
 
 
@@ -67,7 +69,7 @@ class Run:
     buttons: dict[str, str] = field(default_factory=dict)  # widget key -> widget id
     exceptions: list[str] = field(default_factory=list)
     compile_error: bool = False
-    drawn: tuple[str, str] | None = None  # a following page's (mark, route address)
+    drawn: tuple[str, int, str] | None = None  # a following page's (mark, which of the route's marks, route address)
     timers: int = 0  # fragments the run asked the browser to rerun on a timer (auto_rerun)
     messages: int = 0
     received_bytes: int = 0
@@ -136,8 +138,9 @@ class LightStudent:
         drawn = self.last.drawn if self.last is not None else None
         if drawn is None:
             return None
-        answer = await asyncio.to_thread(_get, self.http + drawn[1])
-        if answer is None or answer == drawn[0]:
+        mark, part, address = drawn
+        answer = await asyncio.to_thread(_get, self.http + address)
+        if answer is None or answer.split(" ")[part] == mark:
             return None
         return await self.press(CATCH_UP)
 
@@ -197,7 +200,7 @@ class LightStudent:
             elif what == "button" and (key := button_key(element.button.id)):
                 run.buttons[key] = element.button.id
             elif what == "html" and (found := DRAWN.search(element.html.body)):
-                run.drawn = (found["mark"], found["address"])
+                run.drawn = (found["mark"], int(found["part"]), found["address"])
             elif (text := element_text(element)) is not None:
                 run.texts.append(text)
                 if what == "heading" and run.title is None and element.heading.tag == "h1":

@@ -4,6 +4,7 @@ mode and students' sessions of the same server (one process: one store in memory
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import numpy as np
@@ -230,55 +231,86 @@ def _place(at: AppTest, key: str) -> int:
     return found[0]
 
 
-def _drawn(at: AppTest) -> tuple[str, str]:
-    """The mark and route address a student's page was drawn with (what static/follow.js reads)."""
+def _drawn(at: AppTest) -> tuple[str, int, str]:
+    """The mark a student's page was drawn with, which of the route's marks it follows, and the
+    route's address (what static/follow.js reads)."""
     found = [LIGHT_DRAWN.search(h.proto.body) for h in at.get("html")]
     found = [f for f in found if f]
     assert len(found) == 1, [h.proto.body[:80] for h in at.get("html")]
-    return found[0]["mark"], found[0]["address"]
+    return found[0]["mark"], int(found[0]["part"]), found[0]["address"]
 
 
-def _route(address: str) -> tuple[int, str]:
-    """What the class's route answers a GET of ``address`` (vitviz.app.where.answer), in process."""
+def _route(address: str) -> tuple[int, list[str]]:
+    """What the class's route answers a GET of ``address`` (vitviz.app.where.answer), in process:
+    its status and its marks."""
     route = where.routes()[0]
     matched, scope = route.matches({"type": "http", "path": address, "method": "GET"})
     assert matched.name == "FULL", address
     response = asyncio.run(where.answer(Request({"type": "http", "method": "GET", "path": address, **scope})))
-    return response.status_code, response.body.decode()
+    return response.status_code, response.body.decode().split(" ")
+
+
+def _catch_up(student: AppTest) -> None:
+    _button(student, web.KEYS["catch_up"]).click().run()
+    assert errors(student) == []
 
 
 def test_a_student_catches_up_when_the_route_says_the_class_moved():
-    """A student's page holds the mark it was drawn with and the class's route; the route's answer
-    differs once the teacher moves (a step, a slide, a poll, its reveal), and the page's hidden
-    catch-up button, pressed, opens the class's step."""
+    """A student's page holds the mark it was drawn with and the class's route; the route's mark
+    for a page that shows the whole step changes when the class's step changes or a poll is asked
+    or revealed, not when the teacher moves a slide within the step (presenter mode's own mark
+    does). The page's hidden catch-up button, pressed, opens the class's step."""
     teacher = _teacher("app_pages/7_prediction.py")  # a step with a poll to ask
     code, _ = teacher.session_state[classroom.TEACHER]
     student = _student(code)
     assert errors(student) == []
-    mark, address = _drawn(student)
-    assert address == where.address(code) and code in address
-    assert _route(address) == (200, mark)  # nothing moved yet
+    mark, part, address = _drawn(student)
+    assert part == 0 and address == where.address(code) and code in address
+    assert _route(address)[0] == 200 and _route(address)[1][part] == mark  # nothing moved yet
     assert student.main.children[_place(student, "vitviz-follow") + 1].proto.tag == "h1"
 
     _button(teacher, "class_ask").click().run()  # a poll: the mark moves on, and the ballot must appear
     asked = _route(address)[1]
-    assert asked != mark
+    assert asked[part] != mark
     assert _drawn(student)[0] == mark  # the page, not drawn again, still holds the old one
-    _button(student, web.KEYS["catch_up"]).click().run()
-    assert errors(student) == []
-    assert _drawn(student)[0] == asked
+    _catch_up(student)
+    assert _drawn(student)[0] == asked[part]
     assert any(b.key.startswith("class_vote_") for b in student.button)
 
-    _button(teacher, "nav_prev").click().run()  # the teacher goes back a slide: a move
-    moved = _route(address)[1]
-    assert moved != asked
-    _button(student, web.KEYS["catch_up"]).click().run()
-    assert _drawn(student)[0] == moved
-    assert student.session_state["slide"] == teacher.session_state["slide"]
+    _button(teacher, "nav_next").click().run()  # the next slide within the step: presenter mode's mark only
+    assert classroom.server_store().position(code).step == 7
+    slid = _route(address)[1]
+    assert slid[0] == asked[0] and slid[1] != asked[1]
+    for _ in range(10):  # the teacher goes on to the next step: every page's mark moves
+        _button(teacher, "nav_next").click().run()
+        if classroom.server_store().position(code).step == 8:
+            break
+    stepped = _route(address)[1]
+    assert stepped[0] != slid[0] and _drawn(student)[0] == asked[0]
+    _catch_up(student)
+    assert _drawn(student)[0] == stepped[0] and student.session_state["step"] == 8
+
+    presenting = _student(code, present="1")  # a student in presenter mode follows the slides
+    assert _drawn(presenting)[1] == 1 and _drawn(presenting)[0] == _route(address)[1][1]
 
     _button(teacher, "class_end").click().run()
-    assert _route(address) == (200, where.GONE)
-    assert _route(where.PATH.format(code="not-a-code")) == (200, where.GONE)
+    assert _route(address) == (200, [where.GONE, where.GONE])
+    assert _route(where.PATH.format(code="not-a-code")) == (200, [where.GONE, where.GONE])
+
+
+def test_marks_change_with_what_a_page_shows():
+    """where.marks: the step's mark follows the step, the shared image and the poll, not the slide;
+    the slide's mark follows every move."""
+    at = classes.Position(step=3, slide=0, image=None, moves=4)
+    base = where.marks(at, None)
+    assert where.marks(classes.Position(3, 2, None, 5), None)[0] == base[0]  # a slide: same step mark
+    assert where.marks(classes.Position(3, 2, None, 5), None)[1] != base[1]
+    for other in (classes.Position(4, 0, None, 5), classes.Position(3, 0, "sample:cat.jpg", 5)):
+        assert where.marks(other, None)[0] != base[0]
+    poll = classes.Poll(1, classes.CLASS_POLL, ("cat", "dog"))
+    assert where.marks(at, poll)[0] != base[0]
+    assert where.marks(at, dataclasses.replace(poll, revealed=True)) != where.marks(at, poll)
+    assert where.marks(None, None) == (where.GONE, where.GONE)
 
 
 def test_a_full_run_draws_the_place_of_the_teachers_timed_poll():

@@ -411,7 +411,7 @@ def test_the_class_route_passes_nginx_to_each_replica_unlogged(class_server):
             url + "/api/vitviz/class/ABCD2345", headers={"Cookie": f"vitviz_replica={name}"}
         )
         with urllib.request.urlopen(request, timeout=30) as answer:
-            assert answer.status == 200 and answer.read() == b"gone"
+            assert answer.status == 200 and answer.read() == b"gone gone"
             assert answer.headers["X-Vitviz-Replica"] is None  # not the pages' location: no sticky headers
     headers_of(url + "/_stcore/health")  # a logged request after them: the log is written up to here
     log = (folder / "access.log").read_text()

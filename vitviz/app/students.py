@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from vitviz.app import navigation, patch_poll, state, web, where
+from vitviz.app import navigation, patch_poll, presenter, state, web, where
 from vitviz.app.classroom import (
     ARRIVING,
     EXPLORING,
@@ -73,7 +73,7 @@ def _follow(code: str) -> None:
         poll = store.poll(code) if shown is not None else None
     except classes.StoreDown:
         st.caption(tr("class.store_down_student"))
-        _catch_up(code, DOWN)  # the route answers again once the store does: the page then catches up
+        _catch_up(code, (DOWN, DOWN))  # the route answers again once the store does: the page then catches up
         return
     if shown is None:
         leave(tr("class.no_such", code=code_text(code)))
@@ -85,18 +85,23 @@ def _follow(code: str) -> None:
             st.button(tr("class.back"), key="class_back", on_click=_explore, args=(False,), type="primary")
         else:
             st.button(tr("class.explore"), key="class_explore", on_click=_explore, args=(True,))
-        _catch_up(code, where.mark(shown, poll))
+        _catch_up(code, where.marks(shown, poll))
     if poll is not None:
         _ballot(code, poll)
     if not exploring:
         _move_to(shown)
 
 
-def _catch_up(code: str, mark: str) -> None:
+def _catch_up(code: str, marks: tuple[str, str]) -> None:
     """The hidden catch-up button (style.css) and the script that presses it (static/follow.js),
-    with the mark this page is drawn for; the button's run is all it does."""
+    with the mark this page is drawn for (``where.marks``: presenter mode follows every slide, a
+    page that shows the whole step only the step); the button's run is all it does."""
     st.button(tr("class.catch_up"), key=web.KEYS["catch_up"])
-    drawn = f'<span hidden data-vitviz-class="{mark}" data-vitviz-address="{where.address(code)}"></span>'
+    part = int(presenter.presenting())
+    drawn = (
+        f'<span hidden data-vitviz-class="{marks[part]}" data-vitviz-part="{part}" '
+        f'data-vitviz-address="{where.address(code)}"></span>'
+    )
     st.html(drawn + web.script("follow.js"), unsafe_allow_javascript=True)
 
 
@@ -111,7 +116,7 @@ def _move_to(shown: classes.Position) -> None:
         state.set(slide=f"{shown.step}:{shown.slide}")
         if shown.step != step:
             navigation.ask_step(shown.step)  # this app run draws the step (navigation.follow_asked_step)
-        moved = True
+        moved = moved or shown.step != step or presenter.presenting()  # a slide shows in presenter mode only
     if moved:
         st.rerun(scope="app")
 

@@ -1,9 +1,10 @@
 """Where a class is, answered without a script run: the server's store of classes, the class's
 mark, and the plain HTTP route that serves it (``GET <base>/api/vitviz/class/<CODE>``).
 
-A student's page holds the mark it was drawn with; its script (static/follow.js) asks this route
-twice a second and, when the answer differs, presses the page's hidden "catch up" button, whose
-run draws the class's step (``vitviz.app.students``). While the class reads, a student costs the
+A student's page holds the mark it was drawn with (``marks``: one for a page showing the whole
+step, one for presenter mode's slides); its script (static/follow.js) asks this route twice a
+second and, when the answer's mark differs, presses the page's hidden "catch up" button, whose run
+draws the class's step (``vitviz.app.students``). While the class reads, a student costs the
 server one small GET every half second, not a Streamlit run. The route reads the same store as
 the pages (memory, or Redis shared by several servers), so any server of a class answers.
 
@@ -17,6 +18,7 @@ import argparse
 import os
 import sys
 import threading
+import zlib
 from collections.abc import Mapping, Sequence
 
 import streamlit as st
@@ -29,6 +31,7 @@ from vitviz.server import classes, values
 
 PATH = "/api/vitviz/class/{code}"
 GONE = "gone"  # the mark of a class that ended, expired or never was
+NOT_KEPT = {"Cache-Control": "no-store"}  # every ask gets the class's mark now, never a kept one
 
 _MAKING = threading.Lock()
 _server: classes.Store | None = None
@@ -50,33 +53,36 @@ def server_store() -> classes.Store:
         return _server
 
 
-def mark(position: classes.Position | None, poll: classes.Poll | None) -> str:
-    """A short text that changes whenever a following page must be drawn again: the teacher moved
-    (step, slide or shared image: ``Position.moves``), asked a new poll or revealed it, or the
-    class is gone."""
+def marks(position: classes.Position | None, poll: classes.Poll | None) -> tuple[str, str]:
+    """Two short texts, each changing whenever a following page must be drawn again: the first
+    for a page that shows the whole step (the class's step or shared image changed, a poll was
+    asked or revealed), the second for a page in presenter mode, which shows the teacher's slide
+    (any move: ``Position.moves``). A slide within the step costs the other pages nothing."""
     if position is None:
-        return GONE
-    return f"{position.moves}.{poll.number if poll else 0}.{int(poll.revealed) if poll else 0}"
+        return GONE, GONE
+    asked = f"{poll.number}.{int(poll.revealed)}" if poll else "0.0"
+    image = zlib.crc32((position.image or "").encode())
+    return f"{position.step}.{image:x}.{asked}", f"{position.moves}.{asked}"
 
 
-def mark_of(code: str) -> str:
-    """The class's mark, read from the store (raises ``classes.StoreDown``)."""
+def marks_of(code: str) -> tuple[str, str]:
+    """The class's marks, read from the store (raises ``classes.StoreDown``)."""
     store = server_store()
     position = store.position(code)
-    return mark(position, store.poll(code) if position is not None else None)
+    return marks(position, store.poll(code) if position is not None else None)
 
 
 async def answer(request: Request) -> PlainTextResponse:
-    """The route: the class's mark as plain text; 503 while the store cannot be reached (the page
-    then keeps what it shows and asks again)."""
+    """The route: the class's two marks as plain text, "STEP_MARK SLIDE_MARK"; 503 while the store
+    cannot be reached (the page then keeps what it shows and asks again)."""
     code = values.class_code(request.path_params["code"])
     if code is None:
-        return PlainTextResponse(GONE, headers={"Cache-Control": "no-store"})
+        return PlainTextResponse(f"{GONE} {GONE}", headers=NOT_KEPT)
     try:
-        text = await run_in_threadpool(mark_of, code)  # Redis answers over the network: off the event loop
+        text = " ".join(await run_in_threadpool(marks_of, code))  # Redis answers over the network: off the event loop
     except classes.StoreDown:
-        return PlainTextResponse("", status_code=503, headers={"Cache-Control": "no-store"})
-    return PlainTextResponse(text, headers={"Cache-Control": "no-store"})
+        return PlainTextResponse("", status_code=503, headers=NOT_KEPT)
+    return PlainTextResponse(text, headers=NOT_KEPT)
 
 
 def _base() -> str:

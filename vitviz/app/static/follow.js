@@ -14,7 +14,8 @@
     if (drawn && !running) {
       try {
         const answer = await fetch(drawn.dataset.vitvizAddress, {cache: "no-store"});
-        const now = answer.ok ? (await answer.text()).trim() : null;
+        // "STEP_MARK SLIDE_MARK": the part this page follows (vitviz/app/where.py, marks)
+        const now = answer.ok ? (await answer.text()).trim().split(" ")[Number(drawn.dataset.vitvizPart)] ?? null : null;
         const stale = now !== null && now !== drawn.dataset.vitvizClass;
         // the same answer is pressed for once, then again only if the page still shows the old mark later
         if (stale && (now !== pressedFor || Date.now() - pressedAt > PRESS_AGAIN_MS)) {
