@@ -69,6 +69,5 @@ else:  # `streamlit run app.py` imports this file once, as the module "app", and
     app = st.App(
         __file__,
         lifespan=warm_up,
-        routes=where.routes(),
-        middleware=[Middleware(CompressedAssets, store=default_store())],
+        middleware=[Middleware(where.Answers), Middleware(CompressedAssets, store=default_store())],
     )

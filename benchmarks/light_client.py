@@ -25,10 +25,10 @@ route's address from the page's html element, and ``follow`` does what the scrip
 from __future__ import annotations
 
 import asyncio
+import http.client
 import re
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
@@ -71,6 +71,7 @@ class Run:
     compile_error: bool = False
     drawn: tuple[str, int, str] | None = None  # a following page's (mark, which of the route's marks, route address)
     timers: int = 0  # fragments the run asked the browser to rerun on a timer (auto_rerun)
+    restarts: int = 0  # runs of the app cut short for the next one (st.rerun, st.switch_page) before it ended
     messages: int = 0
     received_bytes: int = 0
 
@@ -102,7 +103,7 @@ class LightStudent:
     def __init__(
         self, url: str, image: str, expected: Expected | None = None, timeout: float = 300.0, query: str = ""
     ) -> None:
-        self.http = url.rstrip("/")
+        self.asker = Asker(url)  # the page's script's requests (follow)
         self.url = url.replace("http://", "ws://").replace("https://", "wss://").rstrip("/") + "/_stcore/stream"
         self.image, self.expected, self.timeout = image, expected, timeout
         self.query_string = f"{query}&test={image}" if query else f"test={image}"
@@ -139,7 +140,7 @@ class LightStudent:
         if drawn is None:
             return None
         mark, part, address = drawn
-        answer = await asyncio.to_thread(_get, self.http + address)
+        answer = await asyncio.to_thread(self.asker.get, address)
         if answer is None or answer.split(" ")[part] == mark:
             return None
         return await self.press(CATCH_UP)
@@ -151,6 +152,7 @@ class LightStudent:
         return int(found) if found.isascii() and found.isdigit() and len(found) < 4 else None
 
     async def close(self) -> None:
+        self.asker.close()
         if self._socket is not None:
             await self._socket.close()
 
@@ -207,6 +209,7 @@ class LightStudent:
                     run.title = text
         elif kind == "script_finished":
             run.compile_error = message.script_finished == FINISHED_WITH_COMPILE_ERROR
+            run.restarts += message.script_finished == FINISHED_EARLY_FOR_RERUN
             return message.script_finished != FINISHED_EARLY_FOR_RERUN
         return False
 
@@ -231,10 +234,28 @@ class LightStudent:
         )
 
 
-def _get(url: str) -> str | None:
-    """A plain GET's text, None when the server answers with an error or not at all."""
-    try:
-        with urllib.request.urlopen(url, timeout=30) as answer:
-            return answer.read().decode().strip()
-    except (urllib.error.URLError, OSError):
-        return None
+class Asker:
+    """A page's script asking its server with ``fetch``: plain GETs over one kept-alive connection,
+    as a browser keeps one; each answer's text, None when the server answers with an error or
+    not at all (the connection is then opened again at the next ask)."""
+
+    def __init__(self, url: str) -> None:
+        self.host = urllib.parse.urlsplit(url).netloc
+        self._connection: http.client.HTTPConnection | None = None
+
+    def get(self, path: str) -> str | None:
+        try:
+            if self._connection is None:
+                self._connection = http.client.HTTPConnection(self.host, timeout=30)
+            self._connection.request("GET", path)
+            answer = self._connection.getresponse()
+            text = answer.read().decode().strip()
+        except (http.client.HTTPException, OSError):
+            self.close()
+            return None
+        return text if answer.status == 200 else None
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None

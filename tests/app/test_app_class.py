@@ -8,7 +8,6 @@ import dataclasses
 import json
 
 import numpy as np
-from starlette.requests import Request
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.light_client import DRAWN as LIGHT_DRAWN
@@ -241,13 +240,35 @@ def _drawn(at: AppTest) -> tuple[str, int, str]:
 
 
 def _route(address: str) -> tuple[int, list[str]]:
-    """What the class's route answers a GET of ``address`` (vitviz.app.where.answer), in process:
-    its status and its marks."""
-    route = where.routes()[0]
-    matched, scope = route.matches({"type": "http", "path": address, "method": "GET"})
-    assert matched.name == "FULL", address
-    response = asyncio.run(where.answer(Request({"type": "http", "method": "GET", "path": address, **scope})))
-    return response.status_code, response.body.decode().split(" ")
+    """What the server answers a GET of ``address`` (``where.Answers``, first in app.py's
+    ``st.App``), in process: its status and its marks. Anything else would reach Streamlit."""
+    sent = []
+
+    async def streamlit(scope, receive, send):
+        raise AssertionError(f"{scope['path']} went on to Streamlit")
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": address, "headers": []}
+    asyncio.run(where.Answers(streamlit)(scope, None, send))
+    assert (b"cache-control", b"no-store") in sent[0]["headers"]
+    return sent[0]["status"], sent[1]["body"].decode().split(" ")
+
+
+def test_the_class_route_leaves_every_other_request_to_streamlit():
+    passed = []
+
+    async def streamlit(scope, receive, send):
+        passed.append(scope["path"])
+
+    for scope in (
+        {"type": "http", "method": "GET", "path": "/patches"},
+        {"type": "http", "method": "POST", "path": where.address("ABCD2345")},
+        {"type": "websocket", "path": "/_stcore/stream"},
+    ):
+        asyncio.run(where.Answers(streamlit)(scope, None, None))
+    assert passed == ["/patches", where.address("ABCD2345"), "/_stcore/stream"]
 
 
 def _catch_up(student: AppTest) -> None:

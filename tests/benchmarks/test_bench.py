@@ -413,8 +413,8 @@ def test_thirty_votes_through_the_store_are_thirty_counted() -> None:
 def test_a_light_student_follows_a_light_teacher_through_the_class_route():
     """The class_follow bench's clients: a teacher in presenter mode starts a class and moves on a
     step; a student that joined it reaches that step only as its page's script would
-    (``follow``: ask the class's route, press catch-up when the class moved), and nothing it was
-    sent asks for a run on a timer."""
+    (``follow``: ask the class's route, press catch-up when the class moved), in one run of the
+    app, and nothing it was sent asks for a run on a timer."""
     import asyncio
 
     async def lesson(url: str) -> tuple[int, list[int | None], list[Run | None], int]:
@@ -437,4 +437,5 @@ def test_a_light_student_follows_a_light_teacher_through_the_class_route():
         step, seen, runs, timers = asyncio.run(lesson(server.url))
     assert step == 1 and seen == [0, 1, 1], seen  # on the overview, then the teacher's step
     assert runs[0] is None and runs[1] is not None and runs[2] is None
+    assert runs[1].restarts == 0  # the press's own run drew the class's step: one run of the app, not two
     assert timers == 0  # a following student's page runs no fragment on a timer

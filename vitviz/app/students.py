@@ -66,7 +66,7 @@ def _explore(exploring: bool) -> None:
 def _follow(code: str) -> None:
     """The bar, drawn by every full run of the student's page; the page's script (static/follow.js)
     asks the class's route (``vitviz.app.where``) and presses the hidden catch-up button when the
-    class has moved, so that the next run comes here and opens the class's step."""
+    class has moved, whose callback makes the run it starts open the class's step."""
     store = server_store()
     try:
         shown = store.position(code)
@@ -95,8 +95,8 @@ def _follow(code: str) -> None:
 def _catch_up(code: str, marks: tuple[str, str]) -> None:
     """The hidden catch-up button (style.css) and the script that presses it (static/follow.js),
     with the mark this page is drawn for (``where.marks``: presenter mode follows every slide, a
-    page that shows the whole step only the step); the button's run is all it does."""
-    st.button(tr("class.catch_up"), key=web.KEYS["catch_up"])
+    page that shows the whole step only the step)."""
+    st.button(tr("class.catch_up"), key=web.KEYS["catch_up"], on_click=_catch_up_now, args=(code,))
     part = int(presenter.presenting())
     drawn = (
         f'<span hidden data-vitviz-class="{marks[part]}" data-vitviz-part="{part}" '
@@ -105,8 +105,28 @@ def _catch_up(code: str, marks: tuple[str, str]) -> None:
     st.html(drawn + web.script("follow.js"), unsafe_allow_javascript=True)
 
 
+def _catch_up_now(code: str) -> None:
+    """The catch-up button's callback, before the run its press starts: that run opens the class's
+    step (``navigation.ask_step``, as Next's does) instead of drawing this page once more first."""
+    if st.session_state.get(EXPLORING, False):
+        return
+    try:
+        shown = server_store().position(code)
+    except classes.StoreDown:
+        return
+    if shown is not None:
+        _moves_to(shown)
+
+
 def _move_to(shown: classes.Position) -> None:
     """Open the teacher's step and slide (and shared image) when this page shows another."""
+    if _moves_to(shown):
+        st.rerun(scope="app")
+
+
+def _moves_to(shown: classes.Position) -> bool:
+    """Make the teacher's step, slide and shared image this session's; whether the page must be
+    drawn again for it (a slide shows in presenter mode only)."""
     step = state.get("step") or 0
     moved = False
     if shown.image is not None and st.session_state.get(SHOWN_IMAGE) != shown.image:
@@ -115,10 +135,9 @@ def _move_to(shown: classes.Position) -> None:
     if shown.step != step or navigation.slide_of(step) != shown.slide:
         state.set(slide=f"{shown.step}:{shown.slide}")
         if shown.step != step:
-            navigation.ask_step(shown.step)  # this app run draws the step (navigation.follow_asked_step)
-        moved = moved or shown.step != step or presenter.presenting()  # a slide shows in presenter mode only
-    if moved:
-        st.rerun(scope="app")
+            navigation.ask_step(shown.step)  # the app's run draws the step (navigation.follow_asked_step)
+        moved = moved or shown.step != step or presenter.presenting()
+    return moved
 
 
 def _ballot(code: str, poll: classes.Poll) -> None:

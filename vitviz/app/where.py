@@ -1,14 +1,15 @@
 """Where a class is, answered without a script run: the server's store of classes, the class's
-mark, and the plain HTTP route that serves it (``GET <base>/api/vitviz/class/<CODE>``).
+marks, and the plain GET that serves them (``<base>/api/vitviz/class/<CODE>``, answered by
+``Answers``, the first middleware of app.py's ``st.App``).
 
 A student's page holds the mark it was drawn with (``marks``: one for a page showing the whole
-step, one for presenter mode's slides); its script (static/follow.js) asks this route twice a
-second and, when the answer's mark differs, presses the page's hidden "catch up" button, whose run
-draws the class's step (``vitviz.app.students``). While the class reads, a student costs the
-server one small GET every half second, not a Streamlit run. The route reads the same store as
-the pages (memory, or Redis shared by several servers), so any server of a class answers.
+step, one for presenter mode's slides); its script (static/follow.js) asks twice a second and,
+when the answer's mark differs, presses the page's hidden "catch up" button, whose run draws the
+class's step (``vitviz.app.students``). While the class reads, a student costs the server one
+small GET every half second, not a Streamlit run. The answer comes from the same store as the
+pages (memory, or Redis shared by several servers), so any server of a class answers.
 
-This module imports no torch: app.py builds its route when Streamlit imports it, before the
+This module imports no torch: app.py builds its middleware when Streamlit imports it, before the
 startup loads the libraries.
 """
 
@@ -23,15 +24,13 @@ from collections.abc import Mapping, Sequence
 
 import streamlit as st
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from vitviz.server import classes, values
 
 PATH = "/api/vitviz/class/{code}"
 GONE = "gone"  # the mark of a class that ended, expired or never was
-NOT_KEPT = {"Cache-Control": "no-store"}  # every ask gets the class's mark now, never a kept one
+NOT_KEPT = (b"cache-control", b"no-store")  # every ask gets the class's marks now, never a kept one
 
 _MAKING = threading.Lock()
 _server: classes.Store | None = None
@@ -72,29 +71,46 @@ def marks_of(code: str) -> tuple[str, str]:
     return marks(position, store.poll(code) if position is not None else None)
 
 
-async def answer(request: Request) -> PlainTextResponse:
-    """The route: the class's two marks as plain text, "STEP_MARK SLIDE_MARK"; 503 while the store
-    cannot be reached (the page then keeps what it shows and asks again)."""
-    code = values.class_code(request.path_params["code"])
-    if code is None:
-        return PlainTextResponse(f"{GONE} {GONE}", headers=NOT_KEPT)
-    try:
-        text = " ".join(await run_in_threadpool(marks_of, code))  # Redis answers over the network: off the event loop
-    except classes.StoreDown:
-        return PlainTextResponse("", status_code=503, headers=NOT_KEPT)
-    return PlainTextResponse(text, headers=NOT_KEPT)
-
-
 def _base() -> str:
     base = (st.get_option("server.baseUrlPath") or "").strip("/")
     return f"/{base}" if base else ""
 
 
-def routes() -> list[Route]:
-    """The route for app.py's ``st.App``, under the server's ``server.baseUrlPath``."""
-    return [Route(_base() + PATH, answer, methods=["GET"])]
+class Answers:
+    """ASGI middleware, first in app.py's ``st.App``: a GET of ``<base>/api/vitviz/class/<CODE>``
+    gets the class's marks as plain text, "STEP_MARK SLIDE_MARK", from here, before Streamlit's
+    own middleware and routing; 503 while the store cannot be reached (the page then keeps what
+    it shows and asks again). Every other request goes on to ``app`` untouched."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.prefix = _base() + PATH.partition("{")[0]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if scope["type"] != "http" or scope["method"] != "GET" or not path.startswith(self.prefix):
+            await self.app(scope, receive, send)
+            return
+        code = values.class_code(path.removeprefix(self.prefix))
+        status, text = 200, f"{GONE} {GONE}"
+        if code is not None:
+            try:
+                store = server_store()
+                # the memory store answers at once; Redis over the network, off the event loop
+                found = (
+                    marks_of(code)
+                    if isinstance(store, classes.MemoryStore)
+                    else await run_in_threadpool(marks_of, code)
+                )
+                text = " ".join(found)
+            except classes.StoreDown:
+                status, text = 503, ""
+        body = text.encode()
+        headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": [*headers, NOT_KEPT]})
+        await send({"type": "http.response.body", "body": body})
 
 
 def address(code: str) -> str:
-    """The route's path for one class, as the page's script asks it (same origin)."""
+    """The path a page asks for one class (same origin)."""
     return _base() + PATH.format(code=code)
