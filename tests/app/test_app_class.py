@@ -239,21 +239,34 @@ def _drawn(at: AppTest) -> tuple[str, int, str]:
     return found[0]["mark"], int(found[0]["part"]), found[0]["address"]
 
 
-def _route(address: str) -> tuple[int, list[str]]:
+async def _streamlit(scope, receive, send):
+    raise AssertionError(f"{scope['path']} went on to Streamlit")
+
+
+def _route(address: str, answers: where.Answers | None = None) -> tuple[int, list[str]]:
     """What the server answers a GET of ``address`` (``where.Answers``, first in app.py's
     ``st.App``), in process: its status and its marks. Anything else would reach Streamlit."""
     sent = []
-
-    async def streamlit(scope, receive, send):
-        raise AssertionError(f"{scope['path']} went on to Streamlit")
 
     async def send(message):
         sent.append(message)
 
     scope = {"type": "http", "method": "GET", "path": address, "headers": []}
-    asyncio.run(where.Answers(streamlit)(scope, None, send))
+    asyncio.run((answers or where.Answers(_streamlit))(scope, None, send))
     assert (b"cache-control", b"no-store") in sent[0]["headers"]
     return sent[0]["status"], sent[1]["body"].decode().split(" ")
+
+
+def test_the_class_route_is_under_the_servers_base_path(monkeypatch):
+    """A server under a base path (``--server.baseUrlPath school``) answers the class's marks there,
+    where its pages ask (``where.address``), whenever that option was set."""
+    teacher = _teacher()
+    code, _ = teacher.session_state[classroom.TEACHER]
+    answers = where.Answers(_streamlit)  # made when app.py is imported, before the option is settled
+    options = {"server.baseUrlPath": "school"}
+    monkeypatch.setattr(where.st, "get_option", lambda name: options[name])
+    assert where.address(code) == f"/school/api/vitviz/class/{code}"
+    assert _route(where.address(code), answers)[1][0] != where.GONE
 
 
 def test_the_class_route_leaves_every_other_request_to_streamlit():
@@ -265,10 +278,11 @@ def test_the_class_route_leaves_every_other_request_to_streamlit():
     for scope in (
         {"type": "http", "method": "GET", "path": "/patches"},
         {"type": "http", "method": "POST", "path": where.address("ABCD2345")},
+        {"type": "http", "method": "GET", "path": "/school" + where.address("ABCD2345")},  # another base path
         {"type": "websocket", "path": "/_stcore/stream"},
     ):
         asyncio.run(where.Answers(streamlit)(scope, None, None))
-    assert passed == ["/patches", where.address("ABCD2345"), "/_stcore/stream"]
+    assert passed == ["/patches", where.address("ABCD2345"), "/school" + where.address("ABCD2345"), "/_stcore/stream"]
 
 
 def _catch_up(student: AppTest) -> None:

@@ -84,14 +84,15 @@ class Answers:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.prefix = _base() + PATH.partition("{")[0]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "") if scope["type"] == "http" else ""
-        if scope["type"] != "http" or scope["method"] != "GET" or not path.startswith(self.prefix):
+        # the server's base path read per request, as the pages read it: Streamlit may settle its
+        # options (a --server.baseUrlPath) after app.py built this middleware
+        prefix = _base() + PATH.partition("{")[0] if scope["type"] == "http" else None
+        if prefix is None or scope["method"] != "GET" or not scope["path"].startswith(prefix):
             await self.app(scope, receive, send)
             return
-        code = values.class_code(path.removeprefix(self.prefix))
+        code = values.class_code(scope["path"].removeprefix(prefix))
         status, text = 200, f"{GONE} {GONE}"
         if code is not None:
             try:
