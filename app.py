@@ -25,7 +25,7 @@ def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
     from vitviz.app import ahead, charts, classroom, models, navigation, sidebar, state, students, turns
     from vitviz.app.text import tr
-    from vitviz.app.tour import LAB, ROOT, TOUR
+    from vitviz.app.tour import LAB, TOUR, shipped
     from vitviz.models import zoo
 
     st.set_page_config(
@@ -34,9 +34,9 @@ def main() -> None:
     state.init()
     charts.share_figures()  # once per server: figures built once, sent as JSON written once
 
-    files = [f for f, _, _ in TOUR if (ROOT / f).exists()]
+    files = [f for f, _, _ in TOUR if shipped(f)]
     steps = [st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if f in files]
-    lab = [st.Page(f, title=tr(k), icon=i) for f, k, i in LAB if (ROOT / f).exists()]
+    lab = [st.Page(f, title=tr(k), icon=i) for f, k, i in LAB if shipped(f)]
     unopened = navigation.follow_asked_step(steps)  # Previous / Next: this run draws the step, not the page clicked on
     # every page listed: collapsed, Streamlit shows 10 and hides the lab behind "View 3 more"
     page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps, expanded=True)

@@ -3,6 +3,7 @@ benchmarks time."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: app.py and app_pages/ sit there
@@ -28,6 +29,13 @@ LAB = [
 ]
 
 
+@functools.cache
+def shipped(script: str) -> bool:
+    """Whether the page script is there: looked for once per process, for app.py asks on every
+    run of every session (docs/benchmarks.md: where a following class's CPU goes)."""
+    return (ROOT / script).exists()
+
+
 def scripts() -> list[str]:
     """Every page script that exists, the tour's first."""
-    return [script for script, _, _ in TOUR + LAB if (ROOT / script).exists()]
+    return [script for script, _, _ in TOUR + LAB if shipped(script)]
