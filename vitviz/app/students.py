@@ -25,6 +25,8 @@ from vitviz.app.teacher import publish, teacher_panel, verdict
 from vitviz.app.text import label, tr
 from vitviz.server import classes, values
 
+DOWN = "down"  # the mark of a page drawn while the store could not be reached
+
 
 def bar() -> None:
     """app.py, before the page: a student follows their class; a teacher (or a presenter who
@@ -54,9 +56,6 @@ def student_bar() -> None:
             st.info(st.session_state.pop(GONE))
         return
     _follow(code)
-
-
-DOWN = "down"  # the mark of a page drawn while the store could not be reached
 
 
 def _explore(exploring: bool) -> None:
