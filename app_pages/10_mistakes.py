@@ -85,11 +85,13 @@ st.caption(
 )
 
 # ---- a click on the confusion matrix sets the two class filters --------------------------------
+# The chart's key names the cell the filters show, so a chart drawn for other filters is a new
+# chart with nothing selected: a selection is always a click on the chart the page last drew, and
+# a click on a cell clicked before (the filters moved away since) counts again.
 options = [ANY, *range(num_classes)]
-clicked = clicks.cell_from_selection(session.selection(CONFUSION), num_classes)
-if clicked is not None and clicked != session.recall("mistakes_clicked"):
+clicked = clicks.cell_from_selection(session.selection(session.recall("mistakes_chart", CONFUSION)), num_classes)
+if clicked is not None:
     state.set(mistakes_true=clicked[0], mistakes_predicted=clicked[1])
-session.keep("mistakes_clicked", clicked)
 for key in ("mistakes_true", "mistakes_predicted"):
     if state.get(key) not in options:
         state.set(**{key: ANY})
@@ -99,7 +101,9 @@ cell = cell if ANY not in cell else None
 left, right = st.columns([2, 3])
 per_class, confusion = mistakes.class_figures(subject, result, cell)
 render.draw(per_class, left)
-draw(right, confusion.figure, width="stretch", key=CONFUSION, on_select="rerun", selection_mode="points")
+chart = f"{CONFUSION}_{'_'.join(map(str, cell))}" if cell else CONFUSION
+session.keep("mistakes_chart", chart)
+draw(right, confusion.figure, width="stretch", key=chart, on_select="rerun", selection_mode="points")
 right.caption(confusion.takeaway)
 
 

@@ -214,7 +214,7 @@ def test_choosing_a_confusion_cell_shows_exactly_that_cell(lab_setup, csv_texts)
     assert len(cell) == int(counts[true, predicted]) > 0
     assert sorted(int(r["index"]) for r in _rows(csv_texts["mistakes_csv"])) == cell
     assert len(_captions(at)) == min(24, len(cell))
-    (figure,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-mistakes_confusion")]
+    (figure,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-mistakes_confusion_{true}_{predicted}")]
     assert '"rect"' in figure.proto.spec  # the chosen cell is outlined
 
     # A cell on the diagonal shows the images classified correctly as that class.
