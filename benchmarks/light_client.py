@@ -28,13 +28,14 @@ import asyncio
 import http.client
 import re
 import time
-import urllib.parse
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+from vitviz.app.web import KEYS
 
 FINISHED_EARLY_FOR_RERUN = ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 FINISHED_WITH_COMPILE_ERROR = ForwardMsg.ScriptFinishedStatus.FINISHED_WITH_COMPILE_ERROR
@@ -46,7 +47,7 @@ PROBABILITY = re.compile(r"(\d+(?:\.\d+)?)%")
 DRAWN = re.compile(
     r'data-vitviz-class="(?P<mark>[^"]*)" data-vitviz-part="(?P<part>[01])" data-vitviz-address="(?P<address>[^"]*)"'
 )
-CATCH_UP = "class_sync"  # the hidden button follow.js presses (vitviz.app.web.KEYS["catch_up"])
+CATCH_UP = KEYS["catch_up"]  # the hidden button follow.js presses
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ class Asker:
     not at all (the connection is then opened again at the next ask)."""
 
     def __init__(self, url: str) -> None:
-        self.host = urllib.parse.urlsplit(url).netloc
+        self.host = urlsplit(url).netloc
         self._connection: http.client.HTTPConnection | None = None
 
     def get(self, path: str) -> str | None:

@@ -20,7 +20,7 @@ import secrets
 import streamlit as st
 
 from vitviz.app import navigation, state
-from vitviz.app.where import redis_url, server_store  # noqa: F401 (the class's pages use them from here)
+from vitviz.app.where import server_store
 from vitviz.server import classes, values
 
 COUNT_EVERY_S = 1.0  # how often the teacher's chart of votes is drawn again

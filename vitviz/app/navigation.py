@@ -221,11 +221,11 @@ def scroll_to(key: str) -> None:
 def fragment_off_page() -> bool:
     """Whether this run of a timed fragment (the teacher's live poll) is on another page than the
     session's last full run drew. The fragment's timer asks for its run naming the page the
-    browser shows; a request sent before the browser heard of a new page (the
-    run that opened it still on its way: a slow network, a busy server or browser) names the last
-    one. Streamlit runs the fragment on that page, and the browser, on the new page by then, takes
-    the run for a page change: it clears the whole page and draws the fragment alone. The fragment
-    then asks for the page again (``redraw_page``)."""
+    browser shows; a request sent before the browser heard of a new page (the run that opened it
+    still on its way: a slow network, a busy server or browser) names the last one. Streamlit
+    runs the fragment on that page, and the browser, on the new page by then, takes the run for a
+    page change: it clears the whole page and draws the fragment alone. The fragment then asks
+    for the page again (``redraw_page``)."""
     drawn = st.session_state.get("_drawn_page")
     if drawn is None:
         return False
