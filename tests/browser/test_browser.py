@@ -124,11 +124,18 @@ def _selectbox(page, label: str):
     return page.get_by_role("combobox", name=label)
 
 
-def _click_cell(page, true: int, predicted: int, k: int = 10) -> None:
-    """Click the confusion matrix's marker for one cell (markers are row-major: true * k + predicted)."""
-    chart = page.locator(".js-plotly-plot").nth(1)
-    box = chart.locator(".scatterlayer path.point").nth(true * k + predicted).bounding_box()
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+def _click_cell(page, true: int, predicted: int, chart: str = "mistakes_confusion", k: int = 10) -> None:
+    """Click one cell of the confusion matrix drawn with key ``chart`` (the page names the filtered
+    cell in the key) as a person does: once that chart is drawn, point at the cell, wait for its
+    tooltip, click. Markers are row-major: true * k + predicted."""
+    figure = page.locator(f".st-key-{chart} .js-plotly-plot")
+    point = figure.locator(".scatterlayer path.point").nth(true * k + predicted)
+    point.wait_for(state="attached", timeout=90_000)
+    box = point.bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    figure.locator(".hoverlayer .hovertext").first.wait_for(state="visible", timeout=30_000)
+    page.mouse.click(x, y)
 
 
 def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(server):
@@ -136,7 +143,7 @@ def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(ser
     same cell again: the filters follow again (the chart's stale selection must not swallow it)."""
     from playwright.sync_api import expect, sync_playwright
 
-    cat, deer = 3, 4
+    bird, cat, deer = 2, 3, 4
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -155,7 +162,7 @@ def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(ser
         # runs, lands on a figure about to be replaced
         wait_ready(page, timeout_ms=90_000, quiet_polls=10, titled=False)
 
-        _click_cell(page, cat, deer)
+        _click_cell(page, cat, deer, chart=f"mistakes_confusion_{bird}_{deer}")
         expect(true_box).to_have_value("cat", timeout=30_000)
         expect(predicted_box).to_have_value("deer", timeout=30_000)
         page.screenshot(path=str(SHOTS / "10_mistakes_clicked.png"), full_page=True)
