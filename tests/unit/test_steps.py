@@ -56,6 +56,9 @@ def test_the_concept_controls_hold_only_valid_values(choices, size, side):
     assert side in by_key["concept_p"].options and all(size % q == 0 for q in by_key["concept_p"].options)
     tokens = (size // side) ** 2 + 1
     assert f"{tokens} tokens make {tokens * tokens:,} attention scores" in plain(_takeaways(step)[-1])
+    grid = size // side  # a slide shows the figure and its takeaway alone: the title names the sizes tried
+    title = step.figures()[-1].figure.layout.title.text
+    assert title == f"{size} x {size} pixels cut into {side} x {side} patches: {grid} x {grid} = {grid * grid}"
 
 
 def test_slides_are_the_figure_blocks_with_the_paragraphs_as_notes():

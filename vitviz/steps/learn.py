@@ -68,7 +68,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
     model = subject.compute.snapshot_model(epoch)
     with torch.inference_mode():
         trace = model.explain(pixels.to(torch.float32)).detach()
-    blocks.append(_answer(subject, run, trace, epoch, head, true_class))  # the first screen: the figures
+    blocks.append(_answer(subject, run, trace, epoch, head, true_class, own))  # the first screen: the figures
     if not own:
         blocks.append(Text(tr("learn.other_image", model=model_title(subject.name, subject.lang)), role="info"))
     blocks.append(Text(source(subject, run), role="caption"))
@@ -141,21 +141,26 @@ def _controls(subject: Subject, run: Snapshots, epoch: int, head: int, samples: 
     return shown
 
 
-def _answer(subject: Subject, run: Snapshots, trace: Trace, epoch: int, head: int, true_class: str | None) -> Figures:
-    """The last layer's [CLS] attention in one head over the image, and the snapshot's answer."""
+def _answer(
+    subject: Subject, run: Snapshots, trace: Trace, epoch: int, head: int, true_class: str | None, own: bool
+) -> Figures:
+    """The last layer's [CLS] attention in one head over the image, and the snapshot's answer; not
+    ``own`` (the run's model reads other images), their titles name the run's model, which a slide
+    shows without the page's sentence that says so."""
+    other = "" if own else "_other"
     tr, when = subject.tr, claims.text(claims.when(epoch), subject.lang)  # "after epoch 5"
     last = trace.depth - 1
     maps = analysis.cls_attention(trace, last)[0]  # (heads, grid_h, grid_w)
     values = analysis.select_head(maps, None if head == HEAD_MEAN else head).numpy()
     where = f"{tr('attention.layer_n', n=last + 1)}, {head_label(subject, head)}"
     picture = denormalize(trace.pixels[0], run.config.preprocess)
-    title = tr("learn.attention_title", where=where)
+    title = tr(f"learn.attention_title{other}", where=where)
     overlay = plots.heatmap_overlay(picture, values, title=title, height=340, hover=common.grid_hover(subject))
     focus = claims.attention_focus(values, tr("claims.who.cls", where=where))
     probs = trace.logits[0].float().softmax(dim=-1)
     ranked = top_k(run.config.class_names, trace.logits, min(TOP, len(run.config.class_names)))
     found = verdict(probs, run.config.class_names, true_class)
-    bars = common.class_bars(subject, ranked, tr("learn.answer_title", when=when), found, height=340)
+    bars = common.class_bars(subject, ranked, tr(f"learn.answer_title{other}", when=when), found, height=340)
     answer = claims.top_answer([name for name, _ in ranked], [p for _, p in ranked])
     return Figures(
         (Figure("learn_attention", overlay, subject.says(focus)), Figure("learn_answer", bars, subject.says(answer)))

@@ -132,7 +132,10 @@ def describe(subject: Subject, choices: Choices) -> Step:
         resized = np.asarray(
             resize_and_crop(Image.fromarray(subject.image), Preprocess(resize=size, crop=(size, size)))
         )
-        concept = plots.patch_grid(resized, concept_p, height=420)
+        title = tr(
+            "patches.concept_title", size=size, p=concept_p, grid=facts["grid_h"], n=facts["num_patches"]
+        )  # on a slide, the figure and its takeaway are all a class sees of this block
+        concept = plots.patch_grid(resized, concept_p, title=title, height=420)
         blocks.append(Figure("patches_concept", concept, subject.says(cost)))
     else:
         blocks.append(Text(subject.says(cost), role="caption"))
