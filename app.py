@@ -62,12 +62,17 @@ else:  # `streamlit run app.py` imports this file once, as the module "app", and
     from starlette.middleware import Middleware
 
     from vitviz.app import where
-    from vitviz.app.assets import CompressedAssets, default_store
+    from vitviz.app.assets import CompressedAssets, EarlyCharts, default_store
 
     # the frontend gzipped once, and kept on disk for the servers started after this one; where a
-    # class is, for its students' pages, answered without a script run (vitviz.app.where)
+    # class is, for its students' pages, answered without a script run (vitviz.app.where); the page
+    # imports the figures' chunk of the frontend as it loads (EarlyCharts)
     app = st.App(
         __file__,
         lifespan=warm_up,
-        middleware=[Middleware(where.Answers), Middleware(CompressedAssets, store=default_store())],
+        middleware=[
+            Middleware(where.Answers),
+            Middleware(CompressedAssets, store=default_store()),
+            Middleware(EarlyCharts),
+        ],
     )

@@ -169,6 +169,26 @@ def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(ser
         browser.close()
 
 
+def test_the_figures_chunk_is_fetched_once_by_the_page_s_own_preload(server):
+    """vitviz.app.assets.EarlyCharts: a new tab fetches Plotly's chunk of the frontend as it loads
+    (its modulepreload link) and evaluates it once: Streamlit's own import of it, when the first
+    figure arrives, finds the same module (one fetch; two would mean two copies evaluated)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/patches?lang=en", wait_until="domcontentloaded")
+        wait_ready(page, timeout_ms=90_000)
+        fetched = page.evaluate(
+            "performance.getEntriesByType('resource').filter((e) => e.name.includes('/PlotlyChart.')).length"
+        )
+        ours = page.locator("link[rel='modulepreload']:not([as])[href*='/PlotlyChart.']").count()  # Vite's have as=
+        drawn = page.locator(".js-plotly-plot .main-svg").count()
+        browser.close()
+    assert (fetched, ours) == (1, 1) and drawn > 0
+
+
 def test_random_test_image_and_its_verdict(server):
     """The sidebar's 'Random test image' button picks another CIFAR-10 test image (the URL and the
     class picker follow), and the overview says whether the model got it right. The link is one

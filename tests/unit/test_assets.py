@@ -182,3 +182,64 @@ def test_the_apps_store_is_in_vitviz_cache_folder_without_importing_torch(monkey
     code = "import sys, vitviz.app.assets as a; a.default_store(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.strip() == "False"
+
+
+# ---- EarlyCharts: the page imports the figures' chunk as its first run starts ----------------
+
+PAGE = b"<html><head><script type='module' src='./static/js/index.abc123.js'></script></head><body></body></html>"
+
+
+def html_app(body: bytes, encoding: str | None = None, kind: bytes = b"text/html; charset=utf-8"):
+    """Streamlit's part: answers every request with ``body``, in ``encoding`` (gzip, br or none),
+    in two pieces as a streamed answer may come."""
+    sent = gzip.compress(body) if encoding == "gzip" else body
+
+    async def app(scope, receive, send) -> None:
+        headers = [(b"content-type", kind), (b"content-length", str(len(sent)).encode())]
+        headers += [(b"content-encoding", encoding.encode())] if encoding else []
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": sent[:10], "more_body": True})
+        await send({"type": "http.response.body", "body": sent[10:]})
+
+    return app
+
+
+@pytest.fixture
+def charts_build(build: Path) -> Path:
+    (build / "static" / "js" / "PlotlyChart.Xy_9-z.js").write_text(SCRIPT)
+    return build
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip"])
+def test_the_page_imports_the_figures_chunk_plain_or_gzipped(charts_build, encoding):
+    middleware = assets.EarlyCharts(html_app(PAGE, encoding), static_dir=charts_build)
+    status, headers, body = request(middleware, "/mistakes", accept_encoding="gzip")
+    page = gzip.decompress(body) if encoding else body
+    assert status == 200 and int(headers["content-length"]) == len(body)
+    assert headers.get("content-encoding") == encoding
+    head = page[: page.index(b"</head>")]
+    assert head.startswith(PAGE[: PAGE.index(b"</head>")]) and page.count(b"<script>") == 1
+    assert b'["PlotlyChart.Xy_9-z.js"]' in head and b'rel = "modulepreload"' in head
+    assert b'"running"' in head  # evaluated once the first run has started, not while the page loads
+
+
+@pytest.mark.parametrize(
+    ("app", "method"),
+    [(html_app(PAGE, "br"), "GET"), (html_app(PAGE), "POST"), (html_app(b"x = 1", kind=b"text/javascript"), "GET")],
+    ids=["another encoding", "not a GET", "not a page"],
+)
+def test_other_answers_pass_untouched(charts_build, app, method):
+    expected = request(app, "/", method)
+    assert request(assets.EarlyCharts(app, static_dir=charts_build), "/", method) == expected
+
+
+def test_a_build_without_the_chunk_leaves_the_page_as_it_is(build):
+    app = html_app(PAGE)
+    assert assets.early_imports(build) == b""
+    assert request(assets.EarlyCharts(app, static_dir=build), "/")[2] == PAGE
+
+
+def test_the_installed_streamlit_has_the_figures_chunk():
+    """An upgrade that renames Plotly's chunk would silently lose the early import: fail here."""
+    tags = assets.early_imports(streamlit_static_dir())
+    assert tags.startswith(b"<script>") and b"PlotlyChart." in tags

@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
+import json
 import logging
 import mimetypes
 import os
+import re
 import tempfile
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -34,6 +36,13 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 COMPRESSED_SUFFIXES = (".js", ".css")  # fonts (woff2) and pictures are compressed already
 # Streamlit's own header for its content-hashed bundles (web/server/starlette/starlette_static_routes.py)
 CACHE_CONTROL = b"public, immutable, max-age=31536000"
+
+# The frontend's chunks that draw what every vitviz page draws: its figures. Streamlit imports a
+# chunk when a run sends the first element that needs it; Plotly's is 4.7 MB, and evaluating it is
+# one task of about 0.75 s on the browser's main thread, after the run. ``EarlyCharts`` has the page
+# import it as soon as it loads, while the browser waits for the run (docs/benchmarks.md).
+EARLY_CHUNKS = ("PlotlyChart",)
+CHUNK_NAME = re.compile(r"[A-Za-z0-9_.-]+\.js")  # a build's file name, written into the page as it is
 
 log = logging.getLogger(__name__)
 
@@ -166,3 +175,93 @@ def _keep(kept: Path, body: bytes) -> None:
         os.replace(out.name, kept)
     except OSError as err:
         log.info("the compressed frontend is not kept on disk (%s): each server compresses it once", err)
+
+
+def early_imports(static_dir: Path) -> bytes:
+    """A script that imports the build's ``EARLY_CHUNKS`` as the frontend's entry script would (a
+    URL relative to it, so the module is evaluated once) as soon as the page's first run has
+    started: the browser then waits for the server, and evaluating the chunk earlier would hold up
+    the websocket and the run's request (measured: the wait moved, the page was no sooner ready).
+    b"" for a build without them (another Streamlit's layout: the page imports them itself, later)."""
+    names = [
+        found.name
+        for chunk in EARLY_CHUNKS
+        for found in sorted((static_dir / "static" / "js").glob(f"{chunk}.*.js"))[:1]
+        if CHUNK_NAME.fullmatch(found.name)
+    ]
+    if not names:
+        return b""
+    return f"<script>{EARLY_SCRIPT.replace('NAMES', json.dumps(names))}</script>".encode()
+
+
+# Fetches and compiles the chunks at once (modulepreload: off the main thread), and evaluates them
+# (import) once the app's first run has started (Streamlit marks its app "running"), at most 10 s on.
+EARLY_SCRIPT = """(() => {
+  const entry = document.querySelector('script[type="module"][src*="static/js/index."]');
+  if (!entry) return;
+  const urls = NAMES.map((name) => new URL("./" + name, entry.src).href);
+  for (const url of urls) {
+    const link = document.createElement("link");
+    link.rel = "modulepreload";
+    link.href = url;
+    link.crossOrigin = "";
+    document.head.appendChild(link);
+  }
+  const started = Date.now();
+  const wait = () => {
+    const app = document.querySelector("[data-testid='stApp']");
+    if ((app && app.getAttribute("data-test-script-state") === "running") || Date.now() - started > 10000) {
+      for (const url of urls) import(url).catch(() => {});
+    } else setTimeout(wait, 25);
+  };
+  wait();
+})();"""
+
+
+class EarlyCharts:
+    """ASGI middleware: the app's page (Streamlit's index.html: a GET answered with HTML, plain or
+    gzipped) gets ``early_imports`` before its ``</head>``, so a new browser tab evaluates Plotly's
+    chunk while the server runs the script, not after it. Every other answer passes untouched, as
+    does the page when the build has no such chunk or the page comes in another encoding."""
+
+    def __init__(self, app: App, static_dir: Path | None = None) -> None:
+        self.app = app
+        self.tags = early_imports((static_dir or streamlit_static_dir()).resolve())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.tags or scope.get("type") != "http" or scope.get("method") != "GET":
+            await self.app(scope, receive, send)
+            return
+        start: MutableMapping[str, Any] | None = None
+        parts: list[bytes] = []
+
+        async def edited(message: MutableMapping[str, Any]) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = {name.lower(): value for name, value in message.get("headers", ())}
+                html = headers.get(b"content-type", b"").startswith(b"text/html")
+                if html and headers.get(b"content-encoding", b"identity") in (b"identity", b"gzip"):
+                    start = message  # held until the whole page is here
+                    return
+            elif message["type"] == "http.response.body" and start is not None:
+                parts.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                body = self._with_tags(b"".join(parts), start)
+                headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.app(scope, receive, edited)
+
+    def _with_tags(self, body: bytes, start: MutableMapping[str, Any]) -> bytes:
+        """The page with the tags before its ``</head>``, encoded as it came (8 KB: gzip is cheap)."""
+        gzipped = (b"content-encoding", b"gzip") in [(k.lower(), v) for k, v in start.get("headers", ())]
+        try:
+            page = gzip.decompress(body) if gzipped else body
+        except (EOFError, gzip.BadGzipFile, zlib.error):
+            return body  # not what its header says: passed on as it came
+        page = page.replace(b"</head>", self.tags + b"</head>", 1)
+        return gzip.compress(page, mtime=0) if gzipped else page
