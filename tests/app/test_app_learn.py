@@ -42,7 +42,8 @@ def test_beside_the_colour_vit_the_page_follows_a_fashion_test_image_and_says_so
     slider.set_value(0).run()
     assert errors(at) == []
     before = figure(at, "learn_answer")["layout"]["title"]["text"]
-    assert "Its answer before training" in before and "Its answer after epoch" in after
+    # the colour ViT's session follows the grey ViT's run: the titles name it (a slide has no paragraph)
+    assert "The grey ViT's answer before training" in before and "The grey ViT's answer after epoch" in after
     assert at.query_params.get("learn_epoch") in ("0", ["0"])
 
 
@@ -53,11 +54,12 @@ def test_with_the_grey_vit_the_page_draws_the_session_s_own_image():
     assert not [s for s in at.selectbox if s.key == "learn_sample"]
     shown = figure_array(figure(at, "learn_attention")["data"][0]["z"]).astype(int)
     assert shown[18, 10, 0] > 150 and shown[2, 2, 0] < 60  # the uploaded block, not a test image
+    assert figure(at, "learn_answer")["layout"]["title"]["text"].startswith("Its answer after epoch")
 
 
 def test_a_shared_link_opens_its_snapshot_in_korean():
     at = open_page_in_one_run(PAGE, lang="ko", learn_epoch=0, learn_head=1)
     assert errors(at) == []
-    assert "학습 전 모델의 답" in figure(at, "learn_answer")["layout"]["title"]["text"]
+    assert "학습 전 흑백 ViT의 답" in figure(at, "learn_answer")["layout"]["title"]["text"]
     assert "헤드 2" in figure(at, "learn_attention")["layout"]["title"]["text"]
     assert any("흑백 ViT" in c.value for c in at.caption)
