@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
+from vitviz.app import web
+
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -178,9 +180,9 @@ def _keep(kept: Path, body: bytes) -> None:
 
 
 def early_imports(static_dir: Path) -> bytes:
-    """A script that imports the build's ``EARLY_CHUNKS`` as the frontend's entry script would (a
-    URL relative to it, so the module is evaluated once) as soon as the page's first run has
-    started: the browser then waits for the server, and evaluating the chunk earlier would hold up
+    """A script (``static/early_charts.js``) that imports the build's ``EARLY_CHUNKS`` as the
+    frontend's entry script would (a URL relative to it, so the module is evaluated once) as soon
+    as the page's first run has started: the browser then waits for the server, and evaluating the chunk earlier would hold up
     the websocket and the run's request (measured: the wait moved, the page was no sooner ready).
     b"" for a build without them (another Streamlit's layout: the page imports them itself, later)."""
     names = [
@@ -191,31 +193,7 @@ def early_imports(static_dir: Path) -> bytes:
     ]
     if not names:
         return b""
-    return f"<script>{EARLY_SCRIPT.replace('NAMES', json.dumps(names))}</script>".encode()
-
-
-# Fetches and compiles the chunks at once (modulepreload: off the main thread), and evaluates them
-# (import) once the app's first run has started (Streamlit marks its app "running"), at most 10 s on.
-EARLY_SCRIPT = """(() => {
-  const entry = document.querySelector('script[type="module"][src*="static/js/index."]');
-  if (!entry) return;
-  const urls = NAMES.map((name) => new URL("./" + name, entry.src).href);
-  for (const url of urls) {
-    const link = document.createElement("link");
-    link.rel = "modulepreload";
-    link.href = url;
-    link.crossOrigin = "";
-    document.head.appendChild(link);
-  }
-  const started = Date.now();
-  const wait = () => {
-    const app = document.querySelector("[data-testid='stApp']");
-    if ((app && app.getAttribute("data-test-script-state") === "running") || Date.now() - started > 10000) {
-      for (const url of urls) import(url).catch(() => {});
-    } else setTimeout(wait, 25);
-  };
-  wait();
-})();"""
+    return f"<script>{web.page_text('early_charts.js', names=json.dumps(names))}</script>".encode()
 
 
 class EarlyCharts:
@@ -233,21 +211,23 @@ class EarlyCharts:
             await self.app(scope, receive, send)
             return
         start: MutableMapping[str, Any] | None = None
+        gzipped = False
         parts: list[bytes] = []
 
         async def edited(message: MutableMapping[str, Any]) -> None:
-            nonlocal start
+            nonlocal start, gzipped
             if message["type"] == "http.response.start":
                 headers = {name.lower(): value for name, value in message.get("headers", ())}
                 html = headers.get(b"content-type", b"").startswith(b"text/html")
-                if html and headers.get(b"content-encoding", b"identity") in (b"identity", b"gzip"):
-                    start = message  # held until the whole page is here
+                encoding = headers.get(b"content-encoding", b"identity")
+                if html and encoding in (b"identity", b"gzip"):
+                    start, gzipped = message, encoding == b"gzip"  # held until the whole page is here
                     return
             elif message["type"] == "http.response.body" and start is not None:
                 parts.append(message.get("body", b""))
                 if message.get("more_body"):
                     return
-                body = self._with_tags(b"".join(parts), start)
+                body = self._with_tags(b"".join(parts), gzipped)
                 headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
                 await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
                 await send({"type": "http.response.body", "body": body})
@@ -256,9 +236,8 @@ class EarlyCharts:
 
         await self.app(scope, receive, edited)
 
-    def _with_tags(self, body: bytes, start: MutableMapping[str, Any]) -> bytes:
+    def _with_tags(self, body: bytes, gzipped: bool) -> bytes:
         """The page with the tags before its ``</head>``, encoded as it came (8 KB: gzip is cheap)."""
-        gzipped = (b"content-encoding", b"gzip") in [(k.lower(), v) for k, v in start.get("headers", ())]
         try:
             page = gzip.decompress(body) if gzipped else body
         except (EOFError, gzip.BadGzipFile, zlib.error):
