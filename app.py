@@ -62,7 +62,8 @@ else:  # `streamlit run app.py` imports this file once, as the module "app", and
     from starlette.middleware import Middleware
 
     from vitviz.app import where
-    from vitviz.app.assets import CompressedAssets, EarlyCharts, default_store
+    from vitviz.app.assets import CompressedAssets, default_store
+    from vitviz.app.chart_script import EarlyCharts, PlotlyScript
 
     # the frontend gzipped once, and kept on disk for the servers started after this one; where a
     # class is, for its students' pages, answered without a script run (vitviz.app.where); the page
@@ -74,5 +75,6 @@ else:  # `streamlit run app.py` imports this file once, as the module "app", and
             Middleware(where.Answers),
             Middleware(CompressedAssets, store=default_store()),
             Middleware(EarlyCharts),
+            Middleware(PlotlyScript, store=default_store()),
         ],
     )

@@ -103,7 +103,7 @@ per_class, confusion = mistakes.class_figures(subject, result, cell)
 render.draw(per_class, left)
 chart = f"{CONFUSION}_{'_'.join(map(str, cell))}" if cell else CONFUSION
 session.keep("mistakes_chart", chart)
-draw(right, confusion.figure, width="stretch", key=chart, on_select="rerun", selection_mode="points")
+draw(right, confusion.figure, width="stretch", key=chart, on_select="rerun")
 right.caption(confusion.takeaway)
 
 

@@ -985,9 +985,7 @@ LOOK = """(content) => {
   const title = document.querySelector('h1');
   const app = document.querySelector("[data-testid='stApp']");
   let undrawn = document.querySelectorAll("[data-testid='stSkeleton']").length;
-  for (const chart of document.querySelectorAll("[data-testid='stPlotlyChart']")) {
-    if (!chart.querySelector('.js-plotly-plot')) undrawn++;
-  }
+  undrawn += document.querySelectorAll(".vitviz-chart:not([data-drawn])").length;
   return {
     title: title ? title.innerText : null,
     content: document.querySelectorAll(content).length,

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
@@ -44,17 +46,61 @@ def errors(at: AppTest) -> list[str]:
     return [e.value for e in at.exception] + [e.value for e in at.error]
 
 
+@dataclasses.dataclass(frozen=True)
+class ChartProto:
+    id: str  # the element's id: it ends with "-<key>"
+    spec: str  # the figure's plotly JSON, as the page sent it
+
+
+@dataclasses.dataclass(frozen=True)
+class Chart:
+    """A figure a run drew (``vitviz.app.charts.draw``), read from vitviz's chart element."""
+
+    proto: ChartProto
+    data: dict  # everything the element was given: spec, script, stretch, select
+
+
+def charts(where: Any) -> list[Chart]:
+    """The figures drawn in ``where`` (an AppTest, or a block of its page), in page order."""
+    found = []
+    for element in where.get("bidi_component"):
+        if element.proto.component_name == "vitviz_chart":
+            data = json.loads(element.proto.json)
+            found.append(Chart(ChartProto(element.proto.id, data["spec"]), data))
+    return found
+
+
+def chart(at: AppTest, key: str) -> Chart:
+    """The chart with element key ``key``."""
+    for found in charts(at):
+        if found.proto.id.endswith(f"-{key}"):
+            return found
+    raise AssertionError(f"no chart {key!r}")
+
+
 def plotly_figures(at: AppTest) -> list[dict]:
     """The plotly figures on the page, as dictionaries (data + layout)."""
-    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    return [json.loads(found.proto.spec) for found in charts(at)]
 
 
 def figure(at: AppTest, key: str) -> dict:
     """The figure of the chart with element key ``key``."""
-    for chart in at.get("plotly_chart"):
-        if chart.proto.id.endswith(f"-{key}"):
-            return json.loads(chart.proto.spec)
-    raise AssertionError(f"no chart {key!r}")
+    return json.loads(chart(at, key).proto.spec)
+
+
+def click(at: AppTest, key: str, point: dict) -> AppTest:
+    """Click a point of the chart ``key`` as the browser reports it (``static/chart.js``): the
+    element's trigger "selection", ``{"points": [point]}``, sent with the next run's widget states
+    (AppTest has no browser to press it). Returns the AppTest after that run."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id  # the element's event widget
+
+    found = chart(at, key)
+    assert found.data["select"], f"the chart {key!r} takes no clicks"
+    states = at._tree.get_widget_states()
+    state = states.widgets.add()
+    state.id = _make_trigger_id(found.proto.id, "events")
+    state.json_trigger_value = json.dumps([{"event": "selection", "value": {"points": [point]}}])
+    return at._run(states)
 
 
 def figure_array(value: object) -> np.ndarray:

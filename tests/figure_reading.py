@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tests.apptest import figure_array
+from tests.apptest import charts, figure_array
 
 # ---- the block diagram's residual connections --------------------------------------------------
 
@@ -236,7 +236,7 @@ def zero_counts_on_page(at, lang: str) -> list[str]:
     """``zero_counts_in_figure`` over every figure of an AppTest page, and the words of its
     captions, text, messages, metrics, tables (headers and cells) and widget labels and options."""
     found = []
-    for chart in at.get("plotly_chart"):
+    for chart in charts(at):
         key = chart.proto.id.rsplit("-", 1)[-1]
         found += [f"{key}: {problem}" for problem in zero_counts_in_figure(json.loads(chart.proto.spec), lang)]
     texts: list[str] = []

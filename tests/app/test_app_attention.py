@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.apptest import errors, open_page
+from tests.apptest import charts, errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
@@ -52,7 +52,7 @@ def test_default_model_widgets_follow_without_rerunning_the_model(monkeypatch: p
     assert at.select_slider(key="layer").value == 0
     assert at.selectbox(key="head").value == 0
     assert at.number_input(key="query").value == 1 + 4 * 8 + 4  # the centre patch of the 8x8 grid
-    ids = {chart.proto.id.rsplit("-", 1)[-1] for chart in at.get("plotly_chart")}
+    ids = {chart.proto.id.rsplit("-", 1)[-1] for chart in charts(at)}
     assert set(CHARTS) <= ids
     assert len(at.main.get("download_button")) == 2
     assert _heatmap(at, "attention_readout").shape == (8, 8)

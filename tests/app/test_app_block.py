@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from streamlit.testing.v1 import AppTest
 
-from tests.apptest import TIMEOUT, errors, open_page, open_page_in_one_run
+from tests.apptest import TIMEOUT, charts, errors, open_page, open_page_in_one_run
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.figure_reading import residual_skips
@@ -339,7 +339,7 @@ def test_prediction_page_default_model_topk_slider_changes_the_bars() -> None:
 def test_pages_on_vit_b16(page: str) -> None:
     at = open_page(page, model="untrained-vit-b16")
     assert errors(at) == []
-    assert at.get("plotly_chart")
+    assert charts(at)
 
 
 def _standalone(page: str, model_path: str, lang: str = "en") -> AppTest:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.light_client import DRAWN as LIGHT_DRAWN
-from tests.apptest import APP, TIMEOUT, errors, figure
+from tests.apptest import APP, TIMEOUT, charts, click, errors, figure
 from vitviz.analyses import claims
 from vitviz.app import classroom, patch_poll, web, where
 from vitviz.server import classes
@@ -156,18 +155,10 @@ def test_ask_the_class_vote_and_reveal():
 
 
 def _click_patch(at: AppTest, key: str, index: int) -> AppTest:
-    """Click patch ``index`` on the chart ``key`` the way the browser reports it: the chart's
-    selection (its widget state) names the clicked marker's customdata. AppTest has no
-    plotly_chart widget, so the state is added to the next run's by hand."""
-    chart = next(c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-{key}"))
+    """Click patch ``index`` on the chart ``key`` the way the browser reports it: the clicked
+    marker's customdata names the patch (``tests.apptest.click``)."""
     point = {"customdata": [index, 0, 0], "curve_number": 2, "point_index": index, "point_number": index}
-    states = at._tree.get_widget_states()
-    state = states.widgets.add()
-    state.id = chart.proto.id
-    state.string_value = json.dumps(
-        {"selection": {"points": [point], "point_indices": [index], "box": [], "lasso": []}}
-    )
-    return at._run(states)
+    return click(at, key, point)
 
 
 def _counts_on(spec: dict) -> np.ndarray:
@@ -185,9 +176,7 @@ def test_which_patch_matters_most_vote_and_reveal():
     assert asked == code
     assert poll.kind == classes.PATCH_POLL and len(poll.options) == model_map.size and poll.total == 0
     assert poll.number == number
-    assert not [
-        c for c in teacher.get("plotly_chart") if c.proto.id.endswith("-class_patch_model")
-    ]  # not before the reveal
+    assert not [c for c in charts(teacher) if c.proto.id.endswith("-class_patch_model")]  # not before the reveal
 
     one, two = _student(code), _student(code)
     key = f"class_patch_{number}"
@@ -217,7 +206,7 @@ def test_which_patch_matters_most_vote_and_reveal():
     _click_patch(two, key, 5)  # after the reveal: not counted
     assert classroom.server_store().poll(code).total == 2
     two.run()
-    assert not [c for c in two.get("plotly_chart") if c.proto.id.endswith(f"-{key}")]  # the ballot is closed
+    assert not [c for c in charts(two) if c.proto.id.endswith(f"-{key}")]  # the ballot is closed
     top = int(np.argmax(model_map)) + 1
     assert f"**{top}**" in " ".join(m.value for m in two.markdown)  # the model's most important patch
 
@@ -355,5 +344,5 @@ def test_a_full_run_draws_the_place_of_the_teachers_timed_poll():
     _button(teacher, "class_ask").click().run()  # a poll open: the teacher's live chart
     assert errors(teacher) == []
     poll = _place(teacher, "vitviz-poll-place")
-    assert teacher.main.children[poll].get("plotly_chart"), "the live chart is not inside its place"
+    assert charts(teacher.main.children[poll]), "the live chart is not inside its place"
     assert poll == _place(teacher, "vitviz-class") + 1  # right after the pop-over, before the slide

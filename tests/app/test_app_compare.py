@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
+from tests.apptest import charts, errors, figure, figure_array, open_page, open_page_in_one_run
 from tests.helpers import CLASSES, make_image_folder
 from vitviz.analyses import compare
 from vitviz.app import caches
@@ -120,9 +120,7 @@ def test_the_experiments_report_before_and_after(models) -> None:
     assert errors(at) == [] and _table(at)["CNN"][1] != "does not apply"
     at.toggle(key="compare_ig").set_value(True).run()  # integrated gradients: two more maps
     assert errors(at) == []
-    assert {"compare_map_ig_vit", "compare_map_ig_cnn"} <= {
-        c.proto.id.rsplit("-", 1)[-1] for c in at.get("plotly_chart")
-    }
+    assert {"compare_map_ig_vit", "compare_map_ig_cnn"} <= {c.proto.id.rsplit("-", 1)[-1] for c in charts(at)}
 
 
 def test_korean(models) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.app.test_korean_pages import english_words, page_labels
-from tests.apptest import errors, figure, open_page, open_page_in_one_run
+from tests.apptest import charts, errors, figure, open_page, open_page_in_one_run
 from vitviz.app import tour
 
 HYBRID = "untrained-vit-r26-s32"  # timm's R26+ViT-S/32 layout, random weights: 224 px -> 7 x 7 x 2048
@@ -40,7 +40,7 @@ def test_the_vectors_page_shows_the_feature_vector_and_checks_the_routes_on_the_
     assert len(bars["data"]) == 1  # one bar per channel, no colour planes
     assert "2048" in bars["layout"]["title"]["text"]
     assert at.success, "the five routes must agree on the feature map"
-    assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("-vectors_components")]
+    assert not [c for c in charts(at) if c.proto.id.endswith("-vectors_components")]
 
 
 @pytest.mark.parametrize("page", ["app_pages/0_home.py", "app_pages/2_patches.py", "app_pages/3_vectors.py"])

@@ -20,7 +20,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.apptest import errors, figure, open_page, open_page_in_one_run
+from tests.apptest import charts, errors, figure, open_page, open_page_in_one_run
 from tests.apptest import figure_array as _array
 from tests.conftest import SHARED_DATA
 from tests.helpers import CLASSES, make_image_folder
@@ -114,8 +114,8 @@ def test_page_lists_exactly_the_wrong_images(lab_setup, csv_texts) -> None:
     assert at.number_input(key="mistake").value == 1
     assert at.button(key="mistakes_page_back").disabled and at.button(key="mistakes_image_back").disabled
     assert at.button(key="mistakes_open_tour") is not None
-    charts = {chart.proto.id.rsplit("-", 1)[-1].removeprefix("mistakes_") for chart in at.get("plotly_chart")}
-    assert {"per_class", "confusion", "top5", "map_predicted", "map_true", "lens"} <= charts
+    keys = {chart.proto.id.rsplit("-", 1)[-1].removeprefix("mistakes_") for chart in charts(at)}
+    assert {"per_class", "confusion", "top5", "map_predicted", "map_true", "lens"} <= keys
 
     rows = _rows(csv_texts["mistakes_csv"])
     wrong = result.wrong.tolist()
@@ -214,7 +214,7 @@ def test_choosing_a_confusion_cell_shows_exactly_that_cell(lab_setup, csv_texts)
     assert len(cell) == int(counts[true, predicted]) > 0
     assert sorted(int(r["index"]) for r in _rows(csv_texts["mistakes_csv"])) == cell
     assert len(_captions(at)) == min(24, len(cell))
-    (figure,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith(f"-mistakes_confusion_{true}_{predicted}")]
+    (figure,) = [c for c in charts(at) if c.proto.id.endswith(f"-mistakes_confusion_{true}_{predicted}")]
     assert '"rect"' in figure.proto.spec  # the chosen cell is outlined
 
     # A cell on the diagonal shows the images classified correctly as that class.
@@ -300,7 +300,7 @@ def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:
     (said,) = [info.value for info in at.info]
     assert "ImageFolder" in said and "--data" in said and str(empty) not in said
     assert at.button(key="mistakes_download") is not None
-    assert at.get("plotly_chart") == []
+    assert charts(at) == []
 
 
 def test_a_model_for_other_classes_gets_a_sentence(lab_setup) -> None:
@@ -329,11 +329,11 @@ def test_open_in_the_tour_shows_the_chosen_image(lab_setup, csv_texts, monkeypat
     assert (at.session_state["test_class"], at.session_state["test_index"]) == (class_name, index_in_class)
     expected = (folder / result.files[chosen]).read_bytes()
     assert vdata.folder_image_bytes(folder, class_name, index_in_class) == expected
-    (grid,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_grid")]
+    (grid,) = [c for c in charts(at) if c.proto.id.endswith("-home_grid")]
     shown = _array(json.loads(grid.proto.spec)["data"][0]["z"]).astype(int)  # the overview's model input
     assert np.abs(shown - np.asarray(Image.open(io.BytesIO(expected)).convert("RGB"), dtype=int)).max() <= 1
     # the overview says it is a mistake: the true class in green, the model's answer on top in red
-    (bars,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_topk")]
+    (bars,) = [c for c in charts(at) if c.proto.id.endswith("-home_topk")]
     spec = json.loads(bars.proto.spec)
     bar = spec["data"][0]
     title = spec["layout"]["title"]["text"].replace("<br>", " ")  # a long title may wrap to fit its column
@@ -370,7 +370,7 @@ def test_the_chosen_mistake_shows_its_answer_red_and_its_true_class_green(lab_se
     at = _open(folder, model_path)
     chosen = int(_rows(csv_texts["mistakes_csv"])[0]["index"])  # image #1 of the list
     probs, true_name = result.probs[chosen], result.classes[int(result.labels[chosen])]
-    (bars,) = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-mistakes_top5")]
+    (bars,) = [c for c in charts(at) if c.proto.id.endswith("-mistakes_top5")]
     bar = json.loads(bars.proto.spec)["data"][0]
     colours = bar["marker"]["color"]
     assert bar["y"][0] == result.classes[int(probs.argmax())] and colours[0] == plots.PREDICTED_COLOUR

@@ -5,26 +5,23 @@ from __future__ import annotations
 
 import json
 
-from tests.apptest import errors, open_page
+from tests.apptest import charts, errors, open_page
 from vitviz.app import web
 
 
-def _charts(present: bool) -> dict[str, tuple[dict, str]]:
+def _charts(present: bool) -> dict[str, tuple[dict, dict]]:
     at = open_page("app_pages/5_attention.py", query={"present": "1"} if present else None)  # a shared link
     assert errors(at) == []
-    return {
-        chart.proto.id.rsplit("-", 1)[-1]: (json.loads(chart.proto.spec), chart.proto.theme)
-        for chart in at.get("plotly_chart")
-    }
+    return {chart.proto.id.rsplit("-", 1)[-1]: (json.loads(chart.proto.spec), chart.data) for chart in charts(at)}
 
 
 def test_every_chart_of_a_page_is_drawn_larger_in_presenter_mode_and_no_page_is_zoomed():
     screen, presenter = _charts(False), _charts(True)
     # presenter mode shows a slide: the step's first figure row ([CLS]'s map beside the query's)
     assert presenter.keys() <= screen.keys() and len(presenter) >= 2 and len(screen) >= 4
-    for key, (figure, theme) in presenter.items():
+    for key, (figure, data) in presenter.items():
         layout, before = figure["layout"], screen[key][0]["layout"]
-        assert theme == "", key  # no Streamlit theme over the figure's own (its light grey, small ticks)
+        assert data["stretch"] and not screen[key][1]["stretch"], key  # a slide's figure takes the slide's free height
         assert layout["font"]["size"] >= 18 and before["font"]["size"] >= 14, key
         if before.get("height"):  # drawn taller (a slide's figure then takes the slide's free height: presenter.css)
             assert layout["height"] > before["height"], key

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.apptest import errors, open_page
+from tests.apptest import charts, errors, open_page
 from tests.apptest import figure as _figure
 from tests.apptest import figure_array as _array
 from tests.helpers import no_cls_vit
@@ -32,7 +32,7 @@ def test_vectors_page_runs(model: str | None) -> None:
     at = open_page(VECTORS, **({"model": model} if model else {}))
     assert errors(at) == []
     assert at.selectbox(key="patch") is not None
-    keys = {chart.proto.id.rsplit("-", 1)[-1] for chart in at.get("plotly_chart")}
+    keys = {chart.proto.id.rsplit("-", 1)[-1] for chart in charts(at)}
     assert {"vectors_grid", "vectors_planes", "vectors_flat", "vectors_token", "vectors_components"} <= keys
     assert len(at.success) == 1  # every route agrees with the Conv2d
     assert len(at.main.get("download_button")) == 2

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
+from tests.apptest import charts, errors, figure, figure_array, open_page, open_page_in_one_run
 from tests.bad_inputs import CASES, model_table, table
 from tests.conftest import SHARED_DATA
 from tests.helpers import lossless_webp
@@ -309,8 +309,8 @@ def test_eight_concurrent_sessions_each_get_their_own_prediction(shared_test_run
             "info": [e.value for e in at.info],
             "title": [t.value for t in at.title],
         }
-        charts = [c for c in at.get("plotly_chart") if c.proto.id.endswith("-home_topk")]
-        assert charts, f"the overview did not finish; the page showed {shown}"
+        topk = [c for c in charts(at) if c.proto.id.endswith("-home_topk")]
+        assert topk, f"the overview did not finish; the page showed {shown}"
         bars = figure(at, "home_topk")["data"][0]  # the prediction as the user sees it: best first
         return bars["y"][0], float(figure_array(bars["x"])[0])
 
@@ -514,7 +514,7 @@ def test_a_visitors_model_stops_at_the_servers_time_limit_with_a_sentence(tmp_pa
     assert [e.value for e in at.exception] == []
     said = _texts(at.error)
     assert "slow.safetensors took longer than this server allows for one page (1e-06 s)" in said, said
-    assert not at.get("plotly_chart")  # stopped before its first figure
+    assert not charts(at)  # stopped before its first figure
     at = open_page()  # the shipped model: no limit
     assert errors(at) == [] and figure(at, "home_topk")["data"]
     monkeypatch.delenv("VITVIZ_MAX_RUN_S")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.apptest import charts as drawn
 from tests.apptest import errors, open_page
 from vitviz.app import charts, internals, tour
 from vitviz.render import plots
@@ -18,7 +19,7 @@ from vitviz.render import plots
 def chart_specs(page: str, present: bool = False) -> list[tuple[str, str]]:
     at = open_page(page, query={"present": "1"} if present else None)
     assert not errors(at), errors(at)
-    return [(chart.proto.id, chart.proto.spec) for chart in at.get("plotly_chart")]
+    return [(chart.proto.id, chart.proto.spec) for chart in drawn(at)]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.apptest import errors, figure_array, open_page, open_page_in_one_run
+from tests.apptest import charts, errors, figure_array, open_page, open_page_in_one_run
 from vitviz.app import testset
 from vitviz.models import data as vdata
 
@@ -52,7 +52,7 @@ def test_a_failed_download_says_the_other_way(monkeypatch):
 def test_the_map_draws_the_shipped_map_without_pictures():
     at = open_page(MAP)
     assert errors(at) == [] and [e.value for e in at.exception] == []
-    (chart,) = at.get("plotly_chart")
+    (chart,) = charts(at)
     figure = json.loads(chart.proto.spec)
     points = sum(len(figure_array(trace["customdata"])) for trace in figure["data"])
     assert len(figure["data"]) == 10 and points == 10_000  # every class, every test image's point

@@ -8,13 +8,9 @@ import json
 
 import pytest
 
+from tests.apptest import charts as drawn
 from tests.apptest import errors, open_page
 from vitviz.app import charts, internals, state
-
-
-class _Never(internals.Prepared):
-    def __init__(self, *args, **kwargs) -> None:
-        raise AssertionError("a figure went the private way")
 
 
 @contextlib.contextmanager
@@ -22,7 +18,6 @@ def public_only(monkeypatch):
     """The public ways only, as on a Streamlit or Plotly outside ``internals.TESTED``."""
     before = internals.ACTIVE
     monkeypatch.setattr(charts, "SHELF", charts.Shelf())
-    monkeypatch.setattr(internals, "Prepared", _Never)
     internals.use(False)
     try:
         yield
@@ -31,7 +26,7 @@ def public_only(monkeypatch):
 
 
 def _figures(at) -> dict[str, dict]:
-    return {chart.proto.id.rsplit("-", 1)[-1]: json.loads(chart.proto.spec) for chart in at.get("plotly_chart")}
+    return {chart.proto.id.rsplit("-", 1)[-1]: json.loads(chart.proto.spec) for chart in drawn(at)}
 
 
 def test_the_installed_streamlit_and_plotly_are_versions_the_internals_were_tested_with():
@@ -72,10 +67,10 @@ def test_the_public_way_draws_the_same_figures(page, present, least, monkeypatch
 def test_next_moves_the_public_way_in_two_runs(monkeypatch):
     with public_only(monkeypatch):
         at = open_page("app_pages/2_patches.py")
-        assert errors(at) == [] and at.get("plotly_chart")
+        assert errors(at) == [] and drawn(at)
         runs, init = [], state.init
         monkeypatch.setattr(state, "init", lambda: (runs.append(1), init())[1])
         at.button(key="nav_next").click().run()
     assert errors(at) == [] and any("Patch vectors" in t.value for t in at.title)
     assert len(runs) == 2 and at.session_state["step"] == 3 and at.query_params["step"] == "3"  # st.switch_page
-    assert at.get("plotly_chart")  # the next step's figures, drawn the public way
+    assert drawn(at)  # the next step's figures, drawn the public way

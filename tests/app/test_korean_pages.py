@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from tests.apptest import open_page_in_one_run
+from tests.apptest import charts, open_page_in_one_run
 from tests.conftest import SHARED_DATA
 from vitviz.app import text, tour
 from vitviz.models import zoo
@@ -67,7 +67,7 @@ def page_labels(at) -> list[str]:
     device = zoo.pick_device()
     gpu = zoo.device_label(device) if device.type != "cpu" else None
     texts = [str(caption.value).replace(gpu, "GPU") if gpu else str(caption.value) for caption in at.sidebar.caption]
-    for chart in at.get("plotly_chart"):
+    for chart in charts(at):
         texts += figure_texts(json.loads(chart.proto.spec))
     return texts
 
@@ -119,7 +119,7 @@ def test_patch_maps_hover_in_korean_counting_from_one():
     assert [e.value for e in at.exception] == []
     hovers = [
         trace.get("hovertemplate", "")
-        for chart in at.get("plotly_chart")
+        for chart in charts(at)
         for trace in json.loads(chart.proto.spec)["data"]
         if "customdata[2]" in trace.get("hovertemplate", "")
     ]

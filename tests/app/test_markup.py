@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.apptest import open_page_in_one_run
+from tests.apptest import charts, open_page_in_one_run
 from tests.conftest import SHARED_DATA
 from vitviz.analyses import claims
 from vitviz.app import tour
@@ -45,7 +45,7 @@ def markdown_texts(at) -> list[str]:
 
 def plain_texts(at) -> list[str]:
     texts = []
-    for chart in at.get("plotly_chart"):
+    for chart in charts(at):
         texts += list(strings(json.loads(chart.proto.spec)))
     for frame in at.dataframe:
         table = frame.value

@@ -169,24 +169,49 @@ def test_a_click_on_a_confusion_cell_filters_and_a_second_click_still_counts(ser
         browser.close()
 
 
-def test_the_figures_chunk_is_fetched_once_by_the_page_s_own_preload(server):
-    """vitviz.app.assets.EarlyCharts: a new tab fetches Plotly's chunk of the frontend as it loads
-    (its modulepreload link) and evaluates it once: Streamlit's own import of it, when the first
-    figure arrives, finds the same module (one fetch; two would mean two copies evaluated)."""
+def test_plotly_js_is_fetched_once_and_streamlits_chart_chunk_never(server):
+    """vitviz.app.chart_script: a new tab fetches plotly.js as it loads (EarlyCharts' preload link)
+    and evaluates it once, for every figure of the page (vitviz's chart element, static/chart.js);
+    Streamlit's own chart chunk (its Plotly, 4.7 MB) is never fetched, and each figure is drawn
+    once, not again when it is already drawn."""
     from playwright.sync_api import sync_playwright
 
+    from vitviz.app.chart_script import plotly_script_path
+
+    script = plotly_script_path().rsplit("/", 1)[-1]
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(DRAWS_COUNTED)
         page.goto(f"{server}/patches?lang=en", wait_until="domcontentloaded")
         wait_ready(page, timeout_ms=90_000)
-        fetched = page.evaluate(
-            "performance.getEntriesByType('resource').filter((e) => e.name.includes('/PlotlyChart.')).length"
-        )
-        ours = page.locator("link[rel='modulepreload']:not([as])[href*='/PlotlyChart.']").count()  # Vite's have as=
-        drawn = page.locator(".js-plotly-plot .main-svg").count()
+        page.wait_for_timeout(1000)  # a draw after the page was ready would count too
+        resources = page.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+        preload = page.locator(f"link[rel='preload'][as='script'][href$='/{script}']").count()
+        draws = page.evaluate("window.vitvizDraws")
+        drawn = page.locator(".vitviz-chart[data-drawn]").count()
         browser.close()
-    assert (fetched, ours) == (1, 1) and drawn > 0
+    assert sum(name.endswith("/" + script) for name in resources) == 1 and preload == 1
+    assert not [name for name in resources if "/PlotlyChart." in name]
+    assert drawn >= 3 and draws == drawn  # each figure of the page drawn once
+
+
+# Counts plotly.js's draws (newPlot and react) on the page, from the moment plotly.js loads.
+DRAWS_COUNTED = """(() => {
+  window.vitvizDraws = 0;
+  let plotly;
+  Object.defineProperty(window, "Plotly", {
+    configurable: true,
+    get: () => plotly,
+    set: (value) => {
+      plotly = value;
+      for (const name of ["newPlot", "react"]) {
+        const draw = value[name];
+        value[name] = (...args) => { window.vitvizDraws++; return draw(...args); };
+      }
+    },
+  });
+})()"""
 
 
 def test_random_test_image_and_its_verdict(server):

@@ -219,7 +219,9 @@ def _patch_poll(teacher, students) -> list[float]:
     )  # one vote each, the changed one moved
     teacher.locator(".st-key-class_reveal button").click()
     _wait_text(teacher, ".st-key-vitviz-poll", "(1 of 2 votes)")  # claims.class_patch: the top patch's votes
-    assert teacher.locator(".st-key-vitviz-poll .js-plotly-plot").count() == 2  # the model's map beside the class's
+    teacher.wait_for_function(  # the model's map beside the class's, both drawn
+        "() => document.querySelectorAll('.st-key-vitviz-poll .vitviz-chart[data-drawn]').length === 2", timeout=30_000
+    )
     for student in students:
         _wait_text(student, ".st-key-vitviz-ballot", "The model's most important patch")
     return seconds

@@ -39,7 +39,7 @@ OVERFLOWS = """() => {
   const name = (el) => (el.closest("[class*='st-key-']")?.className.match(/st-key-([\\w-]+)/) || [, "a figure"])[1];
   const round = (r) => [r.left, r.top, r.right, r.bottom].map(Math.round).join(",");
   if (main.scrollWidth > main.clientWidth + 1) problems.push(`the page scrolls sideways: ${main.scrollWidth} > ${main.clientWidth}`);
-  for (const box of main.querySelectorAll("[data-testid='stPlotlyChart']")) {
+  for (const box of main.querySelectorAll(".vitviz-chart")) {
     const who = name(box), r = box.getBoundingClientRect();
     if (box.scrollWidth > box.clientWidth + 1) problems.push(`${who}: scrollWidth ${box.scrollWidth} > clientWidth ${box.clientWidth}`);
     if (r.left < -1 || r.right > width + 1) problems.push(`${who}: ${round(r)} outside the window's ${width} px`);
@@ -69,7 +69,7 @@ OVERFLOWS = """() => {
 }"""
 
 SETTLED = """() => document.querySelector("[data-testid='stApp']")?.getAttribute("data-test-script-state") !== "running"
-  && Array.from(document.querySelectorAll("[data-testid='stPlotlyChart']")).every((box) => box.querySelector("svg.main-svg"))"""
+  && Array.from(document.querySelectorAll(".vitviz-chart")).every((box) => box.querySelector("svg.main-svg"))"""
 
 
 def _overflows(page) -> list[str]:
@@ -116,7 +116,7 @@ SLIDE = """() => {
   const main = document.querySelector("[data-testid='stMain']");
   const counter = document.querySelector(".vitviz-slide-counter");
   const height = window.innerHeight, width = window.innerWidth;
-  const figures = Array.from(main.querySelectorAll(".st-key-vitviz-slide [data-testid='stPlotlyChart']"));
+  const figures = Array.from(main.querySelectorAll(".st-key-vitviz-slide .vitviz-chart"));
   const cut = figures.filter((box) => { const r = box.getBoundingClientRect(); return r.top < -1 || r.bottom > height + 1 || r.right > width + 1; });
   const drawn = figures.map((box) => box.querySelector("svg.main-svg")?.getBoundingClientRect().height || 0);
   const takeaway = main.querySelector(".st-key-vitviz-takeaway");

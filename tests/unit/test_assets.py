@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from vitviz.app import assets
+from vitviz.app import assets, chart_script
 from vitviz.app.assets import CompressedAssets, streamlit_static_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -184,7 +184,7 @@ def test_the_apps_store_is_in_vitviz_cache_folder_without_importing_torch(monkey
     assert out.strip() == "False"
 
 
-# ---- EarlyCharts: the page imports the figures' chunk as its first run starts ----------------
+# ---- EarlyCharts: the page loads plotly.js as its first run starts -----------------------------
 
 PAGE = b"<html><head><script type='module' src='./static/js/index.abc123.js'></script></head><body></body></html>"
 
@@ -204,22 +204,17 @@ def html_app(body: bytes, encoding: str | None = None, kind: bytes = b"text/html
     return app
 
 
-@pytest.fixture
-def charts_build(build: Path) -> Path:
-    (build / "static" / "js" / "PlotlyChart.Xy_9-z.js").write_text(SCRIPT)
-    return build
-
-
 @pytest.mark.parametrize("encoding", [None, "gzip"])
-def test_the_page_imports_the_figures_chunk_plain_or_gzipped(charts_build, encoding):
-    middleware = assets.EarlyCharts(html_app(PAGE, encoding), static_dir=charts_build)
+def test_the_page_loads_plotly_js_plain_or_gzipped(encoding):
+    middleware = chart_script.EarlyCharts(html_app(PAGE, encoding))
     status, headers, body = request(middleware, "/mistakes", accept_encoding="gzip")
     page = gzip.decompress(body) if encoding else body
     assert status == 200 and int(headers["content-length"]) == len(body)
     assert headers.get("content-encoding") == encoding
     head = page[: page.index(b"</head>")]
     assert head.startswith(PAGE[: PAGE.index(b"</head>")]) and page.count(b"<script>") == 1
-    assert b'["PlotlyChart.Xy_9-z.js"]' in head and b'rel = "modulepreload"' in head
+    path = chart_script.plotly_script_path().encode()
+    assert b'"' + path + b'"' in head and b'link.rel = "preload"' in head
     assert b'"running"' in head  # evaluated once the first run has started, not while the page loads
 
 
@@ -228,18 +223,33 @@ def test_the_page_imports_the_figures_chunk_plain_or_gzipped(charts_build, encod
     [(html_app(PAGE, "br"), "GET"), (html_app(PAGE), "POST"), (html_app(b"x = 1", kind=b"text/javascript"), "GET")],
     ids=["another encoding", "not a GET", "not a page"],
 )
-def test_other_answers_pass_untouched(charts_build, app, method):
+def test_other_answers_pass_untouched(app, method):
     expected = request(app, "/", method)
-    assert request(assets.EarlyCharts(app, static_dir=charts_build), "/", method) == expected
+    assert request(chart_script.EarlyCharts(app), "/", method) == expected
 
 
-def test_a_build_without_the_chunk_leaves_the_page_as_it_is(build):
-    app = html_app(PAGE)
-    assert assets.early_imports(build) == b""
-    assert request(assets.EarlyCharts(app, static_dir=build), "/")[2] == PAGE
+# ---- PlotlyScript: plotly.js for vitviz's chart element ----------------------------------------
 
 
-def test_the_installed_streamlit_has_the_figures_chunk():
-    """An upgrade that renames Plotly's chunk would silently lose the early import: fail here."""
-    tags = assets.early_imports(streamlit_static_dir())
-    assert tags.startswith(b"<script>") and b"PlotlyChart." in tags
+def test_plotly_js_is_the_installed_plotly_packages_named_by_its_version():
+    import plotly
+
+    assert chart_script.plotly_js().is_file() and chart_script.plotly_js().stat().st_size > 1_000_000
+    assert chart_script.plotly_script_path() == f"vitviz/plotly-{plotly.__version__}.min.js"
+
+
+@pytest.mark.parametrize("base_url", ["", "class/one"])
+def test_plotly_js_is_served_gzipped_once_or_plain_at_its_path(tmp_path, base_url):
+    script = tmp_path / "plotly.min.js"
+    script.write_text(SCRIPT)
+    middleware = chart_script.PlotlyScript(streamlit, file=script, base_url=base_url, store=tmp_path / "store")
+    path = "/" + "/".join(p for p in (base_url, chart_script.plotly_script_path()) if p)
+    status, headers, body = request(middleware, path, accept_encoding="gzip, deflate")
+    assert status == 200 and headers["content-encoding"] == "gzip" and gzip.decompress(body).decode() == SCRIPT
+    assert headers["content-type"].startswith("text/javascript") and int(headers["content-length"]) == len(body)
+    assert "immutable" in headers["cache-control"] and len(list((tmp_path / "store").glob("*.gz"))) == 1
+    status, headers, body = request(middleware, path)  # a browser that takes no gzip
+    assert status == 200 and "content-encoding" not in headers and body.decode() == SCRIPT
+    for other in (path + "x", "/vitviz/plotly.min.js", "/static/" + chart_script.plotly_script_path()):
+        assert request(middleware, other, accept_encoding="gzip")[0] == 418  # passed on to Streamlit
+    assert request(middleware, path, "POST")[0] == 418

@@ -17,18 +17,14 @@ from __future__ import annotations
 import asyncio
 import gzip
 import hashlib
-import json
 import logging
 import mimetypes
 import os
-import re
 import tempfile
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
-
-from vitviz.app import web
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -39,12 +35,6 @@ COMPRESSED_SUFFIXES = (".js", ".css")  # fonts (woff2) and pictures are compress
 # Streamlit's own header for its content-hashed bundles (web/server/starlette/starlette_static_routes.py)
 CACHE_CONTROL = b"public, immutable, max-age=31536000"
 
-# The frontend's chunks that draw what every vitviz page draws: its figures. Streamlit imports a
-# chunk when a run sends the first element that needs it; Plotly's is 4.7 MB, and evaluating it is
-# one task of about 0.75 s on the browser's main thread, after the run. ``EarlyCharts`` has the page
-# import it as soon as it loads, while the browser waits for the run (docs/benchmarks.md).
-EARLY_CHUNKS = ("PlotlyChart",)
-CHUNK_NAME = re.compile(r"[A-Za-z0-9_.-]+\.js")  # a build's file name, written into the page as it is
 
 log = logging.getLogger(__name__)
 
@@ -146,15 +136,21 @@ class CompressedAssets:
         return st.get_option("server.baseUrlPath") or ""
 
     def _compress(self, file: Path) -> tuple[bytes, str]:
-        data = file.read_bytes()
-        digest = hashlib.md5(data).hexdigest()
-        kept = self.store / f"{digest}-{self.level}.gz" if self.store is not None else None
-        body = _read_kept(kept, data) if kept is not None else None
-        if body is None:
-            body = gzip.compress(data, compresslevel=self.level, mtime=0)
-            if kept is not None:
-                _keep(kept, body)
-        return body, f'"{digest}-gzip"'
+        return compress(file, self.level, self.store)
+
+
+def compress(file: Path, level: int, store: Path | None) -> tuple[bytes, str]:
+    """(the file gzipped, its ETag): read from ``store`` when a server kept it there, else
+    compressed and kept there."""
+    data = file.read_bytes()
+    digest = hashlib.md5(data).hexdigest()
+    kept = store / f"{digest}-{level}.gz" if store is not None else None
+    body = _read_kept(kept, data) if kept is not None else None
+    if body is None:
+        body = gzip.compress(data, compresslevel=level, mtime=0)
+        if kept is not None:
+            _keep(kept, body)
+    return body, f'"{digest}-gzip"'
 
 
 def _read_kept(kept: Path, data: bytes) -> bytes | None:
@@ -177,70 +173,3 @@ def _keep(kept: Path, body: bytes) -> None:
         os.replace(out.name, kept)
     except OSError as err:
         log.info("the compressed frontend is not kept on disk (%s): each server compresses it once", err)
-
-
-def early_imports(static_dir: Path) -> bytes:
-    """A script (``static/early_charts.js``) that imports the build's ``EARLY_CHUNKS`` as the
-    frontend's entry script would (a URL relative to it, so the module is evaluated once) as soon
-    as the page's first run has started: the browser then waits for the server, and evaluating the chunk earlier would hold up
-    the websocket and the run's request (measured: the wait moved, the page was no sooner ready).
-    b"" for a build without them (another Streamlit's layout: the page imports them itself, later)."""
-    names = [
-        found.name
-        for chunk in EARLY_CHUNKS
-        for found in sorted((static_dir / "static" / "js").glob(f"{chunk}.*.js"))[:1]
-        if CHUNK_NAME.fullmatch(found.name)
-    ]
-    if not names:
-        return b""
-    return f"<script>{web.page_text('early_charts.js', names=json.dumps(names))}</script>".encode()
-
-
-class EarlyCharts:
-    """ASGI middleware: the app's page (Streamlit's index.html: a GET answered with HTML, plain or
-    gzipped) gets ``early_imports`` before its ``</head>``, so a new browser tab evaluates Plotly's
-    chunk while the server runs the script, not after it. Every other answer passes untouched, as
-    does the page when the build has no such chunk or the page comes in another encoding."""
-
-    def __init__(self, app: App, static_dir: Path | None = None) -> None:
-        self.app = app
-        self.tags = early_imports((static_dir or streamlit_static_dir()).resolve())
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self.tags or scope.get("type") != "http" or scope.get("method") != "GET":
-            await self.app(scope, receive, send)
-            return
-        start: MutableMapping[str, Any] | None = None
-        gzipped = False
-        parts: list[bytes] = []
-
-        async def edited(message: MutableMapping[str, Any]) -> None:
-            nonlocal start, gzipped
-            if message["type"] == "http.response.start":
-                headers = {name.lower(): value for name, value in message.get("headers", ())}
-                html = headers.get(b"content-type", b"").startswith(b"text/html")
-                encoding = headers.get(b"content-encoding", b"identity")
-                if html and encoding in (b"identity", b"gzip"):
-                    start, gzipped = message, encoding == b"gzip"  # held until the whole page is here
-                    return
-            elif message["type"] == "http.response.body" and start is not None:
-                parts.append(message.get("body", b""))
-                if message.get("more_body"):
-                    return
-                body = self._with_tags(b"".join(parts), gzipped)
-                headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
-                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
-                return
-            await send(message)
-
-        await self.app(scope, receive, edited)
-
-    def _with_tags(self, body: bytes, gzipped: bool) -> bytes:
-        """The page with the tags before its ``</head>``, encoded as it came (8 KB: gzip is cheap)."""
-        try:
-            page = gzip.decompress(body) if gzipped else body
-        except (EOFError, gzip.BadGzipFile, zlib.error):
-            return body  # not what its header says: passed on as it came
-        page = page.replace(b"</head>", self.tags + b"</head>", 1)
-        return gzip.compress(page, mtime=0) if gzipped else page

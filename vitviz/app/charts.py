@@ -2,10 +2,12 @@
 session's look and sends it; and figures shared by every session of the server.
 
 ``draw(where, figure, key=...)`` themes a copy of the figure's JSON for the session's mode
-(``plots.themed``: the screen, or presenter mode's larger text and figures) and hands it to
-``where.plotly_chart``; the figure itself is never changed, so a figure cached for every session
-can be drawn in both modes at once. Streamlit's own chart theme is off (``theme=None``): it would
-write the tick labels small and light grey over the figure's template.
+(``plots.themed``: the screen, or presenter mode's larger text and figures) and sends its text to
+vitviz's chart element (``static/chart.js``, an ``st.components.v2`` script in the page), which
+draws it with plotly.js once (``vitviz.app.chart_script``): Streamlit's ``st.plotly_chart`` drew
+every figure three times in the browser, and a step's figures are most of what a step costs the
+browser (docs/benchmarks.md). The figure itself is never changed, so a figure cached for every
+session can be drawn in both modes at once. No Streamlit theme goes over the figure's own.
 
 A page builds its figures with ``vitviz.render.plots`` on every run, and writing each one as JSON is,
 with Streamlit's own work around it, most of the server's CPU time per step of the tour
@@ -14,8 +16,8 @@ server) puts every figure builder of ``vitviz.render.plots`` behind one cache, k
 content (an array by its bytes) and the session's mode: a class on one sample, a figure that
 depends only on the model (the position embeddings' similarity, the training curves), or a
 student coming back to a page builds it once for the server. A shared figure is themed for its
-mode and written as JSON once, and ``draw`` sends that text (``internals.send``); what it sends is
-the same text, byte for byte, as for a figure built anew.
+mode and written as JSON once, and ``draw`` sends that text; what it sends is the same text, byte
+for byte, as for a figure built anew.
 
 Shared figures are read-only, like every other cached object. A figure is shared only when asked
 for in a session's run: a builder called inside another builder (which may change it), outside a
@@ -38,9 +40,10 @@ from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import numpy as np
+import streamlit as st
 import torch
 
-from vitviz.app import internals, presenter, shelf
+from vitviz.app import chart_script, internals, presenter, shelf, web
 from vitviz.render import plots
 
 MAX_BYTES = 256 * 2**20  # what the shared figures may hold, their JSON counted twice (figure and text)
@@ -119,17 +122,58 @@ def written(figure: plots.Figure) -> tuple[bool, dict, str] | None:
     return _WRITTEN.get(id(figure))
 
 
-def draw(where: Any, figure: plots.Figure, *, key: str, **kwargs: Any) -> Any:
-    """``where.plotly_chart(figure, key=key, **kwargs)`` (``where``: ``st``, a column or a
-    container) with the figure in this session's look: larger in presenter mode. A shared figure
-    written for this mode is sent as written. Returns what st.plotly_chart returns (the
-    selection, with ``on_select``)."""
+def draw(
+    where: Any,
+    figure: plots.Figure,
+    *,
+    key: str,
+    width: str | int = "stretch",
+    height: str | int = "content",
+    on_select: Callable[[], None] | str | None = None,
+) -> Any:
+    """Draw a figure in ``where`` (``st``, a column or a container) in this session's look (larger
+    in presenter mode), as vitviz's chart element (``static/chart.js``), which plotly.js draws
+    once. A shared figure written for this mode is sent as written.
+
+    Args:
+        key: the element's key: Streamlit gives its box the class ``st-key-<key>``.
+        width, height: as Streamlit's elements take them; ``height="stretch"``: as tall as the
+            box (a slide's figures).
+        on_select: called before the next run when the user clicks a point (or "rerun": only the
+            run); the click is ``st.session_state[key]["selection"]`` in that run,
+            ``{"points": [...]}``, which ``vitviz.render.clicks`` reads.
+
+    Returns:
+        The element's result (its ``selection`` in the run a click started, else None).
+    """
     mode = presenter.presenting()
-    kwargs.setdefault("theme", None)
     found = written(figure)
-    if found is not None and found[0] == mode and internals.install():  # sent as written (the private way)
-        return internals.send(where, found[1], found[2], key=key, **kwargs)
-    return internals.send(where, themed(figure, mode), key=key, **kwargs)
+    text = found[2] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
+    data = {"spec": text, "script": chart_script.plotly_script_path(), "stretch": height == "stretch"}
+    data["select"] = on_select is not None
+    callbacks = {}
+    if on_select is not None:
+        callbacks["on_selection_change"] = _rerun if on_select == "rerun" else on_select
+    mount = _chart_element()
+    if where is st:
+        return mount(key=key, data=data, width=width, height=height, **callbacks)
+    with where:
+        return mount(key=key, data=data, width=width, height=height, **callbacks)
+
+
+def _rerun() -> None:
+    """A click's callback that only lets its run happen (the page reads the click itself)."""
+
+
+@functools.cache
+def _chart_element() -> Callable[..., Any]:
+    """vitviz's chart element (``st.components.v2``: a script in the page, no frame), registered once."""
+    return st.components.v2.component(
+        "vitviz_chart",
+        html='<div class="vitviz-chart"></div>',
+        js=web.page_text("chart.js"),
+        isolate_styles=False,  # plotly.js styles its hover labels and modebar from the page's head
+    )
 
 
 def shared(build: Callable[..., plots.Figure], presenting: Callable[[], bool]) -> Callable[..., plots.Figure]:

@@ -3,12 +3,6 @@ falls back to.
 
 The public API cannot do these, or not at a classroom's pace:
 
-- ``send``: a figure's JSON written once for the server. ``st.plotly_chart`` copies each figure
-  (``to_dict``) and writes it as JSON on every run; thirty students on one sample would each pay
-  for that. Plotly's two functions that ``st.plotly_chart`` calls
-  (``plotly.tools.return_figure_from_figure_or_data``, ``plotly.io.to_json``) let a ``Prepared``
-  figure through as the text already written; every other figure goes to them unchanged.
-  Public way: ``where.plotly_chart(go.Figure(spec))``, which checks and writes it again.
 - ``figure_dict``: a figure's plotly JSON without ``to_dict``'s deep copy of every list (reads
   ``Figure._layout`` and ``_data`` and uses ``_plotly_utils``). Public way: ``figure.to_dict()``.
 - ``unchecked_figure``: a figure built from plain dictionaries without Plotly checking every
@@ -143,41 +137,27 @@ def open_page_now(page: Any) -> bool:
 # ---- figures ----
 
 
-class Prepared(dict):
-    """What ``st.plotly_chart`` gets for a figure whose JSON is written: the layout's width and
-    height (Streamlit sizes the chart by them) and the text."""
-
-    def __init__(self, spec: dict, text: str) -> None:
-        layout = spec.get("layout") or {}
-        super().__init__(layout={k: layout[k] for k in ("width", "height") if layout.get(k) is not None})
-        self.text = text
-
-
 _INSTALLING = threading.Lock()
 _installed: dict[str, Any] = {}  # what install() found: Plotly's own functions, the pieces that are there
 
 
 def install() -> bool:
-    """Once per process: let ``st.plotly_chart`` send a ``Prepared`` figure's text as it is, and let
+    """Once per process: find Plotly's pieces that ``figure_dict`` and ``write`` use, and let
     ``vitviz.render.plots`` build figures without Plotly's checks. Returns whether the private way is on."""
     with _INSTALLING:
         if "done" not in _installed:
             _installed.update(_install())
             _installed["done"] = True
-    return ACTIVE and _installed.get("send", False)
+    return ACTIVE
 
 
 def _install() -> dict[str, Any]:
     import plotly.graph_objects as go
     import plotly.io
-    import plotly.tools
 
     from vitviz.render import plots
 
-    found: dict[str, Any] = {
-        "to_json": plotly.io.to_json,
-        "return_figure": plotly.tools.return_figure_from_figure_or_data,
-    }
+    found: dict[str, Any] = {"to_json": plotly.io.to_json}
     try:
         import _plotly_utils.basevalidators
         import _plotly_utils.utils
@@ -190,39 +170,9 @@ def _install() -> dict[str, Any]:
         found["figure_dict"] = all(hasattr(go.Figure(), name) for name in ("_layout", "_data", "_frame_objs"))
     except (ImportError, AttributeError):
         found["figure_dict"] = False
-    found["send"] = _streamlit_calls_plotly_as_expected()
-    if not ACTIVE:
-        return found
-    plots.build_figures_with(unchecked_figure)
-    if found["send"]:
-        return_figure, to_json = found["return_figure"], found["to_json"]
-
-        def return_figure_or_prepared(figure_or_data: Any, validate_figure: bool) -> Any:
-            if isinstance(figure_or_data, Prepared):
-                return figure_or_data
-            return return_figure(figure_or_data, validate_figure)
-
-        def to_json_or_prepared(fig: Any, *args: Any, **kwargs: Any) -> str:
-            if isinstance(fig, Prepared):
-                return fig.text
-            return to_json(fig, *args, **kwargs)
-
-        plotly.tools.return_figure_from_figure_or_data = return_figure_or_prepared
-        plotly.io.to_json = to_json_or_prepared
+    if ACTIVE:
+        plots.build_figures_with(unchecked_figure)
     return found
-
-
-def _streamlit_calls_plotly_as_expected() -> bool:
-    """Whether the installed st.plotly_chart gets its figure from the two Plotly functions ``install`` wraps."""
-    import inspect
-
-    try:
-        from streamlit.elements import plotly_chart
-
-        source = inspect.getsource(plotly_chart)
-    except (ImportError, OSError, TypeError):
-        return False
-    return "plotly.tools.return_figure_from_figure_or_data(" in source and "plotly.io.to_json(" in source
 
 
 def use(active: bool) -> None:
@@ -236,20 +186,9 @@ def use(active: bool) -> None:
 
 
 def write(spec: dict) -> str:
-    """A figure's plotly JSON as text, as ``st.plotly_chart`` writes it."""
+    """A figure's plotly JSON as text, as Plotly writes it (arrays as plotly.js typed arrays)."""
     install()
     return _installed["to_json"](spec, validate=False)
-
-
-def send(where: Any, spec: dict, text: str | None = None, **kwargs: Any) -> Any:
-    """``where.plotly_chart`` of a figure's plotly JSON ``spec`` (``text``: that JSON written
-    already). Returns what st.plotly_chart returns (a selection, with ``on_select``)."""
-    if install():
-        return where.plotly_chart(Prepared(spec, text if text is not None else write(spec)), **kwargs)
-    import plotly.graph_objects as go
-
-    # as a figure, not a dict: Plotly refuses a dict with no traces (a diagram of shapes and notes)
-    return where.plotly_chart(go.Figure(spec), **kwargs)
 
 
 def figure_dict(figure: Any, template: bool = True) -> dict:

@@ -181,7 +181,7 @@ def ballot(code: str, poll: classes.Poll) -> None:
             return
         figure = plots.patch_votes(picture, np.zeros(grid), None, HEIGHT, chosen, hover=_hover())
         choose = _choose(code, poll.number, len(poll.options), key)
-        charts.draw(left, figure, width="stretch", key=key, on_select=choose, selection_mode="points")
+        charts.draw(left, figure, width="stretch", key=key, on_select=choose)
         right.markdown(tr("class.patch_question"))
         if st.session_state.pop(REFUSED, False):
             right.caption(tr("class.vote_refused"))

@@ -130,7 +130,7 @@ def _figure(block: Figure, where, slide: bool = False) -> None:
     if block.select is not None:
         select = block.select
         choose = furniture.toggle_clicked_patch if select.toggle else furniture.choose_clicked_patch
-        kwargs |= {"on_select": choose(block.key, select.key, select.count, select.offset), "selection_mode": "points"}
+        kwargs |= {"on_select": choose(block.key, select.key, select.count, select.offset)}
     charts.draw(where, block.figure, width="stretch", key=block.key, **kwargs)
     if not slide:
         where.caption(block.takeaway)

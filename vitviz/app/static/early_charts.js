@@ -1,23 +1,28 @@
-// A new tab fetches the frontend's figure chunks at once (modulepreload: off the main thread) and
-// evaluates them (import) once the app's first run has started, at most 10 s on: the browser then
-// waits for the server (vitviz.app.assets.EarlyCharts). The URLs are relative to the frontend's
-// entry script, as its own imports are, so each module is evaluated once.
+// A new tab fetches plotly.js at once (a preload: off the main thread) and evaluates it once the
+// app's first run has started, at most 10 s on: the browser then waits for the server, and the
+// figures the run sends find it ready (vitviz.app.assets.EarlyCharts). vitviz's chart element
+// (chart.js) draws with it: both share window.vitvizPlotly, so it is evaluated once.
 (() => {
   const entry = document.querySelector('script[type="module"][src*="static/js/index."]');
   if (!entry) return;
-  const urls = {names}.map((name) => new URL("./" + name, entry.src).href);
-  for (const url of urls) {
-    const link = document.createElement("link");
-    link.rel = "modulepreload";
-    link.href = url;
-    link.crossOrigin = "";
-    document.head.appendChild(link);
-  }
+  const url = new URL("../../" + {script}, entry.src).href;
+  const link = document.createElement("link");
+  link.rel = "preload";
+  link.as = "script";
+  link.href = url;
+  document.head.appendChild(link);
   const started = Date.now();
   const wait = () => {
+    if (window.vitvizPlotly) return; // a figure came first and loads it
     const app = document.querySelector("{app_root}");
     if ((app && app.getAttribute("data-test-script-state") === "running") || Date.now() - started > 10000) {
-      for (const url of urls) import(url).catch(() => {});
+      window.vitvizPlotly = new Promise((resolve, reject) => {
+        const tag = document.createElement("script");
+        tag.src = url;
+        tag.onload = () => resolve(window.Plotly);
+        tag.onerror = () => reject(new Error("plotly.js did not load"));
+        document.head.appendChild(tag);
+      });
     } else setTimeout(wait, 25);
   };
   wait();

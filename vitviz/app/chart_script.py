@@ -1,0 +1,169 @@
+"""plotly.js for vitviz's chart element (``vitviz.app.charts.draw``, ``static/chart.js``): the
+script the installed plotly package ships, served by the app (``PlotlyScript``) and loaded by a
+new tab while its first run is under way (``EarlyCharts``).
+
+Streamlit's own chart element drew every figure three times (once, again when its theme effect
+copied the figure, and again when it set the width); vitviz's draws each once, with this script,
+so a step's figures cost the browser a third of Plotly's drawing (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gzip
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import re
+import zlib
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+from vitviz.app import web
+from vitviz.app.assets import CACHE_CONTROL, App, Receive, Scope, Send, compress
+
+
+def plotly_js() -> Path:
+    """plotly.js as the installed plotly package ships it: the version that writes the figures'
+    JSON (typed arrays and all) is the one that draws them. Found without importing plotly."""
+    spec = importlib.util.find_spec("plotly")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("plotly is not installed")
+    return Path(spec.origin).parent / "package_data" / "plotly.min.js"
+
+
+@functools.cache
+def plotly_script_path() -> str:
+    """Where the app serves plotly.js, relative to its root (``PlotlyScript``): named by the
+    installed plotly's version, so a browser may keep it for a year and still never draws with an
+    old one."""
+    version = re.sub(r"[^A-Za-z0-9.]", "-", importlib.metadata.version("plotly"))
+    return f"vitviz/plotly-{version}.min.js"
+
+
+class PlotlyScript:
+    """ASGI middleware: a GET of ``<base>/`` + ``plotly_script_path()`` is answered with
+    ``plotly_js()``, gzipped once (kept in ``store`` like ``CompressedAssets``' files) for a browser
+    that accepts gzip, else as it is. vitviz's chart element (``vitviz.app.charts.draw``) loads it
+    once per page. Every other request passes untouched.
+
+    Args:
+        app: the ASGI app behind (Streamlit's).
+        file: the script (default ``plotly_js()``).
+        base_url: ``server.baseUrlPath`` (default: read from Streamlit's config per request).
+        store: a folder that keeps the compressed script for later servers (None: memory only).
+    """
+
+    def __init__(
+        self, app: App, file: Path | None = None, base_url: str | None = None, store: Path | None = None
+    ) -> None:
+        self.app, self.file, self.base_url, self.store = app, file, base_url, store
+        self._answers: dict[bool, tuple[bytes, str]] = {}  # gzipped or not -> (body, etag)
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._asks_for_it(scope):
+            await self.app(scope, receive, send)
+            return
+        headers = {name.lower(): value for name, value in scope.get("headers", ())}
+        gzipped = b"gzip" in headers.get(b"accept-encoding", b"")
+        if gzipped not in self._answers:
+            async with self._lock:  # a class asking at once: one compression, off the event loop
+                if gzipped not in self._answers:
+                    self._answers[gzipped] = await asyncio.to_thread(self._answer, gzipped)
+        body, etag = self._answers[gzipped]
+        answer = [
+            (b"content-type", b"text/javascript; charset=utf-8"),
+            (b"content-length", str(len(body)).encode()),
+            (b"cache-control", CACHE_CONTROL),
+            (b"etag", etag.encode()),
+            (b"vary", b"Accept-Encoding"),
+        ]
+        if gzipped:
+            answer.append((b"content-encoding", b"gzip"))
+        await send({"type": "http.response.start", "status": 200, "headers": answer})
+        await send({"type": "http.response.body", "body": body})
+
+    def _asks_for_it(self, scope: Scope) -> bool:
+        if scope.get("type") != "http" or scope.get("method") != "GET":
+            return False
+        path = scope.get("path", "")
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        base = (self.base_url if self.base_url is not None else _base_url_option()).strip("/")
+        return path == "/" + "/".join(p for p in (base, plotly_script_path()) if p)
+
+    def _answer(self, gzipped: bool) -> tuple[bytes, str]:
+        file = self.file or plotly_js()
+        if gzipped:
+            return compress(file, 6, self.store)
+        data = file.read_bytes()
+        return data, f'"{hashlib.md5(data).hexdigest()}"'
+
+
+def _base_url_option() -> str:
+    import streamlit as st
+
+    return st.get_option("server.baseUrlPath") or ""
+
+
+def early_script() -> bytes:
+    """The page's early loader of plotly.js (``static/early_charts.js``), as a script tag: it
+    fetches the script at once and evaluates it as soon as the page's first run has started. The
+    browser then waits for the server; evaluating it earlier held up the websocket and the run's
+    request (measured: the wait moved, the page was no sooner ready)."""
+    return f"<script>{web.page_text('early_charts.js', script=json.dumps(plotly_script_path()))}</script>".encode()
+
+
+class EarlyCharts:
+    """ASGI middleware: the app's page (Streamlit's index.html: a GET answered with HTML, plain or
+    gzipped) gets ``early_script`` before its ``</head>``, so a new browser tab evaluates plotly.js
+    while the server runs the script, not after it. Every other answer passes untouched, as does
+    the page when it comes in another encoding."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.tags = early_script()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.tags or scope.get("type") != "http" or scope.get("method") != "GET":
+            await self.app(scope, receive, send)
+            return
+        start: MutableMapping[str, Any] | None = None
+        gzipped = False
+        parts: list[bytes] = []
+
+        async def edited(message: MutableMapping[str, Any]) -> None:
+            nonlocal start, gzipped
+            if message["type"] == "http.response.start":
+                headers = {name.lower(): value for name, value in message.get("headers", ())}
+                html = headers.get(b"content-type", b"").startswith(b"text/html")
+                encoding = headers.get(b"content-encoding", b"identity")
+                if html and encoding in (b"identity", b"gzip"):
+                    start, gzipped = message, encoding == b"gzip"  # held until the whole page is here
+                    return
+            elif message["type"] == "http.response.body" and start is not None:
+                parts.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                body = self._with_tags(b"".join(parts), gzipped)
+                headers = [(k, v) for k, v in start.get("headers", ()) if k.lower() != b"content-length"]
+                await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.app(scope, receive, edited)
+
+    def _with_tags(self, body: bytes, gzipped: bool) -> bytes:
+        """The page with the tags before its ``</head>``, encoded as it came (8 KB: gzip is cheap)."""
+        try:
+            page = gzip.decompress(body) if gzipped else body
+        except (EOFError, gzip.BadGzipFile, zlib.error):
+            return body  # not what its header says: passed on as it came
+        page = page.replace(b"</head>", self.tags + b"</head>", 1)
+        return gzip.compress(page, mtime=0) if gzipped else page

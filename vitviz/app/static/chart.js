@@ -1,0 +1,102 @@
+// One figure of the app (vitviz.app.charts.draw), drawn by plotly.js once. Streamlit's own chart
+// element drew every figure three times: once, again when its theme effect copied the figure, and
+// again when it set the width (docs/benchmarks.md). Here a figure is drawn when it arrives, and
+// again only when its box changes size or the server sends another figure under its key.
+//
+// data: spec (the figure's plotly JSON, as text), script (plotly.js, relative to the app's root),
+// stretch (as tall as its box: a slide's figures), select (a click is sent to the server as the
+// trigger "selection": {points: [{curve_number, point_number, point_index, x, y, customdata}]}).
+
+const FALLBACK_WIDTH = 600; // a box not laid out yet (a closed expander): drawn, then resized
+const FALLBACK_HEIGHT = 450; // Streamlit's height for a figure that names none
+
+function appUrl(path) {
+  // relative to the app's root, found from the frontend's entry script (<root>/static/js/index.*.js)
+  const entry = document.querySelector('script[type="module"][src*="static/js/index."]');
+  return new URL(entry ? "../../" + path : path, entry ? entry.src : document.baseURI).href;
+}
+
+function plotly(script) {
+  // one load of plotly.js per page, shared with the page's early loader (static/early_charts.js)
+  if (!window.vitvizPlotly) {
+    window.vitvizPlotly = new Promise((resolve, reject) => {
+      const tag = document.createElement("script");
+      tag.src = appUrl(script);
+      tag.onload = () => resolve(window.Plotly);
+      tag.onerror = () => reject(new Error("plotly.js did not load"));
+      document.head.appendChild(tag);
+    });
+  }
+  return window.vitvizPlotly;
+}
+
+function plain(value) {
+  // a typed array's row (plotly's customdata) as a plain list, which JSON writes as a list
+  return ArrayBuffer.isView(value) ? Array.from(value) : value;
+}
+
+function size(div, layout, stretch) {
+  const width = Math.round(div.clientWidth) || FALLBACK_WIDTH;
+  const height = stretch && div.clientHeight >= 10 ? Math.round(div.clientHeight) : layout.height || FALLBACK_HEIGHT;
+  return { width, height };
+}
+
+function clicked(div, event) {
+  if (!div.vitvizSelect || !div.vitvizSend) return;
+  const points = event.points.map((p) => ({
+    curve_number: p.curveNumber,
+    point_number: plain(p.pointNumber),
+    point_index: plain(p.pointIndex),
+    x: p.x,
+    y: p.y,
+    customdata: plain(p.customdata),
+  }));
+  div.vitvizSend("selection", { points });
+}
+
+function resized(Plotly, div) {
+  if (!div.isConnected || div.clientWidth === 0) return; // leaving the page, or hidden: nothing to draw
+  const now = size(div, div.vitvizLayout, div.vitvizStretch);
+  const was = div._fullLayout || {};
+  if (now.width !== was.width || now.height !== was.height) Plotly.relayout(div, now);
+}
+
+function draw(Plotly, div, figure) {
+  const layout = { ...figure.layout, ...size(div, figure.layout, div.vitvizStretch) };
+  const config = { displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  const first = !div.vitvizDrawn;
+  div.vitvizDrawn = true;
+  div.vitvizLayout = figure.layout;
+  const drawn = (first ? Plotly.newPlot : Plotly.react)(div, figure.data, layout, config);
+  if (first) {
+    // at once, not when the drawing is done: its points can be clicked as soon as they show
+    div.on("plotly_click", (event) => clicked(div, event));
+    let pending = false;
+    new ResizeObserver(() => {
+      if (pending) return;
+      pending = true;
+      requestAnimationFrame(() => {
+        pending = false;
+        resized(Plotly, div);
+      });
+    }).observe(div);
+  }
+  return drawn.then(() => {
+    div.dataset.drawn = "1";
+  });
+}
+
+export default function (component) {
+  const { data, parentElement, setTriggerValue } = component;
+  const div = parentElement.querySelector(".vitviz-chart");
+  div.vitvizSend = setTriggerValue;
+  div.vitvizSelect = Boolean(data.select);
+  div.vitvizStretch = Boolean(data.stretch);
+  div.classList.toggle("vitviz-chart-stretch", div.vitvizStretch);
+  if (div.vitvizSpec === data.spec) return;
+  div.vitvizSpec = data.spec;
+  delete div.dataset.drawn;
+  plotly(data.script).then((Plotly) => {
+    if (div.vitvizSpec === data.spec) return draw(Plotly, div, JSON.parse(data.spec));
+  });
+}
