@@ -63,9 +63,11 @@ class Chart:
 def charts(where: Any) -> list[Chart]:
     """The figures drawn in ``where`` (an AppTest, or a block of its page), in page order."""
     found = []
+    from vitviz.app.charts import read_element_data
+
     for element in where.get("bidi_component"):
         if element.proto.component_name == "vitviz_chart":
-            data = json.loads(element.proto.json)
+            data = read_element_data(element.proto.bytes)
             found.append(Chart(ChartProto(element.proto.id, data["spec"]), data))
     return found
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -228,7 +230,7 @@ def test_other_answers_pass_untouched(app, method):
     assert request(chart_script.EarlyCharts(app), "/", method) == expected
 
 
-# ---- PlotlyScript: plotly.js for vitviz's chart element ----------------------------------------
+# ---- PlotlyScript: the chart element's scripts ------------------------------------------------
 
 
 def test_plotly_js_is_the_installed_plotly_packages_named_by_its_version():
@@ -238,18 +240,40 @@ def test_plotly_js_is_the_installed_plotly_packages_named_by_its_version():
     assert chart_script.plotly_script_path() == f"vitviz/plotly-{plotly.__version__}.min.js"
 
 
+def test_the_drawing_code_is_named_by_its_content_and_the_element_imports_it():
+    digest = hashlib.md5(chart_script.chart_js().read_bytes()).hexdigest()[:12]
+    assert chart_script.chart_script_path() == f"vitviz/chart-{digest}.js"
+    element = chart_script.element_js()
+    assert json.dumps(chart_script.chart_script_path()) in element and "import(" in element
+    assert len(element) < len(chart_script.chart_js().read_text()) / 2  # sent with every figure: a few lines
+
+
 @pytest.mark.parametrize("base_url", ["", "class/one"])
-def test_plotly_js_is_served_gzipped_once_or_plain_at_its_path(tmp_path, base_url):
-    script = tmp_path / "plotly.min.js"
-    script.write_text(SCRIPT)
-    middleware = chart_script.PlotlyScript(streamlit, file=script, base_url=base_url, store=tmp_path / "store")
-    path = "/" + "/".join(p for p in (base_url, chart_script.plotly_script_path()) if p)
-    status, headers, body = request(middleware, path, accept_encoding="gzip, deflate")
-    assert status == 200 and headers["content-encoding"] == "gzip" and gzip.decompress(body).decode() == SCRIPT
-    assert headers["content-type"].startswith("text/javascript") and int(headers["content-length"]) == len(body)
-    assert "immutable" in headers["cache-control"] and len(list((tmp_path / "store").glob("*.gz"))) == 1
-    status, headers, body = request(middleware, path)  # a browser that takes no gzip
-    assert status == 200 and "content-encoding" not in headers and body.decode() == SCRIPT
-    for other in (path + "x", "/vitviz/plotly.min.js", "/static/" + chart_script.plotly_script_path()):
-        assert request(middleware, other, accept_encoding="gzip")[0] == 418  # passed on to Streamlit
-    assert request(middleware, path, "POST")[0] == 418
+def test_the_scripts_are_served_gzipped_once_or_plain_at_their_paths(tmp_path, base_url):
+    scripts = {"vitviz/plotly-1.min.js": tmp_path / "plotly.min.js", "vitviz/chart-ab.js": tmp_path / "chart.js"}
+    for i, file in enumerate(scripts.values()):
+        file.write_text(SCRIPT + f"// {i}\n")
+    middleware = chart_script.PlotlyScript(streamlit, files=scripts, base_url=base_url, store=tmp_path / "store")
+    for served, file in scripts.items():
+        path = "/" + "/".join(p for p in (base_url, served) if p)
+        status, headers, body = request(middleware, path, accept_encoding="gzip, deflate")
+        assert status == 200 and headers["content-encoding"] == "gzip"
+        assert gzip.decompress(body).decode() == file.read_text()
+        assert headers["content-type"].startswith("text/javascript") and int(headers["content-length"]) == len(body)
+        assert "immutable" in headers["cache-control"]
+        status, headers, body = request(middleware, path)  # a browser that takes no gzip
+        assert status == 200 and "content-encoding" not in headers and body.decode() == file.read_text()
+        for other in (path + "x", "/static/" + served):
+            assert request(middleware, other, accept_encoding="gzip")[0] == 418  # passed on to Streamlit
+        assert request(middleware, path, "POST")[0] == 418
+    assert len(list((tmp_path / "store").glob("*.gz"))) == 2  # kept for the next server
+
+
+def test_the_apps_own_paths_serve_the_installed_scripts():
+    middleware = chart_script.PlotlyScript(streamlit, base_url="")
+    for served, file in (
+        (chart_script.plotly_script_path(), chart_script.plotly_js()),
+        (chart_script.chart_script_path(), chart_script.chart_js()),
+    ):
+        status, _, body = request(middleware, "/" + served)
+        assert status == 200 and body == file.read_bytes()

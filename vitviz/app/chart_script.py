@@ -1,6 +1,7 @@
-"""plotly.js for vitviz's chart element (``vitviz.app.charts.draw``, ``static/chart.js``): the
-script the installed plotly package ships, served by the app (``PlotlyScript``) and loaded by a
-new tab while its first run is under way (``EarlyCharts``).
+"""The scripts of vitviz's chart element (``vitviz.app.charts.draw``): its drawing code
+(``static/chart.js``) and plotly.js as the installed plotly package ships it, both served by the
+app (``PlotlyScript``); plotly.js is loaded by a new tab while its first run is under way
+(``EarlyCharts``).
 
 Streamlit's own chart element drew every figure three times (once, again when its theme effect
 copied the figure, and again when it set the width); vitviz's draws each once, with this script,
@@ -44,37 +45,61 @@ def plotly_script_path() -> str:
     return f"vitviz/plotly-{version}.min.js"
 
 
+def chart_js() -> Path:
+    """The chart element's drawing code (a module): ``static/chart.js``."""
+    return web.STATIC / "chart.js"
+
+
+@functools.cache
+def chart_script_path() -> str:
+    """Where the app serves ``chart_js()``, relative to its root: named by its content's hash."""
+    return f"vitviz/chart-{hashlib.md5(chart_js().read_bytes()).hexdigest()[:12]}.js"
+
+
+def element_js() -> str:
+    """The chart element's own script: it imports ``chart_script_path()`` (once per page: the
+    browser keeps the module) and hands each figure to it. Streamlit sends an element's script
+    with every element, to every student: a line, not the drawing code."""
+    return web.page_text("chart_element.js", module=json.dumps(chart_script_path()))
+
+
 class PlotlyScript:
-    """ASGI middleware: a GET of ``<base>/`` + ``plotly_script_path()`` is answered with
-    ``plotly_js()``, gzipped once (kept in ``store`` like ``CompressedAssets``' files) for a browser
-    that accepts gzip, else as it is. vitviz's chart element (``vitviz.app.charts.draw``) loads it
-    once per page. Every other request passes untouched.
+    """ASGI middleware: GETs of ``<base>/`` + ``plotly_script_path()`` and ``chart_script_path()``
+    are answered with ``plotly_js()`` and ``chart_js()``, gzipped once (kept in ``store`` like
+    ``CompressedAssets``' files) for a browser that accepts gzip, else as they are. vitviz's chart
+    element (``vitviz.app.charts.draw``) loads both once per page. Every other request passes
+    untouched.
 
     Args:
         app: the ASGI app behind (Streamlit's).
-        file: the script (default ``plotly_js()``).
+        files: what each path serves (default: the two above).
         base_url: ``server.baseUrlPath`` (default: read from Streamlit's config per request).
-        store: a folder that keeps the compressed script for later servers (None: memory only).
+        store: a folder that keeps the compressed scripts for later servers (None: memory only).
     """
 
     def __init__(
-        self, app: App, file: Path | None = None, base_url: str | None = None, store: Path | None = None
+        self,
+        app: App,
+        files: dict[str, Path] | None = None,
+        base_url: str | None = None,
+        store: Path | None = None,
     ) -> None:
-        self.app, self.file, self.base_url, self.store = app, file, base_url, store
-        self._answers: dict[bool, tuple[bytes, str]] = {}  # gzipped or not -> (body, etag)
+        self.app, self.files, self.base_url, self.store = app, files, base_url, store
+        self._answers: dict[tuple[Path, bool], tuple[bytes, str]] = {}  # (file, gzipped) -> (body, etag)
         self._lock = asyncio.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self._asks_for_it(scope):
+        file = self._asked_for(scope)
+        if file is None:
             await self.app(scope, receive, send)
             return
         headers = {name.lower(): value for name, value in scope.get("headers", ())}
         gzipped = b"gzip" in headers.get(b"accept-encoding", b"")
-        if gzipped not in self._answers:
+        if (file, gzipped) not in self._answers:
             async with self._lock:  # a class asking at once: one compression, off the event loop
-                if gzipped not in self._answers:
-                    self._answers[gzipped] = await asyncio.to_thread(self._answer, gzipped)
-        body, etag = self._answers[gzipped]
+                if (file, gzipped) not in self._answers:
+                    self._answers[file, gzipped] = await asyncio.to_thread(self._answer, file, gzipped)
+        body, etag = self._answers[file, gzipped]
         answer = [
             (b"content-type", b"text/javascript; charset=utf-8"),
             (b"content-length", str(len(body)).encode()),
@@ -87,18 +112,22 @@ class PlotlyScript:
         await send({"type": "http.response.start", "status": 200, "headers": answer})
         await send({"type": "http.response.body", "body": body})
 
-    def _asks_for_it(self, scope: Scope) -> bool:
+    def _asked_for(self, scope: Scope) -> Path | None:
+        """The file a request asks for, when this middleware answers it; else None."""
         if scope.get("type") != "http" or scope.get("method") != "GET":
-            return False
+            return None
         path = scope.get("path", "")
         root = scope.get("root_path", "")
         if root and path.startswith(root):
             path = path[len(root) :]
         base = (self.base_url if self.base_url is not None else _base_url_option()).strip("/")
-        return path == "/" + "/".join(p for p in (base, plotly_script_path()) if p)
+        files = self.files or {plotly_script_path(): plotly_js(), chart_script_path(): chart_js()}
+        for served, file in files.items():
+            if path == "/" + "/".join(p for p in (base, served) if p):
+                return file
+        return None
 
-    def _answer(self, gzipped: bool) -> tuple[bytes, str]:
-        file = self.file or plotly_js()
+    def _answer(self, file: Path, gzipped: bool) -> tuple[bytes, str]:
         if gzipped:
             return compress(file, 6, self.store)
         data = file.read_bytes()

@@ -33,6 +33,7 @@ import contextlib
 import functools
 import hashlib
 import inspect
+import json
 import os
 import threading
 import weakref
@@ -43,7 +44,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz.app import chart_script, internals, presenter, shelf, web
+from vitviz.app import chart_script, internals, presenter, shelf
 from vitviz.render import plots
 
 MAX_BYTES = 256 * 2**20  # what the shared figures may hold, their JSON counted twice (figure and text)
@@ -149,8 +150,7 @@ def draw(
     mode = presenter.presenting()
     found = written(figure)
     text = found[2] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
-    data = {"spec": text, "script": chart_script.plotly_script_path(), "stretch": height == "stretch"}
-    data["select"] = on_select is not None
+    data = element_data(text, stretch=height == "stretch", select=on_select is not None)
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = _rerun if on_select == "rerun" else on_select
@@ -159,6 +159,21 @@ def draw(
         return mount(key=key, data=data, width=width, height=height, **callbacks)
     with where:
         return mount(key=key, data=data, width=width, height=height, **callbacks)
+
+
+def element_data(text: str, stretch: bool, select: bool) -> bytes:
+    """What the chart element gets: one line of JSON (the script's path, ``stretch``, ``select``),
+    then the figure's JSON text as it is. Bytes, not a dictionary: Streamlit writes a dictionary
+    as JSON again (every quote of the figure escaped) and parses and writes it once more to name
+    the element, which cost a class's server more than the figure itself (docs/benchmarks.md)."""
+    head = json.dumps({"script": chart_script.plotly_script_path(), "stretch": stretch, "select": select})
+    return head.encode() + b"\n" + text.encode()
+
+
+def read_element_data(data: bytes) -> dict:
+    """``element_data`` read back: its head's entries and the figure's JSON text as "spec"."""
+    head, text = data.split(b"\n", 1)
+    return {**json.loads(head), "spec": text.decode()}
 
 
 def _rerun() -> None:
@@ -171,7 +186,7 @@ def _chart_element() -> Callable[..., Any]:
     return st.components.v2.component(
         "vitviz_chart",
         html='<div class="vitviz-chart"></div>',
-        js=web.page_text("chart.js"),
+        js=chart_script.element_js(),
         isolate_styles=False,  # plotly.js styles its hover labels and modebar from the page's head
     )
 

@@ -3,9 +3,10 @@
 // again when it set the width (docs/benchmarks.md). Here a figure is drawn when it arrives, and
 // again only when its box changes size or the server sends another figure under its key.
 //
-// data: spec (the figure's plotly JSON, as text), script (plotly.js, relative to the app's root),
-// stretch (as tall as its box: a slide's figures), select (a click is sent to the server as the
-// trigger "selection": {points: [{curve_number, point_number, point_index, x, y, customdata}]}).
+// data (bytes: vitviz.app.charts.element_data): a line of JSON with script (plotly.js, relative
+// to the app's root), stretch (as tall as its box: a slide's figures) and select (a click is sent
+// to the server as the trigger "selection": {points: [{curve_number, point_number, point_index, x,
+// y, customdata}]}), then the figure's plotly JSON as text.
 
 const FALLBACK_WIDTH = 600; // a box not laid out yet (a closed expander): drawn, then resized
 const FALLBACK_HEIGHT = 450; // Streamlit's height for a figure that names none
@@ -86,8 +87,17 @@ function draw(Plotly, div, figure) {
   });
 }
 
+function read(data) {
+  // vitviz.app.charts.element_data: a line of JSON (script, stretch, select), then the figure's JSON
+  const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  const text = new TextDecoder().decode(bytes);
+  const end = text.indexOf("\n");
+  return { ...JSON.parse(text.slice(0, end)), spec: text.slice(end + 1) };
+}
+
 export default function (component) {
-  const { data, parentElement, setTriggerValue } = component;
+  const { parentElement, setTriggerValue } = component;
+  const data = read(component.data);
   const div = parentElement.querySelector(".vitviz-chart");
   div.vitvizSend = setTriggerValue;
   div.vitvizSelect = Boolean(data.select);
