@@ -214,6 +214,27 @@ DRAWS_COUNTED = """(() => {
 })()"""
 
 
+# Each metric's value as shown, and whether any part of it is cut (wider than its box).
+METRICS = """() => Array.from(document.querySelectorAll("[data-testid='stMetricValue']")).map((value) =>
+  [value.innerText.replace(/\\s+/g, " ").trim(), [value, ...value.querySelectorAll("*")].some((el) => el.scrollWidth > el.clientWidth + 1)])"""
+
+
+def test_a_long_number_wraps_in_its_column_and_is_never_cut(server):
+    """The patches page's "try it" at 512 px and P = 16, on a projector's 1280 x 720: its metrics
+    (three columns of a wide page) show whole, wrapped at their spaces, not "32 x 32 = 1…"."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{server}/patches?lang=en&concept_size=512&concept_patch=16", wait_until="domcontentloaded")
+        wait_ready(page, timeout_ms=90_000)
+        shown = dict(page.evaluate(METRICS))
+        browser.close()
+    for value in ("32 x 32 = 1024", "16 x 16 x 3 = 768", "1024 + 1 = 1025"):
+        assert value in shown and not shown[value], (value, shown)
+
+
 def test_random_test_image_and_its_verdict(server):
     """The sidebar's 'Random test image' button picks another CIFAR-10 test image (the URL and the
     class picker follow), and the overview says whether the model got it right. The link is one

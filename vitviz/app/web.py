@@ -31,6 +31,7 @@ SELECTORS = {
     "sidebar_expand": "[data-testid='stExpandSidebarButton']",
     "table": "[data-testid='stTable']",
     "caption": "[data-testid='stCaptionContainer']",
+    "metric_value": "[data-testid='stMetricValue']",
 }
 
 # The widgets the scripts press, by their keys (Streamlit gives a keyed element the class st-key-KEY).
