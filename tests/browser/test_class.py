@@ -204,8 +204,13 @@ def _patch_poll(teacher, students) -> list[float]:
     for student, patch in ((students[0], 9), (students[1], 9), (students[1], 20)):
         student.wait_for_selector(markers, timeout=60_000)
         box = student.locator(markers).nth(patch).bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        # as a person clicks: the pointer rests on the patch until its label shows, then the click
+        student.mouse.move(x - 3, y - 3)
+        student.mouse.move(x, y)
+        student.locator(".st-key-vitviz-ballot .hoverlayer .hovertext").first.wait_for(state="visible", timeout=30_000)
         started = time.perf_counter()
-        student.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        student.mouse.click(x, y)
         _wait_text(student, ".st-key-vitviz-ballot", f"Your vote: patch {patch + 1}.", 30)
         seconds.append(time.perf_counter() - started)
     _wait_text(teacher, ".st-key-vitviz-poll", "The class's clicks (2)")
