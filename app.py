@@ -63,7 +63,7 @@ else:  # `streamlit run app.py` imports this file once, as the module "app", and
 
     from vitviz.app import where
     from vitviz.app.assets import CompressedAssets, default_store
-    from vitviz.app.chart_script import EarlyCharts, PlotlyScript
+    from vitviz.app.chart_script import ChartScripts, EarlyCharts
 
     # the frontend gzipped once, and kept on disk for the servers started after this one; where a
     # class is, for its students' pages, answered without a script run (vitviz.app.where); the page
@@ -75,6 +75,6 @@ else:  # `streamlit run app.py` imports this file once, as the module "app", and
             Middleware(where.Answers),
             Middleware(CompressedAssets, store=default_store()),
             Middleware(EarlyCharts),
-            Middleware(PlotlyScript, store=default_store()),
+            Middleware(ChartScripts, store=default_store()),
         ],
     )

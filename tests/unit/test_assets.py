@@ -230,7 +230,7 @@ def test_other_answers_pass_untouched(app, method):
     assert request(chart_script.EarlyCharts(app), "/", method) == expected
 
 
-# ---- PlotlyScript: the chart element's scripts ------------------------------------------------
+# ---- ChartScripts: the chart element's scripts ------------------------------------------------
 
 
 def test_plotly_js_is_the_installed_plotly_packages_named_by_its_version():
@@ -253,7 +253,7 @@ def test_the_scripts_are_served_gzipped_once_or_plain_at_their_paths(tmp_path, b
     scripts = {"vitviz/plotly-1.min.js": tmp_path / "plotly.min.js", "vitviz/chart-ab.js": tmp_path / "chart.js"}
     for i, file in enumerate(scripts.values()):
         file.write_text(SCRIPT + f"// {i}\n")
-    middleware = chart_script.PlotlyScript(streamlit, files=scripts, base_url=base_url, store=tmp_path / "store")
+    middleware = chart_script.ChartScripts(streamlit, files=scripts, base_url=base_url, store=tmp_path / "store")
     for served, file in scripts.items():
         path = "/" + "/".join(p for p in (base_url, served) if p)
         status, headers, body = request(middleware, path, accept_encoding="gzip, deflate")
@@ -270,7 +270,7 @@ def test_the_scripts_are_served_gzipped_once_or_plain_at_their_paths(tmp_path, b
 
 
 def test_the_apps_own_paths_serve_the_installed_scripts():
-    middleware = chart_script.PlotlyScript(streamlit, base_url="")
+    middleware = chart_script.ChartScripts(streamlit, base_url="")
     for served, file in (
         (chart_script.plotly_script_path(), chart_script.plotly_js()),
         (chart_script.chart_script_path(), chart_script.chart_js()),

@@ -95,48 +95,60 @@ class CompressedAssets:
                 if file not in self.compressed:  # 0.1-0.2 s for the largest, off the event loop
                     self.compressed[file] = await asyncio.to_thread(self._compress, file)
         body, etag = self.compressed[file]
-        kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
-        headers = [
-            (b"content-type", kind.encode() + (b"; charset=utf-8" if kind.startswith("text/") else b"")),
-            (b"content-encoding", b"gzip"),
-            (b"content-length", str(len(body)).encode()),
-            (b"cache-control", CACHE_CONTROL),
-            (b"etag", etag.encode()),
-            (b"vary", b"Accept-Encoding"),
-        ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await answer(send, body, etag, mimetypes.guess_type(file.name)[0] or "application/octet-stream", gzipped=True)
 
     def _asset(self, scope: Scope) -> Path | None:
         """The static file a request asks for, when this middleware answers it; else None."""
-        if scope.get("type") != "http" or scope.get("method") != "GET":
-            return None
         headers = {name.lower(): value for name, value in scope.get("headers", ())}
         if b"gzip" not in headers.get(b"accept-encoding", b"") or any(
             name in headers for name in (b"range", b"if-none-match", b"if-modified-since")
         ):
             return None
-        path = scope.get("path", "")
-        root = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :]
-        prefix = "/" + "/".join(p for p in (self._base_url().strip("/"), "static") if p) + "/"
-        if not path.startswith(prefix) or not path.endswith(COMPRESSED_SUFFIXES):
+        path = app_path(scope, self.base_url)
+        if path is None or not path.startswith("static/") or not path.endswith(COMPRESSED_SUFFIXES):
             return None
-        file = (self.static_dir / "static" / path[len(prefix) :]).resolve()
+        file = (self.static_dir / path).resolve()
         if not file.is_relative_to(self.static_dir) or not file.is_file():
             return None
         return file
 
-    def _base_url(self) -> str:
-        if self.base_url is not None:
-            return self.base_url
-        import streamlit as st
-
-        return st.get_option("server.baseUrlPath") or ""
-
     def _compress(self, file: Path) -> tuple[bytes, str]:
         return compress(file, self.level, self.store)
+
+
+def app_path(scope: Scope, base_url: str | None = None) -> str | None:
+    """The path a plain GET asks for inside the app (``server.baseUrlPath``: ``base_url``, default
+    read from Streamlit's config), without its leading "/": "static/js/index.abc.js"; None for
+    anything else (another method, a websocket, a path outside the app)."""
+    if scope.get("type") != "http" or scope.get("method") != "GET":
+        return None
+    path = scope.get("path", "")
+    root = scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    if base_url is None:
+        import streamlit as st
+
+        base_url = st.get_option("server.baseUrlPath") or ""
+    base = base_url.strip("/")
+    prefix = f"/{base}/" if base else "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+async def answer(send: Send, body: bytes, etag: str, kind: str, gzipped: bool) -> None:
+    """Answer a GET with a file's ``body`` (gzipped or not), for a browser to keep: the file is
+    named by its content or version (``CACHE_CONTROL``)."""
+    headers = [
+        (b"content-type", kind.encode() + (b"; charset=utf-8" if kind.startswith("text/") else b"")),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", CACHE_CONTROL),
+        (b"etag", etag.encode()),
+        (b"vary", b"Accept-Encoding"),
+    ]
+    if gzipped:
+        headers.append((b"content-encoding", b"gzip"))
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def compress(file: Path, level: int, store: Path | None) -> tuple[bytes, str]:

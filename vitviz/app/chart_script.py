@@ -1,6 +1,6 @@
 """The scripts of vitviz's chart element (``vitviz.app.charts.draw``): its drawing code
 (``static/chart.js``) and plotly.js as the installed plotly package ships it, both served by the
-app (``PlotlyScript``); plotly.js is loaded by a new tab while its first run is under way
+app (``ChartScripts``); plotly.js is loaded by a new tab while its first run is under way
 (``EarlyCharts``).
 
 Streamlit's own chart element drew every figure three times (once, again when its theme effect
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from vitviz.app import web
-from vitviz.app.assets import CACHE_CONTROL, App, Receive, Scope, Send, compress
+from vitviz.app.assets import App, Receive, Scope, Send, answer, app_path, compress
 
 
 def plotly_js() -> Path:
@@ -38,7 +38,7 @@ def plotly_js() -> Path:
 
 @functools.cache
 def plotly_script_path() -> str:
-    """Where the app serves plotly.js, relative to its root (``PlotlyScript``): named by the
+    """Where the app serves plotly.js, relative to its root (``ChartScripts``): named by the
     installed plotly's version, so a browser may keep it for a year and still never draws with an
     old one."""
     version = re.sub(r"[^A-Za-z0-9.]", "-", importlib.metadata.version("plotly"))
@@ -63,7 +63,7 @@ def element_js() -> str:
     return web.page_text("chart_element.js", module=json.dumps(chart_script_path()))
 
 
-class PlotlyScript:
+class ChartScripts:
     """ASGI middleware: GETs of ``<base>/`` + ``plotly_script_path()`` and ``chart_script_path()``
     are answered with ``plotly_js()`` and ``chart_js()``, gzipped once (kept in ``store`` like
     ``CompressedAssets``' files) for a browser that accepts gzip, else as they are. vitviz's chart
@@ -84,12 +84,13 @@ class PlotlyScript:
         base_url: str | None = None,
         store: Path | None = None,
     ) -> None:
-        self.app, self.files, self.base_url, self.store = app, files, base_url, store
+        self.app, self.base_url, self.store = app, base_url, store
+        self.files = files or {plotly_script_path(): plotly_js(), chart_script_path(): chart_js()}
         self._answers: dict[tuple[Path, bool], tuple[bytes, str]] = {}  # (file, gzipped) -> (body, etag)
         self._lock = asyncio.Lock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        file = self._asked_for(scope)
+        file = self.files.get(app_path(scope, self.base_url) or "")
         if file is None:
             await self.app(scope, receive, send)
             return
@@ -100,44 +101,13 @@ class PlotlyScript:
                 if (file, gzipped) not in self._answers:
                     self._answers[file, gzipped] = await asyncio.to_thread(self._answer, file, gzipped)
         body, etag = self._answers[file, gzipped]
-        answer = [
-            (b"content-type", b"text/javascript; charset=utf-8"),
-            (b"content-length", str(len(body)).encode()),
-            (b"cache-control", CACHE_CONTROL),
-            (b"etag", etag.encode()),
-            (b"vary", b"Accept-Encoding"),
-        ]
-        if gzipped:
-            answer.append((b"content-encoding", b"gzip"))
-        await send({"type": "http.response.start", "status": 200, "headers": answer})
-        await send({"type": "http.response.body", "body": body})
-
-    def _asked_for(self, scope: Scope) -> Path | None:
-        """The file a request asks for, when this middleware answers it; else None."""
-        if scope.get("type") != "http" or scope.get("method") != "GET":
-            return None
-        path = scope.get("path", "")
-        root = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :]
-        base = (self.base_url if self.base_url is not None else _base_url_option()).strip("/")
-        files = self.files or {plotly_script_path(): plotly_js(), chart_script_path(): chart_js()}
-        for served, file in files.items():
-            if path == "/" + "/".join(p for p in (base, served) if p):
-                return file
-        return None
+        await answer(send, body, etag, "text/javascript", gzipped)
 
     def _answer(self, file: Path, gzipped: bool) -> tuple[bytes, str]:
         if gzipped:
             return compress(file, 6, self.store)
         data = file.read_bytes()
         return data, f'"{hashlib.md5(data).hexdigest()}"'
-
-
-def _base_url_option() -> str:
-    import streamlit as st
-
-    return st.get_option("server.baseUrlPath") or ""
 
 
 def early_script() -> bytes:

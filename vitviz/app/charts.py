@@ -80,7 +80,7 @@ class Shelf(shelf.Shelf[plots.Figure]):
     written as JSON when built; bounded by ``max_bytes`` of their JSON, counted twice (figure and text)."""
 
     def __init__(self, max_bytes: int = MAX_BYTES) -> None:
-        super().__init__(max_bytes, size=lambda figure: 2 * len(written(figure)[2]), prepare=self._write)
+        super().__init__(max_bytes, size=lambda figure: 2 * len(written(figure)[1]), prepare=self._write)
 
     @staticmethod
     def _write(key: Hashable, figure: plots.Figure) -> None:
@@ -95,9 +95,9 @@ SHELF = Shelf()
 
 
 # A shared figure's JSON, themed for one mode and written once: id(figure) -> (presenter mode,
-# the layout's width and height, the text). An entry goes with its figure (weakref.finalize),
+# the text). An entry goes with its figure (weakref.finalize),
 # before another object can take its id.
-_WRITTEN: dict[int, tuple[bool, dict, str]] = {}
+_WRITTEN: dict[int, tuple[bool, str]] = {}
 _WRITING = threading.Lock()
 
 
@@ -108,18 +108,16 @@ def themed(figure: plots.Figure, present: bool) -> dict:
 
 def write(figure: plots.Figure, present: bool) -> str:
     """Theme a shared figure for the mode and write its JSON, once: ``draw`` sends that text."""
-    spec = themed(figure, present)
-    size = {k: spec["layout"][k] for k in ("width", "height") if spec["layout"].get(k) is not None}
-    entry = (present, {"layout": size}, internals.write(spec))
+    entry = (present, internals.write(themed(figure, present)))
     with _WRITING:
         if id(figure) not in _WRITTEN:
             weakref.finalize(figure, _WRITTEN.pop, id(figure), None)
         _WRITTEN[id(figure)] = entry
-    return entry[2]
+    return entry[1]
 
 
-def written(figure: plots.Figure) -> tuple[bool, dict, str] | None:
-    """(presenter mode, the layout's size, JSON text) of a shared figure as ``write`` wrote it, or None."""
+def written(figure: plots.Figure) -> tuple[bool, str] | None:
+    """(presenter mode, JSON text) of a shared figure as ``write`` wrote it, or None."""
     return _WRITTEN.get(id(figure))
 
 
@@ -149,7 +147,7 @@ def draw(
     """
     mode = presenter.presenting()
     found = written(figure)
-    text = found[2] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
+    text = found[1] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
     data = element_data(text, stretch=height == "stretch", select=on_select is not None)
     callbacks = {}
     if on_select is not None:

@@ -2,8 +2,8 @@
 depend on, in one place: a Streamlit release that renames one of its test ids breaks them here.
 
 The static files name selectors as ``{main}``, ``{sidebar}`` ...; ``page_text`` fills them in.
-Every script is constant: the only values put into one are keys written in code, and the file
-names of Streamlit's own build (``vitviz.app.assets``, checked against a pattern).
+Every script is constant: the only values put into one are keys written in code, and the paths
+the app serves its own scripts at (``vitviz.app.chart_script``).
 """
 
 from __future__ import annotations
