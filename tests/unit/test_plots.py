@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import plotly.graph_objects
@@ -444,6 +445,30 @@ def test_bar_numbers_sit_level_beside_their_bars_on_a_scale_that_stops_at_the_lo
     assert (bar.textposition, bar.textangle, bar.constraintext, bar.cliponaxis) == ("outside", 0, "none", False)
     assert fig.layout.xaxis.range[0] == 0 and fig.layout.xaxis.range[1] > 0.93  # room for "93.0%" beside the bar
     assert max(fig.layout.xaxis.tickvals) <= 0.93 + 1e-9  # no "120%" in that room
+
+
+def _same_json(one, other) -> bool:
+    return json.loads(one.to_json()) == json.loads(other.to_json())
+
+
+def test_what_a_page_used_to_change_on_a_copy_its_builder_draws_as_the_copy_had_it():
+    """A step asks the builder for every label of a short bar chart, the CNN's short layer names
+    and the card's legend at the foot: the app then shares the built figure (no copy changed on
+    every run), and it is the figure the copy was."""
+    names = [f"class {n}" for n in range(10)]
+    copy = plots.built_copy(plots.bars(names, [0.1] * 10, height=200))
+    copy.update_yaxes(tickmode="array", tickvals=names, ticktext=names)
+    assert _same_json(plots.bars(names, [0.1] * 10, height=200, every_label=True), copy)
+    fields, distances = [("stem", 3), ("groups.0.conv1", 5)], np.full((2, 3), 7.0)
+    copy = plots.built_copy(plots.reach(fields, distances, 32))
+    copy.update_layout(xaxis_ticktext=["stem", "0.conv1"])
+    assert _same_json(plots.reach(fields, distances, 32, tick_text=["stem", "0.conv1"]), copy)
+    history = [{"epoch": e, "train_loss": 1.0 / e, "train_accuracy": 0.5, "lr": 0.1} for e in (1, 2)]
+    labels = {key: key for key in plots.CURVE_KEYS}
+    foot = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0)
+    copy = plots.built_copy(plots.training_curves(history, labels))
+    copy.update_layout(legend=foot)
+    assert _same_json(plots.training_curves(history, labels, legend=foot), copy)
 
 
 # ---- one colour-blind-safe palette for heads and classes ----

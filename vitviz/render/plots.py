@@ -758,18 +758,20 @@ def bars(
     percent: bool = True,
     x_title: str | None = None,
     correct: int | None = None,
+    every_label: bool = False,
 ) -> go.Figure:
     """Horizontal bars, largest on top (top-k probabilities, counts ...).
 
     ``highlight`` marks one bar in red (the prediction); ``correct`` marks the bar of the known
-    true class in green (it wins over ``highlight`` when both are the same bar).
+    true class in green (it wins over ``highlight`` when both are the same bar). ``every_label``:
+    every bar named, however short the figure (Plotly leaves some out where the labels crowd).
     """
-    return _figure(*_bars(labels, values, title, height, highlight, percent, x_title, correct))
+    return _figure(*_bars(labels, values, title, height, highlight, percent, x_title, correct, every_label))
 
 
 def _bars(
     labels: Sequence[str], values: Sequence[float], title: str | None, height: int, highlight: int | None,
-    percent: bool, x_title: str | None, correct: int | None,
+    percent: bool, x_title: str | None, correct: int | None, every_label: bool = False,
 ) -> tuple[list[dict], dict]:  # fmt: skip
     """``bars``' trace and layout."""
     colours = [
@@ -805,6 +807,8 @@ def _bars(
         xaxis=axis,
         yaxis=dict(autorange="reversed"),
     )
+    if every_label:
+        layout["yaxis"] |= dict(tickmode="array", tickvals=list(labels), ticktext=list(labels))
     if title:
         layout["title"] = _title(title)
     return [bar], layout
@@ -1349,6 +1353,7 @@ def reach(
     head_word: str = "head",
     image_label: str = "image side",
     height: int = 400,
+    tick_text: Sequence[str] | None = None,
 ) -> go.Figure:
     """How far each family looks, in pixels of its input: the CNN's theoretical receptive field
     after every convolution and pooling layer (``cnn.receptive_fields``, a line that can only
@@ -1359,6 +1364,8 @@ def reach(
         fields: (layer name, receptive field in pixels), in the order the layers run.
         distances: (depth, heads) mean attention distance in pixels.
         image_px: the side of the input in pixels.
+        tick_text: what the CNN's axis calls its layers (default: their names; the pointer shows
+            the names).
     """
     distances = np.asarray(distances, dtype=np.float64)
     depth, heads = distances.shape
@@ -1378,7 +1385,10 @@ def reach(
     )
     edge = dict(color="grey", dash="dash")
     layout["xaxis"] |= dict(
-        title=dict(text=cnn_x_title), tickvals=steps, ticktext=[name for name, _ in fields], tickangle=-45
+        title=dict(text=cnn_x_title),
+        tickvals=steps,
+        ticktext=list(tick_text) if tick_text is not None else [name for name, _ in fields],
+        tickangle=-45,
     )
     layout["yaxis"] |= dict(title=dict(text=y_title), rangemode="tozero")
     layout["xaxis2"] |= dict(title=dict(text=vit_x_title), tickmode="linear", tick0=1, dtick=1 if depth <= 24 else 2)
@@ -1769,6 +1779,7 @@ def training_curves(
     total_epochs: int | None = None,
     stage_starts: Sequence[int] = (),
     stage_names: Sequence[str] = (),
+    legend: dict | None = None,
 ) -> go.Figure:
     """Loss, accuracy and learning rate per epoch from a training history.
 
@@ -1784,6 +1795,7 @@ def training_curves(
             the 100% line, where the band is wide enough for it (the page's caption lists them all).
         stage_names: what the pointer on the number of stage 2, 3, ... shows, one per stage
             start (its run's name and epochs, say); none: no hover text.
+        legend: where the legend goes (default: below the axes).
     """
     text = labels
     epochs = [row["epoch"] for row in history]
@@ -1858,7 +1870,10 @@ def training_curves(
             )
     fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *stage_labels])
     fig.update_layout(
-        height=350, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, legend=dict(orientation="h", y=-0.25)
+        height=350,
+        margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4),
+        **LOOK,
+        legend=legend or dict(orientation="h", y=-0.25),
     )
     return fig
 

@@ -125,9 +125,10 @@ def _training(subject: Subject, card: ModelCard) -> list:
         ]
         shown.append(Text(tr("card.stages", count=len(stages), stages=" → ".join(parts)), role="caption"))
     labels = {key: tr(f"card.curve.{key}") for key in plots.CURVE_KEYS}
-    curves = plots.training_curves(card.history, labels, planned, starts[1:], stage_names=parts[1:])
-    curves = plots.built_copy(curves)  # a copy to change: the app shares the built figure
-    curves.update_layout(legend=LEGEND_AT_THE_FOOT)  # under the axes' titles, at any height (a slide's)
+    # the legend under the axes' titles, at any height (a slide's)
+    curves = plots.training_curves(
+        card.history, labels, planned, starts[1:], stage_names=parts[1:], legend=LEGEND_AT_THE_FOOT
+    )
     said = claims.training_curve(card.history)
     shown.append(Figure("card_curves", curves, subject.says(said) if said else ""))
     # a table, not the data grid: a long value (a teacher's name and weights) wraps instead of being cut
@@ -140,10 +141,8 @@ def _training(subject: Subject, card: ModelCard) -> list:
     per_class = card.per_class_accuracy
     if per_class:
         names = [subject.label(c) for c in per_class]
-        bars = plots.built_copy(  # a copy to change: the app shares the built figure
-            plots.bars(names, list(per_class.values()), title=tr("card.per_class"), height=120 + 30 * len(per_class))
-        )
-        bars.update_yaxes(tickmode="array", tickvals=names, ticktext=names)  # every class named, at a slide's height
+        values = list(per_class.values())  # every class named, at a slide's height
+        bars = plots.bars(names, values, title=tr("card.per_class"), height=120 + 30 * len(per_class), every_label=True)
         shown.append(Figure("card_per_class", bars, subject.says(claims.class_accuracy(per_class))))
     # the recipe: one column per stage, and the epochs each stage ran
     runs = card.runs  # the stages, or the one run

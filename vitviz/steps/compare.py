@@ -251,6 +251,8 @@ def _reach(subject: Subject, cnn) -> list:
     fields = [(field.name, field.size) for field in receptive_fields(cnn)]
     side = max(cnn.config.image_size)
     distances = _distances(subject, cnn)
+    # the CNN's layers by their place in its groups ("1.conv3", hover: "groups.1.conv3"): the full
+    # names, turned 45 degrees, took more of a slide's height than the plot
     chart = plots.reach(
         fields,
         distances,
@@ -262,11 +264,8 @@ def _reach(subject: Subject, cnn) -> list:
         vit_x_title=tr("compare.reach.x_vit"),
         head_word=tr("attention.distance_head"),
         image_label=tr("compare.reach.image"),
+        tick_text=[name.removeprefix("groups.") for name, _ in fields],
     )
-    # the CNN's layers by their place in its groups ("1.conv3", hover: "groups.1.conv3"): the full
-    # names, turned 45 degrees, took more of a slide's height than the plot
-    chart = plots.built_copy(chart)  # a copy to change: the app shares the built figure
-    chart.update_layout(xaxis_ticktext=[name.removeprefix("groups.") for name, _ in fields])
     return [
         Heading(tr("compare.reach_title")),
         Text(tr("compare.reach_intro")),
