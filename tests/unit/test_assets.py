@@ -215,7 +215,7 @@ def test_the_page_loads_plotly_js_plain_or_gzipped(encoding):
     assert headers.get("content-encoding") == encoding
     head = page[: page.index(b"</head>")]
     assert head.startswith(PAGE[: PAGE.index(b"</head>")]) and page.count(b"<script>") == 1
-    path = chart_script.plotly_script_path().encode()
+    path = chart_script.cartesian_script_path().encode()  # the bundle every tour page draws with
     assert b'"' + path + b'"' in head and b'link.rel = "preload"' in head
     assert b'"running"' in head  # evaluated once the first run has started, not while the page loads
 
@@ -238,6 +238,27 @@ def test_plotly_js_is_the_installed_plotly_packages_named_by_its_version():
 
     assert chart_script.plotly_js().is_file() and chart_script.plotly_js().stat().st_size > 1_000_000
     assert chart_script.plotly_script_path() == f"vitviz/plotly-{plotly.__version__}.min.js"
+
+
+def test_the_cartesian_bundle_is_named_by_its_version_and_draws_what_it_has():
+    first_lines = chart_script.cartesian_js().read_bytes()[:400].decode()
+    version = chart_script.cartesian_script_path().removeprefix("vitviz/plotly-cartesian-").removesuffix(".min.js")
+    assert f"plotly.js (cartesian - minified) v{version}" in first_lines
+    assert chart_script.cartesian_js().stat().st_size < chart_script.plotly_js().stat().st_size / 2
+    assert (chart_script.cartesian_js().parent / "plotly-cartesian.LICENSE").read_text().count("MIT License") == 1
+    assert chart_script.script_for(["image", "heatmap", "scatter"]) == chart_script.cartesian_script_path()
+    assert chart_script.script_for(["bar", "scattergl"]) == chart_script.plotly_script_path()
+
+
+def test_every_figure_of_the_library_but_the_test_set_map_is_drawn_by_the_cartesian_bundle():
+    """Every figure function of vitviz.render.plots (tests/unit/test_plots.py builds each) draws
+    trace types the cartesian bundle has, but for the map of the test set's scattergl (10,000
+    points: WebGL), which the full plotly.js draws."""
+    from tests.unit.test_plots import BUILDERS
+
+    types = {name: {trace.type for trace in build().data} for name, build in BUILDERS.items()}
+    assert {name for name, found in types.items() if not found <= chart_script.CARTESIAN_TRACES} == {"test_set_map"}
+    assert set.union(*types.values()) >= {"scatter", "bar", "heatmap", "histogram", "image", "scattergl"}
 
 
 def test_the_drawing_code_is_named_by_its_content_and_the_element_imports_it():
@@ -273,6 +294,7 @@ def test_the_apps_own_paths_serve_the_installed_scripts():
     middleware = chart_script.ChartScripts(streamlit, base_url="")
     for served, file in (
         (chart_script.plotly_script_path(), chart_script.plotly_js()),
+        (chart_script.cartesian_script_path(), chart_script.cartesian_js()),
         (chart_script.chart_script_path(), chart_script.chart_js()),
     ):
         status, _, body = request(middleware, "/" + served)

@@ -1,7 +1,8 @@
 """The scripts of vitviz's chart element (``vitviz.app.charts.draw``): its drawing code
-(``static/chart.js``) and plotly.js as the installed plotly package ships it, both served by the
-app (``ChartScripts``); plotly.js is loaded by a new tab while its first run is under way
-(``EarlyCharts``).
+(``static/chart.js``), plotly.js's cartesian bundle (in ``static/``, for every figure whose trace
+types it has) and plotly.js as the installed plotly package ships it (for the others), all served
+by the app (``ChartScripts``); the cartesian bundle is loaded by a new tab while its first run is
+under way (``EarlyCharts``).
 
 Streamlit's own chart element drew every figure three times (once, again when its theme effect
 copied the figure, and again when it set the width); vitviz's draws each once, with this script,
@@ -19,7 +20,7 @@ import importlib.util
 import json
 import re
 import zlib
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,37 @@ def plotly_script_path() -> str:
     return f"vitviz/plotly-{version}.min.js"
 
 
+# plotly.js's cartesian bundle (npm's plotly.js-cartesian-dist-min, MIT, kept unchanged in
+# static/ with its licence): every trace type below, in a third of the full bundle's size, which a
+# new tab evaluates in about a third of the time (docs/benchmarks.md). A figure with another type
+# (the test set's map: scattergl) is drawn with the installed package's full plotly.js.
+CARTESIAN_TRACES = frozenset(
+    {"scatter", "bar", "box", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "contour"}
+    | {"scatterternary", "violin", "image", "pie"}
+)
+
+
+def cartesian_js() -> Path:
+    """plotly.js's cartesian bundle, as it ships in ``static/``."""
+    return web.STATIC / "plotly-cartesian.min.js"
+
+
+@functools.cache
+def cartesian_script_path() -> str:
+    """Where the app serves ``cartesian_js()``: named by its version (its first lines say it)."""
+    with cartesian_js().open("rb") as file:
+        found = re.search(rb"\bv(\d+\.\d+\.\d+)\b", file.read(400))
+    if found is None:
+        raise ValueError(f"{cartesian_js()} does not say its version in its first lines")
+    return f"vitviz/plotly-cartesian-{found.group(1).decode()}.min.js"
+
+
+def script_for(trace_types: Iterable[str]) -> str:
+    """The plotly.js a figure with these trace types is drawn with: the cartesian bundle where it
+    has them all, else the installed package's full plotly.js."""
+    return cartesian_script_path() if set(trace_types) <= CARTESIAN_TRACES else plotly_script_path()
+
+
 def chart_js() -> Path:
     """The chart element's drawing code (a module): ``static/chart.js``."""
     return web.STATIC / "chart.js"
@@ -64,11 +96,11 @@ def element_js() -> str:
 
 
 class ChartScripts:
-    """ASGI middleware: GETs of ``<base>/`` + ``plotly_script_path()`` and ``chart_script_path()``
-    are answered with ``plotly_js()`` and ``chart_js()``, gzipped once (kept in ``store`` like
-    ``CompressedAssets``' files) for a browser that accepts gzip, else as they are. vitviz's chart
-    element (``vitviz.app.charts.draw``) loads both once per page. Every other request passes
-    untouched.
+    """ASGI middleware: GETs of ``<base>/`` + ``plotly_script_path()``, ``cartesian_script_path()``
+    and ``chart_script_path()`` are answered with ``plotly_js()``, ``cartesian_js()`` and
+    ``chart_js()``, gzipped once (kept in ``store`` like ``CompressedAssets``' files) for a browser
+    that accepts gzip, else as they are. vitviz's chart element (``vitviz.app.charts.draw``) loads
+    each it needs once per page. Every other request passes untouched.
 
     Args:
         app: the ASGI app behind (Streamlit's).
@@ -85,7 +117,11 @@ class ChartScripts:
         store: Path | None = None,
     ) -> None:
         self.app, self.base_url, self.store = app, base_url, store
-        self.files = files or {plotly_script_path(): plotly_js(), chart_script_path(): chart_js()}
+        self.files = files or {
+            plotly_script_path(): plotly_js(),
+            cartesian_script_path(): cartesian_js(),
+            chart_script_path(): chart_js(),
+        }
         self._answers: dict[tuple[Path, bool], tuple[bytes, str]] = {}  # (file, gzipped) -> (body, etag)
         self._lock = asyncio.Lock()
 
@@ -111,11 +147,11 @@ class ChartScripts:
 
 
 def early_script() -> bytes:
-    """The page's early loader of plotly.js (``static/early_charts.js``), as a script tag: it
+    """The page's early loader of plotly.js's cartesian bundle (``static/early_charts.js``), as a script tag: it
     fetches the script at once and evaluates it as soon as the page's first run has started. The
     browser then waits for the server; evaluating it earlier held up the websocket and the run's
     request (measured: the wait moved, the page was no sooner ready)."""
-    return f"<script>{web.page_text('early_charts.js', script=json.dumps(plotly_script_path()))}</script>".encode()
+    return f"<script>{web.page_text('early_charts.js', script=json.dumps(cartesian_script_path()))}</script>".encode()
 
 
 class EarlyCharts:

@@ -148,7 +148,8 @@ def draw(
     mode = presenter.presenting()
     found = written(figure)
     text = found[1] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
-    data = element_data(text, stretch=height == "stretch", select=on_select is not None)
+    script = chart_script.script_for(trace.type for trace in figure.data)
+    data = element_data(text, stretch=height == "stretch", select=on_select is not None, script=script)
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = _rerun if on_select == "rerun" else on_select
@@ -159,12 +160,14 @@ def draw(
         return mount(key=key, data=data, width=width, height=height, **callbacks)
 
 
-def element_data(text: str, stretch: bool, select: bool) -> bytes:
-    """What the chart element gets: one line of JSON (the script's path, ``stretch``, ``select``),
-    then the figure's JSON text as it is. Bytes, not a dictionary: Streamlit writes a dictionary
-    as JSON again (every quote of the figure escaped) and parses and writes it once more to name
-    the element, which cost a class's server more than the figure itself (docs/benchmarks.md)."""
-    head = json.dumps({"script": chart_script.plotly_script_path(), "stretch": stretch, "select": select})
+def element_data(text: str, stretch: bool, select: bool, script: str | None = None) -> bytes:
+    """What the chart element gets: one line of JSON (the path of the plotly.js that draws it,
+    ``script``: default the installed package's; ``stretch``, ``select``), then the figure's JSON
+    text as it is. Bytes, not a dictionary: Streamlit writes a dictionary as JSON again (every
+    quote of the figure escaped) and parses and writes it once more to name the element, which
+    cost a class's server more than the figure itself (docs/benchmarks.md)."""
+    script = script or chart_script.plotly_script_path()
+    head = json.dumps({"script": script, "stretch": stretch, "select": select})
     return head.encode() + b"\n" + text.encode()
 
 

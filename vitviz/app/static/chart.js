@@ -18,9 +18,12 @@ function appUrl(path) {
 }
 
 function plotly(script) {
-  // one load of plotly.js per page, shared with the page's early loader (static/early_charts.js)
-  if (!window.vitvizPlotly) {
-    window.vitvizPlotly = new Promise((resolve, reject) => {
+  // one load of each plotly.js (the cartesian bundle, the full one) per page, shared with the
+  // page's early loader (static/early_charts.js); each resolves to its own Plotly, which it sets
+  // as window.Plotly just before its load event
+  window.vitvizPlotly = window.vitvizPlotly || {};
+  if (!window.vitvizPlotly[script]) {
+    window.vitvizPlotly[script] = new Promise((resolve, reject) => {
       const tag = document.createElement("script");
       tag.src = appUrl(script);
       tag.onload = () => resolve(window.Plotly);
@@ -28,7 +31,7 @@ function plotly(script) {
       document.head.appendChild(tag);
     });
   }
-  return window.vitvizPlotly;
+  return window.vitvizPlotly[script];
 }
 
 function plain(value) {
@@ -65,22 +68,30 @@ function resized(Plotly, div) {
 function draw(Plotly, div, figure) {
   const layout = { ...figure.layout, ...size(div, figure.layout, div.vitvizStretch) };
   const config = { displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+  if (div.vitvizDrawn && div.vitvizPlotly !== Plotly) {
+    // another figure under this key that needs the other plotly.js: drawn anew by it
+    div.vitvizPlotly.purge(div);
+    div.vitvizObserver.disconnect();
+    div.vitvizDrawn = false;
+  }
   const first = !div.vitvizDrawn;
   div.vitvizDrawn = true;
+  div.vitvizPlotly = Plotly;
   div.vitvizLayout = figure.layout;
   const drawn = (first ? Plotly.newPlot : Plotly.react)(div, figure.data, layout, config);
   if (first) {
     // at once, not when the drawing is done: its points can be clicked as soon as they show
     div.on("plotly_click", (event) => clicked(div, event));
     let pending = false;
-    new ResizeObserver(() => {
+    div.vitvizObserver = new ResizeObserver(() => {
       if (pending) return;
       pending = true;
       requestAnimationFrame(() => {
         pending = false;
         resized(Plotly, div);
       });
-    }).observe(div);
+    });
+    div.vitvizObserver.observe(div);
   }
   return drawn.then(() => {
     div.dataset.drawn = "1";

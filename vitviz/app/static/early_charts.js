@@ -1,7 +1,8 @@
-// A new tab fetches plotly.js at once (a preload: off the main thread) and evaluates it once the
-// app's first run has started, at most 10 s on: the browser then waits for the server, and the
-// figures the run sends find it ready (vitviz.app.assets.EarlyCharts). vitviz's chart element
-// (chart.js) draws with it: both share window.vitvizPlotly, so it is evaluated once.
+// A new tab fetches plotly.js's cartesian bundle at once (a preload: off the main thread) and
+// evaluates it once the app's first run has started, at most 10 s on: the browser then waits for
+// the server, and the figures the run sends find it ready (vitviz.app.chart_script.EarlyCharts).
+// vitviz's chart element (chart.js) draws with it: both keep it in window.vitvizPlotly under its
+// path, so it is evaluated once.
 (() => {
   const entry = document.querySelector('script[type="module"][src*="static/js/index."]');
   if (!entry) return;
@@ -13,10 +14,11 @@
   document.head.appendChild(link);
   const started = Date.now();
   const wait = () => {
-    if (window.vitvizPlotly) return; // a figure came first and loads it
+    window.vitvizPlotly = window.vitvizPlotly || {};
+    if (window.vitvizPlotly[{script}]) return; // a figure came first and loads it
     const app = document.querySelector("{app_root}");
     if ((app && app.getAttribute("data-test-script-state") === "running") || Date.now() - started > 10000) {
-      window.vitvizPlotly = new Promise((resolve, reject) => {
+      window.vitvizPlotly[{script}] = new Promise((resolve, reject) => {
         const tag = document.createElement("script");
         tag.src = url;
         tag.onload = () => resolve(window.Plotly);
