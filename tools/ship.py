@@ -21,9 +21,10 @@ its card keeps the one-view accuracy beside (``evaluated.one_view_accuracy``).
 Beside the weights goes ``<name>.predictions.safetensors``: every test image's class
 probabilities (float32, keyed by the weights hash, what the model looks at and the test split's
 fingerprint), so the app's misclassification lab opens at once. ``--predictions-only`` writes it
-again for the model already shipped. ``--analyses-only`` writes what the trust page and the map read
-beside the weights: ``<name>.faithfulness.json``, and for a ViT ``<name>.ablation.json`` and
-``<name>.projection.safetensors`` (``write_analyses``).
+again for the model already shipped. ``--analyses-only`` writes what the trust page, the map and the
+prediction step read beside the weights: ``<name>.faithfulness.json``, and for a ViT
+``<name>.ablation.json``, ``<name>.projection.safetensors``, ``<name>.occlusion.safetensors`` and
+``<name>.comparison.safetensors`` (``write_analyses``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Any
 import torch
 
 from vitviz import commandline
-from vitviz.analyses import ablation, faithfulness, projection
+from vitviz.analyses import ablation, comparison, faithfulness, occlusion, projection
 from vitviz.analyses.evaluate import evaluate, predictions_path, save_predictions, weights_hash
 from vitviz.models import zoo
 from vitviz.models.card import ModelCard
@@ -299,7 +300,9 @@ def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) 
     """Measure the shipped model ``name`` and write what the app reads beside its weights:
     the faithfulness table (``vitviz.analyses.faithfulness``, 500 test images), and for a ViT the head
     ablation grid (``vitviz.analyses.ablation``, 1,000 test images) and the map of the test set
-    (``vitviz.analyses.projection``). Each command records the weights hash, so a model shipped later makes
+    (``vitviz.analyses.projection``), every test image's occlusion curves (``vitviz.analyses.occlusion``)
+    and, beside the shipped CNN where it names the same classes, every test image's first view of the
+    comparison (``vitviz.analyses.comparison``). Each command records the weights hash, so a model shipped later makes
     them stale rather than wrong. This takes tens of minutes on a CPU.
 
     Raises:
@@ -316,7 +319,11 @@ def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) 
         runs += [
             (ablation.main, ablation.ablation_path(weights), ["--images", str(ABLATION_IMAGES)]),
             (projection.main, projection.projection_path(weights), []),
+            (occlusion.main, occlusion.occlusion_path(weights), []),
         ]
+        cnn, _ = zoo.load(zoo.SHIPPED_CNN)  # the CNN page 8 sets beside the ViT first, where it names the same classes
+        if list(cnn.config.class_names) == list(model.config.class_names):
+            runs.append((comparison.main, comparison.comparison_path(weights), ["--cnn", zoo.SHIPPED_CNN]))
     written = []
     for command, path, extra in runs:
         log.info("writing %s", path.name)

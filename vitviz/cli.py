@@ -2,7 +2,7 @@
 
     vitviz app [--data FOLDER] [--models DIR] [--allow-hub] [--server.port 8501 ...]
     vitviz explain photo.jpg [--model NAME]
-    vitviz evaluate | train | handout | faithfulness | ablation | projection ...
+    vitviz evaluate | train | handout | faithfulness | ablation | occlusion | comparison | projection ...
 
 ``vitviz app`` starts the Streamlit app from any folder: the app's script and pages come from the
 clone this package runs from, or, installed from a wheel, from where the wheel put them
@@ -27,6 +27,8 @@ COMMANDS = {
     "handout": "vitviz.render.handout",
     "faithfulness": "vitviz.analyses.faithfulness",
     "ablation": "vitviz.analyses.ablation",
+    "occlusion": "vitviz.analyses.occlusion",
+    "comparison": "vitviz.analyses.comparison",
     "projection": "vitviz.analyses.projection",
 }
 PATH_OPTIONS = (

@@ -59,8 +59,8 @@ LAYERS = {
     "models.zoo": 3, "models.snapshots": 3, "analyses.evaluate": 3, "analyses.lab": 3,
     # 4: the command lines
     "training.train": 4, "models.explain": 4, "render.handout": 4, "cli": 4, "__main__": 4,
-    "analyses.faithfulness": 3, "analyses.ablation": 3, "analyses.projection": 3,  # the test set's analyses: computed, stored beside the weights, commands
-    "commandline": 3,  # what those three command lines share
+    "analyses.faithfulness": 3, "analyses.ablation": 3, "analyses.projection": 3, "analyses.occlusion": 3, "analyses.comparison": 3,  # the test set's analyses: computed, stored beside the weights, commands
+    "commandline": 3,  # what those four command lines share
     # 3: the tour's steps as data (read the models and their analyses; no Streamlit)
     "steps": 3, **{f"steps.{name}": 3 for name in STEP_MODULES},
     # figures: numpy and Plotly only

@@ -386,14 +386,17 @@ def test_the_shipped_tables_were_made_by_the_shipped_weights(name):
 
 def test_one_command_writes_every_analysis_beside_the_weights(folder, tiny_config, tmp_path, monkeypatch):
     from tools import ship
-    from vitviz.analyses import ablation, projection
+    from vitviz.analyses import ablation, occlusion, projection
 
     monkeypatch.setattr(projection, "METHODS", ("pca",))  # UMAP compiles for most of a minute: its own test
     torch.manual_seed(0)
     model = VisionTransformer(tiny_config.replace(depth=2, num_classes=3, class_names=CLASSES)).eval()
     zoo.save(model, tmp_path / "tiny.safetensors")
     written = ship.write_analyses("tiny", str(folder), tmp_path)
-    assert [p.name for p in written] == ["tiny.faithfulness.json", "tiny.ablation.json", "tiny.projection.safetensors"]
+    assert [p.name for p in written] == [
+        "tiny.faithfulness.json", "tiny.ablation.json", "tiny.projection.safetensors", "tiny.occlusion.safetensors"
+    ]  # fmt: skip
     assert faithfulness.read_stored(written[0], model)["images"] == 12
     assert ablation.read_stored(written[1], model)["images"] == 12
     assert projection.read_stored(written[2], model) is not None
+    assert len(occlusion.read_stored(written[3], model).rows) == 12

@@ -60,7 +60,15 @@ def gradcam(model: ConvNet, pixels: Tensor, class_index: int) -> Tensor:
 
 def gradcam_and_logits(model: ConvNet, pixels: Tensor, class_index: int) -> tuple[Tensor, Tensor]:
     """``gradcam`` and the logits (K,) of the same forward pass (the mean of both views' for a
-    mirror-averaging CNN): what ``model(pixels)[0]`` answers, at no extra pass.
+    mirror-averaging CNN): what ``model(pixels)[0]`` answers, at no extra pass."""
+    maps, answer = gradcam_maps(model, pixels, class_index)
+    return gradcam_from_maps(maps, tuple(pixels.shape[-2:]), model.config.test_flip), answer
+
+
+def gradcam_maps(model: ConvNet, pixels: Tensor, class_index: int) -> tuple[Tensor, Tensor]:
+    """Grad-CAM of every view on the last feature map, before it is upsampled: (V, h, w) on the
+    model's device (V = 2 for a mirror-averaging CNN, the mirror's map not yet flipped back), and
+    the logits (K,) on the CPU.
 
     No hooks and no copy of the model: the app shares one model among all its sessions, so the
     last group's map comes from ``forward_features`` (without gradients: Grad-CAM needs none
@@ -77,12 +85,18 @@ def gradcam_and_logits(model: ConvNet, pixels: Tensor, class_index: int) -> tupl
         # each view's logit depends on its own map only: one backward gives every view's gradient
         (grad,) = torch.autograd.grad(logits[:, class_index].sum(), features)
     alpha = grad.mean(dim=(2, 3), keepdim=True)  # (V, K_c, 1, 1)
-    cams = F.relu((alpha * features.detach()).sum(dim=1, keepdim=True))  # (V, 1, h, w)
-    cams = F.interpolate(cams, size=tuple(pixels.shape[-2:]), mode="bilinear")[:, 0]  # (V, H, W)
-    cam, answer = cams[0], logits.detach()[0]
-    if model.config.test_flip:  # the mirror's map flipped back, and both answers averaged
-        cam, answer = (cam + cams[1].flip(-1)) / 2, logits.detach().mean(dim=0)
-    return cam.float().cpu(), answer.float().cpu()
+    cams = F.relu((alpha * features.detach()).sum(dim=1))  # (V, h, w)
+    answer = logits.detach().mean(dim=0) if model.config.test_flip else logits.detach()[0]  # both answers averaged
+    return cams, answer.float().cpu()
+
+
+def gradcam_from_maps(maps: Tensor, size: tuple[int, int], mirrored: bool) -> Tensor:
+    """``gradcam_maps``' maps (V, h, w) upsampled (bilinear) to the input's ``size`` (H, W), the
+    mirror's (``mirrored``: the second view) flipped back and averaged with the image's: (H, W)
+    float on the CPU."""
+    cams = F.interpolate(maps[:, None], size=size, mode="bilinear")[:, 0]  # (V, H, W)
+    cam = (cams[0] + cams[1].flip(-1)) / 2 if mirrored else cams[0]
+    return cam.float().cpu()
 
 
 def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, steps: int = 32) -> Tensor:
@@ -247,6 +261,20 @@ def run_experiment(
     )
 
 
+def shuffle_order(grid: tuple[int, int], seed: int) -> Tensor:
+    """The "shuffle" experiment's order of the patches: a random permutation fixed by ``seed``."""
+    return torch.randperm(grid[0] * grid[1], generator=torch.Generator().manual_seed(seed))
+
+
+def shuffled_input(vit: VisionTransformer, vit_pixels: Tensor, seed: int) -> Tensor:
+    """The input the ViT sees in the "shuffle" experiment (``run_experiment``): its patch grid in
+    the order ``shuffle_order`` gives, on the CPU."""
+    vit_pixels = on_weights(vit_pixels, vit)
+    patch = vit.config.token_size
+    grid = grid_size(tuple(vit_pixels.shape[-2:]), patch)
+    return shuffle_patches(vit_pixels, patch, shuffle_order(grid, seed)).cpu()
+
+
 def _same_grid(cnn_pixels: Tensor, grid: tuple[int, int]) -> int | None:
     """The patch side that cuts the CNN's input into the ViT's grid, or None when none does."""
     (height, width), (grid_h, grid_w) = cnn_pixels.shape[-2:], grid
@@ -268,7 +296,7 @@ def _experiment(
     grid = grid_size(tuple(vit_pixels.shape[-2:]), patch)
     cnn_patch = _same_grid(cnn_pixels, grid)
     if kind == "shuffle":
-        permutation = torch.randperm(grid[0] * grid[1], generator=torch.Generator().manual_seed(seed))
+        permutation = shuffle_order(grid, seed)
         vit_input = shuffle_patches(vit_pixels, patch, permutation)
         cnn_logits = cnn(shuffle_patches(cnn_pixels, cnn_patch, permutation)) if cnn_patch else None
         return Experiment(vit(vit_input), cnn_logits, vit_input)

@@ -9,7 +9,9 @@ one torch thread beside the sessions' turns (``vitviz.app.turns``: at most one c
 taken while the light steps before them leave the cores idle), page 7's first and then page
 8's, they are ready when the class gets there: the pages find them in their caches
 (``caches.cached_occlusion``, ``cached_comparison``, ``cached_experiment``), the same caches they
-fill themselves when they get there first. Nothing here changes what a page shows.
+fill themselves when they get there first. For the shipped ViT's own test images those caches
+read what ships beside the weights (``vitviz.analyses.occlusion``, ``vitviz.analyses.comparison``),
+so the work ahead is left for photos and other models. Nothing here changes what a page shows.
 
 Server option: ``streamlit run app.py -- --no-read-ahead`` (or VITVIZ_READ_AHEAD=0) turns it off.
 """

@@ -18,7 +18,7 @@ import streamlit as st
 import torch
 from PIL import Image
 
-from vitviz.analyses import analysis, compare
+from vitviz.analyses import analysis, compare, comparison, occlusion
 from vitviz.app import shelf
 from vitviz.app.models import cached_model
 from vitviz.models import precision, snapshots, zoo
@@ -138,12 +138,21 @@ def cached_occlusion(model_name: str, image_bytes: bytes, order_kind: str, steps
     """
     model, _ = cached_model(model_name)
     trace = cached_trace(model_name, image_bytes)
-    order = analysis.occlusion_order(trace, order_kind)  # type: ignore[arg-type]
-    start = trace.logits[0].float().softmax(dim=-1)  # the unoccluded image's answer: the top-k bars' numbers
-    pixels = on_weights(trace.pixels, model)  # the trace sits on the CPU; autocast where the model runs
-    with precision.autocast(pixels.device, cached_precision(model_name).dtype):
-        curve = analysis.occlusion_curve(model, pixels, order, steps, target=int(start.argmax()), start=start)
+    dtype = cached_precision(model_name).dtype
+    stored = stored_occlusion(model_name) if dtype == torch.float32 else None
+    found = stored.curve(image_bytes, order_kind, steps) if stored is not None else None
+    if found is not None:  # a test image: its curve was computed by ``occlusion.curve`` when the model shipped
+        return analysis.occlusion_order(trace, order_kind).numpy(), found  # type: ignore[arg-type]
+    order, curve = occlusion.curve(model, trace, order_kind, steps, dtype)
     return order.numpy(), curve.numpy()
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def stored_occlusion(model_name: str) -> occlusion.Table | None:
+    """Every test image's occlusion curves, shipped beside the model's weights when these weights
+    made them (``vitviz.analyses.occlusion``), read once for the server (read-only)."""
+    model, spec = cached_model(model_name)
+    return occlusion.read_stored(occlusion.occlusion_path(spec.path), model) if spec.path else None
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -162,7 +171,28 @@ def cached_comparison(
     vit_pixels = on_weights(to_tensor(image, vit.config.preprocess, vit.config.in_chans), vit)
     cnn_pixels = on_weights(to_tensor(image, cnn.config.preprocess, cnn.config.in_chans), cnn)
     trace = cached_trace(vit_name, image_bytes)
+    stored = stored_comparison(vit_name, cnn_name)
+    found = stored.row(image_bytes, class_index) if stored is not None and not with_ig else None
+    if found is not None:  # a test image: computed by ``comparison.row`` when the model shipped
+        size = tuple(cnn_pixels.shape[-2:])
+        return {
+            "cnn_logits": found["cnn_logits"],
+            "rollout": analysis.rollout_map(trace)[0].float().cpu().numpy(),
+            "grad_rollout": found["grad_rollout"],
+            "gradcam": compare.gradcam_from_maps(
+                torch.from_numpy(found["gradcam_maps"]), size, cnn.config.test_flip
+            ).numpy(),
+        }
     return compare.comparison(vit, vit_pixels, trace, cnn, cnn_pixels, class_index, with_ig)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def stored_comparison(vit_name: str, cnn_name: str) -> comparison.Table | None:
+    """Every test image's first view of page 8, shipped beside the ViT's weights when these two
+    models made it (``vitviz.analyses.comparison``), read once for the server (read-only)."""
+    vit, spec = cached_model(vit_name)
+    cnn, _ = cached_model(cnn_name)
+    return comparison.read_stored(comparison.comparison_path(spec.path), vit, cnn) if spec.path else None
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
@@ -177,6 +207,13 @@ def cached_experiment(
     pixels = on_weights(cached_trace(vit_name, image_bytes).pixels, vit)  # autocast where the models run
     both = {cached_precision(name).dtype for name in (vit_name, cnn_name)}  # bf16 where the server set it for both
     dtype = torch.bfloat16 if both == {torch.bfloat16} else torch.float32
+    stored = stored_comparison(vit_name, cnn_name) if dtype == torch.float32 and kind == "shuffle" else None
+    found = stored.row(image_bytes) if stored is not None and seed == stored.seed else None
+    if found is not None:  # a test image's shuffle at the page's first seed: computed when the model shipped
+        vit_logits, cnn_logits = (
+            torch.from_numpy(found[name])[None] for name in ("shuffle_vit_logits", "shuffle_cnn_logits")
+        )
+        return compare.Experiment(vit_logits, cnn_logits, compare.shuffled_input(vit, pixels, seed))
     with precision.autocast(pixels.device, dtype):
         return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
 

@@ -660,7 +660,7 @@ def _class_names(folder: Path, changed_ns: int) -> tuple[str, ...]:
     return tuple(sorted(p.name for p in folder.iterdir() if p.is_dir()))
 
 
-def _class_files(folder: Path) -> tuple[Path, ...]:
+def class_files(folder: Path) -> tuple[Path, ...]:
     """A class folder's images in sorted order, listed again only when the folder changes (a file
     added, removed or renamed changes its mtime): the sidebar asks on every rerun."""
     folder = Path(folder)
@@ -673,7 +673,7 @@ def _listing(folder: Path, changed_ns: int) -> tuple[Path, ...]:
 
 
 def count_images(class_folder: Path) -> int:
-    return len(_class_files(class_folder)) if Path(class_folder).is_dir() else 0
+    return len(class_files(class_folder)) if Path(class_folder).is_dir() else 0
 
 
 def random_folder_image(folder: Path, rng: random.Random | None = None) -> tuple[str, int]:
@@ -689,5 +689,5 @@ def folder_image_bytes(folder: Path, class_name: str, index: int) -> bytes | Non
     class_folder = Path(folder) / Path(class_name).name
     if not class_folder.is_dir():
         return None
-    files = _class_files(class_folder)
+    files = class_files(class_folder)
     return files[index].read_bytes() if 0 <= index < len(files) else None

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vitviz.analyses import ablation, analysis, claims, compare, faithfulness, lab, projection
+from vitviz.analyses import ablation, analysis, claims, compare, faithfulness, lab, occlusion, projection
 from vitviz.analyses.evaluate import EvalResult, evaluate, predictions_path
 from vitviz.models import snapshots, zoo
 from vitviz.models.config import ViTConfig
@@ -64,12 +64,7 @@ class Compute:
     def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
         """Page 7's occlusion curve in one order: (N,) the patches in the order they are hidden,
         and (steps + 1,) the probability of the answer at each step (``analysis.occlusion_curve``)."""
-        model, trace = subject.model, subject.trace
-        order = analysis.occlusion_order(trace, kind)  # type: ignore[arg-type]
-        start = trace.logits[0].float().softmax(dim=-1)  # the top-k bars' numbers: the curves start from them
-        with torch.inference_mode():
-            pixels = on_weights(trace.pixels, model)
-            curve = analysis.occlusion_curve(model, pixels, order, steps, target=int(start.argmax()), start=start)
+        order, curve = occlusion.curve(subject.model, subject.trace, kind, steps)
         return order.numpy(), curve.numpy()
 
     def comparison(self, subject: Subject, cnn_name: str, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
