@@ -23,14 +23,11 @@ from vitviz.app import load_app, session_run, warm_up  # noqa: E402
 
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
-    from vitviz.app import ahead, charts, classroom, models, navigation, sidebar, state, students, turns
+    from vitviz.app import ahead, charts, classroom, furniture, models, navigation, sidebar, state, students, turns
     from vitviz.app.text import tr
     from vitviz.app.tour import LAB, TOUR, shipped
-    from vitviz.models import zoo
 
-    st.set_page_config(
-        page_title="vitviz: inside a Vision Transformer", page_icon=str(zoo.ASSETS / "icon.png"), layout="wide"
-    )
+    st.set_page_config(page_title="vitviz: inside a Vision Transformer", page_icon=furniture.favicon(), layout="wide")
     state.init()
     charts.share_figures()  # once per server: figures built once, sent as JSON written once
 

@@ -1,8 +1,10 @@
-"""Page furniture: the title and its paragraph, pickers and buttons several pages share, table
-heights, and downloads of the numbers behind a figure."""
+"""Page furniture: the tab's icon, the title and its paragraph, pickers and buttons several pages
+share, table heights, and downloads of the numbers behind a figure."""
 
 from __future__ import annotations
 
+import base64
+import functools
 import io
 from collections.abc import Callable
 
@@ -13,7 +15,15 @@ from PIL import Image
 from vitviz.app import session, state
 from vitviz.app.presenter import PRESENTER_REM, presenting
 from vitviz.app.text import tr
+from vitviz.models import zoo
 from vitviz.render import clicks
+
+
+@functools.cache
+def favicon() -> str:
+    """The tab's icon (``assets/icon.png``) as a data URL, made once: Streamlit takes a file's path
+    as a picture to read, hash and register with its media files on every run of every session."""
+    return "data:image/png;base64," + base64.b64encode((zoo.ASSETS / "icon.png").read_bytes()).decode()
 
 
 def header(
