@@ -11,7 +11,7 @@ import streamlit as st
 from PIL import Image
 
 from vitviz.analyses import compare, lab
-from vitviz.app import analyses, models, session, state, testset
+from vitviz.app import analyses, models, session, shelf, state, testset
 from vitviz.app.caches import (
     SAMPLES,
     cached_comparison,
@@ -60,6 +60,11 @@ def model_name() -> str:
     return models.tour_model(state.get("model"), state.get("custom_model"))
 
 
+# A test image's or a sample's bytes, read once for the server: a run asks for them in the
+# sidebar, in the work ahead and in its page, and each of a class's students every step.
+IMAGE_BYTES: shelf.Shelf[bytes | None] = shelf.Shelf(64 * 2**20, size=lambda data: len(data or b""), ttl_s=3600)
+
+
 def image_bytes() -> bytes | None:
     """The bytes of the chosen image, or None (with a message shown) when there is none."""
     source = state.get("source", "sample")
@@ -70,10 +75,9 @@ def image_bytes() -> bytes | None:
         images, chosen = test_images(), chosen_test_image()
         if images is None or chosen is None:
             return None
-        return images.image_bytes(*chosen)
-    name = state.get("sample") or sample_names()[0]
-    path = SAMPLES / Path(name).name
-    return path.read_bytes() if path.exists() else None
+        return IMAGE_BYTES.get(("test", images.split, *chosen), lambda: images.image_bytes(*chosen))
+    path = SAMPLES / Path(state.get("sample") or sample_names()[0]).name
+    return IMAGE_BYTES.get(("sample", path), lambda: path.read_bytes() if path.exists() else None)
 
 
 @dataclass
