@@ -24,16 +24,16 @@ from vitviz.app import load_app, session_run, warm_up  # noqa: E402
 def main() -> None:
     load_app()  # before any page: the first sessions of a cold server import one at a time
     from vitviz.app import ahead, charts, classroom, furniture, models, navigation, sidebar, state, students, turns
-    from vitviz.app.text import tr
-    from vitviz.app.tour import LAB, TOUR, shipped
+    from vitviz.app.page_list import pages
+    from vitviz.app.text import lang, tr
+    from vitviz.app.tour import TOUR, shipped
 
     st.set_page_config(page_title="vitviz: inside a Vision Transformer", page_icon=furniture.favicon(), layout="wide")
     state.init()
     charts.share_figures()  # once per server: figures built once, sent as JSON written once
 
     files = [f for f, _, _ in TOUR if shipped(f)]
-    steps = [st.Page(f, title=tr(k), icon=i, default=(n == 0)) for n, (f, k, i) in enumerate(TOUR) if f in files]
-    lab = [st.Page(f, title=tr(k), icon=i) for f, k, i in LAB if shipped(f)]
+    steps, lab = pages(lang(), tr)  # the tour's and the lab's st.Page objects, made once per language
     unopened = navigation.follow_asked_step(steps)  # Previous / Next: this run draws the step, not the page clicked on
     # every page listed: collapsed, Streamlit shows 10 and hides the lab behind "View 3 more"
     page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps, expanded=True)
