@@ -21,6 +21,22 @@ def test_load_app_freezes_the_startup_heap_once():
     assert load_app() is glue and gc.get_freeze_count() == frozen  # later runs freeze nothing more
 
 
+def test_the_end_of_the_startup_freezes_what_it_loaded_and_spaces_out_full_collections():
+    import vitviz.app as glue
+
+    before = gc.get_threshold()
+    try:
+        kept = [[n] for n in range(1000)]  # what a startup loads: lists, which the collector tracks
+        frozen = gc.get_freeze_count()
+        glue.settle_collector()
+        assert gc.get_freeze_count() >= frozen + len(kept)
+        assert (
+            gc.get_threshold() == (*before[:2], glue.FULL_COLLECTION_EVERY) and before[2] < glue.FULL_COLLECTION_EVERY
+        )
+    finally:
+        gc.set_threshold(*before)
+
+
 @pytest.mark.parametrize(("asked", "spin"), [(None, "0"), ("ACTIVE", "30000000000")])
 def test_the_server_s_openmp_threads_sleep_while_they_wait_unless_told_otherwise(asked, spin):
     # A fresh process, as a server's: app.py runs before anything has loaded torch (and OpenMP).

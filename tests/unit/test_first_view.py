@@ -12,7 +12,8 @@ import vitviz.app as glue
 
 @pytest.fixture
 def fresh(monkeypatch):
-    """A server where no session has run yet."""
+    """A server where no session has run yet (its warm-up leaves the tests' collector as it is)."""
+    monkeypatch.setattr(glue, "settle_collector", lambda: None)
     monkeypatch.setattr(glue, "_running", 0)
     monkeypatch.setattr(glue, "_drawn", False)
     monkeypatch.setattr(glue, "_last_seen", 0.0)

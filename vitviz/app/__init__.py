@@ -154,6 +154,21 @@ def wait_for_first_view(idle_s: float = IDLE_S, max_s: float = FIRST_VIEW_MAX_S)
         return _drawn
 
 
+FULL_COLLECTION_EVERY = 100  # collections of the middle generation between two full ones (Python's default: 10)
+
+
+def settle_collector() -> None:
+    """The end of the startup: what it loaded (the models, the test split) lives as long as the
+    server, so the collector leaves it out (``gc.freeze``, as ``load_app`` does for the imports);
+    and a full collection, which walks every object the sessions keep (their figures, traces,
+    states), comes a tenth as often. A class's runs each leave thousands of cycles behind, and
+    full collections took about a twelfth of a 30-student lesson's server CPU (8 of about 0.1 s
+    each; docs/benchmarks.md). The young generations still free most cycles as they are made."""
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
+
+
 def _warm() -> None:
     started = time.perf_counter()
     try:
@@ -169,6 +184,7 @@ def _warm() -> None:
             _STOPPING.wait(DRAW_S)
         if not _STOPPING.is_set():  # a server exiting loads nothing more: its exit waits for this thread
             testset.warm_test_split()
+        settle_collector()
     except Exception:  # the pages say what went wrong, in the user's language
         log.exception("loading the default model or its test split at startup failed")
     log.info("%s in %.1f s", STARTUP_DONE, time.perf_counter() - started)
