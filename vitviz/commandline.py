@@ -1,6 +1,7 @@
 """What the test-set analyses' command lines share (``vitviz.analyses.faithfulness``, ``vitviz.analyses.ablation``,
-``vitviz.analyses.projection``): a model and a test split, how many of its images, torch's threads, JSON
-for scripts, a file to write, and a progress bar that stays quiet when a script reads the JSON.
+``vitviz.analyses.projection``, ``vitviz.analyses.occlusion``, ``vitviz.analyses.comparison``): a model and
+a test split, how many of its images, torch's threads, JSON for scripts, a file to write, and a
+progress bar that stays quiet when a script reads the JSON.
 
     parser = commandline.analysis_parser("vitviz.analyses.ablation", __doc__, images=None, out="the grid")
     parser.add_argument("--mode", ...)  # the command's own options
@@ -11,6 +12,7 @@ for scripts, a file to write, and a progress bar that stays quiet when a script 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import re
 import sys
@@ -85,3 +87,12 @@ def progress(desc: str, unit: str, quiet: bool, total: int | None = None) -> tup
         bar.update(done - bar.n)
 
     return bar, advance
+
+
+def wrote(count: int, seconds: float, out: Path, as_json: bool) -> None:
+    """What a command that stored one entry per test image prints: how many, in how long, where;
+    one JSON object for a script (``--json``)."""
+    if as_json:
+        print(json.dumps({"images": count, "seconds": round(seconds, 1), "out": str(out)}))
+    else:
+        print(f"{count} images in {seconds:.0f} s: {out}")

@@ -17,7 +17,6 @@ was made with, in float32; anything else it computes as before.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -27,14 +26,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 
 from vitviz import commandline
 from vitviz.analyses import compare
 from vitviz.analyses.analysis import grad_rollout
-from vitviz.analyses.evaluate import inference, shipped_path, weights_hash
+from vitviz.analyses.evaluate import inference, read_tensors, shipped_path, weights_hash
 from vitviz.analyses.occlusion import DIGEST_BYTES, every_test_image, image_digest
 from vitviz.models import data as vdata
 from vitviz.models import zoo
@@ -126,21 +124,20 @@ def write(
 
 def read_stored(path: Path | None, vit: torch.nn.Module, cnn: torch.nn.Module) -> Table | None:
     """The rows stored at ``path`` when these two models made them; else None, and the page computes."""
-    if path is None or not Path(path).is_file():
+    made_by = {
+        "weights_sha256": weights_hash(vit),
+        "cnn_weights_sha256": weights_hash(cnn),
+        "cnn_inference": inference(cnn),
+    }
+    found = read_tensors(path, "comparisons", made_by, ("digests", "classes", *FIELDS))
+    if found is None:
         return None
+    metadata, tensors = found
+    digests, classes = tensors["digests"].numpy(), tensors["classes"].tolist()
+    fields = {name: tensors[name].numpy() for name in FIELDS}
     try:
-        with safe_open(str(path), framework="pt") as file:
-            metadata = file.metadata() or {}
-            if (
-                metadata.get("weights_sha256") != weights_hash(vit)
-                or metadata.get("cnn_weights_sha256") != weights_hash(cnn)
-                or metadata.get("cnn_inference") != inference(cnn)
-            ):
-                return None
-            digests, classes = file.get_tensor("digests").numpy(), file.get_tensor("classes").tolist()
-            fields = {name: file.get_tensor(name).numpy() for name in FIELDS}
         seed = int(metadata["seed"])
-    except (SafetensorError, OSError, KeyError, ValueError) as err:
+    except (KeyError, ValueError) as err:
         log.warning("ignoring the comparisons in %s: %s", path, err)
         return None
     if digests.shape != (len(classes), DIGEST_BYTES) or any(len(values) != len(classes) for values in fields.values()):
@@ -173,8 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             if class_name not in names:
                 raise ValueError(f"The test images' class {class_name!r} is not one of {spec.name}'s.")
             images.append((image_bytes, names.index(class_name)))
-        if args.images and args.images < len(images):  # at even strides, as ``vdata.spread_subset`` takes them
-            images = [images[int(i * len(images) / args.images)] for i in range(args.images)]
+        images = [images[i] for i in vdata.spread_indices(len(images), args.images)]
         bar, advance = commandline.progress("comparison", "img", args.json, total=len(images))
         started = time.perf_counter()
         count = write(vit, cnn, images, Path(args.out), progress=advance)
@@ -182,11 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     except (zoo.ModelLoadError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    seconds = time.perf_counter() - started
-    if args.json:
-        print(json.dumps({"images": count, "seconds": round(seconds, 1), "out": str(args.out)}))
-    else:
-        print(f"{count} images in {seconds:.0f} s: {args.out}")
+    commandline.wrote(count, time.perf_counter() - started, args.out, args.json)
     return 0
 
 

@@ -16,7 +16,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,6 +184,25 @@ def read_table(path: Path | None, model: torch.nn.Module) -> dict[str, Any] | No
     if stored.get("weights_sha256") != weights_hash(model) or stored.get("inference", "image") != inference(model):
         return None
     return stored
+
+
+def read_tensors(
+    path: Path | None, what: str, made_by: Mapping[str, str], names: Iterable[str]
+) -> tuple[dict[str, str], dict[str, Tensor]] | None:
+    """The metadata and the tensors ``names`` of the safetensors file at ``path`` when its metadata
+    holds every entry of ``made_by`` (the weights hashes and the like that made it); else None,
+    and the caller computes. A file that cannot be read is said in the log (``what``: what it holds)."""
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="pt") as file:
+            metadata = file.metadata() or {}
+            if any(metadata.get(key) != value for key, value in made_by.items()):
+                return None
+            return metadata, {name: file.get_tensor(name) for name in names}
+    except (SafetensorError, OSError, KeyError) as err:
+        log.warning("ignoring the %s in %s: %s", what, path, err)
+        return None
 
 
 def predictions_path(weights: Path) -> Path:

@@ -15,7 +15,6 @@ made with, and in float32; anything else it computes as before.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import sys
 import time
@@ -25,13 +24,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 from torch import Tensor
 
 from vitviz import commandline
 from vitviz.analyses import analysis
-from vitviz.analyses.evaluate import inference, shipped_path, weights_hash
+from vitviz.analyses.evaluate import inference, read_tensors, shipped_path, weights_hash
 from vitviz.models import data as vdata
 from vitviz.models import precision, zoo
 from vitviz.models.model import VisionTransformer, on_weights
@@ -139,16 +137,15 @@ def write(model: VisionTransformer, images: Sequence[bytes], path: Path, progres
 
 def read_stored(path: Path | None, model: torch.nn.Module) -> Table | None:
     """The curves stored at ``path`` when these weights made them; else None, and the page computes."""
-    if path is None or not Path(path).is_file():
+    made_by = {"weights_sha256": weights_hash(model), "inference": inference(model)}
+    found = read_tensors(path, "occlusion curves", made_by, ("digests", "curves"))
+    if found is None:
         return None
+    metadata, tensors = found
+    digests, curves = tensors["digests"].numpy(), tensors["curves"].numpy()
     try:
-        with safe_open(str(path), framework="pt") as file:
-            metadata = file.metadata() or {}
-            if metadata.get("weights_sha256") != weights_hash(model) or metadata.get("inference") != inference(model):
-                return None
-            digests, curves = file.get_tensor("digests").numpy(), file.get_tensor("curves").numpy()
         kinds, steps = tuple(metadata["kinds"].split(",")), int(metadata["steps"])
-    except (SafetensorError, OSError, KeyError, ValueError) as err:
+    except (KeyError, ValueError) as err:
         log.warning("ignoring the occlusion curves in %s: %s", path, err)
         return None
     if curves.shape[1:] != (len(kinds), steps + 1) or digests.shape != (len(curves), DIGEST_BYTES):
@@ -168,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         if not isinstance(model, VisionTransformer) or model.config.num_classes == 0:
             raise ValueError(f"{spec.name} is not a ViT classifier: the prediction step shows no occlusion for it.")
         images = [image_bytes for _, image_bytes in every_test_image(args.data)]
-        if args.images and args.images < len(images):  # at even strides, as ``vdata.spread_subset`` takes them
-            images = [images[int(i * len(images) / args.images)] for i in range(args.images)]
+        images = [images[i] for i in vdata.spread_indices(len(images), args.images)]
         bar, advance = commandline.progress("occlusion", "img", args.json, total=len(images))
         started = time.perf_counter()
         count = write(model, images, Path(args.out), advance)
@@ -177,11 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     except (zoo.ModelLoadError, FileNotFoundError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    seconds = time.perf_counter() - started
-    if args.json:
-        print(json.dumps({"images": count, "seconds": round(seconds, 1), "out": str(args.out)}))
-    else:
-        print(f"{count} images in {seconds:.0f} s: {args.out}")
+    commandline.wrote(count, time.perf_counter() - started, args.out, args.json)
     return 0
 
 

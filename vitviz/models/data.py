@@ -606,8 +606,16 @@ def spread_subset(data: ImageSet, limit: int | None) -> ImageSet:
     in a class-sorted folder); the whole set when limit is None or not smaller."""
     if not limit or limit >= len(data):
         return data
-    step = len(data) / limit
-    return data.subset([int(i * step) for i in range(limit)])
+    return data.subset(spread_indices(len(data), limit))
+
+
+def spread_indices(count: int, limit: int | None) -> list[int]:
+    """At most ``limit`` of the indices 0..count-1, at even steps (``spread_subset``'s); every one
+    when limit is None or not smaller."""
+    if not limit or limit >= count:
+        return list(range(count))
+    step = count / limit
+    return [int(i * step) for i in range(limit)]
 
 
 def is_cifar10(classes: list[str]) -> bool:
