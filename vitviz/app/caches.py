@@ -168,7 +168,6 @@ def cached_comparison(
     vit, _ = cached_model(vit_name)
     cnn, _ = cached_model(cnn_name)
     image = decoded_image(image_bytes)
-    vit_pixels = on_weights(to_tensor(image, vit.config.preprocess, vit.config.in_chans), vit)
     cnn_pixels = on_weights(to_tensor(image, cnn.config.preprocess, cnn.config.in_chans), cnn)
     trace = cached_trace(vit_name, image_bytes)
     stored = stored_comparison(vit_name, cnn_name)
@@ -183,6 +182,7 @@ def cached_comparison(
                 torch.from_numpy(found["gradcam_maps"]), size, cnn.config.test_flip
             ).numpy(),
         }
+    vit_pixels = on_weights(to_tensor(image, vit.config.preprocess, vit.config.in_chans), vit)
     return compare.comparison(vit, vit_pixels, trace, cnn, cnn_pixels, class_index, with_ig)
 
 
@@ -203,7 +203,6 @@ def cached_experiment(
     the page's reruns (another map, the next student on the same sample) run neither model."""
     vit, _ = cached_model(vit_name)
     cnn, _ = cached_model(cnn_name)
-    cnn_pixels = to_tensor(decoded_image(image_bytes), cnn.config.preprocess, cnn.config.in_chans)
     pixels = on_weights(cached_trace(vit_name, image_bytes).pixels, vit)  # autocast where the models run
     both = {cached_precision(name).dtype for name in (vit_name, cnn_name)}  # bf16 where the server set it for both
     dtype = torch.bfloat16 if both == {torch.bfloat16} else torch.float32
@@ -214,6 +213,7 @@ def cached_experiment(
             torch.from_numpy(found[name])[None] for name in ("shuffle_vit_logits", "shuffle_cnn_logits")
         )
         return compare.Experiment(vit_logits, cnn_logits, compare.shuffled_input(vit, pixels, seed))
+    cnn_pixels = to_tensor(decoded_image(image_bytes), cnn.config.preprocess, cnn.config.in_chans)
     with precision.autocast(pixels.device, dtype):
         return compare.run_experiment(kind, vit, pixels, cnn, cnn_pixels, shift=shift, seed=seed, hidden=hidden)
 

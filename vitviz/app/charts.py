@@ -160,13 +160,12 @@ def draw(
         return mount(key=key, data=data, width=width, height=height, **callbacks)
 
 
-def element_data(text: str, stretch: bool, select: bool, script: str | None = None) -> bytes:
-    """What the chart element gets: one line of JSON (the path of the plotly.js that draws it,
-    ``script``: default the installed package's; ``stretch``, ``select``), then the figure's JSON
-    text as it is. Bytes, not a dictionary: Streamlit writes a dictionary as JSON again (every
-    quote of the figure escaped) and parses and writes it once more to name the element, which
-    cost a class's server more than the figure itself (docs/benchmarks.md)."""
-    script = script or chart_script.plotly_script_path()
+def element_data(text: str, stretch: bool, select: bool, script: str) -> bytes:
+    """What the chart element gets: one line of JSON (``script``: the path of the plotly.js that
+    draws it, ``chart_script.script_for``; ``stretch``, ``select``), then the figure's JSON text as
+    it is. Bytes, not a dictionary: Streamlit writes a dictionary as JSON again (every quote of the
+    figure escaped) and parses and writes it once more to name the element, which cost a class's
+    server more than the figure itself (docs/benchmarks.md)."""
     head = json.dumps({"script": script, "stretch": stretch, "select": select})
     return head.encode() + b"\n" + text.encode()
 
