@@ -1787,14 +1787,15 @@ class Follower:
     broke: str | None = None  # why its timer stopped (a closed connection, a run past its timeout)
 
 
-FOLLOW_EVERY_S = 0.5  # how often a following page's script asks where the class is (static/follow.js)
+FOLLOW_EVERY_S = 0.5  # the least time between a following page's asks (static/follow.js; the server holds each)
 FOLLOW_IDLE_S = 10.0  # the class reads the last step: the server's cost of following
 
 
 async def follow_timer(follower: Follower, stop: Any) -> None:
-    """What a student's browser does while the page is open: every FOLLOW_EVERY_S its script asks
-    the class's route where the class is and catches up when the class has moved
-    (``LightStudent.follow``); note the step each run ended on."""
+    """What a student's browser does while the page is open: its script asks the class's route
+    where the class is, the server holding the ask until the class moves, and catches up when it
+    has (``LightStudent.follow``), at most once every FOLLOW_EVERY_S when answered at once; note
+    the step each run ended on."""
     import asyncio
 
     import websockets
@@ -1803,13 +1804,13 @@ async def follow_timer(follower: Follower, stop: Any) -> None:
     while not stop.is_set():
         began = time.perf_counter()
         try:
-            await student.follow()
+            ran = await student.follow()
             if student.step is not None:
                 follower.arrived.setdefault(student.step, time.perf_counter())
         except (websockets.ConnectionClosed, OSError, TimeoutError) as err:
             follower.broke = f"{type(err).__name__}: {str(err)[:200]}"
             return
-        pause = began + FOLLOW_EVERY_S - time.perf_counter()
+        pause = 0.0 if ran is not None else began + FOLLOW_EVERY_S - time.perf_counter()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), timeout=max(pause, 0.0))
 
@@ -1929,7 +1930,9 @@ async def follow_lesson(
             await context.close()
         finally:
             stop.set()
-            await asyncio.gather(*timers)
+            for timer in timers:  # an ask the server holds until the class moves: not waited for
+                timer.cancel()
+            await asyncio.gather(*timers, return_exceptions=True)
             await browser.close()
     for f in followers:
         errors += f.student.errors + (f.broke is not None)

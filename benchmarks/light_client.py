@@ -16,16 +16,17 @@ connection is an error; a run whose query string lost the student's image, or wh
 wrong image.
 
 A student who follows a class (``?class=CODE``) keeps its page in step with the teacher's through
-the page's script (vitviz/app/static/follow.js): twice a second it asks the class's route where
-the class is (a plain GET, ``vitviz.app.where``) and, when the answer is not the mark the page was
-drawn with, presses the page's hidden catch-up button. ``LightStudent`` reads that mark and the
-route's address from the page's html element, and ``follow`` does what the script does once.
+the page's script (vitviz/app/static/follow.js): it asks the class's route where the class is,
+naming the mark the page was drawn with (a plain GET, ``vitviz.app.where``, which the server holds
+until the class moves), and, when the answer is not that mark, presses the page's hidden catch-up
+button. ``LightStudent`` reads that mark and the route's address from the page's html element, and
+``follow`` does what the script does once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import http.client
+import contextlib
 import re
 import time
 from dataclasses import dataclass, field
@@ -133,15 +134,16 @@ class LightStudent:
         widget.id, widget.trigger_value = self.last.buttons[key], True
         return await self._rerun(state)
 
-    async def follow(self) -> Run | None:
+    async def follow(self, hold: bool = True) -> Run | None:
         """What a following page's script does at each tick: ask the class's route where the class
-        is and, when that is not the mark the page was drawn with, press the catch-up button. The
-        run the press started, or None (the page is up to date, or follows no class)."""
+        is (``hold``: naming the page's mark, so the server answers once the class moves, as the
+        script asks) and, when that is not the mark the page was drawn with, press the catch-up
+        button. The run the press started, or None (the page is up to date, or follows no class)."""
         drawn = self.last.drawn if self.last is not None else None
         if drawn is None:
             return None
         mark, part, address = drawn
-        answer = await asyncio.to_thread(self.asker.get, address)
+        answer = await self.asker.get(f"{address}?drawn={mark}&part={part}" if hold else address)
         if answer is None or answer.split(" ")[part] == mark:
             return None
         return await self.press(CATCH_UP)
@@ -153,7 +155,7 @@ class LightStudent:
         return int(found) if found.isascii() and found.isdigit() and len(found) < 4 else None
 
     async def close(self) -> None:
-        self.asker.close()
+        await self.asker.close()
         if self._socket is not None:
             await self._socket.close()
 
@@ -237,26 +239,39 @@ class LightStudent:
 
 class Asker:
     """A page's script asking its server with ``fetch``: plain GETs over one kept-alive connection,
-    as a browser keeps one; each answer's text, None when the server answers with an error or
-    not at all (the connection is then opened again at the next ask)."""
+    as a browser keeps one, on the event loop (thirty held asks need no thirty threads); each
+    answer's text, None when the server answers with an error or not at all (the connection is
+    then opened again at the next ask)."""
 
-    def __init__(self, url: str) -> None:
-        self.host = urlsplit(url).netloc
-        self._connection: http.client.HTTPConnection | None = None
+    def __init__(self, url: str, timeout: float = 60.0) -> None:
+        parts = urlsplit(url)
+        self.host, self.port, self.timeout = parts.hostname or "127.0.0.1", parts.port or 80, timeout
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
 
-    def get(self, path: str) -> str | None:
+    async def get(self, path: str) -> str | None:
         try:
-            if self._connection is None:
-                self._connection = http.client.HTTPConnection(self.host, timeout=30)
-            self._connection.request("GET", path)
-            answer = self._connection.getresponse()
-            text = answer.read().decode().strip()
-        except (http.client.HTTPException, OSError):
-            self.close()
+            async with asyncio.timeout(self.timeout):
+                if self._streams is None:
+                    self._streams = await asyncio.open_connection(self.host, self.port)
+                reader, writer = self._streams
+                writer.write(f"GET {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n\r\n".encode())
+                await writer.drain()
+                status = int((await reader.readline()).split()[1])
+                length = 0
+                while (line := await reader.readline()) not in (b"\r\n", b""):
+                    name, _, value = line.decode("latin-1").partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                text = (await reader.readexactly(length)).decode().strip()
+        except (OSError, ValueError, IndexError, TimeoutError, asyncio.IncompleteReadError):
+            await self.close()
             return None
-        return text if answer.status == 200 else None
+        return text if status == 200 else None
 
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
+    async def close(self) -> None:
+        if self._streams is not None:
+            writer = self._streams[1]
+            self._streams = None
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()

@@ -337,6 +337,129 @@ def test_marks_change_with_what_a_page_shows():
     assert where.marks(None, None) == (where.GONE, where.GONE)
 
 
+def _held_route(code: str, query: str, during=None, hold: float = 5.0) -> tuple[int, list[str], float]:
+    """What the route answers an ask of class ``code`` with ``query`` (``drawn=MARK&part=P``), and after how many
+    seconds; ``during`` (a coroutine function) runs beside the held ask, as another session's
+    run would change the class meanwhile."""
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def ask():
+        scope = {"type": "http", "method": "GET", "path": where.address(code), "query_string": query.encode()}
+        began = asyncio.get_running_loop().time()
+        answering = asyncio.create_task(where.Answers(_streamlit)(scope, None, send))
+        if during is not None:
+            await during()
+        await asyncio.wait_for(answering, hold + 5)
+        return asyncio.get_running_loop().time() - began
+
+    seconds = asyncio.run(ask())
+    return sent[0]["status"], sent[1]["body"].decode().split(" "), seconds
+
+
+def test_an_ask_with_the_pages_mark_is_answered_when_the_class_moves(monkeypatch):
+    """follow.js names the mark its page shows: the server holds the ask until the class's mark is
+    another (here the teacher's Next a while later), then answers at once with the new marks; an
+    ask whose page is already behind is answered at once."""
+    store = classes.MemoryStore()
+    monkeypatch.setattr(where, "_server", store)
+    monkeypatch.setattr(where, "_watch", None)
+    started = store.start()
+    code = started.code
+    store.publish(code, started.teacher_token, 3, 0)
+    before = where.marks_of(code)
+
+    async def next_step():
+        await asyncio.sleep(0.4)
+        store.publish(code, started.teacher_token, 4, 0)
+
+    status, marks, seconds = _held_route(code, f"drawn={before[0]}&part=0", next_step)
+    assert status == 200 and marks == list(where.marks_of(code)) and marks[0] != before[0]
+    assert 0.4 <= seconds < 0.4 + 10 * where.WATCH_S  # held, and answered within a few looks
+    status, marks, seconds = _held_route(code, f"drawn={before[0]}&part=0")  # behind already: at once
+    assert status == 200 and marks[0] != before[0] and seconds < 0.2
+
+    async def a_slide():  # a slide within the step moves presenter mode's mark, not the page's
+        await asyncio.sleep(0.2)
+        store.publish(code, started.teacher_token, 4, 1)
+
+    monkeypatch.setattr(where, "HOLD_S", 1.0)
+    now = where.marks_of(code)
+    status, marks, seconds = _held_route(code, f"drawn={now[0]}&part=0", a_slide)
+    assert status == 200 and marks[0] == now[0] and 1.0 <= seconds < 1.5  # held the whole while, same step
+    status, marks, seconds = _held_route(code, f"drawn={now[1]}&part=1")
+    assert marks[1] != now[1] and seconds < 0.2  # presenter mode's page is behind: at once
+
+
+def test_a_held_ask_learns_that_the_class_ended_or_the_store_went_away(monkeypatch):
+    store = classes.MemoryStore()
+    monkeypatch.setattr(where, "_server", store)
+    monkeypatch.setattr(where, "_watch", None)
+    started = store.start()
+    code = started.code
+    mark = where.marks_of(code)[0]
+
+    async def end():
+        await asyncio.sleep(0.2)
+        store.end(code, started.teacher_token)
+
+    assert _held_route(code, f"drawn={mark}&part=0", end)[:2] == (200, [where.GONE, where.GONE])
+
+    started = store.start()
+    code = started.code
+    mark = where.marks_of(code)[0]
+    down = []
+
+    def read(asked: str):
+        if down:
+            raise classes.StoreDown("gone")
+        return where.marks_of(asked)
+
+    monkeypatch.setattr(where, "_watch", where.Watch(read=read, in_thread=False))
+
+    async def go_down():
+        await asyncio.sleep(0.2)
+        down.append(True)
+
+    status, _, seconds = _held_route(code, f"drawn={mark}&part=0", go_down)
+    assert status == 503 and seconds < 1.0  # the page keeps what it shows and asks again
+
+
+def test_one_look_at_a_class_serves_all_its_waiting_pages(monkeypatch):
+    """Thirty held asks of one class cost the store one read a look, not thirty; an ask that is no
+    mark (too long, other characters, another part) or past MAX_HELD is answered at once."""
+    store = classes.MemoryStore()
+    monkeypatch.setattr(where, "_server", store)
+    started = store.start()
+    store.publish(started.code, started.teacher_token, 2, 0)
+    reads = []
+
+    def read(asked: str):
+        reads.append(asked)
+        return where.marks_of(asked)
+
+    watch = where.Watch(read=read, in_thread=False, every=0.05)
+    mark = where.marks_of(started.code)[0]
+
+    async def class_of_thirty():
+        return await asyncio.gather(*(watch.wait(started.code, mark, 0, hold=0.5) for _ in range(30)))
+
+    answers = asyncio.run(class_of_thirty())
+    assert all(a[0] == mark for a in answers)
+    assert 30 <= len(reads) <= 30 + 0.5 / 0.05 + 3  # each ask's first look, then one look per tick
+    assert watch.held == 0
+
+    monkeypatch.setattr(where, "_watch", watch)
+    code = started.code
+    for query in (f"drawn={'1' * 65}&part=0", "drawn=<b>&part=0", f"drawn={mark}&part=2", f"drawn={mark}", "x" * 300):
+        status, _, seconds = _held_route(code, query)
+        assert status == 200 and seconds < 0.2, query
+    monkeypatch.setattr(where, "MAX_HELD", 0)
+    assert _held_route(code, f"drawn={mark}&part=0")[2] < 0.2
+
+
 def test_a_full_run_draws_the_place_of_the_teachers_timed_poll():
     """The teacher's live poll is a timed fragment, drawn inside a container of the full run's own,
     so that the page's title keeps its place after it even when a fragment's block goes missing."""

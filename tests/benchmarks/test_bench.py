@@ -413,8 +413,8 @@ def test_thirty_votes_through_the_store_are_thirty_counted() -> None:
 def test_a_light_student_follows_a_light_teacher_through_the_class_route():
     """The class_follow bench's clients: a teacher in presenter mode starts a class and moves on a
     step; a student that joined it reaches that step only as its page's script would
-    (``follow``: ask the class's route, press catch-up when the class moved), in one run of the
-    app, and nothing it was sent asks for a run on a timer."""
+    (``follow``: ask the class's route, which holds the ask until the class moves, and press
+    catch-up when it has), in one run of the app, and nothing it was sent asks for a run on a timer."""
     import asyncio
 
     async def lesson(url: str) -> tuple[int, list[int | None], list[Run | None], int]:
@@ -422,13 +422,17 @@ def test_a_light_student_follows_a_light_teacher_through_the_class_route():
         code = await bench.start_class(teacher)
         student = LightStudent(url, "dog/0", query=f"class={code}")
         opened = await student.open()
-        idle = await student.follow()  # the class has not moved: nothing to do
+        idle = await student.follow(hold=False)  # the class has not moved: nothing to do
+        seen, runs = [student.step], [idle]
+        held = asyncio.create_task(student.follow())  # asked with the page's mark: held until the class moves
+        await asyncio.sleep(0.5)
+        assert not held.done()
         while teacher.step == 0:
             await teacher.press("nav_next")
-        seen, runs = [student.step], [idle]
-        for _ in range(2):  # one catch-up reaches the class's step; the next finds nothing to do
-            runs.append(await student.follow())
-            seen.append(student.step)
+        runs.append(await asyncio.wait_for(held, 30))  # the catch-up reaches the class's step
+        seen.append(student.step)
+        runs.append(await student.follow(hold=False))  # and then finds nothing to do
+        seen.append(student.step)
         await asyncio.gather(teacher.close(), student.close())
         assert student.errors == 0 and student.wrong_image == 0, student.problems
         return teacher.step, seen, runs, opened.timers + sum(run.timers for run in runs if run)
