@@ -92,6 +92,16 @@ class Ahead:
         worker.join(timeout)
         return not worker.is_alive()
 
+    def wait_for(self, ready: Callable[[], bool], longest: float, every: float = 0.02) -> bool:
+        """For a job: wait until ``ready()`` (looked at every ``every`` seconds), at most ``longest``
+        seconds, and not past the server's stop; whether it came."""
+        waited = 0.0
+        while not ready():
+            if waited >= longest or self._stopping.wait(every):
+                return False
+            waited += every
+        return not self._stopping.is_set()
+
     def _work(self) -> None:
         self._set_threads(1)  # one core's worth at most, whatever the sessions do
         while True:
@@ -143,6 +153,11 @@ def enabled(argv: Sequence[str], environ: Mapping[str, str]) -> bool:
     return environ.get("VITVIZ_READ_AHEAD", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
+def server_enabled() -> bool:
+    """Whether this server reads ahead (``enabled`` for its command line and environment)."""
+    return _enabled(tuple(sys.argv[1:]), os.environ.get("VITVIZ_READ_AHEAD"))
+
+
 PREDICTION = "app_pages/7_prediction.py"
 COMPARE = "app_pages/8_compare.py"
 
@@ -156,7 +171,7 @@ def read_ahead(script: str) -> None:
     from vitviz.models import zoo
 
     order = [file for file, _, _ in TOUR]
-    if not _enabled(tuple(sys.argv[1:]), os.environ.get("VITVIZ_READ_AHEAD")) or script not in order:
+    if not server_enabled() or script not in order:
         return
     step = order.index(script)
     if step >= order.index(COMPARE):

@@ -20,10 +20,10 @@ mode and written as JSON once, and ``draw`` sends that text; what it sends is th
 for byte, as for a figure built anew.
 
 Shared figures are read-only, like every other cached object. A figure is shared only when asked
-for in a session's run: a builder called inside another builder (which may change it), outside a
-run (unit tests, the handout's command line) or inside ``private()`` (the sidebar's handout, which
-resizes what it gets) builds anew, and builders that change a figure they are given
-(``outline_patch``) are never shared. ``VITVIZ_SHARE_FIGURES=0`` leaves the server as it was.
+for in a session's run (or by the work ahead for one, ``ahead_mode``): a builder called inside
+another builder (which may change it), outside a run (unit tests, the handout's command line) or
+inside ``private()`` (the sidebar's handout, which resizes what it gets) builds anew, and builders
+that change a figure they are given (``outline_patch``) are never shared. ``VITVIZ_SHARE_FIGURES=0`` leaves the server as it was.
 """
 
 from __future__ import annotations
@@ -197,7 +197,8 @@ def shared(build: Callable[..., plots.Figure], presenting: Callable[[], bool]) -
 
     @functools.wraps(build)
     def wrapper(*args: Any, **kwargs: Any) -> plots.Figure:
-        if not ENABLED or getattr(_local, "building", False) or not internals.in_a_run():
+        ahead = getattr(_local, "mode", None)  # the work ahead's, for a session in this mode
+        if not ENABLED or getattr(_local, "building", False) or (ahead is None and not internals.in_a_run()):
             return build(*args, **kwargs)  # off, inside a builder, or outside a session's run
         key = content_key((args, kwargs))
         if key is None:
@@ -210,10 +211,22 @@ def shared(build: Callable[..., plots.Figure], presenting: Callable[[], bool]) -
             finally:
                 _local.building = False
 
-        return SHELF.get((build.__name__, key, bool(presenting())), make)
+        return SHELF.get((build.__name__, key, bool(presenting()) if ahead is None else ahead), make)
 
     wrapper.vitviz_shared = True
     return wrapper
+
+
+@contextlib.contextmanager
+def ahead_mode(present: bool) -> Iterator[None]:
+    """Figures built inside, on this thread, are shared as a session's run in that mode would
+    share them: for the work ahead (``vitviz.app.described``), which has no run of its own."""
+    before = getattr(_local, "mode", None)
+    _local.mode = bool(present)
+    try:
+        yield
+    finally:
+        _local.mode = before
 
 
 @contextlib.contextmanager

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import streamlit as st
 
-from vitviz.app import charts, current, furniture, models, navigation, presenter, state, tour
+from vitviz.app import charts, current, described, furniture, models, navigation, presenter, state, tour
 from vitviz.app.text import tr
 from vitviz.steps.blocks import (
     Block,
@@ -54,12 +54,18 @@ def page(describe: Describe, script: str, subject: Callable[[], Subject] | None 
     """A tour or lab page: the step the session's choices describe, drawn as a page or as slides,
     then Previous / Next. ``subject``: what the step reads (``current.subject``: the model and the
     image; ``current.model_subject`` for a page about the model alone)."""
-    step = describe((subject or current.subject)(), SessionChoices())
+    if subject is None:  # a step of the tour, perhaps described ahead while the last one was read
+        subject_now = current.subject()
+        step = described.step(script, describe, subject_now, SessionChoices())
+    else:
+        step = describe(subject(), SessionChoices())
     if presenter.presenting():
         slides(step, script)
     else:
         blocks(step)
         navigation.nav(script)
+    if subject is None:  # the next step, while this one is read
+        described.ask_next(script, subject_now, SessionChoices())
 
 
 def blocks(step: Step) -> None:

@@ -84,6 +84,10 @@ class Turns:
     def waiting(self) -> int:
         return len(self._queue)
 
+    def idle(self) -> bool:
+        """Whether no run computes or waits for a turn now."""
+        return self._running == 0 and not self._queue
+
     @contextmanager
     def turn(self, session: Hashable = None) -> Iterator[int]:
         """Wait for a turn, then compute in it; yields the torch threads this run was given.

@@ -1,0 +1,192 @@
+"""The tour's next step, described while the session reads this one.
+
+A step of the tour is a pure function of its subject (the model, the image, their trace, the
+language) and of the choices it reads (``vitviz.steps``). While a session reads step k, the work
+ahead (``vitviz.app.ahead``'s worker, one torch thread, once no session's run computes or waits
+for its turn) describes step k + 1 for the same subject and the session's choices as they stand at
+the end of the run, noting every choice the description read. The run that opens step k + 1 (its
+Next, or a class's catch-up) draws that description when its subject is the very one (the same
+model and trace objects, the same image bytes, language and verdict) and every choice noted has
+the same value now; otherwise it describes the step itself, as before. Figures built ahead go on the shelf
+of shared figures for the session's mode (``charts.ahead_mode``), written as a run's would be, so
+what a page shows is what it would have described itself.
+
+Only the steps whose descriptions read nothing but the subject's caches are described ahead
+(``NEXT``: the overview to the prediction); the comparison with a CNN and the card are not.
+Server option: ``streamlit run app.py -- --no-read-ahead`` (or VITVIZ_READ_AHEAD=0) turns it off
+with the rest of the work ahead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from vitviz.app import ahead, charts, presenter, state, turns
+from vitviz.app.current import CachedCompute
+from vitviz.steps.blocks import Step
+from vitviz.steps.subject import Subject
+
+# The tour's pages whose step may be described ahead, in order: script -> the module of its
+# ``describe`` (what the page passes to ``render.page``; tests/app/test_described.py reads the
+# pages to check).
+NEXT = {
+    "app_pages/0_home.py": "vitviz.steps.overview",
+    "app_pages/1_input.py": "vitviz.steps.model_input",
+    "app_pages/2_patches.py": "vitviz.steps.patches",
+    "app_pages/3_vectors.py": "vitviz.steps.vectors",
+    "app_pages/4_tokens.py": "vitviz.steps.tokens",
+    "app_pages/5_attention.py": "vitviz.steps.attention",
+    "app_pages/6_block.py": "vitviz.steps.block",
+    "app_pages/7_prediction.py": "vitviz.steps.prediction",
+}
+KEPT = 48  # sessions whose next step is kept described (a class of thirty, and a few more)
+MAX_ATTENTION_BYTES = 8 * 2**20  # a larger model's steps (ViT-B/16: 22 MB of maps) are described in the run
+RANK = -1  # before the read-ahead's occlusion and comparison: the next step comes first
+QUIET_WAIT_S = 30.0  # how long a description waits for the runs to be over before it is left to the run
+
+Describe = Callable[[Subject, Mapping[str, Any]], Step]
+
+
+@dataclasses.dataclass(frozen=True)
+class Described:
+    """A step described ahead: for which page and subject, the choices it read (their values, None
+    for one not set), and the description."""
+
+    script: str
+    subject: tuple  # ``subject_key``
+    objects: tuple[weakref.ref, weakref.ref]  # the subject's model and trace, not kept alive by this
+    read: tuple[tuple[str, Any], ...]
+    step: Step
+
+    def of(self, script: str, subject: Subject) -> bool:
+        """Whether this describes ``script`` for this very subject."""
+        model, trace = (ref() for ref in self.objects)
+        same = model is subject.model and trace is subject.trace
+        return same and self.script == script and self.subject == subject_key(subject)
+
+
+class Recording(Mapping):
+    """Choices as a step's description reads them (``SessionChoices``' way: a choice not set is
+    missing), noting each one read, with its value."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = {key: value for key, value in values.items() if value is not None}
+        self.read: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        self.read[key] = self._values.get(key)
+        if self.read[key] is None:
+            raise KeyError(key)
+        return self.read[key]
+
+    def __iter__(self) -> Iterator[str]:  # a description that looks at every choice read them all
+        self.read.update({key: self._values.get(key) for key in state.BY_KEY})
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+class AheadCompute(CachedCompute):
+    """The session's caches as a run reads them, without a run's spinners (the worker has no page)."""
+
+    def occlusion(self, subject: Subject, kind: str, steps: int):
+        from vitviz.app.caches import cached_occlusion
+
+        return cached_occlusion(subject.name, subject.image_bytes, kind, steps)
+
+
+def subject_key(subject: Subject) -> tuple:
+    """What, beside the very model and trace objects (the server's cached ones), makes two subjects
+    describe the same step: the image bytes, language, verdict, dataset and weights."""
+    return (
+        subject.name,
+        subject.image_bytes,
+        subject.lang,
+        subject.verdict,
+        subject.dataset,
+        subject.trained,
+        subject.paper,
+    )
+
+
+def small(subject: Subject) -> bool:
+    """Whether the subject's steps are small enough to keep one described per session."""
+    trace = subject.trace
+    if trace is None:
+        return False
+    return sum(a.numel() * a.element_size() for a in trace.attentions) <= MAX_ATTENTION_BYTES
+
+
+_kept: OrderedDict[str, Described] = OrderedDict()  # session -> its next step, described
+_keeping = threading.Lock()
+counts = {"taken": 0, "described": 0}  # runs that drew a description made ahead, and runs that made their own
+
+
+def describe_of(script: str) -> Describe:
+    return importlib.import_module(NEXT[script]).describe
+
+
+def step(script: str, describe: Describe, subject: Subject, choices: Mapping[str, Any]) -> Step:
+    """``describe(subject, choices)`` for the page ``script``, or the same description made ahead
+    for this session."""
+    session = turns.session_id()
+    if session is None or script not in NEXT or not ahead.server_enabled() or not small(subject):
+        return describe(subject, choices)
+    with _keeping:
+        found = _kept.get(session)
+    if found is not None and found.of(script, subject) and _still(found.read, choices):
+        counts["taken"] += 1
+        return found.step
+    counts["described"] += 1
+    return describe(subject, choices)
+
+
+def ask_next(script: str, subject: Subject, choices: Mapping[str, Any]) -> None:
+    """After the page ``script`` drew its step (its widgets have set their choices): ask the work
+    ahead to describe the tour's next step for this session, with these choices."""
+    session = turns.session_id()
+    order = list(NEXT)
+    if session is None or script not in NEXT or not ahead.server_enabled() or not small(subject):
+        return
+    at = order.index(script)
+    if at + 1 >= len(order):
+        return
+    following = order[at + 1]
+    predicted = {name: choices.get(name) for name in state.BY_KEY} | {"step": at + 1}
+    mode = presenter.presenting()
+    asked = (id(subject.model), id(subject.trace), subject.image_bytes, subject.lang, mode)
+    chosen = tuple(sorted((name, repr(value)) for name, value in predicted.items()))
+    ahead.server_ahead().ask(
+        ("described", session, following, asked, chosen),
+        lambda: _describe_ahead(session, following, subject, predicted, mode),
+        rank=RANK,
+    )
+
+
+def _still(read: tuple[tuple[str, Any], ...], choices: Mapping[str, Any]) -> bool:
+    """Whether every choice a description read has the value now that it had then."""
+    return all(choices.get(key) == value for key, value in read)
+
+
+def _describe_ahead(session: str, script: str, subject: Subject, predicted: Mapping[str, Any], mode: bool) -> None:
+    """The worker's job: describe ``script`` for the session's subject and predicted choices, once
+    the sessions' runs are over (in a class's second of Next, thirty runs wait for the cores)."""
+    if not ahead.server_ahead().wait_for(turns.server_turns().idle, QUIET_WAIT_S):
+        return
+    recording = Recording(predicted)
+    with charts.ahead_mode(mode):
+        described = describe_of(script)(dataclasses.replace(subject, compute=AheadCompute()), recording)
+    objects = (weakref.ref(subject.model), weakref.ref(subject.trace))
+    kept = Described(script, subject_key(subject), objects, tuple(recording.read.items()), described)
+    with _keeping:
+        _kept[session] = kept
+        _kept.move_to_end(session)
+        while len(_kept) > KEPT:
+            _kept.popitem(last=False)
