@@ -51,6 +51,10 @@ def _page(at) -> tuple[list[str], list[str], list[str]]:
     return texts, [f"{m.label}={m.value}" for m in at.metric], [c.proto.spec for c in charts(at)]
 
 
+def state_of(at) -> int:
+    return at.session_state["step"]
+
+
 def _press_next(at):
     [button] = [b for b in at.button if b.key == "nav_next"]
     button.click().run()
@@ -73,10 +77,6 @@ def test_the_next_step_is_described_ahead_and_drawn_as_the_run_would_draw_it(wor
     _press_next(alone)
     assert described.counts["taken"] == 1 and state_of(alone) == 5
     assert _page(alone) == shown and len(shown[2]) >= 4  # every text, number and figure, byte for byte
-
-
-def state_of(at) -> int:
-    return at.session_state["step"]
 
 
 def test_a_choice_changed_since_is_described_again(worker, monkeypatch):

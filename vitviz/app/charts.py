@@ -23,7 +23,8 @@ Shared figures are read-only, like every other cached object. A figure is shared
 for in a session's run (or by the work ahead for one, ``ahead_mode``): a builder called inside
 another builder (which may change it), outside a run (unit tests, the handout's command line) or
 inside ``private()`` (the sidebar's handout, which resizes what it gets) builds anew, and builders
-that change a figure they are given (``outline_patch``) are never shared. ``VITVIZ_SHARE_FIGURES=0`` leaves the server as it was.
+that change a figure they are given (``outline_patch``) are never shared. ``VITVIZ_SHARE_FIGURES=0``
+leaves the server as it was.
 """
 
 from __future__ import annotations

@@ -133,11 +133,20 @@ def describe_of(script: str) -> Describe:
     return importlib.import_module(NEXT[script]).describe
 
 
+def _session(script: str, subject: Subject) -> str | None:
+    """The session whose run this is, where its page ``script`` may be described ahead for
+    ``subject``; None where it may not (outside a run, another page, no read-ahead, a large model)."""
+    session = turns.session_id()
+    if session is None or script not in NEXT or not ahead.server_enabled() or not small(subject):
+        return None
+    return session
+
+
 def step(script: str, describe: Describe, subject: Subject, choices: Mapping[str, Any]) -> Step:
     """``describe(subject, choices)`` for the page ``script``, or the same description made ahead
     for this session."""
-    session = turns.session_id()
-    if session is None or script not in NEXT or not ahead.server_enabled() or not small(subject):
+    session = _session(script, subject)
+    if session is None:
         return describe(subject, choices)
     with _keeping:
         found = _kept.get(session)
@@ -151,10 +160,10 @@ def step(script: str, describe: Describe, subject: Subject, choices: Mapping[str
 def ask_next(script: str, subject: Subject, choices: Mapping[str, Any]) -> None:
     """After the page ``script`` drew its step (its widgets have set their choices): ask the work
     ahead to describe the tour's next step for this session, with these choices."""
-    session = turns.session_id()
-    order = list(NEXT)
-    if session is None or script not in NEXT or not ahead.server_enabled() or not small(subject):
+    session = _session(script, subject)
+    if session is None:
         return
+    order = list(NEXT)
     at = order.index(script)
     if at + 1 >= len(order):
         return
