@@ -144,6 +144,7 @@ BROWSER_KEYS = (
     "first_view_s",
     "step_p50_s",
     "step_p95_s",
+    "step_first_screen_p95_s",
     "lab_first_open_s",
     "upload_to_view_s",
     "big_image_step1_s",
@@ -984,12 +985,16 @@ def percentile(values: list[float], q: float) -> float:
 LOOK = """(content) => {
   const title = document.querySelector('h1');
   const app = document.querySelector("[data-testid='stApp']");
-  let undrawn = document.querySelectorAll("[data-testid='stSkeleton']").length;
-  undrawn += document.querySelectorAll(".vitviz-chart:not([data-drawn])").length;
+  const waiting = [...document.querySelectorAll("[data-testid='stSkeleton'], .vitviz-chart:not([data-drawn])")];
+  const inView = (element) => {
+    const box = element.getBoundingClientRect();
+    return box.width > 0 && box.height > 0 && box.bottom > 0 && box.top < innerHeight && box.right > 0 && box.left < innerWidth;
+  };
   return {
     title: title ? title.innerText : null,
     content: document.querySelectorAll(content).length,
-    undrawn: undrawn,
+    undrawn: waiting.length,
+    undrawn_in_view: waiting.filter(inView).length,
     running: app && app.getAttribute('data-test-script-state') === 'notRunning' ? 0 : 1,
   };
 }"""
@@ -999,14 +1004,15 @@ TRANSFERRED = """() => performance.getEntriesByType('navigation').concat(
   performance.getEntriesByType('resource')).reduce((sum, entry) => sum + entry.transferSize, 0)"""
 
 
-def is_quiet(look: Mapping[str, Any], old_title: str | None, titled: bool = True) -> bool:
+def is_quiet(look: Mapping[str, Any], old_title: str | None, titled: bool = True, in_view: bool = False) -> bool:
     """One look at a page (``LOOK``): a (new) title unless not ``titled`` (a page that only asks
-    for an image has none), something shown, every chart drawn, and no script running."""
+    for an image has none), something shown, every chart drawn (``in_view``: every chart in the
+    window, the first screen), and no script running."""
     title = look["title"]
     return (
         (title != old_title if title is not None else not titled)
         and look["content"] > 0
-        and look["undrawn"] == 0
+        and look["undrawn_in_view" if in_view else "undrawn"] == 0
         and look["running"] == 0
     )
 
@@ -1015,8 +1021,10 @@ class Readiness:
     """Looks at a page one poll after another (``LOOK``) until it has been quiet (``is_quiet``)
     ``quiet_polls`` polls in a row: ``wait_ready`` and its async twin share it."""
 
-    def __init__(self, old_title: str | None, timeout_ms: int, quiet_polls: int = 2, titled: bool = True) -> None:
-        self.old_title, self.quiet_polls, self.titled = old_title, quiet_polls, titled
+    def __init__(
+        self, old_title: str | None, timeout_ms: int, quiet_polls: int = 2, titled: bool = True, in_view: bool = False
+    ) -> None:
+        self.old_title, self.quiet_polls, self.titled, self.in_view = old_title, quiet_polls, titled, in_view
         self.timeout_ms = timeout_ms
         self.deadline = time.perf_counter() + timeout_ms / 1000
         self.in_a_row, self.since = 0, 0.0
@@ -1028,7 +1036,7 @@ class Readiness:
         Raises:
             TimeoutError: past the deadline.
         """
-        quiet = is_quiet(look, self.old_title, self.titled) and (changed is None or changed())
+        quiet = is_quiet(look, self.old_title, self.titled, self.in_view) and (changed is None or changed())
         self.in_a_row = self.in_a_row + 1 if quiet else 0
         if self.in_a_row == 1:
             self.since = time.perf_counter()
@@ -1047,14 +1055,16 @@ def wait_ready(
     changed: Callable[[], bool] | None = None,
     quiet_polls: int = 2,
     titled: bool = True,
+    in_view: bool = False,
 ) -> float:
     """Wait until the page has a title (another than ``old_title``), a figure, metric or table,
-    what ``changed`` looks for, and no running Streamlit script, in ``quiet_polls`` polls in a row.
+    every chart drawn (``in_view``: those in the window), what ``changed`` looks for, and no
+    running Streamlit script, in ``quiet_polls`` polls in a row.
 
     Returns:
         time.perf_counter() at the first of those quiet polls: when the page was ready.
     """
-    readiness = Readiness(old_title, timeout_ms, quiet_polls, titled)
+    readiness = Readiness(old_title, timeout_ms, quiet_polls, titled, in_view)
     while (ready := readiness.ready_at(page.evaluate(LOOK, PAGE_CONTENT), changed)) is None:
         page.wait_for_timeout(poll_ms)
     return ready
@@ -1152,9 +1162,11 @@ def big_image_step1_seconds(page: Any, url: str, photo: Path) -> float:
     return wait_ready(page, changed=lambda: page.evaluate(drawn)) - started
 
 
-def tour_step_seconds(page: Any, url: str, laps: int) -> list[float]:
-    """Seconds from a click on Next to the next tour page ready, for every step of ``laps`` walks
-    from the overview to the last page (each walk starts from the overview's link, not timed)."""
+def tour_step_seconds(page: Any, url: str, laps: int) -> list[tuple[float, float]]:
+    """Seconds from a click on Next to the next tour page's first screen ready (the window: its
+    title, the charts in it drawn, the run ended), and to the whole page ready (every chart drawn),
+    for every step of ``laps`` walks from the overview to the last page (each walk starts from the
+    overview's link, not timed)."""
     steps = []
     for _ in range(laps):
         page.goto(url, wait_until="domcontentloaded")
@@ -1163,7 +1175,8 @@ def tour_step_seconds(page: Any, url: str, laps: int) -> list[float]:
             title = page.locator("h1").first.inner_text()
             started = time.perf_counter()
             page.locator(".st-key-nav_next button").click()
-            steps.append(wait_ready(page, old_title=title) - started)
+            first_screen = wait_ready(page, old_title=title, in_view=True) - started
+            steps.append((first_screen, wait_ready(page, old_title=title) - started))
     return steps
 
 
@@ -1238,6 +1251,9 @@ def browser_speed(report: Report, plan: Plan) -> None:
                     report.figures["rss_after_20_uploads_mb_b16"] = memory[-1]
                     report.figures["rss_growth_last_10_uploads_mb_b16"] = memory[-1] - memory[-min(10, len(memory))]
                     report.figures["uploads_b16"] = len(memory)
+                first_screens, steps = [s for s, _ in steps], [s for _, s in steps]
+                report.figures[f"step_first_screen_p50_s{suffix}"] = percentile(first_screens, 50)
+                report.figures[f"step_first_screen_p95_s{suffix}"] = percentile(first_screens, 95)
                 report.figures[f"step_p50_s{suffix}"] = percentile(steps, 50)
                 report.figures[f"step_p95_s{suffix}"] = percentile(steps, 95)
                 report.figures[f"steps_timed{suffix}"] = len(steps)

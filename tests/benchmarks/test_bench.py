@@ -222,15 +222,18 @@ def test_percentile_is_nearest_rank():
 
 
 class FakePage:
-    """A page whose looks (``bench.LOOK``) follow a script of polls: (title, content, undrawn, running)."""
+    """A page whose looks (``bench.LOOK``) follow a script of polls: (title, content, undrawn,
+    running), or (title, content, undrawn, running, undrawn in the window); without the fifth, every
+    chart not drawn is in the window."""
 
     def __init__(self, polls):
         self.polls, self.index, self.waited = polls, 0, 0
 
     def evaluate(self, script, arg):
         assert script == bench.LOOK and arg == bench.PAGE_CONTENT
-        title, content, undrawn, running = self.polls[min(self.index, len(self.polls) - 1)]
-        return {"title": title, "content": content, "undrawn": undrawn, "running": running}
+        title, content, undrawn, running, *in_view = self.polls[min(self.index, len(self.polls) - 1)]
+        look = {"title": title, "content": content, "undrawn": undrawn, "running": running}
+        return {**look, "undrawn_in_view": in_view[0] if in_view else undrawn}
 
     def wait_for_timeout(self, ms):
         self.index += 1
@@ -263,6 +266,25 @@ class AsyncFakePage(FakePage):
 
     async def wait_for_timeout(self, ms):
         FakePage.wait_for_timeout(self, ms)
+
+
+def test_the_first_screen_is_ready_before_the_charts_below_it_are_drawn(monkeypatch):
+    polls = [
+        ("1. Image", 3, 0, 0, 0),
+        ("2. Patches", 2, 3, 1, 1),  # running, a chart in the window and two below it not drawn
+        ("2. Patches", 2, 2, 0, 0),  # the window drawn, two below still waiting ...
+        ("2. Patches", 2, 2, 0, 0),  # ... the first screen is ready from the first of these
+        ("2. Patches", 2, 1, 0, 0),
+        ("2. Patches", 2, 0, 0, 0),  # every chart drawn: the whole page ready from here
+        ("2. Patches", 2, 0, 0, 0),
+    ]
+    page = FakePage(polls)
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: float(page.index))
+    assert bench.wait_ready(page, old_title="1. Image", in_view=True) == 2 and page.index == 3
+    assert bench.wait_ready(page, old_title="1. Image") == 5 and page.index == 6
+    assert not bench.is_quiet(
+        {"title": "2. Patches", "content": 1, "undrawn": 1, "undrawn_in_view": 0, "running": 0}, None
+    )
 
 
 def test_more_quiet_polls_wait_longer_and_the_async_twin_agrees(monkeypatch):

@@ -197,6 +197,65 @@ def test_plotly_js_is_fetched_once_and_streamlits_chart_chunk_never(server):
     assert drawn >= 3 and draws == drawn  # each figure of the page drawn once
 
 
+# Records every chart that waits to be drawn (data-waiting set) and whether it lay in the window then.
+WAITS_RECORDED = """(() => {
+  window.vitvizWaited = [];
+  new MutationObserver((changes) => {
+    for (const change of changes) {
+      const div = change.target;
+      if (div.dataset.waiting !== "1") continue;
+      const box = div.getBoundingClientRect();
+      window.vitvizWaited.push({ key: div.closest('[class*="st-key-"]').className, inWindow: box.bottom > 0 && box.top < innerHeight });
+    }
+  }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-waiting"] });
+})()"""
+
+NEVER_IDLE = "window.requestIdleCallback = () => 1; window.cancelIdleCallback = () => {};"  # a browser always busy
+
+
+def test_figures_below_the_first_screen_wait_and_are_drawn_when_idle_scrolled_to_or_printed(server):
+    """static/chart.js: a figure in the window is drawn at once; one below it waits (data-waiting)
+    and is drawn once the browser is idle, with nothing scrolled; where the browser never is idle,
+    a figure still waiting is drawn when it is scrolled into the window, and all of them before the
+    page is printed. Each figure is drawn once."""
+    from playwright.sync_api import sync_playwright
+
+    url = f"{server}/{url_path('app_pages/6_block.py')}?lang=en"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.add_init_script(DRAWS_COUNTED)
+        page.add_init_script(WAITS_RECORDED)
+        page.goto(url, wait_until="domcontentloaded")
+        wait_ready(page, timeout_ms=90_000)  # every chart drawn, though none was scrolled to
+        page.wait_for_timeout(500)
+        charts = page.locator(".vitviz-chart").count()
+        waited = page.evaluate("window.vitvizWaited")
+        draws = page.evaluate("window.vitvizDraws")
+        assert page.locator(".vitviz-chart[data-drawn]").count() == charts >= 4 and draws == charts
+        assert waited and not [w for w in waited if w["inWindow"]]  # only figures out of the window waited
+        assert page.locator(".vitviz-chart[data-waiting]").count() == 0
+
+        busy = browser.new_page(viewport={"width": 1280, "height": 720})
+        busy.add_init_script(NEVER_IDLE)
+        busy.goto(url, wait_until="domcontentloaded")
+        wait_ready(busy, timeout_ms=90_000, in_view=True)  # the first screen drawn ...
+        busy.wait_for_timeout(2000)
+        waiting = busy.locator(".vitviz-chart[data-waiting]")
+        before = waiting.count()
+        assert before >= 2  # ... and the figures below it still waiting
+        assert busy.locator(".vitviz-chart[data-waiting][data-drawn]").count() == 0
+        waiting.first.scroll_into_view_if_needed()
+        busy.wait_for_function(
+            "(n) => document.querySelectorAll('.vitviz-chart[data-waiting]').length < n", arg=before, timeout=10_000
+        )
+        busy.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+        busy.wait_for_function(
+            "() => [...document.querySelectorAll('.vitviz-chart')].every((c) => c.dataset.drawn)", timeout=10_000
+        )
+        browser.close()
+
+
 # Counts plotly.js's draws (newPlot and react) on the page, from the moment plotly.js loads.
 DRAWS_COUNTED = """(() => {
   window.vitvizDraws = 0;

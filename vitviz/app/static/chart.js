@@ -3,6 +3,11 @@
 // again when it set the width (docs/benchmarks.md). Here a figure is drawn when it arrives, and
 // again only when its box changes size or the server sends another figure under its key.
 //
+// A figure in the window is drawn at once; one outside it (below the first screen, in a closed
+// expander) once the browser is idle, the moment it is scrolled into the window, or before the page
+// is printed: the figures a class sees are drawn and shown first, and the rest wait for the frames
+// between (docs/benchmarks.md). A figure waiting so has data-waiting; a drawn one data-drawn.
+//
 // data (bytes: vitviz.app.charts.element_data): a line of JSON with script (plotly.js, relative
 // to the app's root), stretch (as tall as its box: a slide's figures) and select (a click is sent
 // to the server as the trigger "selection": {points: [{curve_number, point_number, point_index, x,
@@ -10,6 +15,7 @@
 
 const FALLBACK_WIDTH = 600; // a box not laid out yet (a closed expander): drawn, then resized
 const FALLBACK_HEIGHT = 450; // Streamlit's height for a figure that names none
+const IDLE_WAIT_MS = 1500; // a figure out of the window is drawn by then, idle or not
 
 function appUrl(path) {
   // relative to the app's root, found from the frontend's entry script (<root>/static/js/index.*.js)
@@ -106,6 +112,43 @@ function read(data) {
   return { ...JSON.parse(text.slice(0, end)), spec: text.slice(end + 1) };
 }
 
+function idle(callback) {
+  // requestIdleCallback, or a short pause where the browser has none (Safari)
+  if (window.requestIdleCallback) {
+    const id = requestIdleCallback(callback, { timeout: IDLE_WAIT_MS });
+    return () => cancelIdleCallback(id);
+  }
+  const id = setTimeout(callback, 100);
+  return () => clearTimeout(id);
+}
+
+function whenShown(div, callback) {
+  // callback once: at once for a div in the window, else when idle, scrolled into it or printed
+  if (div.vitvizWaiting) div.vitvizWaiting();
+  let stopIdle = null;
+  const seen = new IntersectionObserver((entries) => {
+    if (entries.some((entry) => entry.isIntersecting)) go();
+    else if (!stopIdle) {
+      div.dataset.waiting = "1";
+      stopIdle = idle(go);
+    }
+  });
+  const stop = () => {
+    seen.disconnect();
+    if (stopIdle) stopIdle();
+    window.removeEventListener("beforeprint", go);
+    delete div.dataset.waiting;
+    div.vitvizWaiting = null;
+  };
+  function go() {
+    stop();
+    callback();
+  }
+  div.vitvizWaiting = stop;
+  window.addEventListener("beforeprint", go);
+  seen.observe(div);
+}
+
 export default function (component) {
   const { parentElement, setTriggerValue } = component;
   const data = read(component.data);
@@ -117,7 +160,15 @@ export default function (component) {
   if (div.vitvizSpec === data.spec) return;
   div.vitvizSpec = data.spec;
   delete div.dataset.drawn;
+  const figure = JSON.parse(data.spec);
+  if (!div.vitvizDrawn && !div.vitvizStretch) {
+    // its height kept while it waits: the page below does not move when it is drawn, and a figure
+    // below it is not taken to be in the window
+    div.style.minHeight = (figure.layout.height || FALLBACK_HEIGHT) + "px";
+  }
   plotly(data.script).then((Plotly) => {
-    if (div.vitvizSpec === data.spec) return draw(Plotly, div, JSON.parse(data.spec));
+    whenShown(div, () => {
+      if (div.vitvizSpec === data.spec) draw(Plotly, div, figure).then(() => (div.style.minHeight = ""));
+    });
   });
 }
