@@ -1175,8 +1175,17 @@ def tour_step_seconds(page: Any, url: str, laps: int) -> list[tuple[float, float
             title = page.locator("h1").first.inner_text()
             started = time.perf_counter()
             page.locator(".st-key-nav_next button").click()
-            first_screen = wait_ready(page, old_title=title, in_view=True) - started
-            steps.append((first_screen, wait_ready(page, old_title=title) - started))
+            first_screen, whole = Readiness(title, 300_000, in_view=True), Readiness(title, 300_000)
+            at: list[float | None] = [None, None]
+            while None in at:  # one look a poll for both: neither waits for the other's polls
+                look = page.evaluate(LOOK, PAGE_CONTENT)
+                at = [
+                    at[i] if at[i] is not None else readiness.ready_at(look)
+                    for i, readiness in enumerate((first_screen, whole))
+                ]
+                if None in at:
+                    page.wait_for_timeout(50)
+            steps.append((at[0] - started, at[1] - started))
     return steps
 
 
