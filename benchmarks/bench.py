@@ -111,16 +111,17 @@ TARGETS: list[tuple[str, str, float]] = [
     ("eval_fraction_of_matmul_peak", ">=", 0.7),
     ("lab_eval_fraction_of_forward", ">=", 0.8),
     ("cached_rerun_ms", "<=", 150.0),
-    ("first_view_s", "<=", 5.0),
-    ("step_p95_s", "<=", 1.0),
+    ("first_view_s", "<=", 3.0),  # issue 58's targets, with margin
+    ("first_view_s_b16", "<=", 10.0),
+    ("step_p95_s", "<=", 0.5),
     ("step_p95_s_b16", "<=", 2.0),
-    ("lab_first_open_s", "<=", 3.0),
+    ("lab_first_open_s", "<=", 2.0),
     ("upload_to_view_s", "<=", 1.5),
     ("upload_to_view_s_b16", "<=", 3.0),
     ("big_image_step1_s", "<=", 5.0),
     ("rss_after_20_uploads_mb_b16", "<=", 2500.0),
-    ("class_30_server_cpu_per_step_s", "<=", 0.08),
-    ("class_30_step_p95_s", "<=", 2.0),
+    ("class_30_server_cpu_per_step_s", "<=", 0.05),
+    ("class_30_step_p95_s", "<=", 1.0),
     ("class_30_errors", "<=", 0),
     ("class_30_wrong_image", "<=", 0),
     ("class_100_step_p95_s", "<=", 1.0),
@@ -1119,7 +1120,7 @@ def distinct_photos(count: int, into: Path) -> list[Path]:
     for i in range(count):
         image = Image.open(samples[i % len(samples)]).convert("RGB")
         width, height = image.size
-        cut = 0.05 * (i // len(samples) + 1)
+        cut = 0.05 * (i // len(samples) % 10 + 1)  # at most half cut away: the brightness keeps them apart
         image = image.crop((int(cut * width), int(cut * height), width, height))
         image = ImageEnhance.Brightness(ImageOps.mirror(image) if i % 2 else image).enhance(0.8 + 0.02 * i)
         made.append(into / f"upload-{i:02d}.jpg")

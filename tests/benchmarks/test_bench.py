@@ -465,3 +465,11 @@ def test_a_light_student_follows_a_light_teacher_through_the_class_route():
     assert runs[0] is None and runs[1] is not None and runs[2] is None
     assert runs[1].restarts == 0  # the press's own run drew the class's step: one run of the app, not two
     assert timers == 0  # a following student's page runs no fragment on a timer
+
+
+def test_many_uploads_are_all_different_photos(tmp_path):
+    # 80 is past where the crops once left nothing of the 4 samples (the 77th photo failed to save)
+    import hashlib
+
+    photos = bench.distinct_photos(80, tmp_path)
+    assert len({hashlib.blake2b(photo.read_bytes()).digest() for photo in photos}) == 80
