@@ -1065,10 +1065,29 @@ def wait_ready(
     Returns:
         time.perf_counter() at the first of those quiet polls: when the page was ready.
     """
-    readiness = Readiness(old_title, timeout_ms, quiet_polls, titled, in_view)
-    while (ready := readiness.ready_at(page.evaluate(LOOK, PAGE_CONTENT), changed)) is None:
+    return ready_times(page, [Readiness(old_title, timeout_ms, quiet_polls, titled, in_view)], changed, poll_ms)[0]
+
+
+def ready_times(
+    page: Any, readinesses: list[Readiness], changed: Callable[[], bool] | None = None, poll_ms: int = 50
+) -> list[float]:
+    """Looks at the page (``LOOK``) once a poll for all of ``readinesses`` until each is ready:
+    ``wait_ready`` for one, the tour's first screen and whole page for two (neither waits for the
+    other's polls).
+
+    Returns:
+        each one's time.perf_counter() at the first of its quiet polls.
+    """
+    at: list[float | None] = [None] * len(readinesses)
+    while True:
+        look = page.evaluate(LOOK, PAGE_CONTENT)
+        at = [
+            t if t is not None else readiness.ready_at(look, changed)
+            for t, readiness in zip(at, readinesses, strict=True)
+        ]
+        if None not in at:
+            return at
         page.wait_for_timeout(poll_ms)
-    return ready
 
 
 FIGURES_SIGNATURE = """() => {
@@ -1120,7 +1139,7 @@ def distinct_photos(count: int, into: Path) -> list[Path]:
     for i in range(count):
         image = Image.open(samples[i % len(samples)]).convert("RGB")
         width, height = image.size
-        cut = 0.05 * (i // len(samples) % 10 + 1)  # at most half cut away: the brightness keeps them apart
+        cut = 0.05 * (i // len(samples) % 10 + 1)  # at most half of each side cut away: the brightness keeps them apart
         image = image.crop((int(cut * width), int(cut * height), width, height))
         image = ImageEnhance.Brightness(ImageOps.mirror(image) if i % 2 else image).enhance(0.8 + 0.02 * i)
         made.append(into / f"upload-{i:02d}.jpg")
@@ -1176,17 +1195,10 @@ def tour_step_seconds(page: Any, url: str, laps: int) -> list[tuple[float, float
             title = page.locator("h1").first.inner_text()
             started = time.perf_counter()
             page.locator(".st-key-nav_next button").click()
-            first_screen, whole = Readiness(title, 300_000, in_view=True), Readiness(title, 300_000)
-            at: list[float | None] = [None, None]
-            while None in at:  # one look a poll for both: neither waits for the other's polls
-                look = page.evaluate(LOOK, PAGE_CONTENT)
-                at = [
-                    at[i] if at[i] is not None else readiness.ready_at(look)
-                    for i, readiness in enumerate((first_screen, whole))
-                ]
-                if None in at:
-                    page.wait_for_timeout(50)
-            steps.append((at[0] - started, at[1] - started))
+            first_screen, whole = ready_times(
+                page, [Readiness(title, 300_000, in_view=True), Readiness(title, 300_000)]
+            )
+            steps.append((first_screen - started, whole - started))
     return steps
 
 
