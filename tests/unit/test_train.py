@@ -174,6 +174,44 @@ def test_a_second_stage_keeps_the_model_and_its_classes(dataset, tmp_path):
         train(tiny_recipe(dataset, name="d", init_from=str(tmp_path / "empty")), out=tmp_path / "d")
 
 
+def test_a_grown_vit_answers_as_its_parent_until_it_trains(dataset, tmp_path):
+    parent = build_model(ViTConfig(image_size=32, patch_size=8, num_classes=3, **{**TINY, "depth": 2}))
+    parent.eval()
+    weights = {k: v.detach().clone() for k, v in parent.state_dict().items()}
+    for depth, origin in ((3, [0, 0, 1]), (4, [0, 0, 1, 1]), (5, [0, 0, 0, 1, 1])):
+        config, grown_weights = train_module.grown(parent.config, weights, depth)
+        child = build_model(config)
+        child.load_state_dict(grown_weights)  # strict: every block's every weight is there
+        child.eval()
+        pixels = torch.randn(4, 3, 32, 32)
+        with torch.no_grad():
+            torch.testing.assert_close(child(pixels), parent(pixels), rtol=0, atol=1e-6)
+        for i, source in enumerate(origin):
+            copy = i > 0 and origin[i - 1] == source
+            for part in ("attn.qkv.weight", "mlp.fc1.weight", "norm1.weight", "attn.proj.weight", "mlp.fc2.bias"):
+                silent = copy and part.startswith(("attn.proj", "mlp.fc2"))
+                want = (
+                    torch.zeros_like(weights[f"blocks.{source}.{part}"])
+                    if silent
+                    else weights[f"blocks.{source}.{part}"]
+                )
+                torch.testing.assert_close(grown_weights[f"blocks.{i}.{part}"], want, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="must be more than the model's 2 blocks"):
+        train_module.grown(parent.config, weights, 2)
+
+    # a run grows the weights it starts from, and trains them
+    train(tiny_recipe(dataset, epochs=1), out=tmp_path / "tiny")
+    card = train(
+        tiny_recipe(dataset, name="deeper", epochs=1, init_from=str(tmp_path / "tiny"), grow_depth=3),
+        out=tmp_path / "deeper",
+    )
+    assert card.config["depth"] == 3
+    grown_now = load_file(str(tmp_path / "deeper" / "deeper.safetensors"))
+    assert grown_now["blocks.1.attn.proj.weight"].abs().sum() > 0  # the copy learned: its branch is open
+    with pytest.raises(ValueError, match="--grow-depth grows the model that --init-from names"):
+        train(tiny_recipe(dataset, name="alone", grow_depth=3), out=tmp_path / "alone")
+
+
 def test_schedule_warms_up_then_decays():
     recipe = TrainConfig(epochs=10, warmup_epochs=2, lr=1e-3, min_lr=1e-5)
     lrs = [learning_rate(step, 10, recipe) for step in range(100)]
