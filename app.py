@@ -5,8 +5,9 @@ The file plays two parts. ``streamlit run app.py`` imports it once as the module
 here loads torch) and serves the ``st.App`` below, whose startup loads the libraries and the
 default model in a thread while the server already answers browsers (``vitviz.app.warm_up``),
 and which sends Streamlit's frontend gzipped, compressed once per file (``vitviz.app.assets``);
-then every session runs it as ``__main__`` (``main``). Streamlit versions without ``st.App`` only
-ever run it as ``__main__``."""
+then every session runs it as ``__main__`` (``main``). A fresh server's first visitor on the overview
+is drawn it before the startup is ready, without torch (``vitviz.app.first_view``). Streamlit
+versions without ``st.App`` only ever run it as ``__main__``."""
 
 import os
 
@@ -18,10 +19,21 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st  # noqa: E402
 
-from vitviz.app import load_app, session_run, warm_up  # noqa: E402
+from vitviz.app import (  # noqa: E402
+    STARTUP_BEGUN,
+    STARTUP_READY,
+    first_view,
+    load_app,
+    session_run,
+    startup_needed,
+    warm_up,
+)
 
 
 def main() -> None:
+    if first_view.draws(STARTUP_READY, STARTUP_BEGUN):  # a fresh server's overview, before torch has loaded
+        return
+    startup_needed()  # another first page: the startup loads at once what this run waits for
     load_app()  # before any page: the first sessions of a cold server import one at a time
     from vitviz.app import ahead, charts, classroom, furniture, models, navigation, sidebar, state, students, turns
     from vitviz.app.page_list import pages

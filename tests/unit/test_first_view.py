@@ -1,6 +1,7 @@
-"""The startup's lab data waits for the first view (issue 58): a fresh server's warm-up loads the
-lab's test split only once a session's run has drawn its page (and the browser has had DRAW_S to
-draw it), or once nobody has been visiting for IDLE_S."""
+"""The startup waits for the first view (issue 58): a fresh server's warm-up imports the libraries
+and loads the default model once a session's run has drawn its page (the shipped overview,
+vitviz.app.first_view), a run of the app's own needs them (``startup_needed``), or nobody has been
+visiting for IDLE_S; it loads the lab's test split once the browser has then had DRAW_S to draw."""
 
 import threading
 import time
@@ -18,9 +19,11 @@ def fresh(monkeypatch):
     monkeypatch.setattr(glue, "_drawn", False)
     monkeypatch.setattr(glue, "_last_seen", 0.0)
     monkeypatch.setattr(glue, "_STOPPING", threading.Event())
+    monkeypatch.setattr(glue, "_NEEDED", threading.Event())
+    monkeypatch.setattr(glue, "STARTUP_READY", threading.Event())
 
 
-def test_the_lab_data_waits_until_a_run_has_drawn_its_page(fresh, monkeypatch):
+def test_the_startup_waits_until_a_run_has_drawn_its_page(fresh, monkeypatch):
     from vitviz.app import caches, testset
 
     glue.load_app()
@@ -41,14 +44,53 @@ def test_the_lab_data_waits_until_a_run_has_drawn_its_page(fresh, monkeypatch):
     entered.wait(10)
     warming = threading.Thread(target=glue._warm)
     warming.start()
-    time.sleep(1.0)  # five idle periods: the run is still in progress
-    assert order == ["model"]
+    time.sleep(1.0)  # five idle periods: the run (a first view) is still in progress
+    assert order == [] and not glue.STARTUP_READY.is_set()
     leave.set()
     session.join(10)
-    time.sleep(0.2)  # the page drawn: the browser's time to draw it
-    assert order == ["model"]
+    time.sleep(0.2)  # the page drawn: the model now, the lab data after the browser's time to draw it
+    assert order == ["model"] and glue.STARTUP_READY.is_set()
     warming.join(10)
     assert order == ["model", "lab data"]
+
+
+def test_a_run_that_needs_the_startup_starts_it_at_once(fresh, monkeypatch):
+    from vitviz.app import caches, testset
+
+    glue.load_app()
+    order = []
+    monkeypatch.setattr(caches, "warm_model", lambda: order.append("model"))
+    monkeypatch.setattr(testset, "warm_test_split", lambda: order.append("lab data"))
+    monkeypatch.setattr(glue, "DRAW_S", 0.1)
+    with glue._RUNS:
+        glue._running = 1  # a run in progress, on another page than the first view's
+    warming = threading.Thread(target=glue._warm)
+    warming.start()
+    time.sleep(0.3)
+    assert order == []
+    glue.startup_needed()  # what app.py's main says before it loads the app
+    assert glue.STARTUP_READY.wait(5) and order == ["model"]
+    with glue._RUNS:
+        glue._running = 0
+    warming.join(10)
+    assert order == ["model", "lab data"]
+
+
+def test_a_startup_that_fails_is_ready_all_the_same(fresh, monkeypatch):
+    """The pages say what failed; a first view's page does not wait for a startup that never comes."""
+    from vitviz.app import caches
+
+    glue.load_app()
+
+    def broken() -> None:
+        raise OSError("no weights")
+
+    monkeypatch.setattr(caches, "warm_model", broken)
+    monkeypatch.setattr(glue, "IDLE_S", 0.1)
+    warming = threading.Thread(target=glue._warm)
+    warming.start()
+    warming.join(10)
+    assert glue.STARTUP_READY.is_set()
 
 
 def test_a_run_that_starts_again_is_not_a_first_view(fresh):

@@ -24,6 +24,22 @@ _LAZY = ("pandas", "plotly.graph_objects", "plotly.io", "pyarrow")
 
 _frozen = False
 
+# The startup (``warm_up``): begun, and ready (the libraries and the default model loaded, or
+# failed to). Between the two a session's first run on the overview draws it without torch
+# (``vitviz.app.first_view``), and the page asks for the app's run once the startup is ready.
+STARTUP_BEGUN = threading.Event()
+STARTUP_READY = threading.Event()
+_NEEDED = threading.Event()  # a run of the app's own waits for the startup: it imports at once
+
+
+def startup_needed() -> None:
+    """A run that is not a first view (another page, another choice) needs what the startup loads:
+    the startup stops waiting for a first view and loads it now."""
+    if not STARTUP_READY.is_set() and not _NEEDED.is_set():
+        with _RUNS:
+            _NEEDED.set()
+            _RUNS.notify_all()
+
 
 def load_app() -> ModuleType:
     """The app's glue (``vitviz.app.sidebar``, which imports the rest) and the libraries it needs,
@@ -58,6 +74,7 @@ async def warm_up(app: object) -> AsyncIterator[None]:
     twice. Whatever fails here is logged and left for the page that needs it to explain in the
     user's language."""
     warming = threading.Thread(target=_warm, name="vitviz-warm-up", daemon=True)
+    STARTUP_BEGUN.set()
     warming.start()
     atexit.register(_stop_at_exit, warming)  # the test split's predictions may still be computing
     shut_down_on_sigterm()
@@ -140,13 +157,15 @@ def session_run() -> Iterator[None]:
             _RUNS.notify_all()
 
 
-def wait_for_first_view(idle_s: float = IDLE_S, max_s: float = FIRST_VIEW_MAX_S) -> bool:
+def wait_for_first_view(
+    idle_s: float = IDLE_S, max_s: float = FIRST_VIEW_MAX_S, unless: threading.Event | None = None
+) -> bool:
     """Wait until a session's run has drawn its page, or no run has been in progress for ``idle_s``
-    (nobody is visiting yet), or ``max_s`` passed, or the process is exiting. Returns whether a
-    page had been drawn."""
+    (nobody is visiting yet), or ``max_s`` passed, or the process is exiting, or ``unless`` is set.
+    Returns whether a page had been drawn."""
     started = time.monotonic()
     with _RUNS:
-        while not _drawn and not _STOPPING.is_set():
+        while not _drawn and not _STOPPING.is_set() and not (unless is not None and unless.is_set()):
             now = time.monotonic()
             if now - started >= max_s or (_running == 0 and now - max(started, _last_seen) >= idle_s):
                 break
@@ -171,14 +190,23 @@ def settle_collector() -> None:
 
 def _warm() -> None:
     started = time.perf_counter()
+    # A first visitor's overview (vitviz.app.first_view) is drawn before the imports take a core
+    # and the GIL: on 2 cores they slowed Streamlit's frontend and its first run by about 1 s.
+    # A first visitor on another page needs them at once; with no visitor, they begin after IDLE_S.
+    wait_for_first_view(IDLE_S, FIRST_VIEW_MAX_S, unless=_NEEDED)
+    waited = time.perf_counter() - started
     try:
-        load_app()
-        from vitviz.app import caches, testset
+        try:
+            load_app()
+            from vitviz.app import caches, testset
 
-        caches.warm_model()
+            caches.warm_model()
+        finally:
+            STARTUP_READY.set()  # the pages say what failed, if anything did
         log.info(
-            "ready for visitors: the libraries, the default model and its precision in %.1f s",
-            time.perf_counter() - started,
+            "ready for visitors: the libraries, the default model and its precision in %.1f s (after %.1f s for the first view)",
+            time.perf_counter() - started - waited,
+            waited,
         )
         if wait_for_first_view(IDLE_S, FIRST_VIEW_MAX_S):  # then the browser draws its figures, on the same cores
             _STOPPING.wait(DRAW_S)

@@ -20,9 +20,11 @@ import importlib.util
 import json
 import re
 import zlib
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from pathlib import Path
 from typing import Any
+
+import streamlit as st
 
 from vitviz.app import web
 from vitviz.app.assets import App, Receive, Scope, Send, answer, app_path, compress
@@ -93,6 +95,36 @@ def element_js() -> str:
     browser keeps the module) and hands each figure to it. Streamlit sends an element's script
     with every element, to every student: a line, not the drawing code."""
     return web.page_text("chart_element.js", module=json.dumps(chart_script_path()))
+
+
+def element_data(text: str, stretch: bool, select: bool, script: str) -> bytes:
+    """What the chart element gets: one line of JSON (``script``: the path of the plotly.js that
+    draws it, ````script_for````; ``stretch``, ``select``), then the figure's JSON text as
+    it is. Bytes, not a dictionary: Streamlit writes a dictionary as JSON again (every quote of the
+    figure escaped) and parses and writes it once more to name the element, which cost a class's
+    server more than the figure itself (docs/benchmarks.md)."""
+    head = json.dumps({"script": script, "stretch": stretch, "select": select})
+    return head.encode() + b"\n" + text.encode()
+
+
+def read_element_data(data: bytes) -> dict:
+    """``element_data`` read back: its head's entries and the figure's JSON text as "spec"."""
+    head, text = data.split(b"\n", 1)
+    return {**json.loads(head), "spec": text.decode()}
+
+
+@functools.cache
+def chart_element() -> Callable[..., Any]:
+    """vitviz's chart element (``st.components.v2``: a script in the page, no frame), registered
+    once: ``vitviz.app.charts.draw`` mounts it, and so does the first view (``vitviz.app.first_view``)
+    before torch has loaded, with the same figures."""
+
+    return st.components.v2.component(
+        "vitviz_chart",
+        html='<div class="vitviz-chart"></div>',
+        js=element_js(),
+        isolate_styles=False,  # plotly.js styles its hover labels and modebar from the page's head
+    )
 
 
 class ChartScripts:

@@ -34,7 +34,6 @@ import contextlib
 import functools
 import hashlib
 import inspect
-import json
 import os
 import threading
 import weakref
@@ -46,6 +45,7 @@ import streamlit as st
 import torch
 
 from vitviz.app import chart_script, internals, presenter, shelf
+from vitviz.app.chart_script import element_data, read_element_data  # noqa: F401 (tests read figures with it)
 from vitviz.render import plots
 
 MAX_BYTES = 256 * 2**20  # what the shared figures may hold, their JSON counted twice (figure and text)
@@ -154,42 +154,15 @@ def draw(
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = _rerun if on_select == "rerun" else on_select
-    mount = _chart_element()
+    mount = chart_script.chart_element()
     if where is st:
         return mount(key=key, data=data, width=width, height=height, **callbacks)
     with where:
         return mount(key=key, data=data, width=width, height=height, **callbacks)
 
 
-def element_data(text: str, stretch: bool, select: bool, script: str) -> bytes:
-    """What the chart element gets: one line of JSON (``script``: the path of the plotly.js that
-    draws it, ``chart_script.script_for``; ``stretch``, ``select``), then the figure's JSON text as
-    it is. Bytes, not a dictionary: Streamlit writes a dictionary as JSON again (every quote of the
-    figure escaped) and parses and writes it once more to name the element, which cost a class's
-    server more than the figure itself (docs/benchmarks.md)."""
-    head = json.dumps({"script": script, "stretch": stretch, "select": select})
-    return head.encode() + b"\n" + text.encode()
-
-
-def read_element_data(data: bytes) -> dict:
-    """``element_data`` read back: its head's entries and the figure's JSON text as "spec"."""
-    head, text = data.split(b"\n", 1)
-    return {**json.loads(head), "spec": text.decode()}
-
-
 def _rerun() -> None:
     """A click's callback that only lets its run happen (the page reads the click itself)."""
-
-
-@functools.cache
-def _chart_element() -> Callable[..., Any]:
-    """vitviz's chart element (``st.components.v2``: a script in the page, no frame), registered once."""
-    return st.components.v2.component(
-        "vitviz_chart",
-        html='<div class="vitviz-chart"></div>',
-        js=chart_script.element_js(),
-        isolate_styles=False,  # plotly.js styles its hover labels and modebar from the page's head
-    )
 
 
 def shared(build: Callable[..., plots.Figure], presenting: Callable[[], bool]) -> Callable[..., plots.Figure]:

@@ -8,7 +8,7 @@
 // is printed: the figures a class sees are drawn and shown first, and the rest wait for the frames
 // between (docs/benchmarks.md). A figure waiting so has data-waiting; a drawn one data-drawn.
 //
-// data (bytes: vitviz.app.charts.element_data): a line of JSON with script (plotly.js, relative
+// data (bytes: vitviz.app.chart_script.element_data): a line of JSON with script (plotly.js, relative
 // to the app's root), stretch (as tall as its box: a slide's figures) and select (a click is sent
 // to the server as the trigger "selection": {points: [{curve_number, point_number, point_index, x,
 // y, customdata}]}), then the figure's plotly JSON as text.
@@ -105,7 +105,7 @@ function draw(Plotly, div, figure) {
 }
 
 function read(data) {
-  // vitviz.app.charts.element_data: a line of JSON (script, stretch, select), then the figure's JSON
+  // vitviz.app.chart_script.element_data: a line of JSON (script, stretch, select), then the figure's JSON
   const bytes = data instanceof ArrayBuffer ? new Uint8Array(data) : new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   const text = new TextDecoder().decode(bytes);
   const end = text.indexOf("\n");
