@@ -302,8 +302,10 @@ def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) 
     ablation grid (``vitviz.analyses.ablation``, 1,000 test images) and the map of the test set
     (``vitviz.analyses.projection``), every test image's occlusion curves (``vitviz.analyses.occlusion``)
     and, beside the shipped CNN where it names the same classes, every test image's first view of the
-    comparison (``vitviz.analyses.comparison``). Each command records the weights hash, so a model shipped later makes
-    them stale rather than wrong. This takes tens of minutes on a CPU.
+    comparison (``vitviz.analyses.comparison``); for the default ViT, the overview a fresh server
+    draws before torch has loaded (``vitviz.app.first_view``). Each records the weights hash, so a
+    model shipped later makes them stale rather than wrong (the first view is then not drawn).
+    This takes tens of minutes on a CPU.
 
     Raises:
         ShipError: ``name`` has no shipped weights in ``out_dir``, or a command failed.
@@ -330,6 +332,12 @@ def write_analyses(name: str, data: str | None, out_dir: Path = zoo.MODELS_DIR) 
         if command([*common, *extra, "--out", str(path)]) != 0:
             raise ShipError(f"{path.name} could not be written (the error above says why).")
         written.append(path)
+    if name == zoo.SHIPPED and Path(out_dir).resolve() == zoo.MODELS_DIR.resolve():
+        from vitviz.app import first_view, first_view_file  # Streamlit: the app's own overview, drawn by AppTest
+
+        log.info("writing %s", first_view.FILE.name)
+        first_view_file.write()
+        written.append(first_view.FILE)
     return written
 
 

@@ -10,9 +10,9 @@ json. The startup waits for that run before it imports (``vitviz.app.warm_up``),
 the page then starts the whole app's run as soon as the startup is ready (``_then_the_app``): the
 sidebar's choices come in, and the figures, the same bytes, are not drawn again.
 
-The file is made by the app itself (``python -m vitviz.app.first_view``: the overview's page in
-each language, recorded by ``vitviz.app.render.page``), and tests/app/test_first_view.py makes it
-again and compares, so it never says what the app would not.
+The file is made by the app itself (``vitviz.app.first_view_file``: the overview's page in each
+language, recorded as ``vitviz.app.render.page`` draws it), and tests/app/test_first_view.py makes
+it again and compares, so it never says what the app would not.
 
 Nothing here imports torch, numpy or the rest of vitviz: keep it so (tested).
 """
@@ -39,11 +39,6 @@ HOME = "app_pages/0_home.py"
 PAGE_TITLE = "vitviz: inside a Vision Transformer"  # app.py's st.set_page_config
 POLL_S = 0.3  # how often the page asks whether the startup is ready
 ROLES = ("body", "caption", "info", "success", "warning", "error")
-
-
-# ---------------------------------------------------------------------------------------------
-# Drawing (no torch)
-# ---------------------------------------------------------------------------------------------
 
 
 _run = threading.local()  # .view and .ready: this thread's run draws the first view (``page_drawn``)
@@ -122,19 +117,19 @@ def _same_server(shipped: dict[str, Any]) -> bool:
     """Whether this server's overview is the file's: the same weights and sample (by their bytes),
     float32 (a VITVIZ_PRECISION of bfloat16 changes the probabilities' last digits), and no GPU
     (whose convolutions may round otherwise)."""
-    if os.environ.get("VITVIZ_PRECISION", "float32") != "float32" or _has_gpu():
+    if os.environ.get("VITVIZ_PRECISION", "float32") != "float32" or has_gpu():
         return False
-    return all(_sha256(ASSETS / name) == digest for name, digest in shipped["inputs"].items())
+    return all(sha256(ASSETS / name) == digest for name, digest in shipped["inputs"].items())
 
 
-def _has_gpu() -> bool:
+def has_gpu() -> bool:
     return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
 _hashes: dict[Path, str | None] = {}
 
 
-def _sha256(path: Path) -> str | None:
+def sha256(path: Path) -> str | None:
     if path not in _hashes:
         try:
             _hashes[path] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -199,119 +194,3 @@ def _then_the_app(ready: threading.Event) -> None:
             st.rerun()
 
     wait()
-
-
-# ---------------------------------------------------------------------------------------------
-# Making the file (the app's own overview; imports torch)
-# ---------------------------------------------------------------------------------------------
-
-_recorded: list[dict[str, Any]] | None = None  # while ``make`` runs: the overview as its runs drew it
-
-
-def record(script: str, step: Any) -> None:
-    """``vitviz.app.render.page``'s hook, in the run that draws the page: while ``make`` runs, the
-    overview's Step as this run draws it (its figures' JSON as ``vitviz.app.charts.draw`` writes
-    it for the screen, its table as tall as ``vitviz.app.furniture.table_height`` makes it)."""
-    if _recorded is None or script != HOME:
-        return
-    from vitviz.app import furniture, navigation, presenter
-    from vitviz.app.text import tr
-    from vitviz.app.tour import LAB, TOUR, shipped
-
-    if presenter.presenting():
-        raise RuntimeError("the first view is the page, not presenter mode's slides")
-    _recorded.append(
-        {
-            "title": step.title,
-            "intro": step.intro,
-            "shape": None if step.shape is None else f"**{tr('shape.label')}:** `{step.shape}`",
-            "blocks": [_block(block) for block in step.blocks],
-            "nav": {
-                "tour": tr("nav.tour"),
-                "lab": tr("nav.lab"),
-                "titles": {key: tr(key) for file, key, _ in TOUR + LAB if shipped(file)},
-            },
-            "next": {"counter": navigation.counter(0, len(TOUR) - 1), "label": f"{tr('nav.next')} →"},
-            "icon": furniture.favicon(),
-        }
-    )
-
-
-def _block(block: Any) -> dict[str, Any]:
-    from vitviz.app import charts, furniture, internals
-    from vitviz.steps.blocks import Figures, Heading, Table, Text
-
-    if isinstance(block, Figures):
-        figures = []
-        for figure in block.figures:
-            if figure.select is not None:
-                raise TypeError(f"the first view's figures take no clicks ({figure.key} does)")
-            figures.append(
-                {
-                    "key": figure.key,
-                    "spec": internals.write(charts.themed(figure.figure, False)),
-                    "script": chart_script.script_for(trace.type for trace in figure.figure.data),
-                    "takeaway": figure.takeaway,
-                }
-            )
-        return {"kind": "figures", "widths": list(block.widths), "figures": figures}
-    if isinstance(block, Text) and block.role in ROLES:
-        return {"kind": "text", "role": block.role, "text": block.text}
-    if isinstance(block, Heading):
-        return {"kind": "heading", "text": block.text}
-    if isinstance(block, Table) and not block.whole:
-        rows = [dict(row) for row in block.rows]
-        return {"kind": "table", "rows": rows, "height": furniture.table_height(len(rows)), "caption": block.caption}
-    raise TypeError(f"the first view draws figures, text, headings and tables, not {type(block).__name__}")
-
-
-def make() -> dict[str, Any]:
-    """The file's content: the overview of a fresh session, with the default model and sample, in
-    every language, as the app draws it (an AppTest run of app.py per language)."""
-    global _recorded
-    from streamlit.testing.v1 import AppTest
-
-    from vitviz.app.caches import SAMPLES, sample_names
-    from vitviz.models import zoo
-    from vitviz.render.i18n import DEFAULT_LANGUAGE, LANGUAGES
-
-    if os.environ.get("VITVIZ_PRECISION", "float32") != "float32" or _has_gpu():
-        raise RuntimeError("the first view is made as a server without a GPU draws it: in float32, on the CPU")
-    app = Path(__file__).resolve().parents[2] / "app.py"
-    languages = {}
-    icons = set()
-    for language in LANGUAGES:
-        _recorded = []
-        try:
-            at = AppTest.from_file(str(app), default_timeout=120)
-            if language != DEFAULT_LANGUAGE:
-                at.query_params["lang"] = language
-            at.run()
-            if at.exception or not _recorded:
-                raise RuntimeError(f"the overview in {language!r} was not drawn: {[e.value for e in at.exception]}")
-            view = _recorded[-1]
-        finally:
-            _recorded = None
-        icons.add(view.pop("icon"))
-        languages[language] = view
-    (icon,) = icons
-    inputs = [zoo.REGISTRY[zoo.default_name()].path, SAMPLES / sample_names()[0]]
-    return {
-        "model": zoo.default_name(),
-        "inputs": {str(path.relative_to(ASSETS)): _sha256(path) for path in inputs},
-        "default_language": DEFAULT_LANGUAGE,
-        "icon": icon,
-        "languages": languages,
-    }
-
-
-def write(path: Path = FILE) -> None:
-    """Make the file (``make``) and write it, its rows' columns in the order they are drawn."""
-    path.write_text(json.dumps(make(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-
-
-if __name__ == "__main__":  # run as a script, this file is not the module render.page reports to
-    from vitviz.app import first_view
-
-    first_view.write()
-    print(f"wrote {first_view.FILE}")

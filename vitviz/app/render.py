@@ -7,7 +7,18 @@ from collections.abc import Callable, Iterator, Mapping
 
 import streamlit as st
 
-from vitviz.app import charts, current, described, first_view, furniture, models, navigation, presenter, state, tour
+from vitviz.app import (
+    charts,
+    current,
+    described,
+    first_view_file,
+    furniture,
+    models,
+    navigation,
+    presenter,
+    state,
+    tour,
+)
 from vitviz.app.text import tr
 from vitviz.steps.blocks import (
     Block,
@@ -57,7 +68,7 @@ def page(describe: Describe, script: str, subject: Callable[[], Subject] | None 
     if subject is None:  # a step of the tour, perhaps described ahead while the last one was read
         subject_now = current.subject()
         step = described.step(script, describe, subject_now, SessionChoices())
-        first_view.record(script, step)  # only while its file is made
+        first_view_file.record(script, step)  # only while the first view's file is made
     else:
         step = describe(subject(), SessionChoices())
     if presenter.presenting():
