@@ -63,7 +63,7 @@ class Chart:
 def charts(where: Any) -> list[Chart]:
     """The figures drawn in ``where`` (an AppTest, or a block of its page), in page order."""
     found = []
-    from vitviz.app.charts import read_element_data
+    from vitviz.app.chart_script import read_element_data
 
     for element in where.get("bidi_component"):
         if element.proto.component_name == "vitviz_chart":

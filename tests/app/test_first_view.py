@@ -130,7 +130,6 @@ def test_the_first_view_is_drawn_only_where_the_app_would_draw_the_same(starting
     changed[-1] ^= 1
     weights.write_bytes(bytes(changed))
     monkeypatch.setattr(first_view, "ASSETS", assets)
-    monkeypatch.setattr(first_view, "_hashes", {})
     assert first_view._view_for({}, "") is None
     at = run()
     assert not errors(at) and at.sidebar.radio  # the app's run, not the file's

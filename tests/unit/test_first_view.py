@@ -23,13 +23,19 @@ def fresh(monkeypatch):
     monkeypatch.setattr(glue, "STARTUP_READY", threading.Event())
 
 
-def test_the_startup_waits_until_a_run_has_drawn_its_page(fresh, monkeypatch):
+@pytest.fixture
+def order(monkeypatch):
+    """What the warm-up loaded, in order: the default model, then the lab data (each only noted)."""
     from vitviz.app import caches, testset
 
     glue.load_app()
-    order = []
-    monkeypatch.setattr(caches, "warm_model", lambda: order.append("model"))
-    monkeypatch.setattr(testset, "warm_test_split", lambda: order.append("lab data"))
+    loaded = []
+    monkeypatch.setattr(caches, "warm_model", lambda: loaded.append("model"))
+    monkeypatch.setattr(testset, "warm_test_split", lambda: loaded.append("lab data"))
+    return loaded
+
+
+def test_the_startup_waits_until_a_run_has_drawn_its_page(fresh, order, monkeypatch):
     monkeypatch.setattr(glue, "IDLE_S", 0.2)  # a run in progress holds it however long it takes
     monkeypatch.setattr(glue, "DRAW_S", 0.5)
     entered, leave = threading.Event(), threading.Event()
@@ -54,13 +60,7 @@ def test_the_startup_waits_until_a_run_has_drawn_its_page(fresh, monkeypatch):
     assert order == ["model", "lab data"]
 
 
-def test_a_run_that_needs_the_startup_starts_it_at_once(fresh, monkeypatch):
-    from vitviz.app import caches, testset
-
-    glue.load_app()
-    order = []
-    monkeypatch.setattr(caches, "warm_model", lambda: order.append("model"))
-    monkeypatch.setattr(testset, "warm_test_split", lambda: order.append("lab data"))
+def test_a_run_that_needs_the_startup_starts_it_at_once(fresh, order, monkeypatch):
     monkeypatch.setattr(glue, "DRAW_S", 0.1)
     with glue._RUNS:
         glue._running = 1  # a run in progress, on another page than the first view's
@@ -127,13 +127,7 @@ def test_the_exit_does_not_wait_for_a_first_view(fresh):
     assert time.monotonic() - started < 5
 
 
-def test_a_server_exiting_during_the_wait_loads_no_lab_data(fresh, monkeypatch):
-    from vitviz.app import caches, testset
-
-    glue.load_app()
-    order = []
-    monkeypatch.setattr(caches, "warm_model", lambda: order.append("model"))
-    monkeypatch.setattr(testset, "warm_test_split", lambda: order.append("lab data"))
+def test_a_server_exiting_during_the_wait_loads_no_lab_data(fresh, order, monkeypatch):
     monkeypatch.setattr(glue, "DRAW_S", 60.0)
     with glue.session_run():
         pass  # a page drawn: the warm-up now leaves the browser DRAW_S

@@ -45,7 +45,6 @@ import streamlit as st
 import torch
 
 from vitviz.app import chart_script, internals, presenter, shelf
-from vitviz.app.chart_script import element_data, read_element_data  # noqa: F401 (tests read figures with it)
 from vitviz.render import plots
 
 MAX_BYTES = 256 * 2**20  # what the shared figures may hold, their JSON counted twice (figure and text)
@@ -150,7 +149,7 @@ def draw(
     found = written(figure)
     text = found[1] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
     script = chart_script.script_for(trace.type for trace in figure.data)
-    data = element_data(text, stretch=height == "stretch", select=on_select is not None, script=script)
+    data = chart_script.element_data(text, stretch=height == "stretch", select=on_select is not None, script=script)
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = _rerun if on_select == "rerun" else on_select

@@ -19,6 +19,7 @@ Nothing here imports torch, numpy or the rest of vitviz: keep it so (tested).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -126,28 +127,20 @@ def has_gpu() -> bool:
     return any(Path("/dev").glob("nvidia[0-9]*"))
 
 
-_hashes: dict[Path, str | None] = {}
-
-
+@functools.cache
 def sha256(path: Path) -> str | None:
-    if path not in _hashes:
-        try:
-            _hashes[path] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError:
-            _hashes[path] = None
-    return _hashes[path]
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
-_cache: list[dict[str, Any] | None] = []
-
-
+@functools.cache
 def _read() -> dict[str, Any] | None:
-    if not _cache:
-        try:
-            _cache.append(json.loads(FILE.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            _cache.append(None)
-    return _cache[0]
+    try:
+        return json.loads(FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
 
 
 def _draw(view: dict[str, Any]) -> None:
