@@ -193,6 +193,33 @@ def _vote_poll(teacher, students) -> None:
 HEAT_TEXT = "() => { const c = document.querySelector('.st-key-vitviz-poll .js-plotly-plot'); return c && c.data ? c.data[1].text : null; }"
 
 
+SETTLED = (
+    "() => document.querySelector(\"[data-testid='stApp']\")?.getAttribute('data-test-script-state') === 'notRunning'"
+)
+# the patches (counted from 1) of every plotly_click on the ballot's figure, kept on the figure's
+# element: a failed vote then says whether the click reached plotly and which patch it named
+HEARD = """() => { const g = document.querySelector('.st-key-vitviz-ballot .vitviz-chart');
+  if (g && !g.vitvizHeard) { g.vitvizHeard = []; g.on('plotly_click', (e) => g.vitvizHeard.push(e.points.map((p) => p.customdata && p.customdata[3]))); } }"""
+HEARD_SO_FAR = "() => document.querySelector('.st-key-vitviz-ballot .vitviz-chart')?.vitvizHeard ?? 'no figure'"
+
+
+def _point_at(page, markers: str, patch: int) -> tuple[float, float]:
+    """As a person clicks: the pointer rests on the patch until its label names it (the page may
+    still move under it as a run ends), then it is where to click."""
+    label = page.locator(".st-key-vitviz-ballot .hoverlayer .hovertext").first
+    for _ in range(20):
+        page.wait_for_selector(markers, timeout=60_000)
+        box = page.locator(markers).nth(patch).bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x - 3, y - 3)
+        page.mouse.move(x, y)
+        label.wait_for(state="visible", timeout=30_000)
+        if f"patch {patch + 1} (" in label.text_content():
+            return x, y
+        page.wait_for_timeout(250)
+    raise AssertionError(f"the pointer never rested on patch {patch + 1}: {label.text_content()!r}")
+
+
 def _patch_poll(teacher, students) -> list[float]:
     """ "Which patch matters most?": the students click patches 10 and 10, then the second changes
     to 21; the teacher's heat map counts one each; Reveal shows the claim and the model's map.
@@ -202,16 +229,22 @@ def _patch_poll(teacher, students) -> list[float]:
     markers = ".st-key-vitviz-ballot .js-plotly-plot .scatterlayer path.point"
     seconds = []
     for student, patch in ((students[0], 9), (students[1], 9), (students[1], 20)):
-        student.wait_for_selector(markers, timeout=60_000)
-        box = student.locator(markers).nth(patch).bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-        # as a person clicks: the pointer rests on the patch until its label shows, then the click
-        student.mouse.move(x - 3, y - 3)
-        student.mouse.move(x, y)
-        student.locator(".st-key-vitviz-ballot .hoverlayer .hovertext").first.wait_for(state="visible", timeout=30_000)
+        # as a person waits for the picture to settle: the run ended, its figure drawn (the vote
+        # before moves its outline)
+        student.wait_for_function(SETTLED, timeout=60_000)
+        student.wait_for_selector(".st-key-vitviz-ballot .vitviz-chart[data-drawn]", timeout=60_000)
+        student.evaluate(HEARD)
+        x, y = _point_at(student, markers, patch)
         started = time.perf_counter()
         student.mouse.click(x, y)
-        _wait_text(student, ".st-key-vitviz-ballot", f"Your vote: patch {patch + 1}.", 30)
+        try:
+            _wait_text(student, ".st-key-vitviz-ballot", f"Your vote: patch {patch + 1}.", 30)
+        except Exception as error:  # what the student's ballot said instead, and what plotly heard
+            shown = student.locator(".st-key-vitviz-ballot").first.inner_text()
+            heard = student.evaluate(HEARD_SO_FAR)
+            raise AssertionError(
+                f"patch {patch + 1} clicked; plotly heard {heard}; the ballot shows {shown!r}"
+            ) from error
         seconds.append(time.perf_counter() - started)
     _wait_text(teacher, ".st-key-vitviz-poll", "The class's clicks (2)")
     teacher.wait_for_function(
