@@ -40,28 +40,33 @@ def main() -> None:
     from vitviz.app.text import lang, tr
     from vitviz.app.tour import TOUR, shipped
 
-    st.set_page_config(page_title="vitviz: inside a Vision Transformer", page_icon=furniture.favicon(), layout="wide")
-    state.init()
-    charts.share_figures()  # once per server: figures built once, sent as JSON written once
+    # a class's runs compute a few at a time, in order, from their first element on: thirty runs
+    # that each set up their page at once share the interpreter, and the first student waits for all
+    with turns.server_turns().turn(turns.session_id()):
+        st.set_page_config(
+            page_title="vitviz: inside a Vision Transformer", page_icon=furniture.favicon(), layout="wide"
+        )
+        state.init()
+        charts.share_figures()  # once per server: figures built once, sent as JSON written once
 
-    files = [f for f, _, _ in TOUR if shipped(f)]
-    steps, lab = pages(lang(), tr)  # the tour's and the lab's st.Page objects, made once per language
-    unopened = navigation.follow_asked_step(steps)  # Previous / Next: this run draws the step, not the page clicked on
-    # every page listed: collapsed, Streamlit shows 10 and hides the lab behind "View 3 more"
-    page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps, expanded=True)
-    if unopened is not None:  # a Streamlit whose page manager cannot be told: st.switch_page's second run
-        navigation.go_to(unopened)
+        files = [f for f, _, _ in TOUR if shipped(f)]
+        steps, lab = pages(lang(), tr)  # the tour's and the lab's st.Page objects, made once per language
+        # Previous / Next: this run draws the step, not the page clicked on
+        unopened = navigation.follow_asked_step(steps)
+        # every page listed: collapsed, Streamlit shows 10 and hides the lab behind "View 3 more"
+        page = st.navigation({tr("nav.tour"): steps, tr("nav.lab"): lab} if lab else steps, expanded=True)
+        if unopened is not None:  # a Streamlit whose page manager cannot be told: st.switch_page's second run
+            navigation.go_to(unopened)
 
-    # a class's runs compute a few at a time, in order; a visitor's model within a time limit
-    with turns.server_turns().turn(turns.session_id()), models.within_limits():
-        classroom.open_shared_image()  # a class's shared image, before the sidebar's picker
-        sidebar.sidebar()
-        navigation.follow_step_link(page)
-        navigation.open_at_the_top(page)
-        students.bar()  # a class: the teacher tells it where they are; a student follows
-        if page in steps:  # while the class reads, the prediction's heaviest work for this image
-            ahead.read_ahead(files[steps.index(page)])
-        page.run()
+        with models.within_limits():  # a visitor's model within a time limit
+            classroom.open_shared_image()  # a class's shared image, before the sidebar's picker
+            sidebar.sidebar()
+            navigation.follow_step_link(page)
+            navigation.open_at_the_top(page)
+            students.bar()  # a class: the teacher tells it where they are; a student follows
+            if page in steps:  # while the class reads, the prediction's heaviest work for this image
+                ahead.read_ahead(files[steps.index(page)])
+            page.run()
 
 
 if __name__ == "__main__":  # every session's run

@@ -1311,10 +1311,18 @@ def browser_speed(report: Report, plan: Plan) -> None:
 
 async def wait_ready_async(page: Any, old_title: str | None = None, timeout_ms: int = 300_000) -> float:
     """``wait_ready`` for Playwright's async API (many sessions at once in one event loop)."""
-    readiness = Readiness(old_title, timeout_ms)
-    while (ready := readiness.ready_at(await page.evaluate(LOOK, PAGE_CONTENT))) is None:
-        await page.wait_for_timeout(50)
-    return ready
+    return (await ready_times_async(page, [Readiness(old_title, timeout_ms)]))[0]
+
+
+async def ready_times_async(page: Any, readinesses: list[Readiness], poll_ms: int = 50) -> list[float]:
+    """``ready_times`` for Playwright's async API: one look a poll for every readiness."""
+    at: list[float | None] = [None] * len(readinesses)
+    while True:
+        look = await page.evaluate(LOOK, PAGE_CONTENT)
+        at = [t if t is not None else readiness.ready_at(look) for t, readiness in zip(at, readinesses, strict=True)]
+        if None not in at:
+            return at
+        await page.wait_for_timeout(poll_ms)
 
 
 async def chromium_student(browser: Any, url: str, image: str) -> tuple[Any, Any]:
@@ -1864,15 +1872,20 @@ MAIN_TEXT = "() => (document.querySelector('[data-testid=stMain]')?.innerText ??
 SHOWN_STEP = "() => [new URLSearchParams(location.search).get('step'), document.querySelector('h1')?.innerText ?? null]"
 
 
-async def chromium_on_step(page: Any, step: int, old_title: str | None, timeout_s: float) -> float:
+async def chromium_on_step(page: Any, step: int, old_title: str | None, timeout_s: float) -> tuple[float, float]:
     """When a following student's Chromium showed ``step``: its URL names the step, and the page is
-    ready (``wait_ready_async``: a title other than the last step's, the run over, everything drawn)."""
+    ready (a title other than the last step's, the run over), with the figures in the window drawn
+    (the first screen) and with every figure drawn (the whole page, ``wait_ready_async``'s)."""
     deadline = time.perf_counter() + timeout_s
     while (await page.evaluate(SHOWN_STEP))[0] != str(step):
         if time.perf_counter() > deadline:
             raise TimeoutError(f"the URL did not name step {step} within {timeout_s:.0f} s")
         await page.wait_for_timeout(20)
-    return await wait_ready_async(page, old_title=old_title, timeout_ms=max(deadline - time.perf_counter(), 1) * 1e3)
+    left_ms = max(deadline - time.perf_counter(), 1) * 1e3
+    first, whole = await ready_times_async(
+        page, [Readiness(old_title, left_ms, in_view=True), Readiness(old_title, left_ms)]
+    )
+    return first, whole
 
 
 async def start_class(teacher: LightStudent) -> str:
@@ -1917,7 +1930,7 @@ async def follow_lesson(
     await asyncio.gather(*(f.student.open() for f in followers))
     stop = asyncio.Event()
     timers = [asyncio.create_task(follow_timer(f, stop)) for f in followers]
-    light, chromium, problems, errors, wrong_image, chromium_errors = [], [], [], 0, 0, 0
+    light, chromium, chromium_first, problems, errors, wrong_image, chromium_errors = [], [], [], [], 0, 0, 0
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -1940,7 +1953,9 @@ async def follow_lesson(
                     continue
                 step = teacher.step
                 try:
-                    chromium.append(await chromium_on_step(page, step, title, FOLLOW_WAIT_S) - started)
+                    first, whole = await chromium_on_step(page, step, title, FOLLOW_WAIT_S)
+                    chromium.append(whole - started)
+                    chromium_first.append(first - started)
                 except (TimeoutError, PlaywrightError) as err:
                     errors += 1
                     chromium_errors += 1
@@ -1988,6 +2003,7 @@ async def follow_lesson(
     return {
         "light": light,
         "chromium": chromium,
+        "chromium_first_screen": chromium_first,
         "errors": errors + teacher.errors,
         "wrong_image": wrong_image,
         "problems": problems,
@@ -1997,8 +2013,11 @@ async def follow_lesson(
 
 
 def follow_figures(report: Report, suffix: str, lesson: Mapping[str, Any]) -> None:
-    """A class's follow figures: every student's seconds (p50, p95), Chromium's alone, errors."""
+    """A class's follow figures: every student's seconds (p50, p95), Chromium's alone, errors; and
+    the same with Chromium's first screen (its figures in the window drawn) for its whole page,
+    ``class_follow_first_screen_*`` (a light client draws nothing: its run's end is both)."""
     seconds = lesson["light"] + lesson["chromium"]
+    first_screen = lesson["light"] + lesson.get("chromium_first_screen", [])
     for problem in lesson["problems"][:5]:
         report.note(f"class_follow{suffix}: {problem}")
     report.figures.update(
@@ -2007,6 +2026,10 @@ def follow_figures(report: Report, suffix: str, lesson: Mapping[str, Any]) -> No
             f"class_follow_p95_s{suffix}": percentile(seconds, 95) if seconds else None,
             f"class_follow_max_s{suffix}": max(seconds) if seconds else None,
             f"class_follow_chromium_p95_s{suffix}": percentile(lesson["chromium"], 95) if lesson["chromium"] else None,
+            f"class_follow_first_screen_p95_s{suffix}": percentile(first_screen, 95) if first_screen else None,
+            f"class_follow_chromium_first_screen_p95_s{suffix}": (
+                percentile(lesson["chromium_first_screen"], 95) if lesson.get("chromium_first_screen") else None
+            ),
             f"class_follow_timed{suffix}": len(seconds),
             f"class_follow_errors{suffix}": lesson["errors"],
             f"class_follow_chromium_errors{suffix}": lesson["chromium_errors"],

@@ -287,6 +287,40 @@ def test_the_first_screen_is_ready_before_the_charts_below_it_are_drawn(monkeypa
     )
 
 
+def test_a_following_chromium_is_timed_at_its_first_screen_and_its_whole_page_from_the_same_polls(monkeypatch):
+    import asyncio
+
+    polls = [
+        ("2. Patches", 2, 3, 1, 1),  # the step's run still going
+        ("2. Patches", 2, 2, 0, 0),  # the first screen ready from here ...
+        ("2. Patches", 2, 2, 0, 0),
+        ("2. Patches", 2, 0, 0, 0),  # ... the whole page from here
+        ("2. Patches", 2, 0, 0, 0),
+    ]
+
+    class Following(AsyncFakePage):
+        async def evaluate(self, script, arg=None):  # the URL names the step at once
+            return ["2", "2. Patches"] if script == bench.SHOWN_STEP else FakePage.evaluate(self, script, arg)
+
+    page = Following(polls)
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: float(page.index))
+    assert asyncio.run(bench.chromium_on_step(page, 2, "1. Image", 60)) == (1, 3) and page.index == 4
+    lesson = {
+        "light": [0.5, 0.6],
+        "chromium": [2.0],
+        "chromium_first_screen": [0.7],
+        "errors": 0,
+        "wrong_image": 0,
+        "problems": [],
+        "chromium_errors": 0,
+    }
+    report = bench.Report()
+    bench.follow_figures(report, "", lesson)
+    assert report.figures["class_follow_p95_s"] == 2.0 and report.figures["class_follow_chromium_p95_s"] == 2.0
+    assert report.figures["class_follow_first_screen_p95_s"] == 0.7
+    assert report.figures["class_follow_chromium_first_screen_p95_s"] == 0.7
+
+
 def test_more_quiet_polls_wait_longer_and_the_async_twin_agrees(monkeypatch):
     import asyncio
 
