@@ -3,4 +3,4 @@
 from vitviz.app import current, render
 from vitviz.steps import card
 
-render.page(card.describe, "app_pages/9_card.py", current.model_subject)
+render.page(card.describe, "app_pages/9_card.py", current.model_subject, shared=True)

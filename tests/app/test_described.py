@@ -10,11 +10,12 @@ from collections import OrderedDict
 
 import pytest
 
-from tests.apptest import charts, errors, open_page
+from tests.apptest import charts, errors, open_page, open_page_in_one_run
 from vitviz.app import ahead, described, state
 from vitviz.app.tour import ROOT, TOUR
 
 TOKENS, ATTENTION = "app_pages/4_tokens.py", "app_pages/5_attention.py"
+PREDICTION, COMPARE, CARD = "app_pages/7_prediction.py", "app_pages/8_compare.py", "app_pages/9_card.py"
 
 
 @pytest.fixture
@@ -77,6 +78,60 @@ def test_the_next_step_is_described_ahead_and_drawn_as_the_run_would_draw_it(wor
     _press_next(alone)
     assert described.counts["taken"] == 1 and state_of(alone) == 5
     assert _page(alone) == shown and len(shown[2]) >= 4  # every text, number and figure, byte for byte
+
+
+def test_the_comparison_with_a_cnn_is_described_ahead_after_the_prediction(worker, monkeypatch):
+    """Step 8 reads a CNN as well: the work ahead takes the shipped one from the server's cache, and
+    the run after the prediction's Next draws that description, the same as its own."""
+    at = open_page(PREDICTION, query={"test": "cat/3"})
+    assert errors(at) == []
+    kept = _kept_for(COMPARE)
+    assert "compare_cnn" in dict(kept.read) and "compare_class" in dict(kept.read)
+    made = described.counts["described"]
+    _press_next(at)
+    assert state_of(at) == 8 and described.counts == {"taken": 1, "described": made}
+    shown = _page(at)
+
+    monkeypatch.setenv("VITVIZ_READ_AHEAD", "0")
+    alone = open_page(PREDICTION, query={"test": "cat/3"})
+    _press_next(alone)
+    assert described.counts["taken"] == 1 and state_of(alone) == 8
+    assert _page(alone) == shown and len(shown[2]) >= 4
+
+
+def test_a_cnn_the_work_ahead_would_download_is_left_to_the_run(worker):
+    """A model that is not in the registry or needs a download is never loaded by the work ahead:
+    the description is the run's, with its spinner and its sentence."""
+    for name in ("hf:google/vit-base-patch16-224", "upload:abc", "no-such-model"):
+        with pytest.raises(described.NotAhead):
+            described.AheadCompute().model(name)
+    assert described.AheadCompute().model("cifar10-cnn").spec.is_cnn
+
+
+def test_the_card_is_described_once_for_every_session_that_shows_it(monkeypatch):
+    """A page about the model alone: the first session describes it, the next draws the same
+    description; another language or another card chosen is described anew."""
+    monkeypatch.setattr(described, "_for_everyone", OrderedDict())
+    monkeypatch.setattr(described, "everyone", {"drawn": 0, "described": 0})
+    first = open_page(CARD)
+    assert errors(first) == [] and described.everyone == {"drawn": 0, "described": 1}
+    second = open_page(CARD)
+    assert errors(second) == [] and described.everyone == {"drawn": 1, "described": 1}
+    assert _page(second) == _page(first) and _page(first)[2]  # every text, number and figure
+    korean = open_page_in_one_run(CARD, lang="ko")
+    assert described.everyone["described"] == 2 and _page(korean)[0] != _page(first)[0]
+    cnn = open_page(CARD, query={"card_model": "cifar10-cnn"})
+    assert described.everyone["described"] == 3 and _page(cnn)[2] != _page(first)[2]
+    again = open_page(CARD, query={"card_model": "cifar10-cnn"})
+    assert described.everyone == {"drawn": 2, "described": 3} and _page(again) == _page(cnn)
+
+
+def test_a_noting_mapping_reads_the_run_s_own_choices():
+    choices = {"layer": 2, "not_a_choice": "x"}
+    noting = described.Noting(choices)
+    assert noting["not_a_choice"] == "x" and noting.get("head") is None and noting.get("layer") == 2
+    assert noting.read == {"not_a_choice": "x", "head": None, "layer": 2}
+    assert set(noting) == set(choices) and set(state.BY_KEY) <= set(noting.read)
 
 
 def test_a_choice_changed_since_is_described_again(worker, monkeypatch):

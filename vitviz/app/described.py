@@ -12,7 +12,12 @@ of shared figures for the session's mode (``charts.ahead_mode``), written as a r
 what a page shows is what it would have described itself.
 
 Only the steps whose descriptions read nothing but the subject's caches are described ahead
-(``NEXT``: the overview to the prediction); the comparison with a CNN and the card are not.
+(``NEXT``: the overview to the comparison with a CNN). The work ahead takes the comparison's CNN
+only from the server's cache of registry models that need no download (``AheadCompute.model``): a
+CNN to download or upload is the run's to try, with its spinner and its sentence, and the run then
+describes the step itself. The card, a page about the model alone, is not described ahead: it is
+described once for every session that shows it for the same model, language, mode and choices
+(``for_everyone``), so a class that reaches it together describes it once, not thirty times.
 Server option: ``streamlit run app.py -- --no-read-ahead`` (or VITVIZ_READ_AHEAD=0) turns it off
 with the rest of the work ahead.
 """
@@ -29,6 +34,8 @@ from typing import Any
 
 from vitviz.app import ahead, charts, presenter, state, turns
 from vitviz.app.current import CachedCompute
+from vitviz.app.models import cached_model
+from vitviz.models import zoo
 from vitviz.steps.blocks import Step
 from vitviz.steps.subject import Subject
 
@@ -44,6 +51,7 @@ NEXT = {
     "app_pages/5_attention.py": "vitviz.steps.attention",
     "app_pages/6_block.py": "vitviz.steps.block",
     "app_pages/7_prediction.py": "vitviz.steps.prediction",
+    "app_pages/8_compare.py": "vitviz.steps.compare",
 }
 KEPT = 48  # sessions whose next step is kept described (a class of thirty, and a few more)
 MAX_ATTENTION_BYTES = 8 * 2**20  # a larger model's steps (ViT-B/16: 22 MB of maps) are described in the run
@@ -93,8 +101,20 @@ class Recording(Mapping):
         return len(self._values)
 
 
+class NotAhead(Exception):
+    """What a description needs is the run's to do (a model to download or upload): it is left to the run."""
+
+
 class AheadCompute(CachedCompute):
     """The session's caches as a run reads them, without a run's spinners (the worker has no page)."""
+
+    def model(self, name: str) -> zoo.Loaded:
+        """A registry model that loads without a download, from the server's cache; any other is
+        the run's to try (``models.try_model``: once per session, said in a sentence)."""
+        spec = zoo.REGISTRY.get(name)
+        if spec is None or not spec.offline:
+            raise NotAhead(name)
+        return cached_model(name)
 
     def occlusion(self, subject: Subject, kind: str, steps: int):
         from vitviz.app.caches import cached_occlusion
@@ -125,6 +145,9 @@ def small(subject: Subject) -> bool:
 
 
 _kept: OrderedDict[str, Described] = OrderedDict()  # session -> its next step, described
+# a model page's key -> (its model, the choices read, its step): ``for_everyone``
+_for_everyone: OrderedDict[tuple, tuple[weakref.ref, tuple[tuple[str, Any], ...], Step]] = OrderedDict()
+everyone = {"drawn": 0, "described": 0}  # model pages drawn from a description of another session's, or their own
 _keeping = threading.Lock()
 counts = {"taken": 0, "described": 0}  # runs that drew a description made ahead, and runs that made their own
 
@@ -179,6 +202,54 @@ def ask_next(script: str, subject: Subject, choices: Mapping[str, Any]) -> None:
     )
 
 
+class Noting(Mapping):
+    """A run's choices as a description reads them, noting each one read, with its value (None for
+    one not set): ``Recording``'s notes, over the session's own choices."""
+
+    def __init__(self, choices: Mapping[str, Any]) -> None:
+        self._choices = choices
+        self.read: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            value = self._choices[key]
+        except KeyError:
+            self.read[key] = None
+            raise
+        self.read[key] = value
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        self.read.update({key: self._choices.get(key) for key in state.BY_KEY})
+        return iter(self._choices)
+
+    def __len__(self) -> int:
+        return len(self._choices)
+
+
+def for_everyone(script: str, describe: Describe, subject: Subject, choices: Mapping[str, Any]) -> Step:
+    """``describe(subject, choices)`` for a page about the model alone (the card), described once for
+    every session that shows it for the same model, language and mode with the same choices: the
+    first of a class to open it describes it, the others draw that description."""
+    key = (script, subject_key(subject), presenter.presenting())
+    with _keeping:
+        found = _for_everyone.get(key)
+    if found is not None:
+        model, read, step = found
+        if model() is subject.model and _still(read, choices):
+            everyone["drawn"] += 1
+            return step
+    everyone["described"] += 1
+    noting = Noting(choices)
+    step = describe(subject, noting)
+    with _keeping:
+        _for_everyone[key] = (weakref.ref(subject.model), tuple(noting.read.items()), step)
+        _for_everyone.move_to_end(key)
+        while len(_for_everyone) > KEPT:
+            _for_everyone.popitem(last=False)
+    return step
+
+
 def _still(read: tuple[tuple[str, Any], ...], choices: Mapping[str, Any]) -> bool:
     """Whether every choice a description read has the value now that it had then."""
     return all(choices.get(key) == value for key, value in read)
@@ -190,8 +261,11 @@ def _describe_ahead(session: str, script: str, subject: Subject, predicted: Mapp
     if not ahead.server_ahead().wait_for(turns.server_turns().idle, QUIET_WAIT_S):
         return
     recording = Recording(predicted)
-    with charts.ahead_mode(mode):
-        described = describe_of(script)(dataclasses.replace(subject, compute=AheadCompute()), recording)
+    try:
+        with charts.ahead_mode(mode):
+            described = describe_of(script)(dataclasses.replace(subject, compute=AheadCompute()), recording)
+    except NotAhead:
+        return
     objects = (weakref.ref(subject.model), weakref.ref(subject.trace))
     kept = Described(script, subject_key(subject), objects, tuple(recording.read.items()), described)
     with _keeping:

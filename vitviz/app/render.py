@@ -61,14 +61,17 @@ class SessionChoices(Mapping):
         return len(state.BY_KEY)
 
 
-def page(describe: Describe, script: str, subject: Callable[[], Subject] | None = None) -> None:
+def page(describe: Describe, script: str, subject: Callable[[], Subject] | None = None, shared: bool = False) -> None:
     """A tour or lab page: the step the session's choices describe, drawn as a page or as slides,
     then Previous / Next. ``subject``: what the step reads (``current.subject``: the model and the
-    image; ``current.model_subject`` for a page about the model alone)."""
+    image; ``current.model_subject`` for a page about the model alone); ``shared``: such a page
+    described once for every session (``described.for_everyone``)."""
     if subject is None:  # a step of the tour, perhaps described ahead while the last one was read
         subject_now = current.subject()
         step = described.step(script, describe, subject_now, SessionChoices())
         first_view_file.record(script, step)  # only while the first view's file is made
+    elif shared:
+        step = described.for_everyone(script, describe, subject(), SessionChoices())
     else:
         step = describe(subject(), SessionChoices())
     if presenter.presenting():
