@@ -2017,7 +2017,7 @@ def follow_figures(report: Report, suffix: str, lesson: Mapping[str, Any]) -> No
     the same with Chromium's first screen (its figures in the window drawn) for its whole page,
     ``class_follow_first_screen_*`` (a light client draws nothing: its run's end is both)."""
     seconds = lesson["light"] + lesson["chromium"]
-    first_screen = lesson["light"] + lesson.get("chromium_first_screen", [])
+    first_screen = lesson["light"] + lesson["chromium_first_screen"]
     for problem in lesson["problems"][:5]:
         report.note(f"class_follow{suffix}: {problem}")
     report.figures.update(
@@ -2028,7 +2028,7 @@ def follow_figures(report: Report, suffix: str, lesson: Mapping[str, Any]) -> No
             f"class_follow_chromium_p95_s{suffix}": percentile(lesson["chromium"], 95) if lesson["chromium"] else None,
             f"class_follow_first_screen_p95_s{suffix}": percentile(first_screen, 95) if first_screen else None,
             f"class_follow_chromium_first_screen_p95_s{suffix}": (
-                percentile(lesson["chromium_first_screen"], 95) if lesson.get("chromium_first_screen") else None
+                percentile(lesson["chromium_first_screen"], 95) if lesson["chromium_first_screen"] else None
             ),
             f"class_follow_timed{suffix}": len(seconds),
             f"class_follow_errors{suffix}": lesson["errors"],

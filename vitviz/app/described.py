@@ -29,7 +29,7 @@ import importlib
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from typing import Any
 
 from vitviz.app import ahead, charts, presenter, state, turns
@@ -79,26 +79,37 @@ class Described:
         return same and self.script == script and self.subject == subject_key(subject)
 
 
-class Recording(Mapping):
-    """Choices as a step's description reads them (``SessionChoices``' way: a choice not set is
-    missing), noting each one read, with its value."""
+class Noting(Mapping):
+    """Choices as a step's description reads them, noting each one read, with its value (None for
+    one not set): a description that looks at every choice reads them all."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
-        self._values = {key: value for key, value in values.items() if value is not None}
+    def __init__(self, choices: Mapping[str, Any]) -> None:
+        self._choices = choices
         self.read: dict[str, Any] = {}
 
     def __getitem__(self, key: str) -> Any:
-        self.read[key] = self._values.get(key)
-        if self.read[key] is None:
-            raise KeyError(key)
-        return self.read[key]
+        try:
+            value = self._choices[key]
+        except KeyError:
+            self.read[key] = None
+            raise
+        self.read[key] = value
+        return value
 
-    def __iter__(self) -> Iterator[str]:  # a description that looks at every choice read them all
-        self.read.update({key: self._values.get(key) for key in state.BY_KEY})
-        return iter(self._values)
+    def __iter__(self) -> Iterator[str]:
+        self.read.update({key: self._choices.get(key) for key in state.BY_KEY})
+        return iter(self._choices)
 
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self._choices)
+
+
+class Recording(Noting):
+    """The choices a session's next step is predicted to read (``SessionChoices``' way: a choice
+    not set is missing), noting each one read."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        super().__init__({key: value for key, value in values.items() if value is not None})
 
 
 class NotAhead(Exception):
@@ -202,31 +213,6 @@ def ask_next(script: str, subject: Subject, choices: Mapping[str, Any]) -> None:
     )
 
 
-class Noting(Mapping):
-    """A run's choices as a description reads them, noting each one read, with its value (None for
-    one not set): ``Recording``'s notes, over the session's own choices."""
-
-    def __init__(self, choices: Mapping[str, Any]) -> None:
-        self._choices = choices
-        self.read: dict[str, Any] = {}
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            value = self._choices[key]
-        except KeyError:
-            self.read[key] = None
-            raise
-        self.read[key] = value
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        self.read.update({key: self._choices.get(key) for key in state.BY_KEY})
-        return iter(self._choices)
-
-    def __len__(self) -> int:
-        return len(self._choices)
-
-
 def for_everyone(script: str, describe: Describe, subject: Subject, choices: Mapping[str, Any]) -> Step:
     """``describe(subject, choices)`` for a page about the model alone (the card), described once for
     every session that shows it for the same model, language and mode with the same choices: the
@@ -242,12 +228,17 @@ def for_everyone(script: str, describe: Describe, subject: Subject, choices: Map
     everyone["described"] += 1
     noting = Noting(choices)
     step = describe(subject, noting)
-    with _keeping:
-        _for_everyone[key] = (weakref.ref(subject.model), tuple(noting.read.items()), step)
-        _for_everyone.move_to_end(key)
-        while len(_for_everyone) > KEPT:
-            _for_everyone.popitem(last=False)
+    _keep(_for_everyone, key, (weakref.ref(subject.model), tuple(noting.read.items()), step))
     return step
+
+
+def _keep(kept: OrderedDict, key: Hashable, value: Any) -> None:
+    """Keep ``value`` as the newest of ``kept``, which holds the ``KEPT`` newest."""
+    with _keeping:
+        kept[key] = value
+        kept.move_to_end(key)
+        while len(kept) > KEPT:
+            kept.popitem(last=False)
 
 
 def _still(read: tuple[tuple[str, Any], ...], choices: Mapping[str, Any]) -> bool:
@@ -268,8 +259,4 @@ def _describe_ahead(session: str, script: str, subject: Subject, predicted: Mapp
         return
     objects = (weakref.ref(subject.model), weakref.ref(subject.trace))
     kept = Described(script, subject_key(subject), objects, tuple(recording.read.items()), described)
-    with _keeping:
-        _kept[session] = kept
-        _kept.move_to_end(session)
-        while len(_kept) > KEPT:
-            _kept.popitem(last=False)
+    _keep(_kept, session, kept)
