@@ -46,7 +46,7 @@ from vitviz.models.cnn import ConvNet
 from vitviz.models.convert import load_state_dict_strict
 from vitviz.models.data import cache_dir, describe, load_split
 from vitviz.models.model import build_model
-from vitviz.training.train import hardware_label, read_run
+from vitviz.training.train import TEACHERS_JOIN, hardware_label, read_run
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,8 @@ def portable(value: Any, repo: Path = zoo.MODELS_DIR.parents[1]) -> Any:
         return [portable(item, repo) for item in value]
     if not isinstance(value, str) or not value.startswith(("/", "~")):
         return value
+    if TEACHERS_JOIN in value:  # an ensemble of teachers, each a path of its own
+        return TEACHERS_JOIN.join(portable(part, repo) for part in value.split(TEACHERS_JOIN))
     path = Path(value).expanduser()
     bases = [(cache_dir(), ""), (Path.home() / ".cache" / "vitviz", ""), (repo, ""), (repo.parent, "../")]
     for base, prefix in bases:

@@ -287,3 +287,10 @@ def test_the_same_weights_turn_their_mirror_on_only_where_it_measured_better(run
         assert ModelCard.read(tmp_path / "tiny.json").views == ("image and mirror" if better else "image")
         if not better:
             assert again.reason.endswith("(the same weights: image and mirror against image)"), again.reason
+
+
+def test_a_card_names_each_teacher_of_an_ensemble_without_a_machine_local_path(tmp_path):
+    cache = Path.home() / ".cache" / "vitviz"
+    joined = f"{cache / 'runs/a/a.safetensors'}+{cache / 'runs/b/b.safetensors'}"
+    assert portable({"teacher": joined}) == {"teacher": "runs/a/a.safetensors+runs/b/b.safetensors"}
+    assert portable("/somewhere/else/c.safetensors") == "c.safetensors"

@@ -307,7 +307,7 @@ TINY_CNN = {"stem_width": 4, "widths": [8, 8], "batchnorm_momentum": 0.5}  # 27 
 
 
 def cnn_recipe(data, **changes) -> TrainConfig:
-    return tiny_recipe(data, arch="cnn", optimizer="sgd", lr=0.05, model=TINY_CNN, **changes)
+    return tiny_recipe(data, **{"arch": "cnn", "optimizer": "sgd", "lr": 0.05, "model": TINY_CNN, **changes})
 
 
 def test_cnn_trains_through_the_same_command(dataset, tmp_path):
@@ -401,6 +401,44 @@ def test_a_teacher_that_averages_its_mirror_itself_sees_each_image_once(dataset,
     once = train_module.teacher_answers(teacher, data, pre, True, torch.device("cpu"), None)
     assert sum(calls) == 300  # one view of each image, not two
     torch.testing.assert_close(once, both, atol=1e-4, rtol=1e-4)  # the same mean
+
+
+@pytest.fixture(scope="module")
+def second_teacher_file(dataset, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("second_teacher")
+    train(cnn_recipe(dataset, name="second", seed=1), out=folder)
+    return folder / "second.safetensors"
+
+
+def test_an_ensemble_of_teachers_answers_the_mean_of_their_logits(dataset, teacher_file, second_teacher_file):
+    data, _, pre = _to_answer(dataset, teacher_file)
+    test = vdata.load_split(dataset, "test", (32, 32))
+    joined = f"{teacher_file}+{second_teacher_file}"
+    ensemble, about = train_module.load_teacher(joined, data.classes, torch.device("cpu"), test)
+    one, two = (zoo.load(str(path), "cpu").model.eval() for path in (teacher_file, second_teacher_file))
+    cpu = torch.device("cpu")
+    answers = train_module.teacher_answers(ensemble, data, pre, True, cpu, None)
+    each = [train_module.teacher_answers(model, data, pre, True, cpu, None) for model in (one, two)]
+    assert not torch.allclose(each[0], each[1], atol=1e-3)  # two teachers that differ, so the mean says something
+    torch.testing.assert_close(answers, (each[0] + each[1]) / 2, atol=1e-4, rtol=1e-4)
+    # the card: each member as a lone teacher's, and the ensemble's own accuracy, measured
+    assert [member["name"] for member in about["members"]] == [str(teacher_file), str(second_teacher_file)]
+    assert about["members"][1]["weights_sha256"] == weights_hash(two)
+    assert about["weights_sha256"] not in {member["weights_sha256"] for member in about["members"]}
+    logits = ensemble(vdata.normalise(test.images, ensemble.config.preprocess))
+    assert about["test_accuracy"] == round((logits.argmax(-1) == test.labels).float().mean().item(), 4)
+    alone = train_module.load_teacher(str(teacher_file), data.classes, cpu, test)[1]
+    assert (
+        "members" not in alone and alone["test_accuracy"] == zoo.load(str(teacher_file), "cpu").spec.card.test_accuracy
+    )
+
+
+def test_an_ensemble_refuses_members_that_read_images_differently(dataset, teacher_file, tmp_path):
+    other = tmp_path / "other"
+    train(cnn_recipe(dataset, name="other", model={**TINY_CNN, "test_flip": True}), out=other)  # averages its mirror
+    data = vdata.load_split(dataset, "train", (32, 32))
+    with pytest.raises(ValueError, match="read images differently"):
+        train_module.load_teacher(f"{teacher_file}+{other / 'other.safetensors'}", data.classes, torch.device("cpu"))
 
 
 def test_each_step_learns_the_answers_of_its_own_images_and_the_teacher_runs_once(

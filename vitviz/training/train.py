@@ -24,7 +24,8 @@ from any zoo classifier as its teacher (DeiT's distillation, Touvron et al. 2021
     python -m vitviz train --name cifar10-vit-kd --teacher cifar10-cnn --distill hard ...
 
 The teacher runs in eval mode on the very batch the student sees (augmented and mixed), or
-(``--teacher-sees image``) answers each training image once before the first step.
+(``--teacher-sees image``) answers each training image once before the first step. ``--teacher a+b``
+teaches with the mean of several teachers' logits (an ensemble, ``Ensemble``).
 
 ``--snapshots 0,1,5,20,end`` keeps the model as it was after those epochs (0: before the first
 step; end: the last), in float16, in ``<run folder>/snapshots/`` (``write_snapshot`` says the form).
@@ -139,7 +140,7 @@ class TrainConfig:
     # with init_from, a ViT that many blocks deep: each block it lacks is a copy of the one before,
     # whose last layers (attention's projection, the MLP's second) start at zero (``grown``)
     grow_depth: int = 0
-    teacher: str | None = None  # a zoo name (or path) whose predictions the student also learns from
+    teacher: str | None = None  # a zoo name (or path) whose predictions the student also learns from; a+b: their mean
     distill: str = "hard"  # "hard" (DeiT: the teacher's top-1 as a label) or "soft" (KL at distill_tau)
     distill_alpha: float = 0.5  # weight of the teacher's term; the label loss gets 1 - alpha
     distill_tau: float = 1.0  # temperature of soft distillation
@@ -825,12 +826,63 @@ def distillation_loss(student: Tensor, teacher: Tensor, kind: str, tau: float) -
     raise ValueError(f'--distill must be "hard" or "soft", not {kind!r}.')
 
 
-def load_teacher(name: str, classes: list[str], device: torch.device) -> tuple[nn.Module, dict[str, Any]]:
-    """A zoo classifier in eval mode, frozen, and what the card records of it.
+class Ensemble(nn.Module):
+    """Several teachers answering as one: the mean of their logits, as a CNN averages its mirror in.
+    Its members share their classes, input size and normalisation (``load_teacher`` checks), so it
+    takes their input as each of them does; a CNN member gets it channels_last."""
+
+    def __init__(self, members: list[nn.Module]) -> None:
+        super().__init__()
+        self.members = nn.ModuleList(members)
+        self.config = members[0].config
+
+    def forward(self, pixels: Tensor) -> Tensor:
+        as_cnn = pixels.contiguous(memory_format=torch.channels_last)
+        logits = [member(as_cnn if isinstance(member, ConvNet) else pixels) for member in self.members]
+        return torch.stack(logits).mean(0)  # (B, classes)
+
+
+TEACHERS_JOIN = "+"  # --teacher a+b: an ensemble of the zoo classifiers (or files) a and b
+
+
+def load_teacher(
+    name: str, classes: list[str], device: torch.device, test_set: ImageSet | None = None
+) -> tuple[nn.Module, dict[str, Any]]:
+    """A zoo classifier in eval mode, frozen, and what the card records of it. ``name`` may join
+    several with "+": an ``Ensemble`` of them, whose card records each member and the ensemble's
+    own accuracy on ``test_set`` (a member's card cannot say it).
 
     Raises:
-        ValueError: when it predicts other classes than the data's.
+        ValueError: when it predicts other classes than the data's, or an ensemble's members read
+            their images differently.
     """
+    names = name.split(TEACHERS_JOIN)
+    members = [_load_member(member, classes, device) for member in names]
+    if len(members) == 1:
+        return members[0]
+    first = members[0][0].config
+    for model, about in members[1:]:
+        seen = (model.config.image_size, model.config.preprocess, getattr(model.config, "test_flip", False))
+        if seen != (first.image_size, first.preprocess, getattr(first, "test_flip", False)):
+            raise ValueError(
+                f"The teachers {names[0]} and {about['name']} read images differently (size, normalisation or "
+                "mirror): an ensemble's members must take the same input."
+            )
+    ensemble = Ensemble([model for model, _ in members]).eval()
+    accuracy = None
+    if test_set is not None:
+        accuracy = round(evaluate_accuracy(ensemble, test_set, first.preprocess, device, None)[0], 4)  # float32
+    about = {
+        "name": name,
+        "weights_sha256": weights_hash(ensemble),
+        "test_accuracy": accuracy,
+        "members": [about for _, about in members],
+    }
+    return ensemble, about
+
+
+def _load_member(name: str, classes: list[str], device: torch.device) -> tuple[nn.Module, dict[str, Any]]:
+    """One zoo classifier as a teacher (``load_teacher``)."""
     loaded = zoo.load(name, device)
     config = loaded.model.config
     if list(config.class_names) != list(classes):
@@ -1454,7 +1506,9 @@ def train(
     vit_config, start_weights, lineage = starting_point(cfg, train_set.classes)
     pre = vit_config.preprocess
     model, memory_format = build_student(cfg, vit_config, start_weights, train_set, device)
-    teacher, teacher_card = load_teacher(cfg.teacher, train_set.classes, device) if cfg.teacher else (None, None)
+    teacher, teacher_card = (
+        load_teacher(cfg.teacher, train_set.classes, device, test_set) if cfg.teacher else (None, None)
+    )
 
     # -- optimiser ----------------------------------------------------------------------------
     optimizer = build_optimizer(model, cfg, device)
