@@ -2143,6 +2143,73 @@ def class_follow(report: Report, plan: Plan) -> None:
     follow_figures(report, "_replicas", lesson)
 
 
+CATCH_UP_STUDENTS = 10  # students whose catch-up runs are timed one after another, on each step
+CATCH_UP_SETTLE_S = 2.5  # after the teacher's Next, before the first catch-up: the work ahead is done
+
+
+def catch_up_cost(report: Report, plan: Plan) -> None:
+    """``class_catch_up_cpu_ms``: what one following student's catch-up run costs the server, in CPU
+    milliseconds, step by step: a teacher (light client, presenter mode) presses Next through the
+    tour; once the work ahead has described the step for everyone, each student catches up alone,
+    one after another, and the server's CPU seconds over those runs are divided among them. A class
+    of thirty that catches up at once on one 2-core server needs about thirty of them in a row (the
+    runs share one interpreter), so this is what ``class_follow_p95_s`` on one server is made of,
+    without the lesson's noise (the same code gave a lesson p95 of 1.04-1.65 s). Also the messages
+    and kilobytes a catch-up run sends."""
+    import asyncio
+
+    from vitviz.models.data import find_cifar_test_folder
+
+    if find_cifar_test_folder() is None:
+        report.note("no class_catch_up figures: no CIFAR-10 test folder")
+        return
+    students = min(plan.class_size, CATCH_UP_STUDENTS)
+    last = len(tour.TOUR) - 1 if plan.follow_steps is None else min(plan.follow_steps, len(tour.TOUR) - 1)
+    images = class_images(students + 1)
+
+    async def lesson(url: str, server_cpu: Callable[[], float]) -> dict[int, tuple[float, float, float]]:
+        teacher = LightStudent(url, images[0], query="present=1")
+        code = await start_class(teacher)
+        class_ = [LightStudent(url, image, query=f"class={code}") for image in images[1:]]
+        await asyncio.gather(*(student.open() for student in class_))
+        costs, step = {}, teacher.step or 0
+        while step < last:
+            await teacher.press("nav_next")
+            if teacher.step == step:  # a slide of the same step
+                continue
+            step = teacher.step
+            await asyncio.sleep(CATCH_UP_SETTLE_S)
+            before, runs = server_cpu(), []
+            for student in class_:  # one at a time: each run alone on the server
+                runs.append(await student.follow(hold=False))
+            ran = [run for run, student in zip(runs, class_, strict=True) if run is not None and student.step == step]
+            if len(ran) != len(class_):
+                raise RuntimeError(
+                    f"{len(class_) - len(ran)} of {len(class_)} students did not catch up to step {step}"
+                )
+            costs[step] = (
+                (server_cpu() - before) / len(ran) * 1e3,
+                sum(run.messages for run in ran) / len(ran),
+                sum(run.received_bytes for run in ran) / len(ran) / 1e3,
+            )
+        await asyncio.gather(teacher.close(), *(student.close() for student in class_))
+        return costs
+
+    with app_server(env={"VITVIZ_PRECISION": "float32"}) as server:
+        server.wait_for_output(STARTUP_DONE)
+        costs = asyncio.run(lesson(server.url, functools.partial(cpu_seconds, server.process.pid)))
+    cpu = {step: round(ms, 1) for step, (ms, _, _) in costs.items()}
+    report.figures.update(
+        {
+            "class_catch_up_cpu_ms": sum(cpu.values()) / len(cpu),
+            "class_catch_up_cpu_ms_max": max(cpu.values()),
+            "class_catch_up_cpu_ms_by_step": cpu,
+            "class_catch_up_messages_by_step": {step: round(m) for step, (_, m, _) in costs.items()},
+            "class_catch_up_kb_by_step": {step: round(kb) for step, (_, _, kb) in costs.items()},
+        }
+    )
+
+
 STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("explain vs forward", explain_vs_forward),
     ("bf16 vs float32", bf16_vs_fp32),
@@ -2159,6 +2226,7 @@ STEPS: list[tuple[str, Callable[[Report, Plan], None]]] = [
     ("a classroom", classroom),
     ("a class poll", poll_30),
     ("a class that follows its teacher", class_follow),
+    ("a catch-up's cost", catch_up_cost),
     ("a handout", handout_figures),
     ("faithfulness and ablation", faithfulness_figures),
     ("hostile uploads", hostile_upload_figures),

@@ -20,6 +20,7 @@ from vitviz.app import tour
 from vitviz.models import precision, zoo
 from vitviz.models.config import ViTConfig
 from vitviz.models.convert import from_hf, from_timm
+from vitviz.models.data import find_cifar_test_folder
 
 REPO = Path(__file__).resolve().parents[2]
 RATIOS = (
@@ -204,6 +205,11 @@ def test_quick_bench_reports_every_figure() -> None:
             assert report[f"class_follow_timed{suffix}"] == 3 * 2, suffix
             assert report[f"class_follow_errors{suffix}"] == 0 and report[f"class_follow_wrong_image{suffix}"] == 0
         assert report["class_follow_idle_cores"] >= 0  # measured on the one server while the class read
+    if find_cifar_test_folder() is not None:  # a teacher and 3 students through 2 steps, each catch-up run alone
+        by_step = report["class_catch_up_cpu_ms_by_step"]
+        assert set(by_step) == {"1", "2"} and all(ms > 0 for ms in by_step.values())
+        assert report["class_catch_up_cpu_ms_max"] == max(by_step.values()) >= report["class_catch_up_cpu_ms"] > 0
+        assert all(count > 10 for count in report["class_catch_up_messages_by_step"].values())  # a page, not an error
 
 
 def test_cpu_seconds_counts_this_process_working():
