@@ -165,7 +165,9 @@ def _draw(view: dict[str, Any]) -> None:
         elif kind == "heading":
             st.subheader(block["text"])
         elif kind == "table":
-            st.dataframe(block["rows"], hide_index=True, width="stretch", height=block["height"])
+            st.dataframe(
+                chart_script.table_data(block["rows"]), hide_index=True, width="stretch", height=block["height"]
+            )
             if block["caption"]:
                 st.caption(block["caption"])
     nav = view["next"]

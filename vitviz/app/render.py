@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 import streamlit as st
 
 from vitviz.app import (
+    chart_script,
     charts,
     current,
     described,
@@ -112,7 +113,12 @@ def draw(block: Block, where=st) -> None:
             where.table(list(block.rows), hide_index=True)
         else:
             rows = len(block.rows)  # every row without scrolling inside the grid (up to a limit)
-            where.dataframe(list(block.rows), hide_index=True, width="stretch", height=furniture.table_height(rows))
+            where.dataframe(
+                chart_script.table_data(block.rows),
+                hide_index=True,
+                width="stretch",
+                height=furniture.table_height(rows),
+            )
         if block.caption:
             where.caption(block.caption)
     elif isinstance(block, Controls):
