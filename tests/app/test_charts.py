@@ -12,7 +12,7 @@ import torch
 
 from tests.apptest import charts as drawn
 from tests.apptest import errors, open_page
-from vitviz.app import charts, internals, tour
+from vitviz.app import chart_script, charts, internals, tour
 from vitviz.render import plots
 
 
@@ -114,3 +114,16 @@ def test_in_a_session_builders_share_and_a_private_caller_gets_its_own(sharing, 
     with charts.private():  # the handout's way: it resizes and themes what it gets
         own = plots.bars(["a"], [1.0])
     assert own is not shared and plots.bars(["a"], [1.0]) is shared
+
+
+def test_a_table_goes_to_streamlit_as_arrow_and_a_column_of_mixed_kinds_as_rows():
+    import pyarrow
+
+    rows = (
+        {"step": "pixels", "shape": "(1, 3, 32, 32)", "weight": 0.056},
+        {"step": "head", "shape": None, "weight": 1},
+    )
+    table = chart_script.table_data(rows)
+    assert isinstance(table, pyarrow.Table) and table.to_pylist() == [dict(row) for row in rows]
+    mixed = [{"value": 1}, {"value": "one"}]  # Arrow holds one kind a column: Streamlit's own conversion shows text
+    assert chart_script.table_data(mixed) == mixed
