@@ -469,3 +469,10 @@ def test_a_full_run_draws_the_place_of_the_teachers_timed_poll():
     poll = _place(teacher, "vitviz-poll-place")
     assert charts(teacher.main.children[poll]), "the live chart is not inside its place"
     assert poll == _place(teacher, "vitviz-class") + 1  # right after the pop-over, before the slide
+
+
+def test_the_join_address_is_drawn_as_a_qr_code_once():
+    address = "http://192.168.1.20:8501/?class=ABCD2345"
+    png = classroom.qr_png(address)
+    assert png.startswith(b"\x89PNG") and classroom.qr_png(address) is png  # the teacher's every run: drawn once
+    assert classroom.qr_png(address.replace("ABCD", "WXYZ")) != png

@@ -14,6 +14,7 @@ server's memory.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import secrets
 
@@ -47,8 +48,10 @@ def join_address(code: str) -> str:
     return f"{origin}/?class={code}"
 
 
+@functools.lru_cache(maxsize=64)
 def qr_png(text: str) -> bytes:
-    """A QR code of ``text`` as a PNG, drawn here (segno: pure Python, no network)."""
+    """A QR code of ``text`` as a PNG, drawn here (segno: pure Python, no network), once per
+    address: the teacher's pop-over shows it on every run, a few milliseconds each time."""
     import segno
 
     out = io.BytesIO()
