@@ -96,10 +96,10 @@ def portable(value: Any, repo: Path = zoo.MODELS_DIR.parents[1]) -> Any:
         return {key: portable(item, repo) for key, item in value.items()}
     if isinstance(value, list):
         return [portable(item, repo) for item in value]
+    if isinstance(value, str) and TEACHERS_JOIN in value:  # an ensemble of teachers: each a name or a path
+        return TEACHERS_JOIN.join(portable(part, repo) for part in value.split(TEACHERS_JOIN))
     if not isinstance(value, str) or not value.startswith(("/", "~")):
         return value
-    if TEACHERS_JOIN in value:  # an ensemble of teachers, each a path of its own
-        return TEACHERS_JOIN.join(portable(part, repo) for part in value.split(TEACHERS_JOIN))
     path = Path(value).expanduser()
     bases = [(cache_dir(), ""), (Path.home() / ".cache" / "vitviz", ""), (repo, ""), (repo.parent, "../")]
     for base, prefix in bases:

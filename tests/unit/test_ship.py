@@ -294,3 +294,6 @@ def test_a_card_names_each_teacher_of_an_ensemble_without_a_machine_local_path(t
     joined = f"{cache / 'runs/a/a.safetensors'}+{cache / 'runs/b/b.safetensors'}"
     assert portable({"teacher": joined}) == {"teacher": "runs/a/a.safetensors+runs/b/b.safetensors"}
     assert portable("/somewhere/else/c.safetensors") == "c.safetensors"
+    named = f"fashion-mnist-cnn+{cache / 'runs/b/b.safetensors'}"  # a zoo name first: the path still made portable
+    assert portable(named) == "fashion-mnist-cnn+runs/b/b.safetensors"
+    assert portable("x + MHSA(LN(x))") == "x + MHSA(LN(x))"  # a "+" in other text: the text as it is
