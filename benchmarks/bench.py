@@ -2086,6 +2086,12 @@ def redis_server(timeout: float = 10.0) -> Iterator[str]:
         _stop(process)
 
 
+def last_follow_step(plan: Plan) -> int:
+    """The step a following class is taken to: the tour's last, or ``plan.follow_steps``."""
+    last = len(tour.TOUR) - 1
+    return last if plan.follow_steps is None else min(plan.follow_steps, last)
+
+
 def class_follow(report: Report, plan: Plan) -> None:
     """``class_follow_p95_s``: a teacher in presenter mode starts a class and presses Next through
     the tour; ``plan.class_size`` students follow it (``?class=CODE``), each on a CIFAR-10 test
@@ -2105,7 +2111,7 @@ def class_follow(report: Report, plan: Plan) -> None:
         report.note(f"no class_follow figures: {missing}")
         return
     size = plan.class_size
-    last = len(tour.TOUR) - 1 if plan.follow_steps is None else min(plan.follow_steps, len(tour.TOUR) - 1)
+    last = last_follow_step(plan)
     images = class_images(size + 1)  # the teacher's, then the students'
     expected = expected_answers(images[1:], folder)
     env = {"VITVIZ_PRECISION": "float32"}
@@ -2164,7 +2170,7 @@ def catch_up_cost(report: Report, plan: Plan) -> None:
         report.note("no class_catch_up figures: no CIFAR-10 test folder")
         return
     students = min(plan.class_size, CATCH_UP_STUDENTS)
-    last = len(tour.TOUR) - 1 if plan.follow_steps is None else min(plan.follow_steps, len(tour.TOUR) - 1)
+    last = last_follow_step(plan)
     images = class_images(students + 1)
 
     async def lesson(url: str, server_cpu: Callable[[], float]) -> dict[int, tuple[float, float, float]]:

@@ -862,8 +862,7 @@ def load_teacher(
         return members[0]
     first = members[0][0].config
     for model, about in members[1:]:
-        seen = (model.config.image_size, model.config.preprocess, getattr(model.config, "test_flip", False))
-        if seen != (first.image_size, first.preprocess, getattr(first, "test_flip", False)):
+        if _reads(model.config) != _reads(first):
             raise ValueError(
                 f"The teachers {names[0]} and {about['name']} read images differently (size, normalisation or "
                 "mirror): an ensemble's members must take the same input."
@@ -879,6 +878,11 @@ def load_teacher(
         "members": [about for _, about in members],
     }
     return ensemble, about
+
+
+def _reads(config: ModelConfig) -> tuple[Any, ...]:
+    """How a teacher reads an image: its size, its normalisation, and whether it averages its mirror in."""
+    return config.image_size, config.preprocess, getattr(config, "test_flip", False)
 
 
 def _load_member(name: str, classes: list[str], device: torch.device) -> tuple[nn.Module, dict[str, Any]]:
