@@ -63,6 +63,9 @@ def main() -> None:
             sidebar.sidebar()
             navigation.follow_step_link(page)
             navigation.open_at_the_top(page)
+            if page in steps and students.following():  # the bar and the step, which its catch-ups redraw alone
+                students.follow_page(files, [step.url_path for step in steps])
+                return
             students.bar()  # a class: the teacher tells it where they are; a student follows
             if page in steps:  # while the class reads, the prediction's heaviest work for this image
                 ahead.read_ahead(files[steps.index(page)])

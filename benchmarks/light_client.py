@@ -69,6 +69,9 @@ class Run:
     title: str | None = None
     texts: list[str] = field(default_factory=list)  # headings, markdown, captions, alerts
     buttons: dict[str, str] = field(default_factory=dict)  # widget key -> widget id
+    fragments: dict[str, str] = field(
+        default_factory=dict
+    )  # widget key -> the fragment it is in (its press reruns that)
     exceptions: list[str] = field(default_factory=list)
     compile_error: bool = False
     drawn: tuple[str, int, str] | None = None  # a following page's (mark, which of the route's marks, route address)
@@ -126,12 +129,15 @@ class LightStudent:
 
     async def press(self, key: str) -> Run:
         """Click the button with this key on the page shown now (a trigger value, as the frontend
-        sends for st.button) and wait for the run it starts to end."""
+        sends for st.button; in a fragment, naming it, so that only the fragment runs) and wait for
+        the run it starts to end."""
         if self.last is None or key not in self.last.buttons:
             raise LookupError(f"no button {key!r} on this page")
         state = ClientState(query_string=self.query_string, page_script_hash=self.page_script_hash)
         widget = state.widget_states.widgets.add()
         widget.id, widget.trigger_value = self.last.buttons[key], True
+        if key in self.last.fragments:
+            state.fragment_id = self.last.fragments[key]
         return await self._rerun(state)
 
     async def follow(self, hold: bool = True) -> Run | None:
@@ -169,6 +175,9 @@ class LightStudent:
             while not self._read(await self._socket.recv(), run):
                 pass
         run.seconds = time.perf_counter() - started
+        if state.fragment_id and self.last is not None:  # a fragment's run: the rest of the page stays
+            run.buttons = {**self.last.buttons, **run.buttons}
+            run.fragments = {**self.last.fragments, **run.fragments}
         self.last = run
         self.errors += len(run.exceptions) + run.compile_error
         self.problems += [f"{run.title}: {text[:200]}" for text in run.exceptions]
@@ -204,6 +213,8 @@ class LightStudent:
                 run.exceptions.append(f"{element.exception.type}: {element.exception.message}")
             elif what == "button" and (key := button_key(element.button.id)):
                 run.buttons[key] = element.button.id
+                if message.delta.fragment_id:
+                    run.fragments[key] = message.delta.fragment_id
             elif what == "html" and (found := DRAWN.search(element.html.body)):
                 run.drawn = (found["mark"], int(found["part"]), found["address"])
             elif (text := element_text(element)) is not None:

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.light_client import DRAWN as LIGHT_DRAWN
@@ -211,12 +212,20 @@ def test_which_patch_matters_most_vote_and_reveal():
     assert f"**{top}**" in " ".join(m.value for m in two.markdown)  # the model's most important patch
 
 
-def _place(at: AppTest, key: str) -> int:
-    """Where in the main area the container ``key`` is."""
-    ids = [getattr(child.proto, "id", "") for child in at.main.children.values()]
+def _place(at: AppTest, key: str, block=None) -> int:
+    """Where in the main area (or in ``block``) the container ``key`` is."""
+    block = at.main if block is None else block
+    ids = [getattr(child.proto, "id", "") for child in block.children.values()]
     found = [i for i, name in enumerate(ids) if name.endswith(f"-{key}")]
     assert found, ids
     return found[0]
+
+
+def _follower_block(at: AppTest):
+    """The block a following student's bar and step are drawn in: the fragment that its catch-ups
+    run alone (``students.follow_page``), the main area's one child."""
+    (block,) = at.main.children.values()
+    return block
 
 
 def _drawn(at: AppTest) -> tuple[str, int, str]:
@@ -291,7 +300,8 @@ def test_a_student_catches_up_when_the_route_says_the_class_moved():
     mark, part, address = _drawn(student)
     assert part == 0 and address == where.address(code) and code in address
     assert _route(address)[0] == 200 and _route(address)[1][part] == mark  # nothing moved yet
-    assert student.main.children[_place(student, "vitviz-follow") + 1].proto.tag == "h1"
+    block = _follower_block(student)
+    assert block.children[_place(student, "vitviz-follow", block) + 1].proto.tag == "h1"
 
     _button(teacher, "class_ask").click().run()  # a poll: the mark moves on, and the ballot must appear
     asked = _route(address)[1]
@@ -476,3 +486,13 @@ def test_the_join_address_is_drawn_as_a_qr_code_once():
     png = classroom.qr_png(address)
     assert png.startswith(b"\x89PNG") and classroom.qr_png(address) is png  # the teacher's every run: drawn once
     assert classroom.qr_png(address.replace("ABCD", "WXYZ")) != png
+
+
+def test_a_followed_pages_script_takes_a_pages_address_only():
+    """static/followed.js gives the address bar a step's address: one written in code, checked."""
+    body = web.script("followed.js", "tag", path=web.page_path("attention"), top="1")
+    assert 'const path = "attention", top = "1" === "1";' in body
+    assert web.page_path("") == ""  # the overview's
+    for bad in ('x"; alert(1); "', "../input", "a/b", "a b"):
+        with pytest.raises(ValueError):
+            web.page_path(bad)

@@ -1,6 +1,8 @@
 """A class in a real browser (issue 56): a teacher in presenter mode and two students, three
 contexts of one Chromium on one server. The teacher starts a class; the students open its join
-address and follow Next and Previous; one explores alone and comes back. The teacher leaves
+address and follow Next and Previous (each page then shows the step's title, address and marked
+link in the sidebar: a catch-up reruns the class's fragment alone); one explores alone and comes
+back, and explores from a step its page reached by a catch-up (it stays on that step). The teacher leaves
 presenter mode for the sidebar's prediction step and presents again (the class follows); asks the class what the model will answer, the students vote, the teacher sees the
 count and reveals; then the teacher asks which patch matters most, the students click patches
 on their pictures, the teacher sees them counted on the heat map and reveals. Prints the seconds
@@ -70,6 +72,20 @@ def _wait_path(page, path: str, timeout_s: float = FOLLOW_S) -> float:
     return time.perf_counter() - started
 
 
+# the page the sidebar marks as the one shown: its address's last part
+MARKED = "() => { const a = document.querySelector(\"[data-testid='stSidebarNav'] a[aria-current='page']\"); return a && new URL(a.href).pathname.replace(/^.*\\//, ''); }"
+TITLE = "() => document.querySelector('h1')?.innerText ?? null"
+
+
+def _shows(page, path: str, title: str) -> None:
+    """The page is on ``path`` as its address says, with its link marked in the sidebar and the
+    step's title (the teacher's) at its top: a catch-up that ran the class's fragment alone
+    leaves the browser naming the page it opened last (students.follow_page)."""
+    _wait_path(page, path)
+    page.wait_for_function(f"(t) => ({TITLE})() === t", arg=title, timeout=int(FOLLOW_S * 1000))
+    assert page.evaluate(MARKED) == path
+
+
 SLIDE_AT = "() => { const c = document.querySelector('.vitviz-slide-counter'); return c && c.dataset.step + ':' + c.dataset.slide; }"
 
 
@@ -121,6 +137,8 @@ def test_a_teacher_and_two_students(url, chromium):
                 _wait_path(student, target)
                 seconds.append(time.perf_counter() - started)
             _wait_path(teacher, target)
+            for student in students:
+                _shows(student, target, teacher.evaluate(TITLE))
     print(f"teacher's click -> student's page on the same step: {[round(s, 2) for s in sorted(seconds)]}")
 
     one, two = students
@@ -132,6 +150,18 @@ def test_a_teacher_and_two_students(url, chromium):
     assert _path(two) == "input"  # exploring: the teacher's Next left it alone
     two.click(".st-key-class_back button")
     _wait_path(two, "patches")  # back with the class
+
+    # a step the students' pages reached by a catch-up alone: exploring from it stays on it
+    _press_into_the_next_step(teacher, "nav_next")
+    _wait_path(teacher, "vectors")
+    for student in students:
+        _shows(student, "vectors", teacher.evaluate(TITLE))
+    two.click(".st-key-class_explore button")
+    two.wait_for_selector(".st-key-class_back", timeout=30_000)
+    _shows(two, "vectors", teacher.evaluate(TITLE))
+    two.click(".st-key-class_back button")
+    two.wait_for_selector(".st-key-class_explore", timeout=30_000)
+    _shows(two, "vectors", teacher.evaluate(TITLE))
 
     # to the prediction step by the sidebar, which presenter mode hides: leave it and come back
     teacher.locator(".st-key-present_leave button").first.click()

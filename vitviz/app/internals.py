@@ -13,6 +13,9 @@ The public API cannot do these, or not at a classroom's pace:
   ``st.switch_page``, a second run.
 - ``run_page`` and ``page_key``: a run's page (``page_script_hash``) and an ``st.Page``'s
   (``_script_hash``), for ``navigation.fragment_off_page``. Public way: None (it reads the URL).
+- ``fragment_run``: whether this run is a fragment's alone (``fragment_ids_this_run``), for a
+  following student's catch-up that draws the step without a whole run of the app
+  (``students.follow_page``). Public way: False (the student's catch-ups run the whole app).
 - ``session_id`` and ``session_alive``: whose run this thread is, and whether that session still
   has a browser (``get_script_run_ctx``, the runtime's ``is_active_session``). Public way: None
   (figures are then not shared between sessions) and True (a run is never stopped for it).
@@ -102,6 +105,11 @@ def session_id() -> str | None:
     """The Streamlit session whose run this thread is (None outside one, or the public way)."""
     context = _run_context()
     return getattr(context, "session_id", None)
+
+
+def fragment_run() -> bool:
+    """Whether this run is a fragment's alone, not the whole app's (False the public way)."""
+    return bool(getattr(_run_context(), "fragment_ids_this_run", None))
 
 
 def in_a_run() -> bool:

@@ -9,6 +9,8 @@ from vitviz.app import internals, state, web
 from vitviz.app.text import tr
 from vitviz.app.tour import TOUR
 
+ASKED_STEP = "_asked_step"  # session state: the step the next whole run of the app opens (``ask_step``)
+
 
 def nav(script: str) -> None:
     """Previous / Next buttons that walk the tour in order (``ask_step``)."""
@@ -164,7 +166,7 @@ def counter(index: int, steps: int) -> str:
 def ask_step(step: int) -> None:
     """Previous / Next's callback, run before the run their click starts: that run opens the step
     (``follow_asked_step``) instead of drawing the page the click came from once more."""
-    st.session_state["_asked_step"] = step
+    st.session_state[ASKED_STEP] = step
 
 
 def follow_asked_step(steps: list) -> int | None:
@@ -184,7 +186,7 @@ def follow_asked_step(steps: list) -> int | None:
     run starts on the page clicked on, so its elements that this run has not replaced yet are
     hidden (the first of every run's style-only elements: on the runs that stay on a page an empty
     one takes its place at once, so a slider's rerun hides nothing)."""
-    step = st.session_state.pop("_asked_step", None)
+    step = st.session_state.pop(ASKED_STEP, None)
     switching = step is not None and 0 <= step < len(steps)
     st.session_state["_asked_step_followed"] = switching  # nav: a click whose callback did not run
     st.html(web.style("hide_stale.css") if switching else "<style></style>")

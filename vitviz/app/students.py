@@ -1,12 +1,20 @@
 """A student's side of a class (``vitviz.app.classroom``): following the teacher's step and slide,
 exploring alone and coming back, and voting in the teacher's poll; and the bar app.py draws before
-every page, for a student or a teacher."""
+every page, for a student or a teacher.
+
+A following student's bar and step are one fragment (``follow_page``): the catch-up that follows
+the teacher's Next reruns it alone, not the whole app (its sidebar, its pages, its navigation), and
+draws the class's step in it. Thirty such runs share the server's one interpreter the moment the
+teacher presses Next, and the fragment's run costs about a third less than the app's
+(docs/benchmarks.md). The browser still names the page the last whole run opened, so the fragment
+gives the address bar and the sidebar's highlight the step's own, and the next whole run (a choice
+in the sidebar, "Explore on my own") opens the step drawn (``navigation.ask_step``)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from vitviz.app import navigation, patch_poll, presenter, state, web, where
+from vitviz.app import ahead, internals, models, navigation, patch_poll, presenter, state, tour, turns, web, where
 from vitviz.app.classroom import (
     ARRIVING,
     EXPLORING,
@@ -46,26 +54,82 @@ def bar() -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def student_bar() -> None:
+def student_bar(within: bool = False) -> None:
     """A student's bar at the top of the page: the class it follows (or a sentence on why not),
-    Explore on my own / Back to the class, and the poll when one is open."""
+    Explore on my own / Back to the class, and the poll when one is open. ``within``: drawn by
+    ``follow_page``'s own run, which draws the class's step itself."""
     code = joined()
     if code is None:
         if teaching() is None and "class" in st.query_params:  # a code that cannot be one (state refused it)
             leave(tr("class.no_such", code=values.echo(st.query_params["class"], 12)))
             st.info(st.session_state.pop(GONE))
         return
-    _follow(code)
+    _follow(code, within)
+
+
+PAGE_STEP = "_class_page_step"  # session state: the step the browser's page is, as its last whole run opened it
+DRAWN_STEP = "_class_drawn_step"  # session state: the step the follower's page shows now
+
+
+def following() -> bool:
+    """Whether this session follows a class's steps now (a student, not exploring alone), in a
+    Streamlit whose fragments' runs can be told from the app's (``internals.fragment_run``)."""
+    return internals.ACTIVE and teaching() is None and joined() is not None and not st.session_state.get(EXPLORING)
+
+
+def follow_page(scripts: list[str], paths: list[str]) -> None:
+    """app.py, for a following student on a tour page: the bar and the step, in one fragment.
+    ``scripts`` and ``paths``: the tour's page scripts and their addresses, in order."""
+    st.session_state[PAGE_STEP] = state.get("step") or 0  # the step this whole run opened
+    _followed(tuple(scripts), tuple(paths))
+
+
+@st.fragment
+def _followed(scripts: tuple[str, ...], paths: tuple[str, ...]) -> None:
+    """The bar and the class's step; a catch-up's press reruns this alone, in a turn of its own."""
+    if not internals.fragment_run():  # inside the whole run, which holds its turn
+        _follow_step(scripts, paths, within=False)
+        return
+    with turns.server_turns().turn(turns.session_id()), models.within_limits():
+        if navigation.fragment_off_page():  # asked from a page the browser has left since
+            navigation.redraw_page()
+        if st.session_state.get(ARRIVING) is not None or not following():
+            st.rerun(scope="app")  # a shared image (the sidebar holds it), or exploring alone
+        asked = st.session_state.pop(navigation.ASKED_STEP, None)  # the catch-up's callback, or Previous / Next
+        if asked is not None and 0 <= asked < len(scripts):
+            state.set(step=asked)
+        _follow_step(scripts, paths, within=True)
+
+
+def _follow_step(scripts: tuple[str, ...], paths: tuple[str, ...], within: bool) -> None:
+    """The bar, then the step it leaves this session on; ``within`` the fragment's own run, the
+    step's address and link too (static/followed.js)."""
+    student_bar(within)
+    step = state.get("step") or 0
+    moved = st.session_state.get(DRAWN_STEP) != step
+    st.session_state[DRAWN_STEP] = step
+    if within:  # the browser's page is the last whole run's: the step's address, its link, and the next whole run
+        state.set_param("step", step)
+        if step != st.session_state.get(PAGE_STEP):
+            navigation.ask_step(step)
+        else:
+            st.session_state.pop(navigation.ASKED_STEP, None)
+    ahead.read_ahead(scripts[step])
+    tour.run_script(scripts[step])
+    if within:  # after the step, so that the element's gap is under it
+        shown = web.script("followed.js", f"{step} {moved}", path=web.page_path(paths[step]), top=str(int(moved)))
+        st.html(shown, unsafe_allow_javascript=True)
 
 
 def _explore(exploring: bool) -> None:
     st.session_state[EXPLORING] = exploring
 
 
-def _follow(code: str) -> None:
-    """The bar, drawn by every full run of the student's page; the page's script (static/follow.js)
-    asks the class's route (``vitviz.app.where``) and presses the hidden catch-up button when the
-    class has moved, whose callback makes the run it starts open the class's step."""
+def _follow(code: str, within: bool = False) -> None:
+    """The bar, drawn by every run of the student's page (the app's, or ``follow_page``'s fragment's);
+    the page's script (static/follow.js) asks the class's route (``vitviz.app.where``) and presses
+    the hidden catch-up button when the class has moved, whose callback makes the run it starts open
+    the class's step."""
     store = server_store()
     try:
         shown = store.position(code)
@@ -88,7 +152,7 @@ def _follow(code: str) -> None:
     if poll is not None:
         _ballot(code, poll)
     if not exploring:
-        _move_to(shown)
+        _move_to(shown, within)
 
 
 def _catch_up(code: str, marks: tuple[str, str]) -> None:
@@ -117,25 +181,34 @@ def _catch_up_now(code: str) -> None:
         _moves_to(shown)
 
 
-def _move_to(shown: classes.Position) -> None:
-    """Open the teacher's step and slide (and shared image) when this page shows another."""
-    if _moves_to(shown):
+def _move_to(shown: classes.Position, within: bool = False) -> None:
+    """Open the teacher's step and slide (and shared image) when this page shows another:
+    ``within`` ``follow_page``'s run, the step that draws next; else (and for an image, which the
+    sidebar holds) in a whole run of the app."""
+    moved = _moves_to(shown)
+    if within and moved and "image" not in moved:
+        asked = st.session_state.pop(navigation.ASKED_STEP, None)
+        if asked is not None:
+            state.set(step=asked)
+    elif moved:
         st.rerun(scope="app")
 
 
-def _moves_to(shown: classes.Position) -> bool:
-    """Make the teacher's step, slide and shared image this session's; whether the page must be
-    drawn again for it (a slide shows in presenter mode only)."""
+def _moves_to(shown: classes.Position) -> set[str]:
+    """Make the teacher's step, slide and shared image this session's; what moved that the page
+    must be drawn again for ("image", "step", "slide": a slide shows in presenter mode only)."""
     step = state.get("step") or 0
-    moved = False
+    moved = set()
     if shown.image is not None and st.session_state.get(SHOWN_IMAGE) != shown.image:
         st.session_state[SHOWN_IMAGE] = st.session_state[ARRIVING] = shown.image  # opened by the app's run
-        moved = True
+        moved.add("image")
     if shown.step != step or navigation.slide_of(step) != shown.slide:
         state.set(slide=f"{shown.step}:{shown.slide}")
         if shown.step != step:
             navigation.ask_step(shown.step)  # the app's run draws the step (navigation.follow_asked_step)
-        moved = moved or shown.step != step or presenter.presenting()
+            moved.add("step")
+        if presenter.presenting():
+            moved.add("slide")
     return moved
 
 

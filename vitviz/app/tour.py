@@ -36,6 +36,19 @@ def shipped(script: str) -> bool:
     return (ROOT / script).exists()
 
 
+@functools.cache
+def _code(script: str):
+    path = ROOT / script
+    return compile(path.read_bytes(), str(path), "exec")
+
+
+def run_script(script: str) -> None:
+    """Draw a page of the tour as its ``st.Page`` would, without it: the page a following student's
+    catch-up draws in a fragment's run (``students.follow_page``), where the page the run started on
+    is the last one and no other ``st.Page`` may be run. Compiled once per process."""
+    exec(_code(script), {"__name__": "__page__", "__file__": str(ROOT / script)})
+
+
 def scripts() -> list[str]:
     """Every page script that exists, the tour's first."""
     return [script for script, _, _ in TOUR + LAB if shipped(script)]

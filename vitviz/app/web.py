@@ -27,6 +27,7 @@ SELECTORS = {
     "column": "[data-testid='stColumn']",
     "chart_box": "[data-testid^='stBidiComponent']",  # around vitviz's chart element (static/chart.js)
     "sidebar": "[data-testid='stSidebar']",
+    "nav_link": "[data-testid='stSidebarNavLink']",
     "sidebar_collapsed": "[data-testid='stSidebarCollapsedControl']",
     "sidebar_expand": "[data-testid='stExpandSidebarButton']",
     "table": "[data-testid='stTable']",
@@ -36,6 +37,14 @@ SELECTORS = {
 
 # The widgets the scripts press, by their keys (Streamlit gives a keyed element the class st-key-KEY).
 KEYS = {"next": "nav_next", "previous": "nav_prev", "leave": "present_leave", "catch_up": "class_sync"}
+
+
+def page_path(path: str) -> str:
+    """A page's address within the app (``st.Page.url_path``: "" for the first), checked to be one:
+    letters, digits, - and _ only."""
+    if not re.fullmatch(r"[A-Za-z0-9_-]*", path):
+        raise ValueError(f"A page's address has letters, digits, - and _ only, not {path!r}.")
+    return path
 
 
 def key_selector(key: str) -> str:
