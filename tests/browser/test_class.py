@@ -178,6 +178,28 @@ def test_a_teacher_and_two_students(url, chromium):
     assert max(seconds) < FOLLOW_S
 
 
+FIGURE_HEIGHT = (
+    "() => { const c = document.querySelector('.st-key-vitviz-figures .vitviz-chart');"
+    " const h = c && c.getBoundingClientRect().height; return h > 0 ? h : null; }"
+)
+
+
+def test_a_student_in_presenter_mode_follows_with_the_slides_figures(url, chromium):
+    """A student in presenter mode sees the teacher's slide after a catch-up that ran the class's
+    fragment alone: its title, its address, and its figure as tall as the window leaves it (the
+    fragment's box is one more between the window and the figure: presenter.css)."""
+    teacher = _open(chromium, f"{url}/input?present=1")
+    code = _start_a_class(teacher)
+    student = _open(chromium, f"{url}/?class={code}&present=1")
+    student.wait_for_selector(".st-key-class_explore", timeout=120_000)
+    _wait_path(student, "input", 60)
+    _press_into_the_next_step(teacher, "nav_next")
+    _wait_path(teacher, "patches", 60)
+    _shows(student, "patches", teacher.evaluate(TITLE))
+    shown = student.wait_for_function(FIGURE_HEIGHT, timeout=int(FOLLOW_S * 1000)).json_value()
+    assert shown >= 0.5 * 720, shown  # the slide's free height at 1280 x 720, not a sliver
+
+
 def _ask(teacher, key: str) -> None:
     """Press ``key`` (a poll's ask button) in the teacher's class pop-over, opening it first."""
     for _ in range(100):
