@@ -206,10 +206,15 @@ def open_at_the_top(page) -> None:
     the middle of the next page. Reruns on the same page (a slider, a language switch) stay put."""
     if st.session_state.get("_page_shown") != page.url_path:
         st.session_state["_page_shown"] = page.url_path
-        # a body of its own each time: Streamlit runs an st.html's script when its body is new
-        st.session_state["_arrivals"] = arrivals = st.session_state.get("_arrivals", 0) + 1
         # in the sidebar, after its last widget: in the page it would push the title down by a gap
-        st.sidebar.html(web.script("after_run.js", f"arrival {arrivals}", target=""), unsafe_allow_javascript=True)
+        st.sidebar.html(to_the_top(), unsafe_allow_javascript=True)
+
+
+def to_the_top() -> str:
+    """The script that scrolls the page to its top once this run is over, as an st.html body."""
+    # a body of its own each time: Streamlit runs an st.html's script when its body is new
+    st.session_state["_arrivals"] = arrivals = st.session_state.get("_arrivals", 0) + 1
+    return web.script("after_run.js", f"arrival {arrivals}", target="")
 
 
 def scroll_to(key: str) -> None:

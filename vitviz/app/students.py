@@ -116,9 +116,9 @@ def _follow_step(scripts: tuple[str, ...], paths: tuple[str, ...], within: bool)
             st.session_state.pop(navigation.ASKED_STEP, None)
     ahead.read_ahead(scripts[step])
     tour.run_script(scripts[step])
-    if within:  # after the step, so that the element's gap is under it
-        shown = web.script("followed.js", f"{step} {moved}", path=web.page_path(paths[step]), top=str(int(moved)))
-        st.html(shown, unsafe_allow_javascript=True)
+    if within:  # after the step, so that the element's gap is under it; a new step opens at its top
+        shown = web.script("followed.js", str(step), path=web.page_path(paths[step]))
+        st.html(shown + (navigation.to_the_top() if moved else ""), unsafe_allow_javascript=True)
 
 
 def _explore(exploring: bool) -> None:

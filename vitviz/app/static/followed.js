@@ -1,10 +1,10 @@
 // A following student's page, drawn by a catch-up that ran the class's fragment alone
 // (vitviz/app/students.py): the browser still names the page its last whole run opened. Give the
 // address bar the step's own address and the sidebar's highlight to the step's link, as the
-// whole run that opens the step would; when the step is new, bring the page's top into view once
-// the run is over. A constant script: its values are a page's address written in code and a flag.
+// whole run that opens the step would. A constant script: its one value is a page's address
+// written in code.
 (() => {
-  const path = "{path}", top = "{top}" === "1";
+  const path = "{path}";
   const here = document.location.pathname.replace(/[^/]*$/, path);
   if (here !== document.location.pathname) {
     window.history.replaceState(window.history.state, "", here + document.location.search);
@@ -22,15 +22,4 @@
     current.removeAttribute("aria-current");
     followed.setAttribute("aria-current", "page");
   }
-  if (!top) return;
-  const app = document.querySelector("{app_root}");
-  const started = Date.now();
-  const toTop = () => {
-    if (app && app.getAttribute("data-test-script-state") === "running" && Date.now() - started < 10000) {
-      setTimeout(toTop, 50);
-      return;
-    }
-    document.querySelector("{main}")?.scrollTo({top: 0});
-  };
-  toTop();
 })();
