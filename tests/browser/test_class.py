@@ -200,6 +200,26 @@ def test_a_student_in_presenter_mode_follows_with_the_slides_figures(url, chromi
     assert shown >= 0.5 * 720, shown  # the slide's free height at 1280 x 720, not a sliver
 
 
+def test_a_student_goes_on_alone_on_the_step_shown_when_the_class_ends(url, chromium):
+    """The teacher ends the class while a student's page shows a step that came by a catch-up
+    alone (its last whole run of the app opened the step before): the student stays on the step it
+    shows, told that the class is over, with the step's title, address and marked link."""
+    teacher = _open(chromium, f"{url}/input?present=1")
+    code = _start_a_class(teacher)
+    student = _open(chromium, f"{url}/?class={code}")
+    student.wait_for_selector(".st-key-class_explore", timeout=120_000)
+    _wait_path(student, "input", 60)
+    _press_into_the_next_step(teacher, "nav_next")
+    _wait_path(teacher, "patches", 60)
+    title = teacher.evaluate(TITLE)
+    _shows(student, "patches", title)
+    teacher.click(".st-key-vitviz-class button")
+    teacher.wait_for_selector(".st-key-class_end button", timeout=30_000).click()
+    student.wait_for_selector(".st-key-vitviz-follow", state="detached", timeout=int(FOLLOW_S * 1000))
+    _wait_text(student, "[data-testid='stAlert']", code[:4], FOLLOW_S)  # the sentence names the ended class
+    _shows(student, "patches", title)
+
+
 def _ask(teacher, key: str) -> None:
     """Press ``key`` (a poll's ask button) in the teacher's class pop-over, opening it first."""
     for _ in range(100):

@@ -95,7 +95,8 @@ def _followed(scripts: tuple[str, ...], paths: tuple[str, ...]) -> None:
             navigation.redraw_page()
         if st.session_state.get(ARRIVING) is not None or not following():
             st.rerun(scope="app")  # a shared image (the sidebar holds it), or exploring alone
-        asked = st.session_state.pop(navigation.ASKED_STEP, None)  # the catch-up's callback, or Previous / Next
+        # the catch-up's callback, or Previous / Next; kept for a whole run that this one may start
+        asked = st.session_state.get(navigation.ASKED_STEP)
         if asked is not None and 0 <= asked < len(scripts):
             state.set(step=asked)
         _follow_step(scripts, paths, within=True)
@@ -111,7 +112,7 @@ def _follow_step(scripts: tuple[str, ...], paths: tuple[str, ...], within: bool)
     if within:  # the browser's page is the last whole run's: the step's address, its link, and the next whole run
         state.set_param("step", step)
         if step != st.session_state.get(PAGE_STEP):
-            navigation.ask_step(step)
+            navigation.ask_step(step)  # also when the class is gone and this run starts a whole one
         else:
             st.session_state.pop(navigation.ASKED_STEP, None)
     ahead.read_ahead(scripts[step])
@@ -187,7 +188,7 @@ def _move_to(shown: classes.Position, within: bool = False) -> None:
     sidebar holds) in a whole run of the app."""
     moved = _moves_to(shown)
     if within and moved and "image" not in moved:
-        asked = st.session_state.pop(navigation.ASKED_STEP, None)
+        asked = st.session_state.get(navigation.ASKED_STEP)  # what a whole run this one starts opens
         if asked is not None:
             state.set(step=asked)
     elif moved:
