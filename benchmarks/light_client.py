@@ -69,9 +69,8 @@ class Run:
     title: str | None = None
     texts: list[str] = field(default_factory=list)  # headings, markdown, captions, alerts
     buttons: dict[str, str] = field(default_factory=dict)  # widget key -> widget id
-    fragments: dict[str, str] = field(
-        default_factory=dict
-    )  # widget key -> the fragment it is in (its press reruns that)
+    # widget key -> the fragment it is in (its press reruns that fragment alone)
+    fragments: dict[str, str] = field(default_factory=dict)
     exceptions: list[str] = field(default_factory=list)
     compile_error: bool = False
     drawn: tuple[str, int, str] | None = None  # a following page's (mark, which of the route's marks, route address)

@@ -184,17 +184,25 @@ FIGURE_HEIGHT = (
 )
 
 
-def test_a_student_in_presenter_mode_follows_with_the_slides_figures(url, chromium):
-    """A student in presenter mode sees the teacher's slide after a catch-up that ran the class's
-    fragment alone: its title, its address, and its figure as tall as the window leaves it (the
-    fragment's box is one more between the window and the figure: presenter.css)."""
+def _a_student_caught_up(chromium, url: str, query: str = "") -> tuple:
+    """A teacher in presenter mode starts a class on step 1, one student joins (``query``: more of
+    its join address) and follows, and the teacher moves on to step 2: (teacher, student, code),
+    the student's page catching up."""
     teacher = _open(chromium, f"{url}/input?present=1")
     code = _start_a_class(teacher)
-    student = _open(chromium, f"{url}/?class={code}&present=1")
+    student = _open(chromium, f"{url}/?class={code}{query}")
     student.wait_for_selector(".st-key-class_explore", timeout=120_000)
     _wait_path(student, "input", 60)
     _press_into_the_next_step(teacher, "nav_next")
     _wait_path(teacher, "patches", 60)
+    return teacher, student, code
+
+
+def test_a_student_in_presenter_mode_follows_with_the_slides_figures(url, chromium):
+    """A student in presenter mode sees the teacher's slide after a catch-up that ran the class's
+    fragment alone: its title, its address, and its figure as tall as the window leaves it (the
+    fragment's box is one more between the window and the figure: presenter.css)."""
+    teacher, student, _ = _a_student_caught_up(chromium, url, "&present=1")
     _shows(student, "patches", teacher.evaluate(TITLE))
     shown = student.wait_for_function(FIGURE_HEIGHT, timeout=int(FOLLOW_S * 1000)).json_value()
     assert shown >= 0.5 * 720, shown  # the slide's free height at 1280 x 720, not a sliver
@@ -204,13 +212,7 @@ def test_a_student_goes_on_alone_on_the_step_shown_when_the_class_ends(url, chro
     """The teacher ends the class while a student's page shows a step that came by a catch-up
     alone (its last whole run of the app opened the step before): the student stays on the step it
     shows, told that the class is over, with the step's title, address and marked link."""
-    teacher = _open(chromium, f"{url}/input?present=1")
-    code = _start_a_class(teacher)
-    student = _open(chromium, f"{url}/?class={code}")
-    student.wait_for_selector(".st-key-class_explore", timeout=120_000)
-    _wait_path(student, "input", 60)
-    _press_into_the_next_step(teacher, "nav_next")
-    _wait_path(teacher, "patches", 60)
+    teacher, student, code = _a_student_caught_up(chromium, url)
     title = teacher.evaluate(TITLE)
     _shows(student, "patches", title)
     teacher.click(".st-key-vitviz-class button")

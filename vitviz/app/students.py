@@ -187,10 +187,9 @@ def _move_to(shown: classes.Position, within: bool = False) -> None:
     ``within`` ``follow_page``'s run, the step that draws next; else (and for an image, which the
     sidebar holds) in a whole run of the app."""
     moved = _moves_to(shown)
-    if within and moved and "image" not in moved:
-        asked = st.session_state.get(navigation.ASKED_STEP)  # what a whole run this one starts opens
-        if asked is not None:
-            state.set(step=asked)
+    if within and "image" not in moved:
+        if "step" in moved:  # drawn next; _moves_to asked it of the next whole run too
+            state.set(step=shown.step)
     elif moved:
         st.rerun(scope="app")
 
