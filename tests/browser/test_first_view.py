@@ -73,3 +73,40 @@ def test_next_pressed_at_once_in_the_first_view_opens_the_first_step():
         assert not problems(page)
         server.output.seek(0)
         assert b"drew the first view (en)" in server.output.read()
+
+
+# When the first figure's element came into the page, by the page's clock.
+FIRST_FIGURE_SEEN = """(() => {
+  new MutationObserver((_, observer) => {
+    if (document.querySelector('.vitviz-chart')) {
+      window.vitvizFirstFigureAt = performance.now();
+      observer.disconnect();
+    }
+  }).observe(document, { subtree: true, childList: true });
+})()"""
+FETCHED = "() => performance.getEntriesByType('resource').map((e) => [e.name, e.startTime])"
+
+
+def test_the_first_view_fetches_what_its_elements_need_before_they_ask():
+    """vitviz.app.chart_script.EarlyCharts: as the first run starts, the page fetches the chart
+    element's drawing and the chunks of Streamlit's frontend that the overview's elements need,
+    so that neither waits until the figures have arrived at a server then busy loading torch; once
+    that run has ended, the chunks the sidebar and the steps need (a slider: the overview has none)."""
+    from vitviz.app import chart_script
+    from vitviz.app.assets import streamlit_static_dir
+
+    slider = chart_script.frontend_chunks(streamlit_static_dir(), ["Slider"])[0]
+    with app_server() as server, launched() as browser:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(FIRST_FIGURE_SEEN)
+        page.goto(f"{server.url}/", wait_until="domcontentloaded")
+        wait_ready(page, timeout_ms=60_000)
+        page.wait_for_function(
+            f"() => performance.getEntriesByType('resource').some((e) => e.name.endsWith('/{slider}'))",
+            timeout=30_000,
+        )
+        fetched = dict(page.evaluate(FETCHED))
+        first_figure = page.evaluate("window.vitvizFirstFigureAt")
+        assert not problems(page)
+    drawing = [at for name, at in fetched.items() if name.endswith("/" + chart_script.chart_script_path())]
+    assert len(drawing) == 1 and drawing[0] < first_figure  # asked for before any figure's element was there

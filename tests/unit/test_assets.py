@@ -218,6 +218,61 @@ def test_the_page_loads_plotly_js_plain_or_gzipped(encoding):
     path = chart_script.cartesian_script_path().encode()  # the bundle every tour page draws with
     assert b'"' + path + b'"' in head and b'link.rel = "preload"' in head
     assert b'"running"' in head  # evaluated once the first run has started, not while the page loads
+    first = [f"static/js/{name}" for name in chart_script.frontend_chunks(streamlit_static_dir(), ["Html"])]
+    assert first and all(f'"{path}"'.encode() in head for path in first)  # the first view's chunks, and
+    assert f'"{chart_script.chart_script_path()}"'.encode() in head  # the chart element's drawing
+
+
+# ---- frontend_chunks: what the page fetches before its first runs ask ------------------------
+
+
+def fake_frontend(root: Path, chunks: dict[str, str]) -> Path:
+    """A frontend build as Streamlit ships one: index.html naming its entry, and chunks that import
+    others as a minified bundle writes them."""
+    js = root / "static" / "js"
+    js.mkdir(parents=True)
+    (root / "index.html").write_text('<script type="module" crossorigin src="./static/js/index.E1.js"></script>')
+    for name, text in chunks.items():
+        (js / name).write_text(text)
+    return root
+
+
+def test_frontend_chunks_are_the_elements_chunks_and_their_imports_less_the_entrys(tmp_path):
+    static = fake_frontend(
+        tmp_path,
+        {
+            "index.E1.js": 'import{a}from"./react.R1.js";import"./style.S1.js";const x=import("./Html.H1.js");',
+            "react.R1.js": "export const a=1;",
+            "style.S1.js": "",
+            "Html.H1.js": 'import{a}from"./react.R1.js";import{p}from"./purify.P1.js";',
+            "purify.P1.js": 'import{q}from"./deep.D1.js";',
+            "deep.D1.js": "",
+            "Html.esm.X1.js": "",  # another element whose name starts alike
+            "Table.T1.js": 'import{p}from"./purify.P1.js";import{t}from"./table.U1.js";',
+            "table.U1.js": "",
+        },
+    )
+    assert chart_script.frontend_chunks(static, ["Html"]) == ["Html.H1.js", "purify.P1.js", "deep.D1.js"]
+    assert chart_script.frontend_chunks(static, ["Table", "Html", "Slider"]) == [
+        "Table.T1.js",
+        "purify.P1.js",
+        "table.U1.js",
+        "deep.D1.js",
+        "Html.H1.js",
+    ]  # in the elements' order, each chunk once, the entry's imports (react, style) never; no Slider here
+    first = chart_script.frontend_chunks(static, ["Html"])
+    assert chart_script.frontend_chunks(static, ["Table"], leaving_out=first) == ["Table.T1.js", "table.U1.js"]
+
+
+def test_every_element_the_pages_draw_has_its_chunk_in_the_installed_streamlit():
+    """A Streamlit that renames an element's chunk would quietly stop the early fetch: say which."""
+    js = streamlit_static_dir() / "static" / "js"
+    names = [path.name for path in js.glob("*.js")]
+    for element in chart_script.FIRST_VIEW_ELEMENTS + chart_script.LATER_ELEMENTS:
+        own = [name for name in names if chart_script._is_chunk_of(name, element)]
+        assert len(own) == 1, f"Streamlit's frontend has {own or 'no chunk'} for {element!r}"
+    first = chart_script.frontend_chunks(streamlit_static_dir(), chart_script.FIRST_VIEW_ELEMENTS)
+    assert len(first) >= len(chart_script.FIRST_VIEW_ELEMENTS)
 
 
 @pytest.mark.parametrize(
