@@ -218,7 +218,7 @@ def test_the_page_loads_plotly_js_plain_or_gzipped(encoding):
     path = chart_script.cartesian_script_path().encode()  # the bundle every tour page draws with
     assert b'"' + path + b'"' in head and b'link.rel = "preload"' in head
     assert b'"running"' in head  # evaluated once the first run has started, not while the page loads
-    first = [f"static/js/{name}" for name in chart_script.frontend_chunks(streamlit_static_dir(), ["Html"])]
+    first = [f"static/js/{name}" for name in assets.frontend_chunks(streamlit_static_dir(), ["Html"])]
     assert first and all(f'"{path}"'.encode() in head for path in first)  # the first view's chunks, and
     assert f'"{chart_script.chart_script_path()}"'.encode() in head  # the chart element's drawing
 
@@ -252,27 +252,27 @@ def test_frontend_chunks_are_the_elements_chunks_and_their_imports_less_the_entr
             "table.U1.js": "",
         },
     )
-    assert chart_script.frontend_chunks(static, ["Html"]) == ["Html.H1.js", "purify.P1.js", "deep.D1.js"]
-    assert chart_script.frontend_chunks(static, ["Table", "Html", "Slider"]) == [
+    assert assets.frontend_chunks(static, ["Html"]) == ["Html.H1.js", "purify.P1.js", "deep.D1.js"]
+    assert assets.frontend_chunks(static, ["Table", "Html", "Slider"]) == [
         "Table.T1.js",
         "purify.P1.js",
         "table.U1.js",
         "deep.D1.js",
         "Html.H1.js",
     ]  # in the elements' order, each chunk once, the entry's imports (react, style) never; no Slider here
-    first = chart_script.frontend_chunks(static, ["Html"])
-    assert chart_script.frontend_chunks(static, ["Table"], leaving_out=first) == ["Table.T1.js", "table.U1.js"]
+    first = assets.frontend_chunks(static, ["Html"])
+    assert assets.frontend_chunks(static, ["Table"], leaving_out=first) == ["Table.T1.js", "table.U1.js"]
 
 
 def test_every_element_the_pages_draw_has_its_chunk_in_the_installed_streamlit():
     """A Streamlit that renames an element's chunk would quietly stop the early fetch: say which."""
     js = streamlit_static_dir() / "static" / "js"
     names = [path.name for path in js.glob("*.js")]
-    for element in chart_script.FIRST_VIEW_ELEMENTS + chart_script.LATER_ELEMENTS:
-        own = [name for name in names if chart_script._is_chunk_of(name, element)]
+    for element in assets.FIRST_VIEW_ELEMENTS + assets.LATER_ELEMENTS:
+        own = [name for name in names if assets._is_chunk_of(name, element)]
         assert len(own) == 1, f"Streamlit's frontend has {own or 'no chunk'} for {element!r}"
-    first = chart_script.frontend_chunks(streamlit_static_dir(), chart_script.FIRST_VIEW_ELEMENTS)
-    assert len(first) >= len(chart_script.FIRST_VIEW_ELEMENTS)
+    first = assets.frontend_chunks(streamlit_static_dir(), assets.FIRST_VIEW_ELEMENTS)
+    assert len(first) >= len(assets.FIRST_VIEW_ELEMENTS)
 
 
 @pytest.mark.parametrize(

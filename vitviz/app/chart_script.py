@@ -29,7 +29,19 @@ import pyarrow
 import streamlit as st
 
 from vitviz.app import web
-from vitviz.app.assets import App, Receive, Scope, Send, answer, app_path, compress
+from vitviz.app.assets import (
+    FIRST_VIEW_ELEMENTS,
+    LATER_ELEMENTS,
+    App,
+    Receive,
+    Scope,
+    Send,
+    answer,
+    app_path,
+    compress,
+    frontend_chunks,
+    streamlit_static_dir,
+)
 
 
 def plotly_js() -> Path:
@@ -191,75 +203,6 @@ class ChartScripts:
         return data, f'"{hashlib.md5(data).hexdigest()}"'
 
 
-# The elements of Streamlit's frontend that vitviz's pages draw, each in a chunk of its own that
-# the frontend fetches only when a run first sends one. The first view's (an element of st.html, a
-# table, a button, markdown with HTML) were asked for when its run had drawn, while the startup
-# loaded the libraries: each small file then waited 0.3-0.6 s for the busy server, and the figures
-# for them (docs/benchmarks.md). The later ones are the sidebar's widgets, the steps' and the lab's.
-FIRST_VIEW_ELEMENTS = ("Html", "DataFrame", "Button", "rehype-raw")
-LATER_ELEMENTS = ("Radio", "Selectbox", "TextInput", "FileUploader", "DownloadButton", "Checkbox") + (
-    "Metric",
-    "Slider",
-    "rehype-katex",
-    "NumberInput",
-    "PageLink",
-    "Table",
-    "ImageList",
-)
-_IMPORT = re.compile(rb'(?:from|import)"\./([^"/]+\.js)"')  # a static import in a minified chunk
-IMPORTS_BYTES = 32_768  # how much of a chunk is read for its imports (the entry's end at 10 kB; one missed loads late)
-
-
-def frontend_chunks(static: Path, elements: Sequence[str], leaving_out: Iterable[str] = ()) -> list[str]:
-    """The chunks of Streamlit's frontend (file names in ``static``/static/js) that ``elements``
-    need, with every chunk they import, in the order the elements come, less those the page's
-    entry script imports (the page loads them anyway) and ``leaving_out``. An element that the
-    installed Streamlit has no chunk for is left out."""
-    js = static / "static" / "js"
-    names = sorted(path.name for path in js.glob("*.js"))
-    entries = re.findall(rb'src="\./static/js/([^"/]+\.js)"', (static / "index.html").read_bytes())
-    imports = _Imports(js)
-    known = set(imports.closure([entry.decode() for entry in entries])) | set(leaving_out)
-    chunks: list[str] = []
-    for element in elements:
-        own = [name for name in names if _is_chunk_of(name, element)]
-        chunks += [name for name in imports.closure(own) if name not in known and name not in chunks]
-    return chunks
-
-
-def _is_chunk_of(name: str, element: str) -> bool:
-    """Whether ``name`` is ``element``'s own chunk: the element's name, a dot, a hash, ".js"."""
-    prefix = f"{element}."
-    return name.startswith(prefix) and name.endswith(".js") and "." not in name[len(prefix) : -3]
-
-
-class _Imports:
-    """The static imports of the chunks in one folder, each file read once."""
-
-    def __init__(self, js: Path) -> None:
-        self.js = js
-        self.read: dict[str, list[str]] = {}
-
-    def of(self, name: str) -> list[str]:
-        if name not in self.read:
-            path = self.js / name
-            with path.open("rb") as file:  # a chunk's imports open it: the bundler writes them first
-                head = file.read(IMPORTS_BYTES)
-            self.read[name] = [found.decode() for found in _IMPORT.findall(head)]
-        return self.read[name]
-
-    def closure(self, names: Sequence[str]) -> list[str]:
-        """``names`` that exist and every chunk they import, transitively, in the order found."""
-        found: list[str] = []
-        waiting = list(names)
-        while waiting:
-            name = waiting.pop(0)
-            if name not in found and (self.js / name).is_file():
-                found.append(name)
-                waiting += self.of(name)
-        return found
-
-
 def early_script() -> bytes:
     """The page's early loader (``static/early_charts.js``), as a script tag. It fetches plotly.js's
     cartesian bundle at once and evaluates it as soon as the page's first run has started: the
@@ -269,8 +212,6 @@ def early_script() -> bytes:
     once the run has ended, the chunks of the sidebar and the steps: fetched at once as the page
     loads, all of them held up the page's own requests and its websocket by 0.6 s
     (docs/benchmarks.md)."""
-    from vitviz.app.assets import streamlit_static_dir
-
     static = streamlit_static_dir()
     first = frontend_chunks(static, FIRST_VIEW_ELEMENTS)
     later = frontend_chunks(static, LATER_ELEMENTS, leaving_out=first)
