@@ -148,5 +148,6 @@ def test_a_fresh_server_loads_the_default_model_before_anyone_visits():
         text = server.output.read().decode(errors="replace")
         # no browser has connected, so no session ran: the server loaded the model by itself
         assert "ready for visitors" in text and "failed" not in text, text[-2000:]
+        assert "Nagle's algorithm turned off on 1 listening socket(s)" in text  # vitviz.app.sockets
         assert "ScriptRunContext" not in text  # nothing drawn outside a page: a clean console for the teacher
         assert urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=2).read() == b"ok"

@@ -73,6 +73,9 @@ async def warm_up(app: object) -> AsyncIterator[None]:
     waits for what it needs (the imports' lock, Streamlit's per-value cache locks), never loads it
     twice. Whatever fails here is logged and left for the page that needs it to explain in the
     user's language."""
+    from vitviz.app import sockets
+
+    log.info("Nagle's algorithm turned off on %d listening socket(s)", sockets.no_delay())
     warming = threading.Thread(target=_warm, name="vitviz-warm-up", daemon=True)
     STARTUP_BEGUN.set()
     warming.start()
