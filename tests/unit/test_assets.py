@@ -264,6 +264,17 @@ def test_frontend_chunks_are_the_elements_chunks_and_their_imports_less_the_entr
     assert assets.frontend_chunks(static, ["Table"], leaving_out=first) == ["Table.T1.js", "table.U1.js"]
 
 
+def test_an_untested_streamlit_gets_no_chunk_names_only_the_chart_elements_drawing(monkeypatch):
+    """The chunks' names are the frontend build's own: on a Streamlit not tested (or with
+    VITVIZ_INTERNALS=0) the page fetches nothing early but vitviz's own script."""
+    from vitviz.app import internals
+
+    monkeypatch.setattr(internals, "ACTIVE", False)
+    script = chart_script.early_script()
+    assert b"static/js/" not in script
+    assert f'"{chart_script.chart_script_path()}"'.encode() in script
+
+
 def test_every_element_the_pages_draw_has_its_chunk_in_the_installed_streamlit():
     """A Streamlit that renames an element's chunk would quietly stop the early fetch: say which."""
     js = streamlit_static_dir() / "static" / "js"

@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow
 import streamlit as st
 
-from vitviz.app import web
+from vitviz.app import internals, web
 from vitviz.app.assets import (
     FIRST_VIEW_ELEMENTS,
     LATER_ELEMENTS,
@@ -213,8 +213,9 @@ def early_script() -> bytes:
     loads, all of them held up the page's own requests and its websocket by 0.6 s
     (docs/benchmarks.md)."""
     static = streamlit_static_dir()
-    first = frontend_chunks(static, FIRST_VIEW_ELEMENTS)
-    later = frontend_chunks(static, LATER_ELEMENTS, leaving_out=first)
+    # the chunks' names are the frontend build's own: fetched early only on the Streamlit tested
+    first = frontend_chunks(static, FIRST_VIEW_ELEMENTS) if internals.ACTIVE else []
+    later = frontend_chunks(static, LATER_ELEMENTS, leaving_out=first) if internals.ACTIVE else []
     first = [f"static/js/{name}" for name in first] + [chart_script_path()]  # the chart element's drawing
     later = [f"static/js/{name}" for name in later]
     script = web.page_text(
