@@ -212,10 +212,12 @@ def early_script() -> bytes:
     once the run has ended, the chunks of the sidebar and the steps: fetched at once as the page
     loads, all of them held up the page's own requests and its websocket by 0.6 s
     (docs/benchmarks.md)."""
-    static = streamlit_static_dir()
-    # the chunks' names are the frontend build's own: fetched early only on the Streamlit tested
-    first = frontend_chunks(static, FIRST_VIEW_ELEMENTS) if internals.ACTIVE else []
-    later = frontend_chunks(static, LATER_ELEMENTS, leaving_out=first) if internals.ACTIVE else []
+    first: list[str] = []
+    later: list[str] = []
+    if internals.ACTIVE:  # the chunks' names are the frontend build's own: fetched early only on the Streamlit tested
+        static = streamlit_static_dir()
+        first = frontend_chunks(static, FIRST_VIEW_ELEMENTS)
+        later = frontend_chunks(static, LATER_ELEMENTS, leaving_out=first)
     first = [f"static/js/{name}" for name in first] + [chart_script_path()]  # the chart element's drawing
     later = [f"static/js/{name}" for name in later]
     script = web.page_text(

@@ -10,7 +10,8 @@
 (() => {
   const entry = document.querySelector('script[type="module"][src*="static/js/index."]');
   if (!entry) return;
-  const url = new URL("../../" + {script}, entry.src).href;
+  const at = (path) => new URL("../../" + path, entry.src).href; // a path relative to the app's root
+  const url = at({script});
   const link = document.createElement("link");
   link.rel = "preload";
   link.as = "script";
@@ -21,7 +22,7 @@
       const chunk = document.createElement("link");
       chunk.rel = "modulepreload";
       chunk.crossOrigin = "anonymous";
-      chunk.href = new URL("../../" + path, entry.src).href;
+      chunk.href = at(path);
       document.head.appendChild(chunk);
     }
   };
