@@ -61,6 +61,17 @@ def test_accuracy_is_the_exact_fraction():
     assert result.summary()["accuracy"] == 0.7204
 
 
+def test_a_result_computes_its_predictions_once_and_its_fields_stay_as_read():
+    # the lab reads a shared result's predictions and confidence once per thumbnail (docs/benchmarks.md)
+    probs = torch.tensor([[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]])
+    result = EvalResult("m", "d", ["a", "b"], ["x", "y", "z"], torch.tensor([0, 0, 1]), probs, 1.0, 1.0)
+    assert result.predictions.tolist() == [0, 1, 0] and result.wrong.tolist() == [1, 2]
+    assert torch.allclose(result.confidence, torch.tensor([0.9, 0.7, 0.6]))
+    assert result.predictions is result.predictions and result.confidence is result.confidence
+    with pytest.raises(AttributeError):
+        result.probs = probs.flip(1)  # the cached answers could no longer be those of the probabilities
+
+
 def test_second_evaluation_reads_the_cache(folder, model, monkeypatch):
     data = load_split(folder, "test")
     first = evaluate(model, data)

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,13 @@ Progress = Callable[[int, int], None]
 PREDICTIONS_SUFFIX = ".predictions.safetensors"
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvalResult:
     """The outcome of one evaluation; probs keeps every image's class probabilities.
+
+    A result is read by every session of the server (``vitviz.app.testset``), and the lab asks for
+    its predictions and confidence per thumbnail: each is computed once, on first use, so the
+    fields never change.
 
     Attributes:
         model: the model's name.
@@ -76,16 +81,16 @@ class EvalResult:
     def n(self) -> int:
         return len(self.labels)
 
-    @property
+    @cached_property
     def predictions(self) -> Tensor:
         return self.probs.argmax(dim=1)
 
-    @property
+    @cached_property
     def confidence(self) -> Tensor:
         """The probability of the predicted class, (n,)."""
         return self.probs.max(dim=1).values
 
-    @property
+    @cached_property
     def wrong(self) -> Tensor:
         """Indices of the misclassified images, (m,)."""
         return torch.nonzero(self.predictions != self.labels).flatten()
