@@ -288,6 +288,38 @@ def test_predictions_beside_the_weights_open_the_lab_without_running_the_model(
     assert sum(calls) == 30  # the stale predictions were refused: the model ran over the 30 images
 
 
+def test_the_servers_startup_looks_at_the_image_the_lab_opens_with(lab_setup, tmp_path, monkeypatch) -> None:
+    # a first visit to the lab spent 0.15 s of its run on this image's maps and logit lens (docs/benchmarks.md)
+    from vitviz.app import models, testset
+
+    folder, _, _ = lab_setup
+    model_path = _save_model(tmp_path / "default.safetensors", seed=5)
+    model, _ = zoo.load(str(model_path), device="cpu")
+    data = vdata.load_image_folder(folder)
+    save_predictions(evaluate(model, data, use_cache=False), predictions_path(model_path), model, data.fingerprint)
+    monkeypatch.setattr(zoo, "default_name", lambda: str(model_path))
+    monkeypatch.setattr(models, "lab_pair", lambda name: None)
+    looked_at: list[int] = []
+    original = lab.inspect_mistake
+
+    def counting(model, images, predicted, true):
+        looked_at.append(int(images.float().sum()))
+        return original(model, images, predicted, true)
+
+    monkeypatch.setattr(lab, "inspect_mistake", counting)
+    testset.cached_mistake.clear()
+    at = _open(folder, model_path)  # without the startup's look: the lab's run looks at its image itself
+    assert errors(at) == [] and len(looked_at) == 1
+    opened = looked_at[0]
+
+    testset.cached_mistake.clear()
+    testset.warm_test_split()
+    assert looked_at[1:] == [opened]  # the image the lab opens with, and no other
+    at = _open(folder, model_path)
+    assert errors(at) == [] and looked_at[1:] == [opened]  # the lab's run found it done
+    assert at.metric[0].value == f"{testset.cached_evaluation(str(model_path), str(folder)).accuracy:.1%}"
+
+
 def test_no_dataset_gets_a_sentence(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("VITVIZ_DATA", raising=False)
     monkeypatch.setattr(vdata, "find_cifar_test_folder", lambda: None)

@@ -102,7 +102,8 @@ def warm_test_split() -> None:
     """The default model's test split in the cache and, for it and the model the lab sets beside
     it, the evaluation where it is stored (the shipped predictions of these weights on these
     images, or an earlier evaluation's disk cache): read, never run here, since an evaluation takes
-    minutes and shows its progress to whoever opens the lab."""
+    minutes and shows its progress to whoever opens the lab. Then the default model's look at the
+    image the lab opens with (``cached_mistake``)."""
     name = zoo.default_name()
     split = test_split(name)
     if split is None:
@@ -110,9 +111,13 @@ def warm_test_split() -> None:
     cached_test_set(split.location)
     for model_name in filter(None, (name, lab_pair(name))):
         try:
-            cached_evaluation(model_name, split.location, _on_page=False, _stored_only=True)
+            result = cached_evaluation(model_name, split.location, _on_page=False, _stored_only=True)
         except (LookupError, ValueError):  # nothing stored, or other classes than the data's: the
             continue  # lab evaluates, or says why it cannot in the user's language, on its first visit
+        if model_name == name and len(opening := lab.filter_mistakes(result)):
+            # the image the lab opens up close (its filters' defaults: every mistake, the most
+            # confident first): its maps and logit lens were 0.15 s of a first visit's run
+            cached_mistake(name, split.location, int(opening[0]))
 
 
 @st.cache_data(max_entries=64, ttl=3600, show_spinner=False)
