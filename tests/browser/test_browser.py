@@ -5,6 +5,7 @@ Screenshots go to screenshots/ (ignored by git) so a person can look at what use
 
 from __future__ import annotations
 
+import math
 import shutil
 import urllib.parse
 import urllib.request
@@ -254,6 +255,42 @@ def test_figures_below_the_first_screen_wait_and_are_drawn_when_idle_scrolled_to
             "() => [...document.querySelectorAll('.vitviz-chart')].every((c) => c.dataset.drawn)", timeout=10_000
         )
         browser.close()
+
+
+# Each drawn figure's key, the margins its layout gave plotly.js and those plotly.js drew it with.
+MARGINS = """() => Object.fromEntries([...document.querySelectorAll('.vitviz-chart[data-drawn]')].map((div) => {
+  const given = div.layout.margin || {};
+  const drawn = div._fullLayout._size;
+  return [div.vitvizKey, [["l", "r", "t", "b"].map((side) => given[side]), ["l", "r", "t", "b"].map((side) => drawn[side])]];
+}))"""
+
+
+def test_a_figure_drawn_again_under_its_key_starts_from_the_margins_it_needed(server):
+    """static/chart.js: plotly.js draws a figure whose labels, colour bar or legend need more room
+    than its layout's margins twice (its automargin); the page remembers the margins each figure
+    key ended with, and the same step seen again gives plotly.js those margins from the start, and
+    its figures end where they were (nothing moves)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/{url_path('app_pages/5_attention.py')}?lang=en", wait_until="domcontentloaded")
+        wait_ready(page, timeout_ms=90_000)
+        first = page.evaluate(MARGINS)
+        for button in ("nav_prev", "nav_next"):
+            title = page.locator("h1").first.inner_text()
+            page.locator(f".st-key-{button} button").click()
+            wait_ready(page, old_title=title, timeout_ms=90_000)
+        again = page.evaluate(MARGINS)
+        browser.close()
+    grown = [key for key, (given, drawn) in first.items() if given != drawn]
+    assert len(grown) >= 3  # the maps' colour bars, the distances' axes and legend, the worked softmax's labels
+    assert set(again) == set(first)
+    for key, (given, drawn) in again.items():
+        assert drawn == first[key][1], key  # drawn where it was
+        if key in grown:
+            assert given == [math.ceil(side) for side in first[key][1]], key  # given from the start
 
 
 # Counts plotly.js's draws (newPlot and react) on the page, from the moment plotly.js loads.

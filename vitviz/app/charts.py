@@ -149,7 +149,8 @@ def draw(
     found = written(figure)
     text = found[1] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
     script = chart_script.script_for(trace.type for trace in figure.data)
-    data = chart_script.element_data(text, stretch=height == "stretch", select=on_select is not None, script=script)
+    stretch, select = height == "stretch", on_select is not None
+    data = chart_script.element_data(text, stretch=stretch, select=select, script=script, key=key)
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = _rerun if on_select == "rerun" else on_select

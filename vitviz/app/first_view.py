@@ -154,9 +154,10 @@ def _draw(view: dict[str, Any]) -> None:
         if kind == "figures":
             columns = st.columns(block["widths"] or len(block["figures"]))
             for column, figure in zip(columns, block["figures"], strict=False):
-                data = chart_script.element_data(figure["spec"], stretch=False, select=False, script=figure["script"])
+                spec, script, key = figure["spec"], figure["script"], figure["key"]
+                data = chart_script.element_data(spec, stretch=False, select=False, script=script, key=key)
                 with column:
-                    chart_script.chart_element()(key=figure["key"], data=data, width="stretch", height="content")
+                    chart_script.chart_element()(key=key, data=data, width="stretch", height="content")
                 column.caption(figure["takeaway"])
         elif kind == "text":
             show = {"body": st.markdown, "caption": st.caption, "info": st.info, "success": st.success}

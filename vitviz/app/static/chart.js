@@ -8,14 +8,25 @@
 // is printed: the figures a class sees are drawn and shown first, and the rest wait for the frames
 // between (docs/benchmarks.md). A figure waiting so has data-waiting; a drawn one data-drawn.
 //
+// A figure whose axes, colour bar or legend need more room than its layout's margins is drawn twice:
+// plotly.js measures what its labels need while it draws, then draws again with the margins grown
+// (its automargin), and that second drawing was a fifth to a quarter of a step's time in the
+// browser (docs/benchmarks.md). The page remembers, for each figure's key and size, the margins the
+// last figure drawn under it ended with, and a figure drawn again under that key (another layer,
+// head or image, the step seen again) starts from them: drawn once, where its labels fit. A figure
+// that needs more still grows; one that needs less keeps the room, a few pixels.
+//
 // data (bytes: vitviz.app.chart_script.element_data): a line of JSON with script (plotly.js, relative
-// to the app's root), stretch (as tall as its box: a slide's figures) and select (a click is sent
+// to the app's root), stretch (as tall as its box: a slide's figures), select (a click is sent
 // to the server as the trigger "selection": {points: [{curve_number, point_number, point_index, x,
-// y, customdata}]}), then the figure's plotly JSON as text.
+// y, customdata}]}) and key (the element's), then the figure's plotly JSON as text.
 
 const FALLBACK_WIDTH = 600; // a box not laid out yet (a closed expander): drawn, then resized
 const FALLBACK_HEIGHT = 450; // Streamlit's height for a figure that names none
 const IDLE_WAIT_MS = 1500; // a figure out of the window is drawn by then, idle or not
+const SIDES = ["l", "r", "t", "b"];
+const DEFAULT_MARGIN = { l: 80, r: 80, t: 100, b: 80 }; // plotly.js's, for a side a layout leaves out
+const margins = new Map(); // "key|width|height" -> {l, r, t, b} the last figure under it was drawn with
 
 function appUrl(path) {
   // relative to the app's root, found from the frontend's entry script (<root>/static/js/index.*.js)
@@ -71,8 +82,31 @@ function resized(Plotly, div) {
   if (now.width !== was.width || now.height !== was.height) Plotly.relayout(div, now);
 }
 
+function marginsKey(div, layout) {
+  return div.vitvizKey ? `${div.vitvizKey}|${layout.width}|${layout.height}` : null;
+}
+
+function withKnownMargins(layout, known) {
+  // the layout's margins, each side at least what the last figure under this key and size needed
+  if (!known) return layout;
+  const margin = { ...(layout.margin || {}) };
+  for (const side of SIDES) margin[side] = Math.max(margin[side] ?? DEFAULT_MARGIN[side], known[side]);
+  return { ...layout, margin };
+}
+
+function remember(div, layout) {
+  // the margins plotly.js drew with (its _fullLayout._size: this page's own plotly.js, pinned in
+  // static/; another version without it is drawn as before)
+  const key = marginsKey(div, layout);
+  const drawn = div._fullLayout && div._fullLayout._size;
+  if (key && drawn && SIDES.every((side) => Number.isFinite(drawn[side]))) {
+    margins.set(key, Object.fromEntries(SIDES.map((side) => [side, Math.ceil(drawn[side])])));
+  }
+}
+
 function draw(Plotly, div, figure) {
-  const layout = { ...figure.layout, ...size(div, figure.layout, div.vitvizStretch) };
+  const sized = { ...figure.layout, ...size(div, figure.layout, div.vitvizStretch) };
+  const layout = withKnownMargins(sized, margins.get(marginsKey(div, sized)));
   const config = { displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
   if (div.vitvizDrawn && div.vitvizPlotly !== Plotly) {
     // another figure under this key that needs the other plotly.js: drawn anew by it
@@ -100,6 +134,7 @@ function draw(Plotly, div, figure) {
     div.vitvizObserver.observe(div);
   }
   return drawn.then(() => {
+    remember(div, layout);
     div.dataset.drawn = "1";
   });
 }
@@ -156,6 +191,7 @@ export default function (component) {
   div.vitvizSend = setTriggerValue;
   div.vitvizSelect = Boolean(data.select);
   div.vitvizStretch = Boolean(data.stretch);
+  div.vitvizKey = data.key || null;
   div.classList.toggle("vitviz-chart-stretch", div.vitvizStretch);
   if (div.vitvizSpec === data.spec) return;
   div.vitvizSpec = data.spec;
