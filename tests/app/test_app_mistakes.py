@@ -290,7 +290,7 @@ def test_predictions_beside_the_weights_open_the_lab_without_running_the_model(
 
 def test_the_servers_startup_looks_at_the_image_the_lab_opens_with(lab_setup, tmp_path, monkeypatch) -> None:
     # a first visit to the lab spent 0.15 s of its run on this image's maps and logit lens (docs/benchmarks.md)
-    from vitviz.app import models, testset
+    from vitviz.app import testset
 
     folder, _, _ = lab_setup
     model_path = _save_model(tmp_path / "default.safetensors", seed=5)
@@ -298,7 +298,6 @@ def test_the_servers_startup_looks_at_the_image_the_lab_opens_with(lab_setup, tm
     data = vdata.load_image_folder(folder)
     save_predictions(evaluate(model, data, use_cache=False), predictions_path(model_path), model, data.fingerprint)
     monkeypatch.setattr(zoo, "default_name", lambda: str(model_path))
-    monkeypatch.setattr(models, "lab_pair", lambda name: None)
     looked_at: list[int] = []
     original = lab.inspect_mistake
 
