@@ -267,15 +267,16 @@ MARGINS = """() => Object.fromEntries([...document.querySelectorAll('.vitviz-cha
 
 def test_a_figure_drawn_again_under_its_key_starts_from_the_margins_it_needed(server):
     """static/chart.js: plotly.js draws a figure whose labels, colour bar or legend need more room
-    than its layout's margins twice (its automargin); the page remembers the margins each figure
-    key ended with, and the same step seen again gives plotly.js those margins from the start, and
-    its figures end where they were (nothing moves)."""
+    than its layout's margins twice (its automargin); the browser remembers the margins each figure
+    key ended with, and the same step seen again, or loaded anew, gives plotly.js those margins
+    from the start, and its figures end where they were (nothing moves)."""
     from playwright.sync_api import sync_playwright
 
+    url = f"{server}/{url_path('app_pages/5_attention.py')}?lang=en"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{server}/{url_path('app_pages/5_attention.py')}?lang=en", wait_until="domcontentloaded")
+        page.goto(url, wait_until="domcontentloaded")
         wait_ready(page, timeout_ms=90_000)
         first = page.evaluate(MARGINS)
         for button in ("nav_prev", "nav_next"):
@@ -283,14 +284,63 @@ def test_a_figure_drawn_again_under_its_key_starts_from_the_margins_it_needed(se
             page.locator(f".st-key-{button} button").click()
             wait_ready(page, old_title=title, timeout_ms=90_000)
         again = page.evaluate(MARGINS)
+        page.goto(url, wait_until="domcontentloaded")  # the page loaded anew: the browser's storage
+        wait_ready(page, timeout_ms=90_000)
+        reloaded = page.evaluate(MARGINS)
+        page.goto(url.replace("lang=en", "lang=ko"), wait_until="domcontentloaded")  # other labels
+        wait_ready(page, timeout_ms=90_000)
+        korean = page.evaluate(MARGINS)
         browser.close()
     grown = [key for key, (given, drawn) in first.items() if given != drawn]
     assert len(grown) >= 3  # the maps' colour bars, the distances' axes and legend, the worked softmax's labels
-    assert set(again) == set(first)
-    for key, (given, drawn) in again.items():
-        assert drawn == first[key][1], key  # drawn where it was
-        if key in grown:
-            assert given == [math.ceil(side) for side in first[key][1]], key  # given from the start
+    for seen in (again, reloaded):
+        assert set(seen) == set(first)
+        for key, (given, drawn) in seen.items():
+            assert drawn == first[key][1], key  # drawn where it was
+            if key in grown:
+                assert given == [math.ceil(side) for side in first[key][1]], key  # given from the start
+    for key in grown:  # Korean, whose labels need other margins, starts from its layout's own
+        given, drawn = first[key]
+        grew = [side for side in range(4) if given[side] != drawn[side]]
+        assert all(korean[key][0][side] < drawn[side] for side in grew), key
+
+
+STORED = "vitviz-margins-1"  # static/chart.js's entry in the browser's storage
+
+
+def test_the_stored_margins_are_bounded_and_a_broken_store_draws_as_before(server):
+    """The margins kept in the browser's storage: a store that is not the app's JSON, or holds
+    entries of the wrong shape, is left aside (the figures are drawn, with their own margins); one
+    that holds more than 400 figure sizes keeps the newest 400, the page's own among them."""
+    from playwright.sync_api import sync_playwright
+
+    url = f"{server}/{url_path('app_pages/5_attention.py')}?lang=en"
+    many = [[f"old{i}|600|450", {"l": 1, "r": 2, "t": 3, "b": 4}] for i in range(450)]
+    broken = [
+        ["attention_distance|en|9|9", {"l": "wide"}],
+        ["attention_heads|en|9|9", {"l": 1e9}],
+        "not an entry",
+        [7, {}],
+    ]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"{server}/_stcore/health")  # the app's origin, to write its storage before its page
+        page.evaluate("(key) => localStorage.setItem(key, '{not json')", STORED)
+        page.goto(url, wait_until="domcontentloaded")
+        wait_ready(page, timeout_ms=90_000)
+        fresh = page.evaluate(MARGINS)
+        page.evaluate("([key, value]) => localStorage.setItem(key, JSON.stringify(value))", [STORED, broken + many])
+        page.goto(url, wait_until="domcontentloaded")
+        wait_ready(page, timeout_ms=90_000)
+        stored = page.evaluate("(key) => JSON.parse(localStorage.getItem(key))", STORED)
+        browser.close()
+    assert len(fresh) >= 5 and all(drawn for _, drawn in fresh.values())
+    keys = [key for key, _ in stored]
+    assert len(keys) == 400 and not any(key.endswith("|9|9") for key in keys)
+    page_keys = [key for key in keys if not key.startswith("old")]
+    assert len(page_keys) == len(fresh)  # the page's figures, newest, kept
+    assert keys[: 400 - len(page_keys)] == [key for key, _ in many[-(400 - len(page_keys)) :]]
 
 
 # Counts plotly.js's draws (newPlot and react) on the page, from the moment plotly.js loads.

@@ -155,7 +155,9 @@ def _draw(view: dict[str, Any]) -> None:
             columns = st.columns(block["widths"] or len(block["figures"]))
             for column, figure in zip(columns, block["figures"], strict=False):
                 spec, script, key = figure["spec"], figure["script"], figure["key"]
-                data = chart_script.element_data(spec, stretch=False, select=False, script=script, key=key)
+                data = chart_script.element_data(
+                    spec, stretch=False, select=False, script=script, key=key, language=view["language"]
+                )
                 with column:
                     chart_script.chart_element()(key=key, data=data, width="stretch", height="content")
                 column.caption(figure["takeaway"])

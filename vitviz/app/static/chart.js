@@ -11,22 +11,49 @@
 // A figure whose axes, colour bar or legend need more room than its layout's margins is drawn twice:
 // plotly.js measures what its labels need while it draws, then draws again with the margins grown
 // (its automargin). Step 5 seen again with margins wide enough for every figure took 0.14-0.22 s
-// less of its 0.73-0.76 s (docs/benchmarks.md). The page remembers, for each figure's key and
-// size, the margins the last figure drawn under it ended with, and a figure drawn again under that
-// key (another layer, head or image, the step seen again) starts from them: drawn once, where its
-// labels fit. A figure that needs more still grows; one that needs less keeps the room, a few pixels.
+// less of its 0.73-0.76 s (docs/benchmarks.md). The browser remembers, for each figure's key,
+// language and size, the margins the last figure drawn under it ended with, and a figure drawn
+// again under them (another layer, head or image, the step seen again, the page loaded again: the
+// newest 400 are kept in its local storage) starts from them: drawn once, where its labels fit.
+// A figure that needs more still grows; one that needs less keeps the room, a few pixels.
 //
 // data (bytes: vitviz.app.chart_script.element_data): a line of JSON with script (plotly.js, relative
 // to the app's root), stretch (as tall as its box: a slide's figures), select (a click is sent
 // to the server as the trigger "selection": {points: [{curve_number, point_number, point_index, x,
-// y, customdata}]}) and key (the element's), then the figure's plotly JSON as text.
+// y, customdata}]}), key (the element's) and lang (the session's), then the figure's plotly JSON as text.
 
 const FALLBACK_WIDTH = 600; // a box not laid out yet (a closed expander): drawn, then resized
 const FALLBACK_HEIGHT = 450; // Streamlit's height for a figure that names none
 const IDLE_WAIT_MS = 1500; // a figure out of the window is drawn by then, idle or not
 const SIDES = ["l", "r", "t", "b"];
 const DEFAULT_MARGIN = { l: 80, r: 80, t: 100, b: 80 }; // plotly.js's, for a side a layout leaves out
-const margins = new Map(); // "key|width|height" -> {l, r, t, b} the last figure under it was drawn with
+const STORED = "vitviz-margins-1"; // the margins kept in the browser's storage, for the page loaded again
+const STORED_MAX = 400; // figure keys and sizes kept there (the newest; a few kB)
+const MAX_MARGIN = 2000; // pixels: a stored side past this is not a margin the app drew
+const margins = stored(); // "key|language|width|height" -> {l, r, t, b} the last figure under it was drawn with
+
+function stored() {
+  // the margins this browser's earlier pages of the app ended with (none where storage is off)
+  try {
+    const entries = JSON.parse(window.localStorage.getItem(STORED) || "[]");
+    return new Map(Array.isArray(entries) ? entries.filter(valid) : []);
+  } catch {
+    return new Map();
+  }
+}
+
+function valid(entry) {
+  const sane = (value) => Number.isFinite(value) && value >= 0 && value <= MAX_MARGIN;
+  return Array.isArray(entry) && typeof entry[0] === "string" && SIDES.every((side) => sane(entry[1]?.[side]));
+}
+
+function store() {
+  try {
+    window.localStorage.setItem(STORED, JSON.stringify([...margins].slice(-STORED_MAX)));
+  } catch {
+    // storage full or off: the page still remembers them while it is open
+  }
+}
 
 function appUrl(path) {
   // relative to the app's root, found from the frontend's entry script (<root>/static/js/index.*.js)
@@ -83,7 +110,7 @@ function resized(Plotly, div) {
 }
 
 function marginsKey(div, layout) {
-  return div.vitvizKey ? `${div.vitvizKey}|${layout.width}|${layout.height}` : null;
+  return div.vitvizKey ? `${div.vitvizKey}|${div.vitvizLang}|${layout.width}|${layout.height}` : null;
 }
 
 function withKnownMargins(layout, known) {
@@ -100,7 +127,9 @@ function remember(div, layout) {
   const key = marginsKey(div, layout);
   const drawn = div._fullLayout && div._fullLayout._size;
   if (key && drawn && SIDES.every((side) => Number.isFinite(drawn[side]))) {
+    margins.delete(key); // the newest last: the oldest leave the storage first
     margins.set(key, Object.fromEntries(SIDES.map((side) => [side, Math.ceil(drawn[side])])));
+    store();
   }
 }
 
@@ -192,6 +221,7 @@ export default function (component) {
   div.vitvizSelect = Boolean(data.select);
   div.vitvizStretch = Boolean(data.stretch);
   div.vitvizKey = data.key || null;
+  div.vitvizLang = data.lang || "";
   div.classList.toggle("vitviz-chart-stretch", div.vitvizStretch);
   if (div.vitvizSpec === data.spec) return;
   div.vitvizSpec = data.spec;
