@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tests.apptest import charts as drawn
-from tests.apptest import errors, open_page
-from vitviz.app import chart_script, charts, internals, tour
+from tests.apptest import errors, open_page, open_page_in_one_run
+from vitviz.app import chart_script, charts, internals, margins, tour
 from vitviz.render import plots
 
 
@@ -127,3 +127,25 @@ def test_a_table_goes_to_streamlit_as_arrow_and_a_column_of_mixed_kinds_as_rows(
     assert isinstance(table, pyarrow.Table) and table.to_pylist() == [dict(row) for row in rows]
     mixed = [{"value": 1}, {"value": "one"}]  # Arrow holds one kind a column: Streamlit's own conversion shows text
     assert chart_script.table_data(mixed) == mixed
+
+
+@pytest.mark.parametrize(("language", "present"), [("en", False), ("ko", False), ("en", True)])
+def test_a_figure_carries_the_margins_measured_for_its_key_language_and_mode(language, present):
+    """vitviz/assets/margins.json (tools.margins): a figure of the tour goes to the page with the
+    margins Chromium drew it with for its key, the session's language and the mode, and its
+    language, under which the browser remembers what it drew; a figure measured for nothing more
+    than its layout's margins goes without."""
+    page = "app_pages/5_attention.py"
+    at = open_page(page, query={"present": "1"}) if present else open_page_in_one_run(page, lang=language)
+    assert not errors(at), errors(at)
+    sent = {chart.proto.id.rsplit("-", 1)[-1]: chart.data for chart in drawn(at)}
+    assert sent and {data["lang"] for data in sent.values()} == {language}
+    measured = {key: data["start"] for key, data in sent.items() if "start" in data}
+    assert "attention_query" in measured  # its colour bar: measured wider than 4 px
+    for key, start in measured.items():
+        assert start == margins.measured(key, language, present), key
+        widths = [width for width, _ in start]
+        assert widths == sorted(widths) and all(len(sides) == 4 for _, sides in start), key
+    for key in set(sent) - set(measured):
+        assert margins.measured(key, language, present) is None, key
+    assert margins.measured("attention_query", language, not present) != measured["attention_query"]

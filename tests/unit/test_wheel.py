@@ -36,6 +36,8 @@ def test_the_wheel_carries_the_models_the_samples_and_the_app(wheel: Path) -> No
         "vitviz/assets/models/cifar10-vit.json",
         "vitviz/assets/models/cifar10-vit.predictions.safetensors",
         "vitviz/assets/samples/cat-chelsea.jpg",
+        "vitviz/assets/first_view.json",  # the overview drawn before torch has loaded
+        "vitviz/assets/margins.json",  # the figures' margins, measured in Chromium
         "vitviz/locales/ko.json",
         "vitviz/app/static/presenter.js",
     ):

@@ -122,16 +122,21 @@ def table_data(rows: Sequence[Mapping[str, Any]]) -> Any:
         return list(rows)
 
 
-def element_data(text: str, stretch: bool, select: bool, script: str, key: str, language: str) -> bytes:
+def element_data(
+    text: str, stretch: bool, select: bool, script: str, key: str, language: str, start: list | None = None
+) -> bytes:
     """What the chart element gets: one line of JSON (``script``: the path of the plotly.js that
     draws it, ````script_for````; ``stretch``, ``select``; ``key``: the element's key, and ``lang``:
     the session's ``language``, under which the browser remembers the margins plotly.js gave the
-    figure: another language's labels need other margins), then the figure's JSON text as it is.
+    figure: another language's labels need other margins; ``start``: the margins to start from
+    where the browser remembers none, ``vitviz.app.margins.measured``), then the figure's JSON text as it is.
     Bytes, not a dictionary: Streamlit writes a dictionary as JSON again (every quote of the figure
     escaped) and parses and writes it once more to name the element, which cost a class's server
     more than the figure itself (docs/benchmarks.md)."""
-    head = json.dumps({"script": script, "stretch": stretch, "select": select, "key": key, "lang": language})
-    return head.encode() + b"\n" + text.encode()
+    head = {"script": script, "stretch": stretch, "select": select, "key": key, "lang": language}
+    if start:
+        head["start"] = start
+    return json.dumps(head).encode() + b"\n" + text.encode()
 
 
 def read_element_data(data: bytes) -> dict:

@@ -15,12 +15,16 @@
 // language and size, the margins the last figure drawn under it ended with, and a figure drawn
 // again under them (another layer, head or image, the step seen again, the page loaded again: the
 // newest 400 are kept in its local storage) starts from them: drawn once, where its labels fit.
-// A figure that needs more still grows; one that needs less keeps the room, a few pixels.
+// A figure it has not drawn starts from the margins Chromium drew it with when the app was made
+// (tools.margins), a few pixels more. A figure that needs more still grows; one that needs less
+// keeps the room, a few pixels.
 //
 // data (bytes: vitviz.app.chart_script.element_data): a line of JSON with script (plotly.js, relative
 // to the app's root), stretch (as tall as its box: a slide's figures), select (a click is sent
 // to the server as the trigger "selection": {points: [{curve_number, point_number, point_index, x,
-// y, customdata}]}), key (the element's) and lang (the session's), then the figure's plotly JSON as text.
+// y, customdata}]}), key (the element's), lang (the session's) and start (the margins Chromium
+// measured for it on a first visit, by width: vitviz.app.margins.measured), then the
+// figure's plotly JSON as text.
 
 const FALLBACK_WIDTH = 600; // a box not laid out yet (a closed expander): drawn, then resized
 const FALLBACK_HEIGHT = 450; // Streamlit's height for a figure that names none
@@ -133,9 +137,28 @@ function remember(div, layout) {
   }
 }
 
+function measured(start, width) {
+  // the margins Chromium measured for this figure on a first visit (vitviz/assets/margins.json), by
+  // figure width: each side at least that of the widest width measured not wider than this one (a
+  // legend needs fewer rows when wider), and the line through its neighbours' (a colour bar needs
+  // a little more room when wider); below the narrowest width measured, the narrowest's
+  const entries = (Array.isArray(start) ? start : []).filter(
+    (entry) => Array.isArray(entry) && Number.isFinite(entry[0]) && Array.isArray(entry[1]) &&
+      entry[1].length === SIDES.length && entry[1].every(Number.isFinite),
+  );
+  if (!entries.length) return null;
+  const wider = entries.findIndex(([w]) => w > width);
+  const at = wider === -1 ? entries.length : wider; // entries[at - 1] is the widest not wider
+  const lower = entries[Math.max(at - 1, 0)];
+  const [a, b] = at === 0 || entries.length === 1 ? [lower, lower] : at === entries.length ? entries.slice(-2) : [entries[at - 1], entries[at]];
+  const line = (k) => (a[0] === b[0] ? a[1][k] : a[1][k] + ((b[1][k] - a[1][k]) * (width - a[0])) / (b[0] - a[0]));
+  return Object.fromEntries(SIDES.map((side, k) => [side, Math.ceil(Math.max(lower[1][k], line(k)))]));
+}
+
 function draw(Plotly, div, figure) {
   const sized = { ...figure.layout, ...size(div, figure.layout, div.vitvizStretch) };
-  const layout = withKnownMargins(sized, margins.get(marginsKey(div, sized)));
+  const known = margins.get(marginsKey(div, sized)) || measured(div.vitvizStart, sized.width);
+  const layout = withKnownMargins(sized, known);
   const config = { displaylogo: false, showSendToCloud: false, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
   if (div.vitvizDrawn && div.vitvizPlotly !== Plotly) {
     // another figure under this key that needs the other plotly.js: drawn anew by it
@@ -222,6 +245,7 @@ export default function (component) {
   div.vitvizStretch = Boolean(data.stretch);
   div.vitvizKey = data.key || null;
   div.vitvizLang = data.lang || "";
+  div.vitvizStart = data.start || null;
   div.classList.toggle("vitviz-chart-stretch", div.vitvizStretch);
   if (div.vitvizSpec === data.spec) return;
   div.vitvizSpec = data.spec;
