@@ -1,7 +1,8 @@
 """The startup waits for the first view (issue 58): a fresh server's warm-up imports the libraries
 and loads the default model once a session's run has drawn its page (the shipped overview,
 vitviz.app.first_view), a run of the app's own needs them (``startup_needed``), or nobody has been
-visiting for IDLE_S; it loads the lab's test split once the browser has then had DRAW_S to draw."""
+visiting for IDLE_S; it loads the lab's test split once the browser has then had DRAW_S to draw
+and no run has started or ended for QUIET_S."""
 
 import threading
 import time
@@ -137,3 +138,37 @@ def test_a_server_exiting_during_the_wait_loads_no_lab_data(fresh, order, monkey
     glue._STOPPING.set()  # what _stop_at_exit does
     warming.join(10)
     assert not warming.is_alive() and order == ["model"]
+
+
+def test_the_lab_data_waits_for_a_pause_between_clicks(fresh, order, monkeypatch):
+    """Once the first view is drawn, the lab's data waits until no run has started or ended for
+    QUIET_S: a teacher clicking Next is not kept waiting behind it. A class that never pauses
+    waits QUIET_MAX_S at most."""
+    monkeypatch.setattr(glue, "DRAW_S", 0.1)
+    monkeypatch.setattr(glue, "QUIET_S", 0.5)
+    with glue.session_run():
+        pass  # the first view drawn
+    warming = threading.Thread(target=glue._warm)
+    warming.start()
+    clicking_until = time.monotonic() + 1.5
+    while time.monotonic() < clicking_until:  # a run every 0.2 s: never 0.5 s quiet
+        with glue.session_run():
+            time.sleep(0.05)
+        last_run = time.monotonic()
+        time.sleep(0.15)
+        assert "lab data" not in order
+    warming.join(10)
+    assert order == ["model", "lab data"] and time.monotonic() - last_run >= 0.5
+
+
+def test_a_class_that_never_pauses_waits_quiet_max_s_only(fresh):
+    with glue._RUNS:
+        glue._running = 1  # a run in progress all along
+    started = time.monotonic()
+    assert glue.wait_for_quiet(quiet_s=0.2, max_s=0.5) is False
+    assert 0.5 <= time.monotonic() - started < 3
+    with glue._RUNS:
+        glue._running = 0
+        glue._last_seen = time.monotonic()
+    assert glue.wait_for_quiet(quiet_s=0.2, max_s=5) is True
+    assert time.monotonic() - started < 4

@@ -135,6 +135,8 @@ _drawn = False  # a session's run has drawn its page to the end since the server
 _last_seen = 0.0  # time.monotonic() when a run last started or ended
 _STOPPING = threading.Event()
 IDLE_S = 2.0  # with no run in progress, the lab's data waits this long after the last one for a visitor
+QUIET_S = 2.0  # and, once a page is drawn, for this long without a run starting or ending
+QUIET_MAX_S = 120.0  # but never longer than this (a class that never pauses: its first lab visitor would load it)
 FIRST_VIEW_MAX_S = 60.0  # and never longer than this (a first view stuck on something else)
 DRAW_S = 5.0  # after a run has drawn its page, the browser's Plotly draws its figures: seconds left to it
 
@@ -176,6 +178,22 @@ def wait_for_first_view(
         return _drawn
 
 
+def wait_for_quiet(quiet_s: float = QUIET_S, max_s: float = QUIET_MAX_S) -> bool:
+    """Wait until no session's run has been in progress, started or ended for ``quiet_s`` (a
+    teacher between two clicks), or ``max_s`` passed, or the process is exiting. Returns whether
+    it was quiet."""
+    started = time.monotonic()
+    with _RUNS:
+        while not _STOPPING.is_set():
+            now = time.monotonic()
+            if _running == 0 and now - _last_seen >= quiet_s:
+                return True
+            if now - started >= max_s:
+                return False
+            _RUNS.wait(0.05)
+        return False
+
+
 FULL_COLLECTION_EVERY = 100  # collections of the middle generation between two full ones (Python's default: 10)
 
 
@@ -213,6 +231,9 @@ def _warm() -> None:
         )
         if wait_for_first_view(IDLE_S, FIRST_VIEW_MAX_S):  # then the browser draws its figures, on the same cores
             _STOPPING.wait(DRAW_S)
+        # and a visitor who clicks on (the teacher's first Next) is not kept waiting behind it: on 2
+        # cores, the first Next took 1.2-1.5 s while this loaded, 0.5 s after (docs/benchmarks.md)
+        wait_for_quiet(QUIET_S, QUIET_MAX_S)
         if not _STOPPING.is_set():  # a server exiting loads nothing more: its exit waits for this thread
             testset.warm_test_split()
         settle_collector()
