@@ -16,8 +16,8 @@
 // again under them (another layer, head or image, the step seen again, the page loaded again: the
 // newest 400 are kept in its local storage) starts from them: drawn once, where its labels fit.
 // A figure it has not drawn starts from the margins Chromium drew it with when the app was made
-// (tools.margins), a few pixels more. A figure that needs more still grows; one that needs less
-// keeps the room, a few pixels.
+// (tools.margins: another image or model may need other labels). A figure that needs more still
+// grows; one that needs less keeps the room, a few pixels.
 //
 // data (bytes: vitviz.app.chart_script.element_data): a line of JSON with script (plotly.js, relative
 // to the app's root), stretch (as tall as its box: a slide's figures), select (a click is sent
