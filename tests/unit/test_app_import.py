@@ -65,7 +65,7 @@ def start_the_server_s_startup() -> None:
     import asyncio
     import threading
 
-    from vitviz.app import warm_up
+    from vitviz.app import STARTUP_BEGUN, warm_up
 
     async def start_and_stop() -> None:
         async with warm_up(None):
@@ -75,6 +75,7 @@ def start_the_server_s_startup() -> None:
     for thread in threading.enumerate():
         if thread.name == "vitviz-warm-up":
             thread.join(timeout=300)
+    STARTUP_BEGUN.clear()  # the process's next test is not a server that has begun its startup
 
 
 def test_the_startup_loads_the_default_model_and_its_test_split_once(tmp_path, monkeypatch):
