@@ -54,10 +54,15 @@ DRAWN = """() => [...document.querySelectorAll('.vitviz-chart[data-drawn]')].map
 
 
 def grown(given: list[float | None], drawn: list[float]) -> list[int] | None:
-    """The start a figure needs: each side plotly.js grew, rounded up; 0 where
-    it kept the layout's own. None when it grew none."""
+    """The start a figure needs: each side plotly.js grew, rounded up; 0 where it kept the
+    layout's own. None when it grew none."""
     start = [0 if side == (was or 0) else math.ceil(side) for was, side in zip(given, drawn, strict=True)]
     return start if any(start) else None
+
+
+def widen(widths: dict[int, list[int]], width: int, start: list[int]) -> None:
+    """``widths[width]``, each side at least ``start``'s."""
+    widths[width] = [max(a, b) for a, b in zip(widths.get(width, start), start, strict=True)]
 
 
 def keep(found: dict[str, dict[int, list[int]]], page: Any, language: str, mode: str) -> None:
@@ -65,8 +70,7 @@ def keep(found: dict[str, dict[int, list[int]]], page: Any, language: str, mode:
     for key, width, given, drawn in page.evaluate(DRAWN):
         start = grown(given, drawn)
         if key and start:
-            entry = found.setdefault(margins.key(key, language, mode == "present"), {})
-            entry[round(width)] = [max(a, b) for a, b in zip(entry.get(round(width), start), start, strict=True)]
+            widen(found.setdefault(margins.key(key, language, mode == "present"), {}), round(width), start)
 
 
 def walk_pages(browser: Any, url: str, language: str, window: tuple[int, int], found: dict) -> None:
@@ -137,9 +141,8 @@ def measure(file: Path) -> dict[str, Any]:
         if not found:
             break
         for key, widths in found.items():
-            entry = figures.setdefault(key, {})
             for width, start in widths.items():
-                entry[width] = [max(a, b) for a, b in zip(entry.get(width, start), start, strict=True)]
+                widen(figures.setdefault(key, {}), width, start)
         made["figures"] = {key: sorted(widths.items()) for key, widths in sorted(figures.items())}
         file.write_text(written(made), encoding="utf-8")
     return made

@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow
 import streamlit as st
 
-from vitviz.app import internals, web
+from vitviz.app import internals, margins, web
 from vitviz.app.assets import (
     FIRST_VIEW_ELEMENTS,
     LATER_ELEMENTS,
@@ -123,17 +123,19 @@ def table_data(rows: Sequence[Mapping[str, Any]]) -> Any:
 
 
 def element_data(
-    text: str, stretch: bool, select: bool, script: str, key: str, language: str, start: list | None = None
+    text: str, stretch: bool, select: bool, script: str, key: str, language: str, presenting: bool
 ) -> bytes:
     """What the chart element gets: one line of JSON (``script``: the path of the plotly.js that
     draws it, ````script_for````; ``stretch``, ``select``; ``key``: the element's key, and ``lang``:
     the session's ``language``, under which the browser remembers the margins plotly.js gave the
     figure: another language's labels need other margins; ``start``: the margins to start from
-    where the browser remembers none, ``vitviz.app.margins.measured``), then the figure's JSON text as it is.
+    where the browser remembers none, measured for the key, language and mode (``presenting``) by
+    ``vitviz.app.margins.measured``, when there are any), then the figure's JSON text as it is.
     Bytes, not a dictionary: Streamlit writes a dictionary as JSON again (every quote of the figure
     escaped) and parses and writes it once more to name the element, which cost a class's server
     more than the figure itself (docs/benchmarks.md)."""
     head = {"script": script, "stretch": stretch, "select": select, "key": key, "lang": language}
+    start = margins.measured(key, language, presenting)
     if start:
         head["start"] = start
     return json.dumps(head).encode() + b"\n" + text.encode()

@@ -44,7 +44,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from vitviz.app import chart_script, internals, margins, presenter, shelf
+from vitviz.app import chart_script, internals, presenter, shelf
 from vitviz.app.text import lang
 from vitviz.render import plots
 
@@ -151,9 +151,7 @@ def draw(
     text = found[1] if found is not None and found[0] == mode else internals.write(themed(figure, mode))
     script = chart_script.script_for(trace.type for trace in figure.data)
     stretch, select = height == "stretch", on_select is not None
-    language = lang()
-    start = margins.measured(key, language, bool(mode))
-    data = chart_script.element_data(text, stretch, select, script, key, language, start)
+    data = chart_script.element_data(text, stretch, select, script, key, lang(), bool(mode))
     callbacks = {}
     if on_select is not None:
         callbacks["on_selection_change"] = _rerun if on_select == "rerun" else on_select

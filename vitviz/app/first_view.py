@@ -30,7 +30,7 @@ from typing import Any
 
 import streamlit as st
 
-from vitviz.app import chart_script, internals, margins, page_list, web
+from vitviz.app import chart_script, internals, page_list, web
 
 log = internals.logger(__name__)
 
@@ -155,9 +155,7 @@ def _draw(view: dict[str, Any]) -> None:
             columns = st.columns(block["widths"] or len(block["figures"]))
             for column, figure in zip(columns, block["figures"], strict=False):
                 spec, script, key = figure["spec"], figure["script"], figure["key"]
-                language = view["language"]
-                start = margins.measured(key, language, False)
-                data = chart_script.element_data(spec, False, False, script, key, language, start)
+                data = chart_script.element_data(spec, False, False, script, key, view["language"], False)
                 with column:
                     chart_script.chart_element()(key=key, data=data, width="stretch", height="content")
                 column.caption(figure["takeaway"])

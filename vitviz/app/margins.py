@@ -1,6 +1,6 @@
 """The margins Chromium drew each figure of the app with on a first visit (``assets/margins.json``,
 made by ``python -m tools.margins``): a figure goes to the page with its entry
-(``vitviz.app.chart_script.element_data``), and static/chart.js starts it from there where the
+(``vitviz.app.chart_script.element_data`` looks it up), and static/chart.js starts it from there where the
 browser remembers nothing for it, so plotly.js draws it once instead of twice (docs/benchmarks.md)."""
 
 from __future__ import annotations
