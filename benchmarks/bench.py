@@ -90,6 +90,7 @@ PAGE_CONTENT = ", ".join(
         ".js-plotly-plot",
         "[data-testid='stMetricValue']",
         "[data-testid='stDataFrame']",
+        "[data-testid='stTable']",
         "[data-testid='stAlert']",
     )
 )
@@ -809,12 +810,15 @@ def _healthy(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def app_server(timeout: float = 120.0, env: Mapping[str, str] | None = None) -> Iterator[Server]:
+def app_server(
+    timeout: float = 120.0, env: Mapping[str, str] | None = None, script: str = "app.py"
+) -> Iterator[Server]:
     """Launch the app, wait for /_stcore/health to say ok, and stop it afterwards.
 
     Args:
         timeout: seconds to wait for the first healthy answer.
         env: variables to set for the server on top of this process's environment.
+        script: what ``streamlit run`` runs (a test's own page), from the clone's root.
     """
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -824,7 +828,7 @@ def app_server(timeout: float = 120.0, env: Mapping[str, str] | None = None) -> 
         "-m",
         "streamlit",
         "run",
-        "app.py",
+        script,
         "--server.headless",
         "true",
         "--server.address",

@@ -248,7 +248,7 @@ def zero_counts_on_page(at, lang: str) -> list[str]:
         for widget in getattr(at, kind):
             texts.append(str(widget.label))
             texts += [str(option) for option in getattr(widget, "options", None) or []]
-    for frame in at.dataframe:
+    for frame in [*at.table, *at.dataframe]:
         table = frame.value
         texts += [str(column) for column in table.columns]
         texts += [cell for cell in table.to_numpy().ravel() if isinstance(cell, str)]

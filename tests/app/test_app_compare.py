@@ -49,7 +49,7 @@ def _open(models: tuple[Path, Path], **state: object):
 
 
 def _table(at) -> dict[str, tuple[str, str]]:
-    table = at.dataframe[0].value
+    table = at.table[0].value
     return {row.iloc[0]: (row.iloc[1], row.iloc[2]) for _, row in table.iterrows()}
 
 

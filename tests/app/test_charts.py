@@ -12,7 +12,7 @@ import torch
 
 from tests.apptest import charts as drawn
 from tests.apptest import errors, open_page, open_page_in_one_run
-from vitviz.app import chart_script, charts, internals, margins, tour
+from vitviz.app import charts, internals, margins, tabular, tour
 from vitviz.render import plots
 
 
@@ -123,10 +123,10 @@ def test_a_table_goes_to_streamlit_as_arrow_and_a_column_of_mixed_kinds_as_rows(
         {"step": "pixels", "shape": "(1, 3, 32, 32)", "weight": 0.056},
         {"step": "head", "shape": None, "weight": 1},
     )
-    table = chart_script.table_data(rows)
+    table = tabular.table_data(rows)
     assert isinstance(table, pyarrow.Table) and table.to_pylist() == [dict(row) for row in rows]
     mixed = [{"value": 1}, {"value": "one"}]  # Arrow holds one kind a column: Streamlit's own conversion shows text
-    assert chart_script.table_data(mixed) == mixed
+    assert tabular.table_data(mixed) == mixed
 
 
 @pytest.mark.parametrize(("language", "present"), [("en", False), ("ko", False), ("en", True)])

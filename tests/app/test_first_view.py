@@ -55,8 +55,11 @@ def drawn(at: AppTest) -> list[tuple]:
             kind = child.type
             if kind == "bidi_component":
                 found.append((kind, child.proto.id, json.dumps(chart_bytes[child.proto.id], sort_keys=True)))
-            elif kind == "dataframe":  # its height is not in AppTest's tree (the browser test compares it)
-                found.append((kind, child.value.to_json(), str(child.proto.columns)))
+            elif kind in (
+                "table",
+                "dataframe",
+            ):  # a grid's height is not in AppTest's tree (the browser test compares it)
+                found.append((kind, child.value.to_json(), str(getattr(child.proto, "columns", ""))))
             elif kind == "button":
                 found.append((kind, child.label, child.key, child.proto.type))
             elif kind in ("flex_container", "column", "vertical", "horizontal"):

@@ -90,6 +90,6 @@ def test_a_test_image_s_comparison_and_shuffle_come_from_the_shipped_table(plant
     assert cnn_top == class_label(names[int(np.argmax(planted["cnn_logits"]))], "en")  # the negated logits' winner
     shown = figure_array(figure(at, "compare_map_grad_rollout")["data"][1]["z"])
     np.testing.assert_allclose(shown, planted["grad_rollout"] / planted["grad_rollout"].max(), rtol=1e-4, atol=1e-5)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     shuffled = {row.iloc[0]: row.iloc[2] for _, row in table.iterrows()}
     assert shuffled["ViT"].startswith(class_label(names[int(np.argmax(planted["shuffle_vit_logits"]))], "en"))

@@ -193,14 +193,13 @@ def _keep(kept: Path, body: bytes) -> None:
 # table, a button, markdown with HTML) were asked for when its run had drawn, while the startup
 # loaded the libraries: each small file then waited 0.3-0.6 s for the busy server, and the figures
 # for them (docs/benchmarks.md). The later ones are the sidebar's widgets, the steps' and the lab's.
-FIRST_VIEW_ELEMENTS = ("BidiComponent", "Html", "DataFrame", "Button", "rehype-raw")
+FIRST_VIEW_ELEMENTS = ("BidiComponent", "Html", "Table", "Button", "rehype-raw")
 LATER_ELEMENTS = ("Radio", "Selectbox", "TextInput", "FileUploader", "DownloadButton", "Checkbox") + (
     "Metric",
     "Slider",
     "rehype-katex",
     "NumberInput",
     "PageLink",
-    "Table",
     "ImageList",
 )
 _IMPORT = re.compile(rb'(?:from|import)"\./([^"/]+\.js)"')  # a static import in a minified chunk

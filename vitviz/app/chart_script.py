@@ -21,11 +21,10 @@ import importlib.util
 import json
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-import pyarrow
 import streamlit as st
 
 from vitviz.app import internals, margins, web
@@ -109,17 +108,6 @@ def element_js() -> str:
     browser keeps the module) and hands each figure to it. Streamlit sends an element's script
     with every element, to every student: a line, not the drawing code."""
     return web.page_text("chart_element.js", module=json.dumps(chart_script_path()))
-
-
-def table_data(rows: Sequence[Mapping[str, Any]]) -> Any:
-    """A table's rows (dicts of cells) as st.dataframe is given them: an Arrow table, which
-    Streamlit sends as it is, where a list of rows goes through pandas first (ten times the time,
-    on every run of every page with a table). Rows whose column mixes kinds Arrow cannot hold in
-    one column (text and numbers) are given as they are: Streamlit then shows that column as text."""
-    try:
-        return pyarrow.Table.from_pylist(list(rows))
-    except (pyarrow.ArrowInvalid, pyarrow.ArrowTypeError):
-        return list(rows)
 
 
 def element_data(

@@ -30,7 +30,7 @@ from typing import Any
 
 import streamlit as st
 
-from vitviz.app import chart_script, internals, page_list, web
+from vitviz.app import chart_script, internals, page_list, tabular, web
 
 log = internals.logger(__name__)
 
@@ -165,10 +165,12 @@ def _draw(view: dict[str, Any]) -> None:
             show.get(block["role"], st.warning)(block["text"])
         elif kind == "heading":
             st.subheader(block["text"])
-        elif kind == "table":
-            st.dataframe(
-                chart_script.table_data(block["rows"]), hide_index=True, width="stretch", height=block["height"]
-            )
+        elif kind == "table":  # drawn as the app's own run draws it (vitviz.app.render.draw)
+            if tabular.drawn_whole(block["rows"]):
+                st.table(tabular.plain_table_data(block["rows"]), hide_index=True)
+            else:
+                data = tabular.table_data(block["rows"])
+                st.dataframe(data, hide_index=True, width="stretch", height=block["height"])
             if block["caption"]:
                 st.caption(block["caption"])
     nav = view["next"]

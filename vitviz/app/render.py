@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator, Mapping
 import streamlit as st
 
 from vitviz.app import (
-    chart_script,
     charts,
     current,
     described,
@@ -18,6 +17,7 @@ from vitviz.app import (
     navigation,
     presenter,
     state,
+    tabular,
     tour,
 )
 from vitviz.app.text import tr
@@ -109,12 +109,12 @@ def draw(block: Block, where=st) -> None:
         for column, figure in zip(where.columns(block.widths or len(block.figures)), block.figures, strict=False):
             _figure(figure, column)
     elif isinstance(block, Table):
-        if block.whole:  # st.table: every row, long cells wrap, and its text grows in presenter mode
-            where.table(list(block.rows), hide_index=True)
+        if tabular.drawn_whole(block.rows, block.whole):  # every row, long cells wrap, presenter mode's type
+            where.table(tabular.plain_table_data(block.rows), hide_index=True)
         else:
             rows = len(block.rows)  # every row without scrolling inside the grid (up to a limit)
             where.dataframe(
-                chart_script.table_data(block.rows),
+                tabular.table_data(block.rows),
                 hide_index=True,
                 width="stretch",
                 height=furniture.table_height(rows),
