@@ -174,6 +174,24 @@ def test_a_second_stage_keeps_the_model_and_its_classes(dataset, tmp_path):
         train(tiny_recipe(dataset, name="d", init_from=str(tmp_path / "empty")), out=tmp_path / "d")
 
 
+def test_a_second_stage_may_regularise_the_model_it_continues(dataset, tmp_path):
+    train(tiny_recipe(dataset, epochs=1), out=tmp_path / "tiny")
+    weights, parent, _ = read_run(tmp_path / "tiny")
+    stochastic = {"drop_path_rate": 0.2, "drop_rate": 0.1}
+    still = dict(epochs=1, lr=0.0, min_lr=0.0, weight_decay=0.0, init_from=str(tmp_path / "tiny"), model=stochastic)
+    train(tiny_recipe(dataset, name="reg", **still), out=tmp_path / "reg")
+    after, config, _ = read_run(tmp_path / "reg")
+    assert (config.drop_path_rate, config.drop_rate, config.attn_drop_rate) == (0.2, 0.1, 0.0)
+    assert config == dataclasses.replace(parent, **stochastic)  # the rest is the continued model's
+    for key in weights:  # lr 0: the same weights, now trained with stochastic depth and dropout
+        torch.testing.assert_close(after[key], weights[key], rtol=0, atol=0, msg=key)
+    with pytest.raises(ValueError, match=r"cannot change a model .*\(depth\)"):
+        train(
+            tiny_recipe(dataset, name="b", init_from=str(tmp_path / "tiny"), model={**stochastic, "depth": 2}),
+            out=tmp_path / "b",
+        )
+
+
 def test_a_grown_vit_answers_as_its_parent_until_it_trains(dataset, tmp_path):
     parent = build_model(ViTConfig(image_size=32, patch_size=8, num_classes=3, **{**TINY, "depth": 2}))
     parent.eval()

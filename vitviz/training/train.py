@@ -1115,6 +1115,12 @@ def load_data(cfg: TrainConfig) -> tuple[ImageSet, ImageSet, tuple[int, int]]:
     return train_set, test_set, size
 
 
+# Settings of a model's config that its weights do not depend on: a run that continues trained
+# weights may ask for others (stochastic depth for a student that learns its own training views by
+# heart, docs/training.md). Every other setting stays the continued model's.
+REGULARISATION = ("drop_rate", "attn_drop_rate", "drop_path_rate")
+
+
 def starting_point(
     cfg: TrainConfig, classes: list[str]
 ) -> tuple[ModelConfig, dict[str, Tensor] | None, dict[str, Any] | None]:
@@ -1122,8 +1128,8 @@ def starting_point(
     before it (its lineage); without it, ``cfg``'s config, no weights and no lineage.
 
     Raises:
-        ValueError: when ``--model`` would change the model it continues, or that model knows
-            other classes than the data's.
+        ValueError: when ``--model`` would change the model it continues (other than its
+            ``REGULARISATION``), or that model knows other classes than the data's.
     """
     vit_config = cfg.model_config(classes)  # a ViTConfig or, with --arch cnn, a CNNConfig
     if not cfg.init_from:
@@ -1133,11 +1139,16 @@ def starting_point(
     asked = vit_config.to_dict()  # --model (or a preset's model) as the config writes it: 28 -> [28, 28]
     start_weights, vit_config, parent = read_run(cfg.init_from)
     kept = vit_config.to_dict()
-    changed = sorted(k for k in cfg.model if _jsonable(kept.get(k)) != _jsonable(asked.get(k)))
+    changed = sorted(
+        k for k in cfg.model if k not in REGULARISATION and _jsonable(kept.get(k)) != _jsonable(asked.get(k))
+    )
     if changed:
         raise ValueError(
             f"--model cannot change a model that --init-from continues ({', '.join(changed)}): it keeps its config."
         )
+    regularised = {k: asked[k] for k in REGULARISATION if k in cfg.model}
+    if regularised:  # the same weights, trained with other dropout or stochastic depth
+        vit_config = dataclasses.replace(vit_config, **regularised)
     if list(vit_config.class_names) != list(classes):
         raise ValueError(f"{cfg.init_from} knows the classes {list(vit_config.class_names)}, the data has {classes}.")
     if cfg.grow_depth:
