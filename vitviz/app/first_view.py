@@ -166,11 +166,7 @@ def _draw(view: dict[str, Any]) -> None:
         elif kind == "heading":
             st.subheader(block["text"])
         elif kind == "table":  # drawn as the app's own run draws it (vitviz.app.render.draw)
-            if tabular.drawn_whole(block["rows"]):
-                st.table(tabular.plain_table_data(block["rows"]), hide_index=True)
-            else:
-                data = tabular.table_data(block["rows"])
-                st.dataframe(data, hide_index=True, width="stretch", height=block["height"])
+            tabular.draw(st, block["rows"], False, block["height"])
             if block["caption"]:
                 st.caption(block["caption"])
     nav = view["next"]

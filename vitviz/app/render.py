@@ -109,16 +109,8 @@ def draw(block: Block, where=st) -> None:
         for column, figure in zip(where.columns(block.widths or len(block.figures)), block.figures, strict=False):
             _figure(figure, column)
     elif isinstance(block, Table):
-        if tabular.drawn_whole(block.rows, block.whole):  # every row, long cells wrap, presenter mode's type
-            where.table(tabular.plain_table_data(block.rows), hide_index=True)
-        else:
-            rows = len(block.rows)  # every row without scrolling inside the grid (up to a limit)
-            where.dataframe(
-                tabular.table_data(block.rows),
-                hide_index=True,
-                width="stretch",
-                height=furniture.table_height(rows),
-            )
+        # a long one's grid shows every row without scrolling inside it (up to a limit)
+        tabular.draw(where, block.rows, block.whole, furniture.table_height(len(block.rows)))
         if block.caption:
             where.caption(block.caption)
     elif isinstance(block, Controls):

@@ -19,9 +19,14 @@ import pyarrow
 WHOLE_ROWS = 20
 
 
-def drawn_whole(rows: Sequence[Mapping[str, Any]], whole: bool = False) -> bool:
-    """Whether a table of ``rows`` is drawn as a plain table (``whole``: always), not in the grid."""
-    return whole or len(rows) <= WHOLE_ROWS
+def draw(where: Any, rows: Sequence[Mapping[str, Any]], whole: bool, grid_height: int) -> None:
+    """A table of ``rows`` on the page (``where``: st or a column): a plain table when ``whole`` or
+    it fits a screen (every row, long cells wrapped, presenter mode's type), else the data grid,
+    ``grid_height`` pixels tall (the app's run and the first view each know their own)."""
+    if whole or len(rows) <= WHOLE_ROWS:
+        where.table(plain_table_data(rows), hide_index=True)
+    else:
+        where.dataframe(table_data(rows), hide_index=True, width="stretch", height=grid_height)
 
 
 # A plain table reads each text cell as Markdown: "-" alone is a list's bullet, "__init__" bold,
