@@ -7,7 +7,7 @@ import gc
 import importlib
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 
 from vitviz.app import internals
@@ -162,19 +162,35 @@ def session_run() -> Iterator[None]:
             _RUNS.notify_all()
 
 
+def _wait_until(
+    ready: Callable[[float, float], bool], max_s: float, poll_s: float, unless: threading.Event | None = None
+) -> bool:
+    """Wait, looking at the runs under their lock, until ``ready(now, started)``, or ``max_s``
+    passed, or the process is exiting, or ``unless`` is set. Returns whether it was ready."""
+    started = time.monotonic()
+    with _RUNS:
+        while not _STOPPING.is_set() and not (unless is not None and unless.is_set()):
+            now = time.monotonic()
+            if ready(now, started):
+                return True
+            if now - started >= max_s:
+                return False
+            _RUNS.wait(poll_s)
+        return False
+
+
 def wait_for_first_view(
     idle_s: float = IDLE_S, max_s: float = FIRST_VIEW_MAX_S, unless: threading.Event | None = None
 ) -> bool:
     """Wait until a session's run has drawn its page, or no run has been in progress for ``idle_s``
     (nobody is visiting yet), or ``max_s`` passed, or the process is exiting, or ``unless`` is set.
     Returns whether a page had been drawn."""
-    started = time.monotonic()
+
+    def drawn_or_idle(now: float, started: float) -> bool:
+        return _drawn or (_running == 0 and now - max(started, _last_seen) >= idle_s)
+
+    _wait_until(drawn_or_idle, max_s, 0.1, unless)
     with _RUNS:
-        while not _drawn and not _STOPPING.is_set() and not (unless is not None and unless.is_set()):
-            now = time.monotonic()
-            if now - started >= max_s or (_running == 0 and now - max(started, _last_seen) >= idle_s):
-                break
-            _RUNS.wait(0.1)
         return _drawn
 
 
@@ -182,16 +198,7 @@ def wait_for_quiet(quiet_s: float = QUIET_S, max_s: float = QUIET_MAX_S) -> bool
     """Wait until no session's run has been in progress, started or ended for ``quiet_s`` (a
     teacher between two clicks), or ``max_s`` passed, or the process is exiting. Returns whether
     it was quiet."""
-    started = time.monotonic()
-    with _RUNS:
-        while not _STOPPING.is_set():
-            now = time.monotonic()
-            if _running == 0 and now - _last_seen >= quiet_s:
-                return True
-            if now - started >= max_s:
-                return False
-            _RUNS.wait(0.05)
-        return False
+    return _wait_until(lambda now, _: _running == 0 and now - _last_seen >= quiet_s, max_s, 0.05)
 
 
 FULL_COLLECTION_EVERY = 100  # collections of the middle generation between two full ones (Python's default: 10)
