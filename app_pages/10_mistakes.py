@@ -9,12 +9,25 @@ one image up close is ``lab.inspect_mistake`` (cached per image by ``testset.cac
 import streamlit as st
 
 from vitviz.analyses import lab
-from vitviz.app import current, furniture, models, navigation, presenter, render, session, state, testset, text, turns
+from vitviz.app import (
+    current,
+    furniture,
+    models,
+    navigation,
+    presenter,
+    render,
+    session,
+    state,
+    tabular,
+    testset,
+    text,
+    turns,
+)
 from vitviz.app.charts import draw
 from vitviz.app.text import label, lang, tr
 from vitviz.models import data as vdata
 from vitviz.models import zoo
-from vitviz.render import clicks, tables
+from vitviz.render import clicks
 from vitviz.steps import mistakes
 
 PAGE = "app_pages/10_mistakes.py"
@@ -155,12 +168,12 @@ if other is not None:
     counts = lab.agreement(result, other).tolist()  # rows: this model right / wrong; columns: the second model
     a1, a2 = st.columns([3, 2])
     a1.markdown(
-        tables.markdown_table(
-            ["", tr("mistakes.agree.second_right"), tr("mistakes.agree.second_wrong")],
+        tabular.markdown_table(
             [
-                [tr(f"mistakes.agree.first_{row}"), f"{counts[i][0]:,}", f"{counts[i][1]:,}"]
+                {"": tr(f"mistakes.agree.first_{row}")}
+                | {tr(f"mistakes.agree.second_{column}"): counts[i][j] for j, column in enumerate(("right", "wrong"))}
                 for i, row in enumerate(("right", "wrong"))
-            ],
+            ]
         )
     )
     which = state.widget(

@@ -91,6 +91,7 @@ PAGE_CONTENT = ", ".join(
         "[data-testid='stMetricValue']",
         "[data-testid='stDataFrame']",
         "[data-testid='stTable']",
+        "[data-testid='stMarkdownContainer'] table",
         "[data-testid='stAlert']",
     )
 )

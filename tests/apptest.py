@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,55 @@ def figure_array(value: object) -> np.ndarray:
         shape = value.get("shape")
         return array.reshape([int(n) for n in str(shape).split(",")]) if shape else array
     return np.asarray(value)
+
+
+def tables(at: AppTest) -> list[Any]:
+    """Every table on the page, in order, as a pandas DataFrame of what a visitor reads: a Markdown
+    table (``vitviz.app.tabular.markdown_table``) with its cells unescaped and a right-aligned
+    (number) column as numbers; a data grid's values as they are."""
+    import pandas as pd
+
+    found: list[Any] = []
+    for element in at.main:
+        if element.type == "markdown" and is_markdown_table(str(element.value)):
+            found.append(read_markdown_table(str(element.value)))
+        elif element.type in ("dataframe", "table"):
+            found.append(element.value)
+    return [frame if isinstance(frame, pd.DataFrame) else pd.DataFrame(frame) for frame in found]
+
+
+def is_markdown_table(text: str) -> bool:
+    lines = text.split("\n")
+    return len(lines) >= 2 and lines[0].startswith("| ") and set(lines[1]) <= set("|:- ")
+
+
+def read_markdown_table(text: str) -> Any:
+    """A GitHub Markdown table's cells as shown: backslash escapes undone, the zero-width space that
+    parts a colon from a word gone; a right-aligned column's cells as int or float."""
+    import pandas as pd
+
+    def cells(line: str) -> list[str]:
+        parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        return [re.sub(r"\\(.)", r"\1", part.strip()).replace(":\u200b", ":") for part in parts]
+
+    header, rule, *rows = text.split("\n")
+    columns = cells(header)
+    right = [part.strip().endswith(":") and not part.strip().startswith(":") for part in rule.strip().split("|")[1:-1]]
+    body = [cells(row) for row in rows]
+    for j, is_number in enumerate(right):
+        if is_number:
+            for row in body:
+                row[j] = _number(row[j])
+    return pd.DataFrame(body, columns=columns)
+
+
+def _number(cell: str) -> Any:
+    """A right-aligned cell as int or float ("8,484": 8484); empty as None; anything else as it is."""
+    if cell == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(cell.replace(",", ""))
+        except ValueError:
+            pass
+    return cell

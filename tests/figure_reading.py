@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tests.apptest import charts, figure_array
+from tests.apptest import charts, figure_array, tables
 
 # ---- the block diagram's residual connections --------------------------------------------------
 
@@ -248,8 +248,7 @@ def zero_counts_on_page(at, lang: str) -> list[str]:
         for widget in getattr(at, kind):
             texts.append(str(widget.label))
             texts += [str(option) for option in getattr(widget, "options", None) or []]
-    for frame in [*at.table, *at.dataframe]:
-        table = frame.value
+    for table in tables(at):
         texts += [str(column) for column in table.columns]
         texts += [cell for cell in table.to_numpy().ravel() if isinstance(cell, str)]
     for text in texts:

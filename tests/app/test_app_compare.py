@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.apptest import charts, errors, figure, figure_array, open_page, open_page_in_one_run
+from tests.apptest import charts, errors, figure, figure_array, open_page, open_page_in_one_run, tables
 from tests.helpers import CLASSES, make_image_folder
 from vitviz.analyses import compare
 from vitviz.app import caches
@@ -49,7 +49,7 @@ def _open(models: tuple[Path, Path], **state: object):
 
 
 def _table(at) -> dict[str, tuple[str, str]]:
-    table = at.table[0].value
+    table = tables(at)[0]
     return {row.iloc[0]: (row.iloc[1], row.iloc[2]) for _, row in table.iterrows()}
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures
+from tests.apptest import errors, open_page, open_page_in_one_run, plotly_figures, tables
 from vitviz.analyses import analysis, compare
 from vitviz.app import ahead, caches, furniture, internals, models, navigation, state, text, tour, turns
 from vitviz.models import zoo
@@ -28,7 +28,7 @@ def metric_values(at) -> list[str]:
 def test_home_shows_the_pipeline_and_a_next_button():
     at = open_page()
     assert errors(at) == []
-    table = at.table[0].value
+    table = tables(at)[0]
     shapes = list(table.iloc[:, 1])
     assert shapes[0] == "(1, 3, 32, 32)" and shapes[2] == "(1, 64, 48)" and shapes[4] == "(1, 65, 192)"
     assert shapes[-1] == "(1, 10)"
@@ -201,7 +201,7 @@ def test_patch_page_counts_and_concept_slider():
 def test_vit_b16_shapes_on_the_overview():
     at = open_page(model="untrained-vit-b16")
     assert errors(at) == []
-    shapes = list(at.table[0].value.iloc[:, 1])
+    shapes = list(tables(at)[0].iloc[:, 1])
     assert shapes[:5] == ["(1, 3, 224, 224)", "(1, 768, 14, 14)", "(1, 196, 768)", "(1, 196, 768)", "(1, 197, 768)"]
     assert shapes[-1] == "(1, 1000)"
     assert any("random weights" in w.value for w in at.sidebar.warning)
@@ -321,7 +321,7 @@ def test_model_card_with_training_history(tmp_path, tiny_config):
     at = open_page("app_pages/9_card.py", custom_model=str(path))
     assert errors(at) == []
     assert "75.00%" in metric_values(at)
-    facts = next(frame.value for frame in at.table if frame.value.columns[0] == "Fact")
+    facts = next(frame for frame in tables(at) if frame.columns[0] == "Fact")
     stored = dict(zip(facts.iloc[:, 0], facts.iloc[:, 1], strict=True))["Weights on disk"]
     assert stored == "float16 (loaded as float32)"
     curves = plotly_figures(at)[0]
@@ -367,9 +367,9 @@ def test_model_card_of_an_interim_checkpoint_in_korean(tmp_path, tiny_config):
         0.5,
         0.75,
     ]
-    facts = dict(zip(at.table[-2].value["항목"], at.table[-2].value["값"], strict=True))
+    facts = dict(zip(tables(at)[-2]["항목"], tables(at)[-2]["값"], strict=True))
     assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
-    recipe = list(at.table[-1].value["설정 이름"])
+    recipe = list(tables(at)[-1]["설정 이름"])
     assert recipe == ["epochs", "lr"]  # where it ran (data, threads) is not part of the recipe shown
 
 
@@ -421,12 +421,12 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     labels = [a for a in curves["layout"]["annotations"] if a.get("xref") == "x2"]
     assert [a["text"] for a in labels] == ["1", "2"]  # each stage's number over its band
     assert labels[1]["hovertext"] == "stage 2, second (epochs 3-5)"  # the pointer on it: which run, which epochs
-    table = at.table[-1].value
+    table = tables(at)[-1]
     assert list(table.columns) == ["Setting", "stage 1", "stage 2"]  # every stage fits across the page
     rows = dict(zip(table["Setting"], zip(table["stage 1"], table["stage 2"], strict=True), strict=True))
     assert rows["lr"] == ("0.003", "0.0005") and rows["epochs"] == ("2", "3")
     assert "init_from" not in rows and "data" not in rows
-    facts = dict(zip(at.table[-2].value["Fact"], at.table[-2].value["Value"], strict=True))
+    facts = dict(zip(tables(at)[-2]["Fact"], tables(at)[-2]["Value"], strict=True))
     assert facts["Epochs"] == "5"
     here = ModelCard.read(tmp_path / "second" / "second.json").hardware
     assert facts["Hardware"] == text.hardware_text(here) and "Hardware (stage 1)" not in facts  # one machine
@@ -439,7 +439,7 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     card.write(tmp_path / "second" / "moved.json")
     shutil.copy(tmp_path / "second" / "second.safetensors", tmp_path / "second" / "moved.safetensors")
     at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "moved.safetensors"))
-    facts = dict(zip(at.table[-2].value["Fact"], at.table[-2].value["Value"], strict=True))
+    facts = dict(zip(tables(at)[-2]["Fact"], tables(at)[-2]["Value"], strict=True))
     assert facts["Hardware (stage 1)"] == elsewhere and facts["Hardware (stage 2)"] == text.hardware_text(here)
     assert "Hardware" not in facts
 
@@ -448,7 +448,7 @@ def test_model_card_of_a_run_trained_in_two_stages(tmp_path):
     card.write(tmp_path / "second" / "older.json")
     shutil.copy(tmp_path / "second" / "second.safetensors", tmp_path / "second" / "older.safetensors")
     at = open_page_in_one_run("app_pages/9_card.py", custom_model=str(tmp_path / "second" / "older.safetensors"))
-    facts = dict(zip(at.table[-2].value["Fact"], at.table[-2].value["Value"], strict=True))
+    facts = dict(zip(tables(at)[-2]["Fact"], tables(at)[-2]["Value"], strict=True))
     assert [fact for fact in facts if fact.startswith("Hardware")] == ["Hardware (stage 2)"]
 
 
@@ -466,7 +466,7 @@ def test_unknown_custom_model_says_so():
 def test_shapes_json_roundtrip_of_config_on_card():
     at = open_page("app_pages/9_card.py")
     assert errors(at) == []
-    keys = list(at.table[1].value["Setting"])
+    keys = list(tables(at)[1]["Setting"])
     assert "embed_dim" in keys and "patch_size" in keys
     assert json.dumps(keys)
 
@@ -562,7 +562,7 @@ def test_the_card_page_shows_the_shipped_cnns_card_too(lang):
     # one view, the protocol every card is compared by; the CNN's own image-and-mirror figure below it
     assert f"{cnn.spec.card.one_view_accuracy:.2%}" in values
     assert f"{cnn.spec.card.test_accuracy:.2%}" in " ".join(plain(c.value) for c in at.caption)
-    assert "0.111111" in list(at.table[1].value.iloc[:, 1])  # logit_scale 1/9, not 0.1111111111111111
+    assert "0.111111" in list(tables(at)[1].iloc[:, 1])  # logit_scale 1/9, not 0.1111111111111111
     curves = plotly_figures(at)[0]
     test_acc = [t for t in curves["data"] if t["name"] == ("test accuracy" if lang == "en" else "테스트 정확도")]
     history = [row["test_accuracy"] for row in cnn.spec.card.history if "test_accuracy" in row]
@@ -589,7 +589,7 @@ def test_a_link_opens_the_card_it_was_copied_from():
 
 def _card_facts(at) -> dict[str, str]:
     """The card page's table of facts (trained on, tested on, hardware, weights, teachers)."""
-    (table,) = [frame.value for frame in at.table if "Weights on disk" in list(frame.value.iloc[:, 0])]
+    (table,) = [frame for frame in tables(at) if "Weights on disk" in list(frame.iloc[:, 0])]
     return dict(zip(table.iloc[:, 0], table.iloc[:, 1], strict=True))
 
 

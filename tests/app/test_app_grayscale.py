@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 
 from tests.app.test_korean_pages import english_words, page_labels
-from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run
+from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run, tables
 from tests.helpers import CLASSES, make_image_folder, write_idx
 from vitviz.app import state, testset, tour
 from vitviz.models import data as vdata
@@ -122,7 +122,7 @@ def test_the_input_page_shows_one_grey_channel(fashion):
     assert np.array_equal(pixels[..., 1], dataset_image("Sneaker", 0))
     channels = figure(at, "input_channels")
     assert [t["text"] for t in channels["layout"]["annotations"]] == ["L: (x - 0.286) / 0.353"]
-    steps = dict(zip(at.table[0].value.iloc[:, 0], at.table[0].value.iloc[:, 1], strict=True))
+    steps = dict(zip(tables(at)[0].iloc[:, 0], tables(at)[0].iloc[:, 1], strict=True))
     assert steps["to grey (one channel)"] == "L = 0.299 R + 0.587 G + 0.114 B"
     assert steps["invert a light background"].startswith("not needed")
 
@@ -141,7 +141,7 @@ def test_a_photo_on_a_light_ground_is_inverted_and_the_page_says_so(fashion):
     at = open_page("app_pages/1_input.py", **state)
     title = figure(at, "input_resized")["layout"]["title"]["text"].replace("<br>", " ")  # wrapped to fit its column
     assert title.endswith("grey and inverted: 28 x 28 px")
-    steps = dict(zip(at.table[0].value.iloc[:, 0], at.table[0].value.iloc[:, 1], strict=True))
+    steps = dict(zip(tables(at)[0].iloc[:, 0], tables(at)[0].iloc[:, 1], strict=True))
     assert steps["invert a light background"].startswith("yes")
 
 

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from tests.apptest import charts, open_page_in_one_run
+from tests.apptest import charts, open_page_in_one_run, tables
 from tests.conftest import SHARED_DATA
 from vitviz.app import text, tour
 from vitviz.models import zoo
@@ -93,7 +93,7 @@ def test_the_check_catches_a_label_that_bypasses_i18n():
 
 def test_the_model_card_names_its_data_and_hardware_in_korean(monkeypatch):
     at = open_page_in_one_run("app_pages/9_card.py", lang="ko")
-    facts = dict(zip(at.table[-2].value.iloc[:, 0], at.table[-2].value.iloc[:, 1], strict=True))
+    facts = dict(zip(tables(at)[-2].iloc[:, 0], tables(at)[-2].iloc[:, 1], strict=True))
     assert facts["학습 데이터"] == "CIFAR-10 (JPEG 사본), 이미지 50,000장"
     hardware = {label: value for label, value in facts.items() if label.startswith("하드웨어")}
     rows = zoo.load(zoo.default_name()).spec.card.hardware_rows()  # [(stages or None, where)]

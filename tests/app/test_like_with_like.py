@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apptest import errors, open_page_in_one_run
+from tests.apptest import errors, open_page_in_one_run, tables
 from vitviz.models import zoo
 from vitviz.models.card import ModelCard
 
@@ -74,5 +74,5 @@ def test_every_shipped_card_shows_one_view_and_a_mirror_number_as_such(lang):
         # a ViT that averages its mirror says that its tour explains one view
         assert (tour in captions) == (card.views != "image" and card.config.get("arch") != "cnn")
         if owner == zoo.SHIPPED and card.teacher:  # the ViT's teacher, the shipped CNN, on the ViT's protocol
-            facts = " ".join(str(cell) for table in at.table for cell in table.value.to_numpy().ravel())
+            facts = " ".join(str(cell) for table in tables(at) for cell in table.to_numpy().ravel())
             assert f"{cnn.one_view_accuracy:.2%}" in facts and f"{cnn.test_accuracy:.2%}" not in facts

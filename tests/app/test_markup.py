@@ -1,8 +1,8 @@
 """No page shows markup it did not mean (issue 55): Streamlit draws almost every string as Markdown,
 where two single tildes strike the text between them through ("2.65~7.55 ... 4.47~5.45" read
 "2.657.55"), ``$`` starts LaTeX and ``*`` / ``_`` beside a number start emphasis. Every page is
-rendered in both languages; its Markdown (titles, captions, text, messages, labels, plain tables'
-cells) must have no such character unescaped, and what is not Markdown (figures, the data grid,
+rendered in both languages; its Markdown (titles, captions, text, messages, labels, tables, which
+are Markdown too) must have no such character unescaped, and what is not Markdown (figures, the data grid,
 widget options) no escape left in it.
 """
 
@@ -40,8 +40,6 @@ def markdown_texts(at) -> list[str]:
     texts += [str(metric.label) for metric in at.metric]
     for kind in ("selectbox", "select_slider", "radio", "multiselect", "number_input", "slider", "checkbox", "toggle"):
         texts += [str(widget.label) for widget in getattr(at, kind)]
-    for frame in at.table:  # a plain table's cells are Markdown (vitviz.app.tabular.plain_text)
-        texts += [cell for cell in frame.value.to_numpy().ravel() if isinstance(cell, str)]
     return [text for text in texts if not text.lstrip().startswith("<")]  # the app's own HTML and CSS
 
 

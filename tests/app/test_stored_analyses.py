@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.apptest import errors, figure, figure_array, open_page
+from tests.apptest import errors, figure, figure_array, open_page, tables
 from tests.conftest import CIFAR10
 from vitviz.analyses import analysis, comparison, occlusion
 from vitviz.app import caches
@@ -90,6 +90,6 @@ def test_a_test_image_s_comparison_and_shuffle_come_from_the_shipped_table(plant
     assert cnn_top == class_label(names[int(np.argmax(planted["cnn_logits"]))], "en")  # the negated logits' winner
     shown = figure_array(figure(at, "compare_map_grad_rollout")["data"][1]["z"])
     np.testing.assert_allclose(shown, planted["grad_rollout"] / planted["grad_rollout"].max(), rtol=1e-4, atol=1e-5)
-    table = at.table[0].value
+    table = tables(at)[0]
     shuffled = {row.iloc[0]: row.iloc[2] for _, row in table.iterrows()}
     assert shuffled["ViT"].startswith(class_label(names[int(np.argmax(planted["shuffle_vit_logits"]))], "en"))

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.cifar10
 MARK_FIGURES = "() => document.querySelectorAll('.vitviz-chart').forEach((d) => (d.vitvizFirstView = true))"
 FIGURES = """() => [...document.querySelectorAll('.vitviz-chart')].map((d) => ({
   first: Boolean(d.vitvizFirstView), drawn: d.dataset.drawn === '1' }))"""
-TABLE_HEIGHT = "() => document.querySelector(\"[data-testid='stTable']\").getBoundingClientRect().height"
+TABLE_HEIGHT = (
+    "() => document.querySelector(\"[data-testid='stMarkdownContainer'] table\").getBoundingClientRect().height"
+)
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
 

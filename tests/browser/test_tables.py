@@ -1,5 +1,5 @@
-"""A plain table (st.table) reads its cells as Markdown: what vitviz puts in one
-(``vitviz.app.tabular.plain_table_data``) is shown as it is, marks and all, in a real browser."""
+"""A table is Markdown: what vitviz puts in a cell (``vitviz.app.tabular.markdown_table``) is shown
+as it is, marks and all, in a real browser."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ CELLS = [
     ":red[x]",
     "**b**",
     "a\\b",
+    "a|b",
+    "a\\|b",
+    "|",
     # and what needs nothing
     "patch_embed.proj",
     "[CLS]",
@@ -32,19 +35,19 @@ CELLS = [
 ]
 PAGE = """
 import streamlit as st
-from vitviz.app.tabular import plain_table_data
-st.table(plain_table_data([{"cell": c} for c in CELLS]), hide_index=True)
+from vitviz.app.tabular import markdown_table
+st.markdown(markdown_table([{"cell": c} for c in CELLS]))
 """
-CELL_TEXTS = "() => [...document.querySelectorAll('[data-testid=stTable] tbody td')].map(td => td.innerText.trim())"
+CELL_TEXTS = "() => [...document.querySelectorAll('[data-testid=stMarkdownContainer] table tbody td')].map(td => td.innerText.trim())"
 
 
-def test_a_plain_tables_cells_show_as_they_are(tmp_path):
+def test_a_tables_cells_show_as_they_are(tmp_path):
     script = tmp_path / "table_page.py"
     script.write_text(f"CELLS = {CELLS!r}\n{PAGE}")
     with app_server(timeout=60, script=str(script)) as server, launched() as browser:
         page = browser.new_page(viewport={"width": 900, "height": 1200})
         page.goto(server.url, wait_until="domcontentloaded")
-        page.wait_for_selector("[data-testid=stTable] tbody td", timeout=60_000)
+        page.wait_for_selector("[data-testid=stMarkdownContainer] table tbody td", timeout=60_000)
         wait_ready(page, titled=False)
         shown = [text.replace("\u200b", "") for text in page.evaluate(CELL_TEXTS)]
     assert shown == CELLS

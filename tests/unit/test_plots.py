@@ -100,16 +100,6 @@ def test_a_picture_larger_than_shown_goes_scaled_down_over_the_same_coordinates(
     assert shown.dx is None and shown.x0 is None  # at most SHOWN_SIDE: pixel for pixel, as before
 
 
-def test_markdown_table_aligns_numbers_right_and_escapes_pipes() -> None:
-    text = tables.markdown_table(["", "right", "wrong"], [["this | that", "1,234", 5], ["other", "0", "7\n8"]])
-    assert text.splitlines() == [
-        "|  | right | wrong |",
-        "|:---|---:|---:|",
-        "| this \\| that | 1,234 | 5 |",
-        "| other | 0 | 7 8 |",
-    ]
-
-
 def test_a_skip_starts_at_the_output_of_the_box_it_names_and_ends_at_its_addition():
     boxes = [
         ("x", "(1, 5, 8)", "stream"),

@@ -190,10 +190,10 @@ def _keep(kept: Path, body: bytes) -> None:
 
 # The elements of Streamlit's frontend that vitviz's pages draw, each in a chunk of its own that
 # the frontend fetches only when a run first sends one. The first view's (an element of st.html, a
-# table, a button, markdown with HTML) were asked for when its run had drawn, while the startup
+# button, markdown with HTML; its table is Markdown) were asked for when its run had drawn, while the startup
 # loaded the libraries: each small file then waited 0.3-0.6 s for the busy server, and the figures
 # for them (docs/benchmarks.md). The later ones are the sidebar's widgets, the steps' and the lab's.
-FIRST_VIEW_ELEMENTS = ("BidiComponent", "Html", "Table", "Button", "rehype-raw")
+FIRST_VIEW_ELEMENTS = ("BidiComponent", "Html", "Button", "rehype-raw")
 LATER_ELEMENTS = ("Radio", "Selectbox", "TextInput", "FileUploader", "DownloadButton", "Checkbox") + (
     "Metric",
     "Slider",

@@ -30,7 +30,7 @@ SELECTORS = {
     "nav_link": "[data-testid='stSidebarNavLink']",
     "sidebar_collapsed": "[data-testid='stSidebarCollapsedControl']",
     "sidebar_expand": "[data-testid='stExpandSidebarButton']",
-    "table": "[data-testid='stTable']",
+    "table": "[data-testid='stMarkdownContainer'] table",  # a step's table (vitviz.app.tabular)
     "caption": "[data-testid='stCaptionContainer']",
     "metric_value": "[data-testid='stMetricValue']",
 }

@@ -88,18 +88,6 @@ def history_csv(history: Sequence[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A small table as Markdown (the first column left-aligned, the others right-aligned, as
-    numbers are): st.markdown draws it without the data-grid's JavaScript (about 1.3 MB that a
-    browser otherwise loads for a 2x2 table)."""
-
-    def cells(values: Sequence[object]) -> str:
-        return "| " + " | ".join(str(v).replace("|", "\\|").replace("\n", " ") for v in values) + " |"
-
-    rule = "|" + "|".join([":---", *["---:"] * (len(header) - 1)]) + "|"
-    return "\n".join([cells(header), rule, *(cells(row) for row in rows)])
-
-
 def trust_rows(reading, methods: Sequence[str]) -> list[tuple[str, float, float, float, str]]:
     """(method, deletion area, insertion area, insertion minus deletion, verdict) per ranking, in
     ``methods``' order, from ``vitviz.analyses.faithfulness.read``; the random orders' mean first."""
