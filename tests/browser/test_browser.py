@@ -175,10 +175,10 @@ def test_plotly_js_is_fetched_once_and_streamlits_chart_chunk_never(server):
     (EarlyCharts' preload link) and evaluates it once, for every figure of the page (vitviz's chart
     element, static/chart.js); neither the full plotly.js (three times its size) nor Streamlit's
     own chart chunk (its Plotly, 4.7 MB) is fetched, and each figure is drawn once, not again when
-    it is already drawn."""
+    it is already drawn. The bundle has the trace types its first line names (tools/plotly_bundle)."""
     from playwright.sync_api import sync_playwright
 
-    from vitviz.app.chart_script import cartesian_script_path, plotly_script_path
+    from vitviz.app.chart_script import CARTESIAN_TRACES, cartesian_script_path, plotly_script_path
 
     script = cartesian_script_path().rsplit("/", 1)[-1]
     with sync_playwright() as p:
@@ -192,7 +192,9 @@ def test_plotly_js_is_fetched_once_and_streamlits_chart_chunk_never(server):
         preload = page.locator(f"link[rel='preload'][as='script'][href$='/{script}']").count()
         draws = page.evaluate("window.vitvizDraws")
         drawn = page.locator(".vitviz-chart[data-drawn]").count()
+        traces = page.evaluate("Object.keys(window.Plotly.PlotSchema.get().traces)")
         browser.close()
+    assert set(traces) == CARTESIAN_TRACES
     assert sum(name.endswith("/" + script) for name in resources) == 1 and preload == 1
     assert not [name for name in resources if "/PlotlyChart." in name or name.endswith(plotly_script_path())]
     assert drawn >= 3 and draws == drawn  # each figure of the page drawn once

@@ -308,10 +308,14 @@ def test_plotly_js_is_the_installed_plotly_packages_named_by_its_version():
     assert chart_script.plotly_script_path() == f"vitviz/plotly-{plotly.__version__}.min.js"
 
 
-def test_the_cartesian_bundle_is_named_by_its_version_and_draws_what_it_has():
+def test_the_cartesian_bundle_is_named_by_its_version_and_content_and_draws_what_it_has():
     first_lines = chart_script.cartesian_js().read_bytes()[:400].decode()
-    version = chart_script.cartesian_script_path().removeprefix("vitviz/plotly-cartesian-").removesuffix(".min.js")
+    name = chart_script.cartesian_script_path().removeprefix("vitviz/plotly-cartesian-").removesuffix(".min.js")
+    version, digest = name.split("-")
     assert f"plotly.js (cartesian - minified) v{version}" in first_lines
+    assert digest == hashlib.md5(chart_script.cartesian_js().read_bytes()).hexdigest()[:12]
+    named = first_lines.split("traces: ", 1)[1].split(";", 1)[0].split()  # the bundle's own first line
+    assert chart_script.CARTESIAN_TRACES == set(named) == {"bar", "heatmap", "histogram", "image", "scatter"}
     assert chart_script.cartesian_js().stat().st_size < chart_script.plotly_js().stat().st_size / 2
     assert (chart_script.cartesian_js().parent / "plotly-cartesian.LICENSE").read_text().count("MIT License") == 1
     assert chart_script.script_for(["image", "heatmap", "scatter"]) == chart_script.cartesian_script_path()

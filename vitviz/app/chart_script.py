@@ -1,5 +1,5 @@
 """The scripts of vitviz's chart element (``vitviz.app.charts.draw``): its drawing code
-(``static/chart.js``), plotly.js's cartesian bundle (in ``static/``, for every figure whose trace
+(``static/chart.js``), vitviz's bundle of plotly.js (in ``static/``, for every figure whose trace
 types it has) and plotly.js as the installed plotly package ships it (for the others), all served
 by the app (``ChartScripts``); the cartesian bundle, the chart element's drawing and the chunks of
 Streamlit's frontend that the pages' elements need are loaded by a new tab while its first run is
@@ -61,29 +61,33 @@ def plotly_script_path() -> str:
     return f"vitviz/plotly-{version}.min.js"
 
 
-# plotly.js's cartesian bundle (npm's plotly.js-cartesian-dist-min, MIT, kept unchanged in
-# static/ with its licence): every trace type below, in a third of the full bundle's size, which a
-# new tab evaluates in about a third of the time (docs/benchmarks.md). A figure with another type
-# (the test set's map: scattergl) is drawn with the installed package's full plotly.js.
-CARTESIAN_TRACES = frozenset(
-    {"scatter", "bar", "box", "heatmap", "histogram", "histogram2d", "histogram2dcontour", "contour"}
-    | {"scatterternary", "violin", "image", "pie"}
-)
+# vitviz's own bundle of plotly.js (static/, with its licence), built from npm's plotly.js by
+# tools/plotly_bundle with the trace types vitviz's figures use, which its first line names: a new
+# tab evaluated plotly.js's own cartesian bundle in 0.5-0.7 s of its main thread, and this one in
+# 0.17-0.25 s, drawing every figure to the same SVG (docs/benchmarks.md). A figure with another
+# type (the test set's map: scattergl) is drawn with the installed package's full plotly.js.
+def _bundle_head() -> str:
+    with (web.STATIC / "plotly-cartesian.min.js").open("rb") as file:
+        return file.read(400).decode("utf-8", "replace")
+
+
+CARTESIAN_TRACES = frozenset(re.search(r"traces: ([a-z0-9 ]+);", _bundle_head())[1].split())
 
 
 def cartesian_js() -> Path:
-    """plotly.js's cartesian bundle, as it ships in ``static/``."""
+    """vitviz's bundle of plotly.js (``CARTESIAN_TRACES``), as it ships in ``static/``."""
     return web.STATIC / "plotly-cartesian.min.js"
 
 
 @functools.cache
 def cartesian_script_path() -> str:
-    """Where the app serves ``cartesian_js()``: named by its version (its first lines say it)."""
-    with cartesian_js().open("rb") as file:
-        found = re.search(rb"\bv(\d+\.\d+\.\d+)\b", file.read(400))
+    """Where the app serves ``cartesian_js()``: named by its plotly.js version (its first line says
+    it) and its content's hash, so a browser that keeps it for a year never draws with another build."""
+    found = re.search(r"\bv(\d+\.\d+\.\d+)\b", _bundle_head())
     if found is None:
         raise ValueError(f"{cartesian_js()} does not say its version in its first lines")
-    return f"vitviz/plotly-cartesian-{found.group(1).decode()}.min.js"
+    digest = hashlib.md5(cartesian_js().read_bytes()).hexdigest()[:12]
+    return f"vitviz/plotly-cartesian-{found.group(1)}-{digest}.min.js"
 
 
 def script_for(trace_types: Iterable[str]) -> str:
