@@ -135,8 +135,8 @@ def test_vit_b16() -> None:
     assert at.select_slider(key="layer").options == [f"Layer {n}" for n in range(1, 13)]
     assert len(at.selectbox(key="head").options) == 13  # 12 heads + their mean
     assert _heatmap(at, "attention_readout").shape == (14, 14)
-    heads = [t for t in _figure(at, "attention_heads")["data"] if t["type"] == "heatmap"]
-    assert len(heads) == 12
+    heads = _figure(at, "attention_heads")
+    assert len(heads["data"]) == 1 and len(heads["layout"]["annotations"]) == 12  # a mosaic of 12 titled maps
     assert "(1, 12, 197, 197)" in " ".join(m.value for m in at.markdown)
 
 

@@ -53,8 +53,35 @@ def test_a_patch_map_hover_counts_patches_rows_and_columns_from_one():
     assert patches.customdata[0][0].tolist() == [1, 1, 1] and patches.customdata[3][1].tolist() == [4, 2, 14]
     pixels = plots.heatmap_overlay(picture, np.zeros((28, 28))).data[-1]  # Grad-CAM's size: per pixel
     assert pixels.customdata is None and pixels.hovertemplate.startswith("x=")
-    heads = plots.small_multiples(np.zeros((2, 3, 5)), ["a", "b"])
-    assert heads.data[1].customdata[2][4].tolist() == [3, 5, 15]
+    maps = np.arange(30.0).reshape(2, 3, 5)
+    heads = plots.small_multiples(maps, ["a", "b"])  # one mosaic: map b starts 5 + 1 columns on
+    assert len(heads.data) == 1 and heads.data[0].hovertemplate == GRID_HOVER_OF_VALUE
+    assert heads.data[0].customdata[2][6 + 4].tolist() == [3, 5, 15, maps[1, 2, 4]]  # its own row, column, value
+    assert np.isnan(heads.data[0].z[0][5]) and [a.text for a in heads.layout.annotations] == ["a", "b"]
+
+
+GRID_HOVER_OF_VALUE = plots.GRID_HOVER.replace("%{z", "%{customdata[3]")
+
+
+def test_small_multiples_are_one_mosaic_with_each_maps_own_colours_and_values():
+    maps = np.stack([np.arange(16.0).reshape(4, 4), 100 + 10 * np.arange(16.0).reshape(4, 4), np.full((4, 4), 3.0)])
+    fig = plots.small_multiples(maps, ["Head 1", "Head 2", "Head 3"], columns=2)
+    (trace,) = fig.data
+    z, customdata = np.array(trace.z, dtype=float), np.array(trace.customdata, dtype=float)
+    row_gap = 2  # at least two empty rows between rows of maps, for the titles
+    assert z.shape == (4 + row_gap + 4, 4 + 1 + 4)
+    np.testing.assert_allclose(z[:4, :4], maps[0] / 15)  # each map over its own range, as a subplot of its own
+    np.testing.assert_allclose(z[:4, 5:], (maps[1] - 100) / 150)
+    np.testing.assert_allclose(z[4 + row_gap :, :4], 0.5)  # a flat map: the middle colour
+    assert np.isnan(z[:, 4]).all() and np.isnan(z[4 : 4 + row_gap]).all() and np.isnan(z[4 + row_gap :, 5:]).all()
+    np.testing.assert_allclose(customdata[:4, 5:, 3], maps[1])  # the pointer reads the map's own values
+    assert customdata[4 + row_gap + 3, 2, :3].tolist() == [4, 3, 15]  # row, column, patch number of head 3
+    assert (trace.zmin, trace.zmax) == (0.0, 1.0) and trace.hoverongaps is False
+    shared = plots.small_multiples(maps, ["a", "b", "c"], columns=2, shared_scale=True).data[0]
+    np.testing.assert_allclose(np.array(shared.z, dtype=float)[:4, 5:], maps[1])
+    assert (shared.zmin, shared.zmax) == (0.0, 250.0)
+    titles = [(a.text, a.x, a.y) for a in fig.layout.annotations]
+    assert titles == [("Head 1", 1.5, -0.5), ("Head 2", 6.5, -0.5), ("Head 3", 1.5, 5.5)]  # over each map
 
 
 def test_a_large_picture_goes_as_a_lossless_png_and_a_small_one_as_numbers():

@@ -46,6 +46,7 @@ MODEBAR_STRIP = 28  # pixels at a figure's top that the modebar covers while the
 PANEL_TITLES_TOP = 54  # top margin over a row of panel titles: they sit below the modebar's strip
 TITLE_TOP = 60  # top margin of a figure with a title: the title's line sits below the modebar's strip
 PANEL_LINE_PX = 22  # each further line of a panel's title
+MOSAIC_WIDTH = 940  # px: the page's main column in a 1400-px window, for which small_multiples is sized
 
 
 # Figures are built from plain dictionaries in one constructor call (``_figure``), on an empty
@@ -626,19 +627,6 @@ def _overlay(
     return [_image_trace(array, hoverinfo="skip"), heat], _image_layout_dict(height, title)
 
 
-def _panel_domains(count: int, columns: int, h_gap: float, v_gap: float) -> list[tuple[list[float], list[float]]]:
-    """([x0, x1], [y0, y1]) paper coordinates of ``count`` panels laid out row by row."""
-    rows = int(np.ceil(count / columns))
-    width = (1.0 - h_gap * (columns - 1)) / columns
-    height = (1.0 - v_gap * (rows - 1)) / rows
-    domains = []
-    for index in range(count):
-        row, col = divmod(index, columns)
-        x0, y1 = col * (width + h_gap), 1.0 - row * (height + v_gap)
-        domains.append(([x0, x0 + width], [max(y1 - height, 0.0), y1]))
-    return domains
-
-
 def small_multiples(
     maps: np.ndarray,
     titles: Sequence[str],
@@ -646,56 +634,86 @@ def small_multiples(
     colorscale: str = HEAT,
     shared_scale: bool = False,
     height_per_row: int = 170,
-    image: np.ndarray | None = None,
     hover: str = GRID_HOVER,
 ) -> go.Figure:
-    """Many (grid_h, grid_w) maps side by side (e.g. every head of a layer).
+    """Many (grid_h, grid_w) maps side by side (e.g. every head of a layer), each titled.
 
-    The figure is built in one go from plain dictionaries (no make_subplots and no per-axis
-    updates): with 12 heads this takes a few milliseconds instead of a large part of a rerun.
-    """
+    One heatmap of all the maps (``multiples_mosaic``), not one subplot each: plotly.js drew twelve
+    heads' subplots (24 axes) in 35-45 ms and the one mosaic in 12-14 ms, to the same picture
+    (docs/benchmarks.md). Each map has its own colour range, as a subplot of its own had (its values
+    rescaled to 0-1 in the mosaic), unless ``shared_scale``; the pointer reads a map's own value
+    (``hover``'s ``%{z}`` reads it from customdata[3]) and never a gap."""
     maps = np.asarray(maps, dtype=np.float64)
-    count = len(maps)
+    count, grid_h, grid_w = maps.shape
     columns = max(1, min(columns, count))
     rows = int(np.ceil(count / columns))
-    zmin, zmax = (float(maps.min()), float(maps.max())) if shared_scale else (None, None)
-    data, layout = [], {}
-    for index, ((x_domain, y_domain), values, title) in enumerate(
-        zip(_panel_domains(count, columns, 0.02, 0.12 if rows > 1 else 0.1), maps, titles, strict=True)
-    ):
-        suffix = "" if index == 0 else str(index + 1)
-        data.append(
-            dict(
-                type="heatmap",
-                z=values,
-                colorscale=_scale(colorscale),
-                showscale=False,
-                **({} if zmin is None else dict(zmin=zmin, zmax=zmax)),
-                xaxis=f"x{suffix}",
-                yaxis=f"y{suffix}",
-                customdata=grid_customdata(*values.shape),
-                hovertemplate=hover,
-            )
+    row_gap, column_gap = max(2, -(-grid_h // 4)), max(1, grid_w // 8)  # room for a title; a thin gutter
+    shown = maps if shared_scale else rescale_each(maps)
+    z, customdata, corners = multiples_mosaic(shown, maps, columns, row_gap, column_gap)
+    annotations = [
+        dict(
+            text=title,
+            x=left + (grid_w - 1) / 2,
+            y=top - 0.5,
+            xref="x",
+            yref="y",
+            xanchor="center",
+            yanchor="bottom",
+            showarrow=False,
+            font=dict(size=13),
         )
-        layout[f"xaxis{suffix}"] = dict(domain=x_domain, visible=False, anchor=f"y{suffix}")
-        layout[f"yaxis{suffix}"] = dict(
-            domain=y_domain, visible=False, anchor=f"x{suffix}", autorange="reversed", scaleanchor=f"x{suffix}"
-        )
-        layout.setdefault("annotations", []).append(
-            dict(
-                text=title,
-                x=sum(x_domain) / 2,
-                y=y_domain[1],
-                xref="paper",
-                yref="paper",
-                xanchor="center",
-                yanchor="bottom",
-                showarrow=False,
-                font=dict(size=13),
-            )
-        )
-    layout.update(height=rows * height_per_row + 60, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK)
-    return _figure(data, layout)
+        for (top, left), title in zip(corners, titles, strict=True)
+    ]
+    trace = dict(
+        type="heatmap",
+        z=z,
+        customdata=customdata,
+        colorscale=_scale(colorscale),
+        showscale=False,
+        hoverongaps=False,
+        hovertemplate=hover.replace("%{z", "%{customdata[3]"),
+        **(dict(zmin=float(maps.min()), zmax=float(maps.max())) if shared_scale else dict(zmin=0.0, zmax=1.0)),
+    )
+    # as tall as the mosaic is in a column MOSAIC_WIDTH wide (square cells), at most height_per_row a
+    # row of maps: in a narrower column the maps keep their shape and leave room below them
+    plot_height = min(rows * height_per_row, round(MOSAIC_WIDTH * z.shape[0] / z.shape[1]))
+    layout = dict(
+        height=plot_height + PANEL_TITLES_TOP + 4,
+        margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4),
+        xaxis=dict(visible=False, constrain="domain"),
+        yaxis=dict(visible=False, autorange="reversed", scaleanchor="x", constrain="domain", constraintoward="top"),
+        annotations=annotations,
+        **LOOK,
+    )
+    return _figure([trace], layout)
+
+
+def multiples_mosaic(
+    shown: np.ndarray, values: np.ndarray, columns: int, row_gap: int, column_gap: int
+) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int]]]:
+    """(count, grid_h, grid_w) maps laid out ``columns`` to a row in one picture, with ``row_gap``
+    empty rows above every row of maps but the first and ``column_gap`` empty columns between maps.
+
+    Returns:
+        the picture of ``shown`` (NaN in the gaps); its customdata, (row, column, patch number) of
+        each cell counted from 1 as ``grid_customdata`` and the map's own value from ``values`` (NaN in
+        the gaps); and each map's (top row, left column) in the picture.
+    """
+    count, grid_h, grid_w = shown.shape
+    rows = int(np.ceil(count / columns))
+    height, width = rows * grid_h + (rows - 1) * row_gap, columns * grid_w + (columns - 1) * column_gap
+    z = np.full((height, width), np.nan)
+    customdata = np.full((height, width, 4), np.nan)
+    cells = grid_customdata(grid_h, grid_w)
+    corners = []
+    for index in range(count):
+        row, col = divmod(index, columns)
+        top, left = row * (grid_h + row_gap), col * (grid_w + column_gap)
+        z[top : top + grid_h, left : left + grid_w] = shown[index]
+        customdata[top : top + grid_h, left : left + grid_w, :3] = cells
+        customdata[top : top + grid_h, left : left + grid_w, 3] = values[index]
+        corners.append((top, left))
+    return z, customdata, corners
 
 
 def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -> go.Figure:
