@@ -116,9 +116,20 @@ def _view_for(query: dict[str, str], path: str | None) -> dict[str, Any] | None:
 
 def _same_server(shipped: dict[str, Any]) -> bool:
     """Whether this server's overview is the file's: the same weights and sample (by their bytes),
-    float32 (a VITVIZ_PRECISION of bfloat16 changes the probabilities' last digits), and no GPU
-    (whose convolutions may round otherwise)."""
+    float32 (a VITVIZ_PRECISION of bfloat16 changes the probabilities' last digits), no GPU (whose
+    convolutions may round otherwise), and figures drawn by a plotly.js this server serves (a file
+    made before the bundle was built again names the old one's path)."""
     if os.environ.get("VITVIZ_PRECISION", "float32") != "float32" or has_gpu():
+        return False
+    served = {chart_script.cartesian_script_path(), chart_script.plotly_script_path()}
+    scripts = {
+        figure["script"]
+        for view in shipped["languages"].values()
+        for block in view["blocks"]
+        if block["kind"] == "figures"
+        for figure in block["figures"]
+    }
+    if not scripts <= served:
         return False
     return all(sha256(ASSETS / name) == digest for name, digest in shipped["inputs"].items())
 
