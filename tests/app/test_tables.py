@@ -63,6 +63,10 @@ def test_a_count_is_parted_by_commas_and_an_empty_column_name_stays_empty():
     assert read_markdown_table(text)["second right"].tolist() == [8484]
 
 
+def test_a_table_without_rows_is_nothing():
+    assert tabular.markdown_table([]) == ""
+
+
 def test_a_column_that_mixes_text_and_numbers_is_text():
     rule = tabular.markdown_table([{"v": 1}, {"v": "two"}]).split("\n")[1]
     assert rule == "| :--- |"

@@ -60,6 +60,8 @@ def plain_text(cell: str) -> str:
 def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """``rows`` (dicts of cells; a row may leave a column out) as one GitHub Markdown table: a column
     of numbers aligned right, every cell shown as it is (``markdown_cell``)."""
+    if not rows:
+        return ""  # no columns to name: nothing to show
     rows = [{name: _scalar(value) for name, value in row.items()} for row in rows]
     columns = list(dict.fromkeys(name for row in rows for name in row))
     numbers = [all(_is_number(row.get(name)) for row in rows if row.get(name) is not None) for name in columns]
