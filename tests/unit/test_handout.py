@@ -65,9 +65,13 @@ def test_the_numbers_in_the_file_are_the_traces() -> None:
     np.testing.assert_allclose(figure_array(figures["fig-attention-readout"][0][1]["z"]), first[0], rtol=1e-6)
     centre = analysis.query_attention(trace, 0, 1 + 4 * 8 + 4)[0, 0].numpy()
     np.testing.assert_allclose(figure_array(figures["fig-attention-query"][0][1]["z"]), centre, rtol=1e-6)
-    for head, panel in enumerate(figures["fig-attention-heads"][0]):
-        np.testing.assert_allclose(figure_array(panel["z"]), first[head], rtol=1e-6)
-    assert len(figures["fig-attention-heads"][0]) == heads
+    (mosaic,), layout = figures["fig-attention-heads"]  # every head's map in one heatmap, each titled above it
+    values = figure_array(mosaic["customdata"])[..., 3]  # each map's own numbers, which the pointer reads
+    titles = layout["annotations"]
+    assert len(titles) == heads
+    for head, title in enumerate(titles):
+        top, left = round(title["y"] + 0.5), round(title["x"] - 3.5)  # over the middle of its 8 columns
+        np.testing.assert_allclose(values[top : top + 8, left : left + 8], first[head], rtol=1e-6)
 
     rollout = analysis.rollout_map(trace)[0].numpy()
     np.testing.assert_allclose(figure_array(figures["fig-attention-rollout"][0][1]["z"]), rollout, rtol=1e-6)
@@ -186,7 +190,7 @@ def test_a_vit_b16_handout_is_under_20_mb(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(analysis, "occlusion_steps", lambda model: 1)
     model, spec = zoo.load("untrained-vit-b16", device="cpu")
     text = handout.build(model, spec, CAT.read_bytes(), "en", image_name="cat-chelsea.jpg")
-    assert len(plotted(text)["fig-attention-heads"][0]) == 12
+    assert len(plotted(text)["fig-attention-heads"][1]["annotations"]) == 12  # twelve heads' maps, titled
     assert len(text.encode()) <= 20e6
 
 
