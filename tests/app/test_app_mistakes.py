@@ -20,7 +20,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.apptest import charts, errors, figure, open_page, open_page_in_one_run
+from tests.apptest import charts, errors, figure, open_page, open_page_in_one_run, tables
 from tests.apptest import figure_array as _array
 from tests.conftest import SHARED_DATA
 from tests.helpers import CLASSES, make_image_folder
@@ -77,11 +77,10 @@ def csv_texts(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return texts
 
 
-def agreement_table(at) -> list[list[str]]:
-    """The cells of the lab's 2x2 agreement table (a Markdown table), header first."""
-    (text,) = [m.value for m in at.markdown if m.value.startswith("| ") and "second model right" in m.value]
-    lines = text.splitlines()
-    return [[cell.strip() for cell in line.strip("|").split("|")] for line in [lines[0], *lines[2:]]]
+def agreement_table(at) -> list[list]:
+    """The lab's 2x2 agreement table as shown (its Markdown read back: counts as numbers), header first."""
+    (table,) = [table for table in tables(at) if "second model right" in table.columns]
+    return [list(table.columns), *table.to_numpy().tolist()]
 
 
 def _rows(text: str) -> list[dict[str, str]]:
@@ -466,7 +465,7 @@ def test_a_second_model_splits_the_mistakes(lab_setup, csv_texts, tmp_path) -> N
     counts = lab.agreement(result, second).tolist()
     header, *rows = agreement_table(at)
     assert header == ["", "second model right", "second model wrong"]
-    assert rows == [["this model right", *map(str, counts[0])], ["this model wrong", *map(str, counts[1])]]
+    assert rows == [["this model right", *counts[0]], ["this model wrong", *counts[1]]]
     for which in ("first_only", "both", "second_only"):
         at.radio(key="mistakes_pair").set_value(which).run()
         assert errors(at) == []
@@ -495,5 +494,5 @@ def test_the_shipped_vit_opens_the_lab_beside_the_shipped_cnn(monkeypatch):
 
     counts = lab.agreement(shipped(zoo.SHIPPED), shipped(zoo.SHIPPED_CNN)).tolist()
     _, *rows = agreement_table(at)  # rows: the ViT right / wrong
-    shown = [[int(v.replace(",", "")) for v in row[1:]] for row in rows]
+    shown = [row[1:] for row in rows]
     assert shown == counts and sum(map(sum, counts)) == 10_000
