@@ -66,17 +66,18 @@ def plotly_script_path() -> str:
 # tab evaluated plotly.js's own cartesian bundle in 0.5-0.7 s of its main thread, and this one in
 # 0.17-0.25 s, drawing every figure to the same SVG (docs/benchmarks.md). A figure with another
 # type (the test set's map: scattergl) is drawn with the installed package's full plotly.js.
+def cartesian_js() -> Path:
+    """vitviz's bundle of plotly.js (``CARTESIAN_TRACES``), as it ships in ``static/``."""
+    return web.STATIC / "plotly-cartesian.min.js"
+
+
 def _bundle_head() -> str:
-    with (web.STATIC / "plotly-cartesian.min.js").open("rb") as file:
+    """The bundle's first line, which names its plotly.js version and trace types."""
+    with cartesian_js().open("rb") as file:
         return file.read(400).decode("utf-8", "replace")
 
 
 CARTESIAN_TRACES = frozenset(re.search(r"traces: ([a-z0-9 ]+);", _bundle_head())[1].split())
-
-
-def cartesian_js() -> Path:
-    """vitviz's bundle of plotly.js (``CARTESIAN_TRACES``), as it ships in ``static/``."""
-    return web.STATIC / "plotly-cartesian.min.js"
 
 
 @functools.cache

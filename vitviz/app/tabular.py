@@ -62,7 +62,6 @@ def markdown_table(rows: Sequence[Mapping[str, Any]]) -> str:
     of numbers aligned right, every cell shown as it is (``markdown_cell``)."""
     if not rows:
         return ""  # no columns to name: nothing to show
-    rows = [{name: _scalar(value) for name, value in row.items()} for row in rows]
     columns = list(dict.fromkeys(name for row in rows for name in row))
     numbers = [all(_is_number(row.get(name)) for row in rows if row.get(name) is not None) for name in columns]
     lines = [
@@ -93,6 +92,7 @@ def _scalar(value: Any) -> Any:
 
 
 def _is_number(value: Any) -> bool:
+    value = _scalar(value)
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
