@@ -90,7 +90,6 @@ PAGE_CONTENT = ", ".join(
         ".js-plotly-plot",
         "[data-testid='stMetricValue']",
         "[data-testid='stDataFrame']",
-        "[data-testid='stTable']",
         "[data-testid='stMarkdownContainer'] table",
         "[data-testid='stAlert']",
     )

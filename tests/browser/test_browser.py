@@ -54,7 +54,7 @@ def server(tmp_path_factory):
         yield running.url
 
 
-CONTENT = ".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame'], [data-testid='stTable'], [data-testid='stMarkdownContainer'] table"
+CONTENT = ".js-plotly-plot, [data-testid='stMetricValue'], [data-testid='stDataFrame'], [data-testid='stMarkdownContainer'] table"
 
 
 def _visit(page, url: str, shot: Path, content: str = CONTENT) -> list[str]:

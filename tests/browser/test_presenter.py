@@ -55,7 +55,7 @@ OVERFLOWS = """() => {
       if (!inside(q, s)) problems.push(`${who}: '${(part.textContent || part.getAttribute("class")).slice(0, 40)}' cut at ${round(q)}, drawing ${round(s)}`);
     }
   }
-  for (const table of main.querySelectorAll("[data-testid='stDataFrame'], [data-testid='stTable'], [data-testid='stMarkdownContainer'] table")) {
+  for (const table of main.querySelectorAll("[data-testid='stDataFrame'], [data-testid='stMarkdownContainer'] table")) {
     const who = name(table), r = table.getBoundingClientRect();
     if (r.right > width + 1) problems.push(`${who}: a table reaches ${Math.round(r.right)} px of ${width}`);
     for (const scroller of [table, ...table.querySelectorAll(".dvn-scroller, div")]) {
