@@ -3,6 +3,8 @@ say that a token is a cell of the CNN's feature map, with this model's shapes.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.app.test_korean_pages import english_words, page_labels
@@ -29,8 +31,12 @@ def test_the_patches_page_explains_feature_map_tokens():
     assert metrics["ResNet feature map (C' x h x w)"] == "2048 x 7 x 7"
     assert metrics["Pixels per token"] == "32 x 32"
     grid = figure(at, "patches_grid")
-    lines = [shape for shape in grid["layout"]["shapes"] if shape["type"] == "line"]
-    assert len(lines) == 2 * 6  # the 7 x 7 grid of 32-pixel squares has 6 inner lines each way
+    (lines,) = [shape for shape in grid["layout"]["shapes"] if shape["type"] == "path"]  # every line, one path
+    ends = [tuple(map(float, end)) for end in re.findall(r"[ML](-?[\d.]+),(-?[\d.]+)", lines["path"])]
+    across = {y0 for (_, y0), (_, y1) in zip(ends[::2], ends[1::2], strict=True) if y0 == y1}
+    down = {x0 for (x0, _), (x1, _) in zip(ends[::2], ends[1::2], strict=True) if x0 == x1}
+    inner = {32.0 * k - 0.5 for k in range(1, 7)}  # the 7 x 7 grid of 32-pixel squares has 6 inner lines each way
+    assert across == down == inner and len(ends) == 2 * 2 * 6
 
 
 def test_the_vectors_page_shows_the_feature_vector_and_checks_the_routes_on_the_map():

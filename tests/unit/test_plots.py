@@ -748,3 +748,21 @@ def test_a_patch_poll_writes_each_patch_s_votes_in_it_and_outlines_the_student_s
     assert [list(c[:3]) for c in markers.customdata][4] == [4, 1, 1]  # a click names index, row, column
     no_votes = plots.patch_votes(picture, np.zeros((2, 3))).data[1]
     assert np.isnan(np.asarray(no_votes.z, dtype=float)).all() and set(np.ravel(no_votes.text)) == {""}
+
+
+def test_a_patch_grid_names_every_patch_under_the_pointer_with_or_without_clicks():
+    picture = np.zeros((12, 8, 3), dtype=np.uint8)  # P = 4: 3 rows of 2 patches
+    clickable, still = plots.patch_grid(picture, 4), plots.patch_grid(picture, 4, clickable=False)
+    markers = next(t for t in clickable.data if t.type == "scatter")
+    names = next(t for t in still.data if t.type == "heatmap")  # one cell a patch, no marker
+    assert not [t for t in still.data if t.type == "scatter"] and names.hovertemplate == markers.hovertemplate
+    assert np.asarray(names.z).shape == (3, 2) and (names.x0, names.dx, names.y0, names.dy) == (1.5, 4, 1.5, 4)
+    cells = np.asarray(names.customdata).reshape(6, 6)
+    assert cells.tolist() == np.asarray(markers.customdata).tolist()  # patch 5: index 4, row 2, column 0
+    assert list(cells[4]) == [4, 2, 0, 5, 3, 1]
+    assert (markers.x[4], markers.y[4]) == (1.5, 9.5)  # the centre of the cell that names it
+    # the grid: every inner line in one path, the same over both
+    (lines,) = still.layout.shapes
+    assert lines.type == "path" and lines.path == clickable.layout.shapes[0].path
+    assert lines.path == "M-0.5,3.5L7.5,3.5M-0.5,7.5L7.5,7.5M3.5,-0.5L3.5,11.5"
+    assert plots.patch_grid(np.zeros((4, 4, 3), dtype=np.uint8), 4).layout.shapes == ()  # one patch: no line

@@ -385,11 +385,16 @@ def patch_grid(
     title: str | None = None,
     height: int | None = 420,
     numbers: bool = False,
+    clickable: bool = True,
 ) -> go.Figure:
     """The image with the P x P patch grid drawn over it; ``highlight`` outlines one patch.
 
     A transparent marker sits on every patch centre so hovering (or clicking, with Streamlit's
     selection) names the patch: its index in token order among the patches, its row and column.
+    Not ``clickable``: an invisible map, a cell a patch, names it under the pointer instead; one
+    picture where the markers were an SVG element each (step 2's "try it" grid: 1,024 of them, up
+    to 4,096). With the grid's lines in one path, plotly.js drew that figure in 16-19 ms of the
+    browser's main thread, where it took 58-110 ms (docs/benchmarks.md).
     """
     array = to_uint8(array)
     height_px, width_px = array.shape[:2]
@@ -397,20 +402,37 @@ def patch_grid(
     shapes = _grid_lines((height_px, width_px), (grid_h, grid_w), patch_size, patch_size)
     if highlight is not None and 0 <= highlight < grid_h * grid_w:
         shapes.append(_patch_outline(highlight, grid_w, patch_size, width=3))
+    hover = "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>"
     rows, cols = np.divmod(np.arange(grid_h * grid_w), grid_w)
-    centres_x = cols * patch_size + patch_size / 2 - 0.5
-    centres_y = rows * patch_size + patch_size / 2 - 0.5
-    markers = click_markers(
-        centres_x,
-        centres_y,
-        max(6, min(40, 600 // max(grid_w, 1))),
-        numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1)),
-        "patch %{customdata[3]} (row %{customdata[4]}, col %{customdata[5]})<extra></extra>",
-        mode="text+markers" if numbers else "markers",
-        textfont=dict(color="white", size=11),
-    )
-    if numbers:
-        markers["text"] = [str(i + 1) for i in range(grid_h * grid_w)]
+    names = numbered(np.stack([np.arange(grid_h * grid_w), rows, cols], axis=1))
+    if clickable:
+        centres_x = cols * patch_size + patch_size / 2 - 0.5
+        centres_y = rows * patch_size + patch_size / 2 - 0.5
+        markers = click_markers(
+            centres_x,
+            centres_y,
+            max(6, min(40, 600 // max(grid_w, 1))),
+            names,
+            hover,
+            mode="text+markers" if numbers else "markers",
+            textfont=dict(color="white", size=11),
+        )
+        if numbers:
+            markers["text"] = [str(i + 1) for i in range(grid_h * grid_w)]
+    else:
+        clear = "rgba(0,0,0,0)"
+        markers = dict(
+            type="heatmap",
+            z=np.zeros((grid_h, grid_w)),
+            x0=(patch_size - 1) / 2,
+            dx=patch_size,
+            y0=(patch_size - 1) / 2,
+            dy=patch_size,
+            colorscale=[[0, clear], [1, clear]],
+            showscale=False,
+            customdata=names.reshape(grid_h, grid_w, 6),
+            hovertemplate=hover,
+        )
     layout = _image_layout_dict(height, title)
     layout["shapes"] = shapes
     return _figure([_image_trace(array, hovertemplate=PIXEL_HOVER), markers], layout)
@@ -525,16 +547,15 @@ def _patch_outline(
 
 def _grid_lines(picture: tuple[int, int], grid: tuple[int, int], cell_h: float, cell_w: float) -> list[dict]:
     """White lines between a (grid_h, grid_w) grid's cells of ``cell_h`` x ``cell_w`` pixels, across
-    a (height, width) picture."""
+    a (height, width) picture: one path of every line (none for a single cell). A line shape apiece
+    (62 over step 2's 32 x 32 grid) cost plotly.js a path and a pass over its layout each
+    (docs/benchmarks.md)."""
     (height_px, width_px), (grid_h, grid_w) = picture, grid
-    line = dict(color="rgba(255,255,255,0.9)", width=1)
-    return [
-        dict(type="line", x0=-0.5, x1=width_px - 0.5, y0=r * cell_h - 0.5, y1=r * cell_h - 0.5, line=line)
-        for r in range(1, grid_h)
-    ] + [
-        dict(type="line", y0=-0.5, y1=height_px - 0.5, x0=c * cell_w - 0.5, x1=c * cell_w - 0.5, line=line)
-        for c in range(1, grid_w)
-    ]
+    across = [f"M-0.5,{r * cell_h - 0.5:g}L{width_px - 0.5:g},{r * cell_h - 0.5:g}" for r in range(1, grid_h)]
+    down = [f"M{c * cell_w - 0.5:g},-0.5L{c * cell_w - 0.5:g},{height_px - 0.5:g}" for c in range(1, grid_w)]
+    if not across and not down:
+        return []
+    return [dict(type="path", path="".join(across + down), line=dict(color="rgba(255,255,255,0.9)", width=1))]
 
 
 def patch_montage(patches: np.ndarray, grid: tuple[int, int], gap: int = 1) -> np.ndarray:

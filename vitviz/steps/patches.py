@@ -135,7 +135,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
         title = tr(
             "patches.concept_title", size=size, p=concept_p, grid=facts["grid_h"], n=facts["num_patches"]
         )  # on a slide, the figure and its takeaway are all a class sees of this block
-        concept = plots.patch_grid(resized, concept_p, title=title, height=420)
+        concept = plots.patch_grid(resized, concept_p, title=title, height=420, clickable=False)
         blocks.append(Figure("patches_concept", concept, subject.says(cost)))
     else:
         blocks.append(Text(subject.says(cost), role="caption"))
