@@ -51,7 +51,7 @@ def test_vectors_page_shows_the_components_that_carry_the_variance(model_name, l
     reading = claims.filter_components(ratios, models.cached_model(model_name).model.config.patch_size)
     assert claims.text(reading["title"], lang) in shown(at)
     assert claims.text([reading["spread"], reading["size"]], lang) in shown(at)
-    tiles = [t for t in figure(at, "vectors_components")["data"] if t["type"] == "image"]
+    tiles = figure(at, "vectors_components")["layout"]["annotations"]  # one titled tile a component
     assert len(tiles) == claims.components_to_show(ratios) == reading["title"].values["shown"]
 
 

@@ -48,7 +48,8 @@ def test_vectors_page_runs(model: str | None) -> None:
     assert [trace["name"] for trace in flat["data"]] == ["R", "G", "B"]
     components = _figure(at, "vectors_components")
     _, ratios = caches.cached_filter_components(model or zoo.default_name())
-    assert len(components["data"]) == claims.components_to_show(ratios)  # those that carry 95% of the variance
+    shown = claims.components_to_show(ratios)  # those that carry 95% of the variance, one titled tile each
+    assert len(components["data"]) == 1 and len(components["layout"]["annotations"]) == shown
     assert _array(planes["data"][0]["z"]).shape == (patch_size, patch_size)
     assert sum(_array(trace["y"]).size for trace in flat["data"]) == 3 * patch_size * patch_size
 
@@ -210,8 +211,13 @@ def test_component_tiles_rescale_each_tile() -> None:
     assert scaled[0].tolist() == np.full((3, 2, 2), 0.5).tolist()  # a flat tile is mid-grey
     assert scaled[1].min() == 0.0 and scaled[1].max() == 1.0
     fig = plots.component_tiles(components, [0.75, 0.25], columns=7)
-    assert len(fig.data) == 2
+    assert len(fig.data) == 1  # one picture of both tiles, a white gutter between them
     assert [a.text for a in fig.layout.annotations] == ["1: 75.0%", "2: 25.0%"]
+    picture = np.asarray(fig.data[0].z)
+    assert picture.shape == (2, 2 + 1 + 2, 3)
+    assert (picture[:, :2] == 128).all() and (picture[:, 2] == 255).all()  # the flat tile grey, the gutter white
+    assert picture[:, 3:].min() == 0 and picture[:, 3:].max() == 255  # the other tile stretched over the range
+    assert [(a.x, a.y) for a in fig.layout.annotations] == [(0.5, -0.5), (3.5, -0.5)]  # each title over its tile
 
 
 def _slots(fig: dict) -> dict[str, int]:
