@@ -283,7 +283,9 @@ def test_block_figures() -> None:
     gelu = plots.gelu_histogram(np.zeros(3), np.zeros(3), np.zeros(3), np.arange(10.0))
     assert {t.type for t in gelu.data} == {"histogram", "scatter"}
     row = plots.image_row([np.zeros((4, 4, 3)), np.ones((4, 4, 3))], ["a", "b"])
-    assert len(row.data) == 2
+    (picture,) = row.data  # both pictures in one, a white column between them, each titled over its own
+    assert np.asarray(picture.z)[:, :, 0].tolist() == [[0] * 4 + [255] * 5] * 4
+    assert [(a.text, a.x, a.y) for a in row.layout.annotations] == [("a", 1.5, -0.5), ("b", 6.5, -0.5)]
     assert tables.columns_csv({"a": [1, 2], "b, c": np.array([0.5, 0.25])}) == 'a,"b, c"\n1,0.5\n2,0.25\n'
     with pytest.raises(ValueError):
         tables.columns_csv({"a": [1], "b": [1, 2]})

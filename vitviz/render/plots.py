@@ -1806,19 +1806,37 @@ def gelu_histogram(
 # ---- 7. prediction ----
 def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int = 260) -> go.Figure:
     """Several pictures side by side, each with its title (e.g. an image with more and more
-    patches hidden)."""
-    count = max(1, len(images))
-    titles = list(titles) + [""] * (count - len(titles))
-    axes, layout = _panel_row(titles[:count], 0.02, font_size=14)
-    data = [
-        dict(type="image", z=to_uint8(array), hoverinfo="skip", xaxis=x_name, yaxis=y_name)
-        for array, (x_name, y_name) in zip(images, axes, strict=False)
+    patches hidden): one picture of them all with white gaps (``tile_mosaic``), the titles over
+    their pictures, not a subplot each: step 7's four took plotly.js 28-43 ms as subplots (eight
+    axes) and 10-18 ms as one picture (docs/benchmarks.md). A smaller picture sits at the top left
+    of a slot the largest's size."""
+    pictures = [to_uint8(array) for array in images]
+    titles = list(titles) + [""] * (len(pictures) - len(titles))
+    layout = _image_layout_dict(height)
+    layout["margin"] = dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4)
+    if not pictures:
+        return _figure([], layout)
+    slot_h, slot_w = max(p.shape[0] for p in pictures), max(p.shape[1] for p in pictures)
+    slots = np.full((len(pictures), slot_h, slot_w, 3), 255, dtype=np.uint8)
+    for slot, picture in zip(slots, pictures, strict=True):
+        slot[: picture.shape[0], : picture.shape[1]] = picture
+    mosaic, corners = tile_mosaic(slots, len(pictures), 0, max(1, slot_w // 12))
+    layout["annotations"] = [
+        dict(
+            text=title,
+            x=left + (slot_w - 1) / 2,
+            y=top - 0.5,
+            xref="x",
+            yref="y",
+            xanchor="center",
+            yanchor="bottom",
+            showarrow=False,
+            font=dict(size=14),
+        )
+        for (top, left), title in zip(corners, titles, strict=False)
+        if title
     ]
-    for x_name, y_name in axes:
-        layout["xaxis" + x_name[1:]]["visible"] = False
-        layout["yaxis" + y_name[1:]]["visible"] = False
-    layout |= dict(height=height, margin=dict(l=4, r=4, t=PANEL_TITLES_TOP, b=4), **LOOK, dragmode=False)
-    return _figure(data, layout)
+    return _figure([_image_trace(mosaic, hoverinfo="skip")], layout)
 
 
 # (end of 7. prediction)
