@@ -671,20 +671,7 @@ def small_multiples(
     row_gap, column_gap = max(2, -(-grid_h // 4)), max(1, grid_w // 8)  # room for a title; a thin gutter
     shown = maps if shared_scale else rescale_each(maps)
     z, customdata, corners = multiples_mosaic(shown, maps, columns, row_gap, column_gap)
-    annotations = [
-        dict(
-            text=title,
-            x=left + (grid_w - 1) / 2,
-            y=top - 0.5,
-            xref="x",
-            yref="y",
-            xanchor="center",
-            yanchor="bottom",
-            showarrow=False,
-            font=dict(size=13),
-        )
-        for (top, left), title in zip(corners, titles, strict=True)
-    ]
+    annotations = [_title_over(title, top, left, grid_w) for (top, left), title in zip(corners, titles, strict=True)]
     trace = dict(
         type="heatmap",
         z=z,
@@ -735,6 +722,22 @@ def multiples_mosaic(
         customdata[top : top + grid_h, left : left + grid_w, 3] = values[index]
         corners.append((top, left))
     return z, customdata, corners
+
+
+def _title_over(text: str, top: int, left: int, width: int, size: int = 13) -> dict:
+    """The title of a map or tile in a mosaic, centred over the one whose top-left cell is (top,
+    left) and which is ``width`` cells wide: in the picture's coordinates, it moves with it."""
+    return dict(
+        text=text,
+        x=left + (width - 1) / 2,
+        y=top - 0.5,
+        xref="x",
+        yref="y",
+        xanchor="center",
+        yanchor="bottom",
+        showarrow=False,
+        font=dict(size=size),
+    )
 
 
 def channel_maps(pixels: np.ndarray, titles: Sequence[str], height: int = 300) -> go.Figure:
@@ -1021,17 +1024,7 @@ def component_tiles(
     row_gap, column_gap = max(2, -(-p // 4)), max(1, p // 8)  # room for a title; a thin gutter
     picture, corners = tile_mosaic(np.stack([to_uint8(tile) for tile in tiles]), columns, row_gap, column_gap)
     annotations = [
-        dict(
-            text=f"{index + 1}: {float(ratio):.1%}",
-            x=left + (p - 1) / 2,
-            y=top - 0.5,
-            xref="x",
-            yref="y",
-            xanchor="center",
-            yanchor="bottom",
-            showarrow=False,
-            font=dict(size=13),
-        )
+        _title_over(f"{index + 1}: {float(ratio):.1%}", top, left, p)
         for index, ((top, left), ratio) in enumerate(zip(corners, ratios, strict=True))
     ]
     # as tall as the picture is in a column MOSAIC_WIDTH wide, at most height_per_row a row of tiles
@@ -1822,17 +1815,7 @@ def image_row(images: Sequence[np.ndarray], titles: Sequence[str], height: int =
         slot[: picture.shape[0], : picture.shape[1]] = picture
     mosaic, corners = tile_mosaic(slots, len(pictures), 0, max(1, slot_w // 12))
     layout["annotations"] = [
-        dict(
-            text=title,
-            x=left + (slot_w - 1) / 2,
-            y=top - 0.5,
-            xref="x",
-            yref="y",
-            xanchor="center",
-            yanchor="bottom",
-            showarrow=False,
-            font=dict(size=14),
-        )
+        _title_over(title, top, left, slot_w, size=14)
         for (top, left), title in zip(corners, titles, strict=False)
         if title
     ]
