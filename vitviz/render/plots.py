@@ -558,16 +558,10 @@ def _grid_lines(picture: tuple[int, int], grid: tuple[int, int], cell_h: float, 
     return [dict(type="path", path="".join(across + down), line=dict(color="rgba(255,255,255,0.9)", width=1))]
 
 
-def patch_montage(patches: np.ndarray, grid: tuple[int, int], gap: int = 1) -> np.ndarray:
-    """(N, P, P, 3) patches -> one (H', W', 3) uint8 picture with white gaps between them."""
-    grid_h, grid_w = grid
-    patches = to_uint8_stack(patches)
-    p = patches.shape[1]
-    out = np.full((grid_h * (p + gap) - gap, grid_w * (p + gap) - gap, 3), 255, dtype=np.uint8)
-    for index, patch in enumerate(patches):
-        row, col = divmod(index, grid_w)
-        out[row * (p + gap) : row * (p + gap) + p, col * (p + gap) : col * (p + gap) + p] = patch
-    return out
+def patch_montage(patches: np.ndarray, columns: int, gap: int = 1) -> np.ndarray:
+    """(N, P, P, 3) patches -> one (H', W', 3) uint8 picture, ``columns`` to a row, with white gaps
+    between them (``tile_mosaic``)."""
+    return tile_mosaic(to_uint8_stack(patches), columns, gap, gap)[0]
 
 
 def to_uint8_stack(patches: np.ndarray) -> np.ndarray:
@@ -582,7 +576,7 @@ def patch_gallery(
 ) -> go.Figure:
     """Every patch as its own tile, in token order (row by row), spaced apart."""
     p = np.asarray(patches).shape[1]
-    montage = patch_montage(patches, grid, gap=max(1, p // 8))
+    montage = patch_montage(patches, grid[1], gap=max(1, p // 8))
     return _image_figure(montage, height, title, hoverinfo="skip")
 
 
@@ -708,20 +702,31 @@ def multiples_mosaic(
         the gaps); and each map's (top row, left column) in the picture.
     """
     count, grid_h, grid_w = shown.shape
-    rows = int(np.ceil(count / columns))
-    height, width = rows * grid_h + (rows - 1) * row_gap, columns * grid_w + (columns - 1) * column_gap
+    (height, width), corners = mosaic_corners(count, columns, (grid_h, grid_w), row_gap, column_gap)
     z = np.full((height, width), np.nan)
     customdata = np.full((height, width, 4), np.nan)
     cells = grid_customdata(grid_h, grid_w)
-    corners = []
-    for index in range(count):
-        row, col = divmod(index, columns)
-        top, left = row * (grid_h + row_gap), col * (grid_w + column_gap)
+    for index, (top, left) in enumerate(corners):
         z[top : top + grid_h, left : left + grid_w] = shown[index]
         customdata[top : top + grid_h, left : left + grid_w, :3] = cells
         customdata[top : top + grid_h, left : left + grid_w, 3] = values[index]
-        corners.append((top, left))
     return z, customdata, corners
+
+
+def mosaic_corners(
+    count: int, columns: int, tile: tuple[int, int], row_gap: int, column_gap: int
+) -> tuple[tuple[int, int], list[tuple[int, int]]]:
+    """Where ``count`` tiles of ``tile`` = (height, width) cells go, ``columns`` to a row, with
+    ``row_gap`` empty rows above every row of tiles but the first and ``column_gap`` empty columns
+    between tiles: the mosaic's (height, width), and each tile's (top row, left column)."""
+    tile_h, tile_w = tile
+    rows = int(np.ceil(count / columns))
+    size = (rows * tile_h + (rows - 1) * row_gap, columns * tile_w + (columns - 1) * column_gap)
+    corners = []
+    for index in range(count):
+        row, col = divmod(index, columns)
+        corners.append((row * (tile_h + row_gap), col * (tile_w + column_gap)))
+    return size, corners
 
 
 def _title_over(text: str, top: int, left: int, width: int, size: int = 13) -> dict:
@@ -1047,15 +1052,10 @@ def tile_mosaic(
         the picture, and each tile's (top row, left column) in it.
     """
     count, tile_h, tile_w = tiles.shape[:3]
-    rows = int(np.ceil(count / columns))
-    height, width = rows * tile_h + (rows - 1) * row_gap, columns * tile_w + (columns - 1) * column_gap
-    picture = np.full((height, width, 3), 255, dtype=np.uint8)
-    corners = []
-    for index, tile in enumerate(tiles):
-        row, col = divmod(index, columns)
-        top, left = row * (tile_h + row_gap), col * (tile_w + column_gap)
+    size, corners = mosaic_corners(count, columns, (tile_h, tile_w), row_gap, column_gap)
+    picture = np.full((*size, 3), 255, dtype=np.uint8)
+    for tile, (top, left) in zip(tiles, corners, strict=True):
         picture[top : top + tile_h, left : left + tile_w] = tile
-        corners.append((top, left))
     return picture, corners
 
 

@@ -120,7 +120,7 @@ def gallery(subject: Subject, result: EvalResult, data: ImageSet, indices, page:
     shown = indices[start:end].tolist()
     pictures = lab.thumbnails(data.images[shown])  # (n, s, s, 3)
     rows = (len(shown) + lab.PER_ROW - 1) // lab.PER_ROW
-    montage = plots.patch_montage(pictures, (rows, min(len(shown), lab.PER_ROW)), gap=4)
+    montage = plots.patch_montage(pictures, min(len(shown), lab.PER_ROW), gap=4)
     title = subject.tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=f"{len(indices):,}")
     figure = plots.image(montage, title=title, height=120 + 110 * rows)
     classes = result.classes
