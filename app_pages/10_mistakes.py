@@ -12,6 +12,7 @@ from vitviz.analyses import lab
 from vitviz.app import (
     current,
     furniture,
+    gallery,
     models,
     navigation,
     presenter,
@@ -246,21 +247,15 @@ furniture.back_and_forward(
 where.caption(tr("mistakes.page_of", page=page, pages=pages, start=start + 1, stop=end, count=f"{count:,}"))
 shown = indices[start:end].tolist()  # never more than lab.PER_PAGE thumbnails, however many mistakes
 pictures = lab.thumbnails(data.images[shown])
-with st.container(key="mistakes_gallery"):
-    for row in range(0, len(shown), lab.PER_ROW):
-        for column, j in zip(
-            st.columns(lab.PER_ROW), range(row, min(row + lab.PER_ROW, len(shown))), strict=False
-        ):  # the last row may be short
-            picked = start + j + 1
-            column.image(furniture.png_bytes(pictures[j]), width="stretch", output_format="PNG")
-            column.button(
-                caption(picked, shown[j]),
-                key=f"mistakes_thumb_{j}",
-                on_click=open_up_close,
-                args=(picked,),
-                type="primary" if picked == number else "secondary",
-                width="stretch",
-            )
+gallery.gallery(  # one element: a click on a thumbnail opens it (open_up_close)
+    "mistakes_gallery",
+    [furniture.png_bytes(picture) for picture in pictures],
+    [caption(start + j + 1, index) for j, index in enumerate(shown)],
+    range(start + 1, start + len(shown) + 1),
+    number,
+    lab.PER_ROW,
+    open_up_close,
+)
 
 # ---- one image up close -----------------------------------------------------------------------
 st.container(key="mistakes_detail").subheader(tr("mistakes.detail"))  # what a thumbnail's click scrolls to

@@ -106,6 +106,34 @@ def click(at: AppTest, key: str, point: dict) -> AppTest:
     return at._run(states)
 
 
+def gallery(at: AppTest, key: str) -> dict:
+    """The thumbnails of the gallery with element key ``key`` (``vitviz.app.gallery``): its
+    ``columns``, ``current`` (the number of the image up close) and ``items``, each with its
+    picture ("src", a data URL), "caption" and "number"."""
+    from vitviz.app.gallery import read_element_data
+
+    for element in at.get("bidi_component"):
+        if element.proto.component_name == "vitviz_gallery" and element.proto.id.endswith(f"-{key}"):
+            return read_element_data(element.proto.bytes)
+    raise AssertionError(f"no gallery {key!r}")
+
+
+def open_thumbnail(at: AppTest, key: str, number: object) -> AppTest:
+    """Click the thumbnail numbered ``number`` of the gallery ``key`` as the browser reports it
+    (``static/gallery.js``: the element's trigger "open" with the number; any value, to send what a
+    forged message would). Returns the AppTest after that run."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id  # the element's event widget
+
+    for element in at.get("bidi_component"):
+        if element.proto.component_name == "vitviz_gallery" and element.proto.id.endswith(f"-{key}"):
+            states = at._tree.get_widget_states()
+            state = states.widgets.add()
+            state.id = _make_trigger_id(element.proto.id, "events")
+            state.json_trigger_value = json.dumps([{"event": "open", "value": number}])
+            return at._run(states)
+    raise AssertionError(f"no gallery {key!r}")
+
+
 def figure_array(value: object) -> np.ndarray:
     """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
     if isinstance(value, dict):

@@ -14,7 +14,7 @@ import torch
 from PIL import Image
 
 from tests.app.test_korean_pages import english_words, page_labels
-from tests.apptest import errors, figure, figure_array, open_page, open_page_in_one_run, tables
+from tests.apptest import errors, figure, figure_array, gallery, open_page, open_page_in_one_run, tables
 from tests.helpers import CLASSES, make_image_folder, write_idx
 from vitviz.app import state, testset, tour
 from vitviz.models import data as vdata
@@ -158,7 +158,7 @@ def test_the_lab_lists_fashion_mistakes_and_opens_one_in_the_tour(fashion):
     at = open_page("app_pages/10_mistakes.py", custom_model=str(fashion[1]))
     assert errors(at) == []
     assert any("Fashion-MNIST" in c.value and "40" in c.value for c in at.caption)
-    thumbs = [b for b in at.button if str(b.key).startswith("mistakes_thumb_")]
+    thumbs = gallery(at, "mistakes_gallery")["items"]
     assert thumbs, "a random model gets most of 40 images wrong"
     at.button(key="mistakes_open_tour").click().run()
     assert errors(at) == [] and at.session_state["source"] == "test"

@@ -20,7 +20,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.apptest import charts, errors, figure, open_page, open_page_in_one_run, tables
+from tests.apptest import charts, errors, figure, gallery, open_page, open_page_in_one_run, open_thumbnail, tables
 from tests.apptest import figure_array as _array
 from tests.conftest import SHARED_DATA
 from tests.helpers import CLASSES, make_image_folder
@@ -36,6 +36,7 @@ from vitviz.render import i18n, plots
 torch.set_num_threads(1)  # a training job shares the CPU; these tensors are tiny
 
 PAGE = "app_pages/10_mistakes.py"
+GALLERY = "mistakes_gallery"  # the gallery element's key (vitviz.app.gallery)
 TINY = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=32, depth=2, num_heads=4, class_names=CLASSES)
 
 
@@ -88,8 +89,14 @@ def _rows(text: str) -> list[dict[str, str]]:
 
 
 def _captions(at) -> list[str]:
-    """The gallery's thumbnail buttons, in order."""
-    return [button.label for button in at.button if str(button.key).startswith("mistakes_thumb_")]
+    """The gallery's thumbnails' captions, in order."""
+    return [item["caption"] for item in gallery(at, GALLERY)["items"]]
+
+
+def _marked(at) -> list[str]:
+    """The captions of the thumbnails marked as the image up close (one, or none on another page)."""
+    shown = gallery(at, GALLERY)
+    return [item["caption"].split()[0] for item in shown["items"] if item["number"] == shown["current"]]
 
 
 def _open(folder: Path, model_path: Path, **state: object):
@@ -145,19 +152,16 @@ def test_thumbnails_and_previous_next_open_images_and_turn_pages(lab_setup, csv_
         return next(int(r["index"]) for r in rows if f"`{r['file']}`" in said)
 
     assert [label.split()[0] for label in _captions(at)] == ["#1", "#2", "#3", "#4"]
-    assert at.button(key="mistakes_thumb_0").proto.type == "primary"  # the image up close is marked
-    at.button(key="mistakes_thumb_2").click().run()  # a click on a thumbnail opens it
+    assert _marked(at) == ["#1"]  # the image up close is marked
+    open_thumbnail(at, GALLERY, 3)  # a click on a thumbnail opens it
     assert at.number_input(key="mistake").value == 3 and up_close() == int(rows[2]["index"])
-    assert (
-        at.button(key="mistakes_thumb_2").proto.type == "primary"
-        and at.button(key="mistakes_thumb_0").proto.type == "secondary"
-    )
+    assert _marked(at) == ["#3"]
     at.button(key="mistakes_page_forward").click().run()  # the gallery turns; the image up close stays
     assert [label.split()[0] for label in _captions(at)] == ["#5", "#6", "#7", "#8"]
-    assert at.number_input(key="mistake").value == 3
+    assert at.number_input(key="mistake").value == 3 and _marked(at) == []
     assert any(f"images 5–8 of {count}" in c.value for c in at.caption)
-    at.button(key="mistakes_thumb_3").click().run()
-    assert at.number_input(key="mistake").value == 8
+    open_thumbnail(at, GALLERY, 8)
+    assert at.number_input(key="mistake").value == 8 and _marked(at) == ["#8"]
     at.button(key="mistakes_image_forward").click().run()  # #9 lives on page 3: the gallery follows
     assert at.number_input(key="mistake").value == 9 and up_close() == int(rows[8]["index"])
     assert _captions(at)[0].startswith("#9 ")
@@ -184,6 +188,24 @@ def test_one_confidence_filter_keeps_exactly_its_range(lab_setup, csv_texts) -> 
     assert at.number_input(key="mistake").value == 1  # new filters: back to the first image
 
 
+def test_the_gallery_shows_each_thumbnail_and_ignores_a_forged_click(lab_setup) -> None:
+    """Every thumbnail of a page is a PNG of its test image with its caption and number; a click's
+    number comes from the browser, so one that is not a thumbnail on the page, or not a whole
+    number, opens nothing and breaks nothing."""
+    folder, model_path, _ = lab_setup
+    at = _open(folder, model_path)
+    shown = gallery(at, GALLERY)
+    assert shown["columns"] == lab.PER_ROW and shown["current"] == 1
+    assert [item["number"] for item in shown["items"]] == list(range(1, len(shown["items"]) + 1))
+    for item in shown["items"]:
+        assert item["src"].startswith("data:image/png;base64,") and item["caption"].startswith(f"#{item['number']} ")
+    for forged in (len(shown["items"]) + 1, 0, -1, 2.5, "2", True, None, [2], 10**30):
+        open_thumbnail(at, GALLERY, forged)
+        assert at.number_input(key="mistake").value == 1 and errors(at) == [], forged
+    open_thumbnail(at, GALLERY, 2.0)  # a whole number as JSON may write it
+    assert at.number_input(key="mistake").value == 2 and errors(at) == []
+
+
 def test_a_thumbnail_click_scrolls_to_the_image_up_close(lab_setup) -> None:
     """A thumbnail opens its image below the gallery and asks the browser to scroll there (once);
     the up-close view's own buttons, already in view, do not (tests/browser holds the scrolling)."""
@@ -194,7 +216,7 @@ def test_a_thumbnail_click_scrolls_to_the_image_up_close(lab_setup) -> None:
         return [h.proto.body for h in at.sidebar.get("html") if "st-key-mistakes_detail" in h.proto.body]
 
     assert scrolls() == []
-    at.button(key="mistakes_thumb_2").click().run()
+    open_thumbnail(at, GALLERY, 3)
     assert at.number_input(key="mistake").value == 3 and len(scrolls()) == 1
     at.button(key="mistakes_image_forward").click().run()
     assert at.number_input(key="mistake").value == 4 and scrolls() == []

@@ -454,7 +454,7 @@ IN_VIEW = """(selector) => {
 }"""
 GALLERY_ROWS = """() => {
   const rows = {};
-  for (const button of document.querySelectorAll('.st-key-mistakes_gallery .stButton button')) {
+  for (const button of document.querySelectorAll('.st-key-mistakes_gallery button')) {
     const box = button.getBoundingClientRect();
     (rows[Math.round(box.top)] ??= []).push(Math.round(box.height));
   }
@@ -464,14 +464,15 @@ GALLERY_ROWS = """() => {
 
 def test_j_a_thumbnail_in_the_lab_brings_its_image_up_close_into_view(server, page):  # noqa: F811
     """At a projector's 1280 x 720, a click on a thumbnail scrolls to "One image up close",
-    which sits below the gallery, out of sight; the gallery's buttons are even, row by row."""
+    which sits below the gallery, out of sight; the gallery's buttons are even, row by row, and the
+    one clicked is marked as the image up close."""
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(f"{server}/mistakes?lang=en", wait_until="domcontentloaded")
-    page.wait_for_selector(".st-key-mistakes_gallery .stButton button", timeout=120_000)
+    page.wait_for_selector(".st-key-mistakes_gallery button", timeout=120_000)
     settle(page)
     rows = page.evaluate(GALLERY_ROWS)
     assert len(rows) >= 2 and all(len(set(heights)) == 1 for heights in rows), rows
-    thumbnail = page.locator(".st-key-mistakes_thumb_5 button")
+    thumbnail = page.locator(".st-key-mistakes_gallery button").nth(5)
     thumbnail.scroll_into_view_if_needed()
     assert not page.evaluate(IN_VIEW, ".st-key-mistakes_detail")  # below the gallery's rows
     thumbnail.click()
@@ -479,6 +480,9 @@ def test_j_a_thumbnail_in_the_lab_brings_its_image_up_close_into_view(server, pa
     settle(page)
     assert page.evaluate(IN_VIEW, ".st-key-mistakes_detail") and problems(page) == []
     assert page.locator(".st-key-mistake input").input_value() == "6"  # the thumbnail's image is the one up close
+    assert page.locator(".st-key-mistakes_gallery button[aria-pressed='true']").all_inner_texts() == [
+        thumbnail.inner_text()
+    ]
 
 
 def test_k_a_point_on_the_test_set_map_opens_its_image_in_the_tour(server, page):  # noqa: F811

@@ -18,7 +18,7 @@ APP_MODULES = (
     "assets", "charts", "tour", "web", "text", "models", "caches", "state", "session",
     "current", "presenter", "furniture", "navigation", "sidebar", "analyses", "shelf", "turns", "ahead",
     "render", "where", "classroom", "teacher", "students", "patch_poll", "testset", "internals",
-    "chart_script", "page_list", "described", "first_view", "first_view_file", "sockets", "margins", "tabular",
+    "chart_script", "page_list", "described", "first_view", "first_view_file", "sockets", "margins", "tabular", "gallery",
 )  # fmt: skip
 STEP_MODULES = (
     "blocks",
