@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -196,6 +197,9 @@ def test_the_gallery_shows_each_thumbnail_and_ignores_a_forged_click(lab_setup) 
     at = _open(folder, model_path)
     shown = gallery(at, GALLERY)
     assert shown["columns"] == lab.PER_ROW and shown["current"] == 1
+    config = (Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text()
+    primary = re.search(r'^primaryColor = "(#[0-9a-fA-F]{6})"$', config, re.MULTILINE)[1]
+    assert shown["colour"] == primary  # the image up close is marked in the theme's colour
     assert [item["number"] for item in shown["items"]] == list(range(1, len(shown["items"]) + 1))
     for item in shown["items"]:
         assert item["src"].startswith("data:image/png;base64,") and item["caption"].startswith(f"#{item['number']} ")

@@ -22,6 +22,7 @@ import streamlit as st
 from vitviz.app import web
 
 TRIGGER = "open"
+STREAMLIT_PRIMARY = "#ff4b4b"  # Streamlit's primary colour where the theme names none
 
 
 @functools.cache
@@ -36,15 +37,22 @@ def element() -> Callable[..., Any]:
 
 
 def element_data(
-    pictures: Sequence[bytes], captions: Sequence[str], numbers: Sequence[int], current: int, columns: int
+    pictures: Sequence[bytes],
+    captions: Sequence[str],
+    numbers: Sequence[int],
+    current: int,
+    columns: int,
+    colour: str = STREAMLIT_PRIMARY,
 ) -> bytes:
     """What the element gets, as JSON bytes: ``columns`` thumbnails a row, and per thumbnail its
-    PNG (a data URL), its caption and its number; ``current`` (a number) is the image up close."""
+    PNG (a data URL), its caption and its number; ``current`` (a number) is the image up close,
+    marked in ``colour`` (the theme's primary colour)."""
     items = [
         {"src": "data:image/png;base64," + base64.b64encode(png).decode(), "caption": caption, "number": int(number)}
         for png, caption, number in zip(pictures, captions, numbers, strict=True)
     ]
-    return json.dumps({"columns": int(columns), "current": int(current), "items": items}).encode()
+    shown = {"columns": int(columns), "current": int(current), "colour": colour, "items": items}
+    return json.dumps(shown).encode()
 
 
 def read_element_data(data: bytes) -> dict:
@@ -78,5 +86,6 @@ def gallery(
         if number is not None:
             on_open(number)
 
-    data = element_data(pictures, captions, numbers, current, columns)
+    colour = st.get_option("theme.primaryColor") or STREAMLIT_PRIMARY  # .streamlit/config.toml's
+    data = element_data(pictures, captions, numbers, current, columns, colour)
     element()(key=key, data=data, width="stretch", **{f"on_{TRIGGER}_change": clicked})

@@ -13,6 +13,7 @@ export default function (component) {
   root.vitvizText = text;
   const shown = JSON.parse(text);
   root.style.setProperty("--vitviz-gallery-columns", String(shown.columns));
+  root.style.setProperty("--vitviz-gallery-marked", String(shown.colour));
   root.replaceChildren(
     ...shown.items.map((item) => {
       const button = document.createElement("button");
