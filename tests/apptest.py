@@ -95,43 +95,44 @@ def click(at: AppTest, key: str, point: dict) -> AppTest:
     """Click a point of the chart ``key`` as the browser reports it (``static/chart.js``): the
     element's trigger "selection", ``{"points": [point]}``, sent with the next run's widget states
     (AppTest has no browser to press it). Returns the AppTest after that run."""
-    from streamlit.components.v2.bidi_component.main import _make_trigger_id  # the element's event widget
-
     found = chart(at, key)
     assert found.data["select"], f"the chart {key!r} takes no clicks"
+    return _trigger(at, found.proto.id, "selection", {"points": [point]})
+
+
+def _trigger(at: AppTest, element_id: str, event: str, value: object) -> AppTest:
+    """Send an ``st.components.v2`` element's trigger ``event`` with ``value``, as its script's
+    ``setTriggerValue`` does, with the next run's widget states; the AppTest after that run."""
+    from streamlit.components.v2.bidi_component.main import _make_trigger_id  # the element's event widget
+
     states = at._tree.get_widget_states()
     state = states.widgets.add()
-    state.id = _make_trigger_id(found.proto.id, "events")
-    state.json_trigger_value = json.dumps([{"event": "selection", "value": {"points": [point]}}])
+    state.id = _make_trigger_id(element_id, "events")
+    state.json_trigger_value = json.dumps([{"event": event, "value": value}])
     return at._run(states)
+
+
+def _gallery_element(at: AppTest, key: str) -> Any:
+    for element in at.get("bidi_component"):
+        if element.proto.component_name == "vitviz_gallery" and element.proto.id.endswith(f"-{key}"):
+            return element
+    raise AssertionError(f"no gallery {key!r}")
 
 
 def gallery(at: AppTest, key: str) -> dict:
     """The thumbnails of the gallery with element key ``key`` (``vitviz.app.gallery``): its
-    ``columns``, ``current`` (the number of the image up close) and ``items``, each with its
-    picture ("src", a data URL), "caption" and "number"."""
+    ``columns``, ``current`` (the number of the image up close), ``colour`` and ``items``, each with
+    its picture ("src", a data URL), "caption" and "number"."""
     from vitviz.app.gallery import read_element_data
 
-    for element in at.get("bidi_component"):
-        if element.proto.component_name == "vitviz_gallery" and element.proto.id.endswith(f"-{key}"):
-            return read_element_data(element.proto.bytes)
-    raise AssertionError(f"no gallery {key!r}")
+    return read_element_data(_gallery_element(at, key).proto.bytes)
 
 
 def open_thumbnail(at: AppTest, key: str, number: object) -> AppTest:
     """Click the thumbnail numbered ``number`` of the gallery ``key`` as the browser reports it
     (``static/gallery.js``: the element's trigger "open" with the number; any value, to send what a
     forged message would). Returns the AppTest after that run."""
-    from streamlit.components.v2.bidi_component.main import _make_trigger_id  # the element's event widget
-
-    for element in at.get("bidi_component"):
-        if element.proto.component_name == "vitviz_gallery" and element.proto.id.endswith(f"-{key}"):
-            states = at._tree.get_widget_states()
-            state = states.widgets.add()
-            state.id = _make_trigger_id(element.proto.id, "events")
-            state.json_trigger_value = json.dumps([{"event": "open", "value": number}])
-            return at._run(states)
-    raise AssertionError(f"no gallery {key!r}")
+    return _trigger(at, _gallery_element(at, key).proto.id, "open", number)
 
 
 def figure_array(value: object) -> np.ndarray:

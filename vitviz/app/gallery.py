@@ -66,7 +66,7 @@ def opened(key: str, numbers: Sequence[int]) -> int | None:
     value = found.get(TRIGGER) if hasattr(found, "get") else None
     if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
         return None
-    return int(value) if int(value) in set(numbers) else None
+    return int(value) if int(value) in numbers else None
 
 
 def gallery(
