@@ -135,6 +135,11 @@ def open_thumbnail(at: AppTest, key: str, number: object) -> AppTest:
     return _trigger(at, _gallery_element(at, key).proto.id, "open", number)
 
 
+def slide_counter(at: AppTest) -> str:
+    """Presenter mode's counter ("Step 7 of 9 · slide 2 of 4") as a visitor reads it, its HTML's tags left out."""
+    return re.sub(r"<[^>]+>", "", next(m.value for m in at.markdown if "vitviz-slide-counter" in m.value))
+
+
 def figure_array(value: object) -> np.ndarray:
     """A figure array from plotly's JSON: a list, or {"dtype", "bdata", "shape"} (base64)."""
     if isinstance(value, dict):

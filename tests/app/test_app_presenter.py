@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.apptest import charts, errors, open_page
+from tests.apptest import charts, errors, open_page, slide_counter
 from vitviz.app import web
 
 
@@ -37,29 +37,25 @@ def test_next_and_previous_move_slide_by_slide_before_they_move_step_by_step():
     assert errors(at) == []
     counters = []
     for _ in range(4):
-        counters.append(next(m.value for m in at.markdown if "slide" in m.value))
+        counters.append(slide_counter(at))
         at.button(key="nav_next").click().run()
         assert errors(at) == []
-    assert [c.split("slide ")[1].split("<")[0] for c in counters] == ["1 of 4", "2 of 4", "3 of 4", "4 of 4"]
-    assert "Step 7 of 9" in counters[-1] and any("Step 8 of 9 · slide 1" in m.value for m in at.markdown)
+    assert counters == [f"Step 7 of 9 · slide {n} of 4" for n in range(1, 5)]
+    assert "Step 8 of 9 · slide 1 of " in slide_counter(at)
     at.button(key="nav_prev").click().run()
-    assert any("Step 7 of 9 · slide 4 of 4" in m.value for m in at.markdown)
+    assert slide_counter(at) == "Step 7 of 9 · slide 4 of 4"
     at.button(key="nav_prev").click().run()
-    assert any("Step 7 of 9 · slide 3 of 4" in m.value for m in at.markdown)
-
-
-def _spot(at) -> str:
-    return next(m.value for m in at.markdown if "slide" in m.value)
+    assert slide_counter(at) == "Step 7 of 9 · slide 3 of 4"
 
 
 def test_next_walks_every_slide_of_a_step_before_the_next_step():
     at = open_page("app_pages/1_input.py", query={"present": "1"})
-    assert errors(at) == [] and "slide 1 of 3" in _spot(at)
+    assert errors(at) == [] and "slide 1 of 3" in slide_counter(at)
     for shown in ("slide 2 of 3", "slide 3 of 3"):  # the last slide too, before step 2
         at.button(key="nav_next").click().run()
-        assert errors(at) == [] and "Step 1 of 9" in _spot(at) and shown in _spot(at)
+        assert errors(at) == [] and "Step 1 of 9" in slide_counter(at) and shown in slide_counter(at)
     at.button(key="nav_next").click().run()
-    assert errors(at) == [] and "Step 2 of 9 · slide 1 of 2" in _spot(at)
+    assert errors(at) == [] and "Step 2 of 9 · slide 1 of 2" in slide_counter(at)
     for shown in ("Step 1 of 9 · slide 3 of 3", "slide 2 of 3", "Step 1 of 9 · slide 1 of 3"):  # and back
         at.button(key="nav_prev").click().run()
-        assert errors(at) == [] and shown in _spot(at)
+        assert errors(at) == [] and shown in slide_counter(at)

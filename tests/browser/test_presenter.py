@@ -126,6 +126,10 @@ SLIDE = """() => {
   // a button's label cut short ("Contr…"): some part of it wider than its box
   const clipped = Array.from(main.querySelectorAll(".st-key-vitviz-slide button")).filter((button) =>
     [button, ...button.querySelectorAll("*")].some((el) => el.scrollWidth > el.clientWidth + 1)).map((b) => b.innerText.split("\\n")[0]);
+  // the counter ("Step 3 of 9 · slide 2 of 4"): its two parts each on one line, nothing sticking out
+  const parts = counter ? Array.from(counter.querySelectorAll(".vitviz-counter-part")) : [];
+  const counterBroken = parts.length !== 2 || parts.some((part) => part.getClientRects().length !== 1)
+    || (counter && counter.scrollWidth > counter.clientWidth + 1);
   const lines = [];
   for (const p of takeaway ? takeaway.querySelectorAll("p") : []) {
     const range = document.createRange();
@@ -138,6 +142,7 @@ SLIDE = """() => {
     cut: cut.length,
     takeaway: Boolean(t && t.height > 0 && t.bottom <= height + 1),
     clipped,
+    counter: counter && counterBroken ? counter.innerText.replace(/\\n/g, " / ") : "",
     covered: lines.filter((line) => floating.some((button) => meets(line, button))).length,
     fill: figures.length ? Math.min(...drawn) / height : null,
     scrolls: main.scrollHeight > main.clientHeight + 1 ? `${main.scrollHeight} > ${main.clientHeight}` : "",
@@ -172,6 +177,8 @@ def _slide_problems(page, name: str, size: tuple[int, int], fills: dict) -> tupl
         problems.append(f"{name}: {seen['cut']} of {seen['figures']} figures cut, takeaway shown: {seen['takeaway']}")
     if seen["clipped"]:
         problems.append(f"{name}: button labels cut short: {seen['clipped']}")
+    if seen["counter"]:
+        problems.append(f"{name}: the slide counter breaks inside a part or sticks out: {seen['counter']}")
     if seen["covered"]:
         problems.append(f"{name}: a floating button covers {seen['covered']} line(s) of the takeaway")
     if seen["fill"] is not None:

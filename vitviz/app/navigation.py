@@ -55,12 +55,8 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         "←", key="nav_prev", width="stretch", on_click=_previous_slide, args=(step, index), help=tr("nav.previous")
     ):
         unasked = _previous_slide
-    spot = tr("slides.counter", step=counter(step, len(files) - 1), index=index + 1, count=count)
-    middle.markdown(  # the data attributes say where the slide is, for tests and a follower's page
-        f"<div class='vitviz-slide-counter' data-step='{step}' data-slide='{index}' data-slides='{count}' "
-        f"style='text-align:center'>{spot}</div>",
-        unsafe_allow_html=True,
-    )
+    # the data attributes say where the slide is, for tests and a follower's page
+    middle.markdown(slide_counter(counter(step, len(files) - 1), step, index, count), unsafe_allow_html=True)
     if (index < count - 1 or step < len(files) - 1) and right.button(
         "→",
         key="nav_next",
@@ -85,12 +81,8 @@ def _lab_slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         left.button(
             "←", key="nav_prev", width="stretch", on_click=_lab_slide, args=(script, index - 1), help=tr("nav.previous")
         )
-    spot = tr("slides.counter", step=tr("nav.lab"), index=index + 1, count=count)
-    middle.markdown(  # where the slide is, as the tour's counter says it (step -1: in no step)
-        f"<div class='vitviz-slide-counter' data-step='-1' data-slide='{index}' data-slides='{count}' "
-        f"style='text-align:center'>{spot}</div>",
-        unsafe_allow_html=True,
-    )
+    # where the slide is, as the tour's counter says it (step -1: in no step)
+    middle.markdown(slide_counter(tr("nav.lab"), -1, index, count), unsafe_allow_html=True)
     if index < count - 1:
         right.button(
             "→",
@@ -156,6 +148,19 @@ def _follow_unasked_click(step: int) -> None:
 def step_of(script: str) -> int:
     """The tour's index of a page script (0: the overview)."""
     return [f for f, _, _ in TOUR].index(script)
+
+
+def slide_counter(where: str, step: int, index: int, count: int) -> str:
+    """Presenter mode's counter, "Step 3 of 9 · slide 2 of 4" (``where``: the step's place, or
+    the lab's), as HTML whose two parts each stay on one line: a narrow column breaks it at the
+    dot, never inside "slide 2 of 4". Its data attributes say where the slide is (``step`` -1: a
+    lab page, in no step; ``index`` from 0)."""
+    whole = "<span class='vitviz-counter-part' style='white-space:nowrap'>{}</span>".format
+    spot = tr("slides.counter", step=whole(where), slide=whole(tr("slides.slide", index=index + 1, count=count)))
+    return (
+        f"<div class='vitviz-slide-counter' data-step='{step}' data-slide='{index}' data-slides='{count}' "
+        f"style='text-align:center'>{spot}</div>"
+    )
 
 
 def counter(index: int, steps: int) -> str:
