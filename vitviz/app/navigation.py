@@ -55,7 +55,6 @@ def slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         "←", key="nav_prev", width="stretch", on_click=_previous_slide, args=(step, index), help=tr("nav.previous")
     ):
         unasked = _previous_slide
-    # the data attributes say where the slide is, for tests and a follower's page
     middle.markdown(slide_counter(counter(step, len(files) - 1), step, index, count), unsafe_allow_html=True)
     if (index < count - 1 or step < len(files) - 1) and right.button(
         "→",
@@ -81,7 +80,6 @@ def _lab_slide_nav(script: str, index: int, count: int, where: tuple) -> None:
         left.button(
             "←", key="nav_prev", width="stretch", on_click=_lab_slide, args=(script, index - 1), help=tr("nav.previous")
         )
-    # where the slide is, as the tour's counter says it (step -1: in no step)
     middle.markdown(slide_counter(tr("nav.lab"), -1, index, count), unsafe_allow_html=True)
     if index < count - 1:
         right.button(
@@ -151,16 +149,14 @@ def step_of(script: str) -> int:
 
 
 def slide_counter(where: str, step: int, index: int, count: int) -> str:
-    """Presenter mode's counter, "Step 3 of 9 · slide 2 of 4" (``where``: the step's place, or
-    the lab's), as HTML whose two parts each stay on one line: a narrow column breaks it at the
-    dot, never inside "slide 2 of 4". Its data attributes say where the slide is (``step`` -1: a
-    lab page, in no step; ``index`` from 0)."""
-    whole = "<span class='vitviz-counter-part' style='white-space:nowrap'>{}</span>".format
-    spot = tr("slides.counter", step=whole(where), slide=whole(tr("slides.slide", index=index + 1, count=count)))
-    return (
-        f"<div class='vitviz-slide-counter' data-step='{step}' data-slide='{index}' data-slides='{count}' "
-        f"style='text-align:center'>{spot}</div>"
-    )
+    """Presenter mode's counter, "Step 3 of 9 · slide 2 of 4" (``where``: the step's place, or the
+    lab's), in two parts that each stay on one line: a narrow column breaks it at the dot alone.
+    Its data attributes say where the slide is, for tests and a follower's page (``step`` -1: a lab
+    page, in no step; ``index`` from 0)."""
+    part = "<span class='vitviz-counter-part' style='white-space:nowrap'>{}</span>".format
+    spot = tr("slides.counter", step=part(where), slide=part(tr("slides.slide", index=index + 1, count=count)))
+    where_data = f"data-step='{step}' data-slide='{index}' data-slides='{count}'"
+    return f"<div class='vitviz-slide-counter' {where_data} style='text-align:center'>{spot}</div>"
 
 
 def counter(index: int, steps: int) -> str:
