@@ -248,8 +248,19 @@ def _vote_poll(teacher, students) -> None:
     _ask(teacher, "class_ask")
     teacher.mouse.click(400, 15)
     for n, student in enumerate(students):
-        student.wait_for_selector(f".st-key-class_vote_1_{n} button", timeout=60_000).click()
-        _wait_text(student, ".st-key-vitviz-ballot", "Your vote:")
+        # as a person waits for the question to settle: the run that drew it ended (a press while a
+        # later run replaces the button lands on no button)
+        student.wait_for_selector(f".st-key-class_vote_1_{n} button", timeout=60_000)
+        student.wait_for_function(SETTLED, timeout=60_000)
+        student.locator(f".st-key-class_vote_1_{n} button").first.click()
+        try:
+            _wait_text(student, ".st-key-vitviz-ballot", "Your vote:")
+        except Exception as error:  # what the student's ballot and the teacher's count said instead
+            shown = student.locator(".st-key-vitviz-ballot").first.inner_text()
+            counted = teacher.locator(".st-key-vitviz-poll").first.inner_text()
+            raise AssertionError(
+                f"student {n} pressed option {n + 1}; the ballot shows {shown!r}; the teacher's poll {counted!r}"
+            ) from error
     _wait_text(teacher, ".st-key-vitviz-poll", "The class's votes (2)")  # the live chart's title counts them
     bars = "() => { const c = document.querySelector('.st-key-vitviz-poll .js-plotly-plot'); return c && c.data ? c.data[0].x : null; }"
     teacher.wait_for_function(f"() => (({bars})() || []).reduce((a, b) => a + b, 0) === 2", timeout=30_000)
