@@ -4,12 +4,15 @@ sentences it adds to vitviz.analyses.claims, each with numbers that make the oth
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 from vitviz.analyses import analysis, claims
-from vitviz.models import snapshots
+from vitviz.models import snapshots, zoo
+from vitviz.models.card import ModelCard
 from vitviz.models.config import Preprocess, ViTConfig
 from vitviz.models.model import VisionTransformer, sincos_2d
 from vitviz.models.prediction import top_k
@@ -211,9 +214,25 @@ def test_an_unknown_snapshot_is_the_last_and_the_curves_mark_every_snapshot(run_
     assert f"first more alike than the rest after epoch {first}" in takeaway and first == 2
     assert "most alike, relative to the rest, after epoch 3" in takeaway and gaps.argmax() == 3
     caption = next(b for b in step.blocks if isinstance(b, blocks.Text) and b.role == "caption")
-    assert (
-        caption.text.startswith("The snapshots come from the grey ViT") and "3 of its 30 planned epochs" in caption.text
-    )
+    assert caption.text.startswith("The snapshots come from a grey ViT on Fashion-MNIST (D = 16, 2 blocks of 2 heads)")
+    assert "3 of its 30 planned epochs" in caption.text and "shipped" not in caption.text  # "tiny" ships nowhere
+
+
+def _caption(folder, lang: str = "en") -> str:
+    step = learn.describe(subject(folder, lang=lang), {"learn_epoch": 3})
+    return next(b.text for b in step.blocks if isinstance(b, blocks.Text) and b.role == "caption")
+
+
+def test_the_caption_says_whether_the_shipped_model_the_run_follows_has_its_shape(run_folder, monkeypatch):
+    shipped = zoo.ModelSpec("tiny", "tiny", "shipped", GREY.replace(drop_path_rate=0.1), True, True, "", ModelCard())
+    monkeypatch.setitem(zoo.REGISTRY, "tiny", replace(shipped, card=ModelCard(epochs=115)))
+    assert "The shipped grey ViT has the same shape and trained for 115 epochs in all." in _caption(run_folder)
+    assert "배포된 흑백 ViT도 같은 구조이며, 모두 115에폭을 학습했습니다." in _caption(run_folder, "ko")
+    wider = replace(shipped, config=GREY.replace(embed_dim=24, depth=3, num_heads=3))
+    monkeypatch.setitem(zoo.REGISTRY, "tiny", wider)
+    said = _caption(run_folder)
+    assert "The shipped grey ViT has another shape (D = 24, 3 blocks of 3 heads)" in said and "same shape" not in said
+    assert "배포된 흑백 ViT는 구조가 다릅니다(D = 24, 헤드 3개짜리 블록 3개)" in _caption(run_folder, "ko")
 
 
 def test_a_model_that_reads_other_images_follows_the_run_s_test_image_and_says_so(run_folder):

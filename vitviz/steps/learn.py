@@ -15,6 +15,8 @@ import torch
 from PIL import Image
 
 from vitviz.analyses import analysis, claims
+from vitviz.models import zoo
+from vitviz.models.config import ViTConfig
 from vitviz.models.data import denormalize, to_tensor
 from vitviz.models.prediction import top_k, verdict
 from vitviz.models.snapshots import Snapshots
@@ -82,7 +84,8 @@ def describe(subject: Subject, choices: Choices) -> Step:
 
 
 def source(subject: Subject, run: Snapshots) -> str:
-    """Which run the snapshots come from, in the reader's words (its recipe, length, machine)."""
+    """Which run the snapshots come from, in the reader's words (its shape, length and machine), and
+    whether the shipped model it follows has that shape."""
     facts = run.run
     hardware = " / ".join(hardware_text(label, subject.lang) for label in facts.get("hardware", ())) or "-"
     values = dict(
@@ -93,7 +96,33 @@ def source(subject: Subject, run: Snapshots) -> str:
         kept=", ".join(map(str, run.epochs)),
     )
     key = "learn.source_whole" if facts["epochs"] >= facts["planned_epochs"] else "learn.source_part"
-    return subject.tr(key, **values)
+    said = [subject.tr(key, shape=shape(subject, run.config), **values)]
+    shipped = zoo.REGISTRY.get(run.model)  # the model whose run they follow, where it ships here
+    if shipped is not None and isinstance(shipped.config, ViTConfig):
+        if architecture(shipped.config) == architecture(run.config):
+            said.append(subject.tr("learn.shipped_same", epochs=shipped.card.epochs))
+        else:
+            said.append(subject.tr("learn.shipped_other", shape=shape(subject, shipped.config)))
+    said.append(subject.tr("learn.gpu_later"))
+    return " ".join(said)
+
+
+def architecture(config: ViTConfig) -> tuple:
+    """What makes two ViTs the same shape: their input, patches, width, depth, heads and MLP."""
+    return (
+        config.image_size,
+        config.in_chans,
+        config.patch_size,
+        config.embed_dim,
+        config.depth,
+        config.num_heads,
+        config.mlp_ratio,
+    )
+
+
+def shape(subject: Subject, config: ViTConfig) -> str:
+    """A ViT's width, depth and heads in the reader's words: "D = 128, 3 blocks of 4 heads"."""
+    return subject.tr("learn.shape", dim=config.embed_dim, depth=config.depth, heads=config.num_heads)
 
 
 def sample_pixels(run: Snapshots, index: int) -> torch.Tensor:
