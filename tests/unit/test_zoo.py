@@ -16,7 +16,7 @@ from vitviz.render.i18n import LANGUAGES
 EXPECTED_PARAMS = {
     "cifar10-vit": 2_697_610,  # depth 9, 12 heads, MLP ratio 2 (the lease of 2026-11-27; was depth 6, 2,693,578)
     "cifar10-cnn": 9_918_786,  # airbench96's net (was airbench95's, 4,606,530)
-    "fashion-mnist-vit": 605_066,
+    "fashion-mnist-vit": 1_797_514,  # D = 192, 6 blocks of 6 heads, MLP ratio 2 (2026-12-07; was the seed's 605,066)
     "untrained-cifar10-vit": 2_697_610,  # the shipped shape before training
     "untrained-vit-b16": 86_567_656,
     "untrained-vit-r26-s32": 36_431_912,
