@@ -43,7 +43,7 @@ def test_beside_the_colour_vit_the_page_follows_a_fashion_test_image_and_says_so
     assert errors(at) == []
     before = figure(at, "learn_answer")["layout"]["title"]["text"]
     # the colour ViT's session follows the grey ViT's run: the titles name it (a slide has no paragraph)
-    assert "The grey ViT's answer before training" in before and "The grey ViT's answer after epoch" in after
+    assert "This grey ViT's answer before training" in before and "This grey ViT's answer after epoch" in after
     assert at.query_params.get("learn_epoch") in ("0", ["0"])
 
 

@@ -250,8 +250,8 @@ def test_a_model_that_reads_other_images_follows_the_run_s_test_image_and_says_s
     assert np.allclose(figure(step, "learn_attention").figure.data[1].z, analysis.cls_attention(trace, -1, 0)[0])
     assert control(learn.describe(other, {}), "learn_sample").value == 1  # the first in the test split
     # a slide shows the figures without that sentence: their titles name the run's model
-    assert figure(step, "learn_attention").figure.layout.title.text.startswith("The grey ViT (Fashion-MNIST): [CLS]")
-    assert figure(step, "learn_answer").figure.layout.title.text.startswith("The grey ViT's answer after epoch 3")
+    assert figure(step, "learn_attention").figure.layout.title.text.startswith("This grey ViT (Fashion-MNIST): [CLS]")
+    assert figure(step, "learn_answer").figure.layout.title.text.startswith("This grey ViT's answer after epoch 3")
     own = learn.describe(subject(run_folder), {"learn_epoch": 3})
     assert figure(own, "learn_attention").figure.layout.title.text.startswith("[CLS] attention")
     assert figure(own, "learn_answer").figure.layout.title.text.startswith("Its answer after epoch 3")
