@@ -13,7 +13,7 @@ from vitviz.analyses import analysis, claims
 from vitviz.models.config import ViTConfig
 from vitviz.models.model import VisionTransformer
 from vitviz.render import handout
-from vitviz.render.i18n import plain
+from vitviz.render.i18n import class_label, plain, t
 from vitviz.steps import blocks, prediction
 from vitviz.steps.subject import Subject
 
@@ -112,3 +112,69 @@ def test_the_handout_draws_every_figure_and_takeaway_and_no_download_or_link():
         assert html.escape(plain(figure.takeaway)) in markup
     assert "(k): 3" in markup  # the slider, as the value it was described with
     assert markup.count('class="figure"') == 5 and "csv" not in markup and "app_pages" not in markup
+
+
+def mirrored(pixels: torch.Tensor, lang: str = "en", test_flip: bool = True) -> Subject:
+    """A ViT built to tell left from right: each patch embeds its mean brightness along ``u``, the
+    position embeddings add ``+v`` to the left half's patches and ``-v`` to the right's, the block
+    adds nothing, and the mean of the normed patch tokens goes to a head that reads ``v``: red
+    where the left half is the darker, green where the right is, blue (a small bias) where neither.
+    The mirror image turns red into green, so the mean of both views answers blue."""
+    config = ViTConfig(
+        image_size=32, patch_size=8, num_classes=3, embed_dim=16, depth=1, num_heads=2, class_names=CLASSES,
+        global_pool="avg", test_flip=test_flip,
+    )  # fmt: skip
+    model = VisionTransformer(config).eval()
+    u = torch.tensor([1.0, -1.0] * 8) / 4  # zero mean, unit length
+    v = torch.tensor([1.0, 1.0, -1.0, -1.0] * 4) / 4  # and orthogonal to u
+    side = torch.tensor([1.0 if col < 2 else -1.0 for row in range(4) for col in range(4)])  # (16,) row-major
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+        model.patch_embed.proj.weight.copy_(u[:, None, None, None].expand(16, 3, 8, 8) / (3 * 8 * 8))
+        model.pos_embed[0, -16:].copy_(side[:, None] * v)
+        model.norm.weight.fill_(1.0)
+        model.head.weight.copy_(torch.stack([v, -v, torch.zeros(16)]))
+        model.head.bias.copy_(torch.tensor([0.0, 0.0, 0.1]))
+        for block in model.blocks:
+            block.norm1.weight.fill_(1.0)
+            block.norm2.weight.fill_(1.0)
+    with torch.inference_mode():
+        trace = model.explain(pixels)
+    return Subject(model, np.zeros((32, 32, 3), dtype=np.uint8), trace, lang)
+
+
+LEFT_DARK = torch.cat([torch.zeros(1, 3, 32, 16), torch.full((1, 3, 32, 16), 3.0)], dim=-1)  # red, one pass
+
+
+def both_views(subject: Subject) -> tuple[str, str, float]:
+    """The one pass's answer, and the two views' (the mean of both logits) with its probability, computed here."""
+    model, pixels = subject.model, subject.trace.pixels
+    with torch.inference_mode():
+        one = model.forward_one_view(pixels)[0]
+        mean = (one + model.forward_one_view(pixels.flip(-1))[0]) / 2
+    return CLASSES[int(one.argmax())], CLASSES[int(mean.argmax())], float(mean.softmax(-1).max())
+
+
+def texts(step: blocks.Step) -> list[blocks.Text]:
+    return [b for b in step.blocks if isinstance(b, blocks.Text)]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_model_that_averages_its_mirror_says_the_lab_s_answer_and_whether_it_differs(lang):
+    noise = torch.randn(1, 3, 32, 16, generator=torch.Generator().manual_seed(0))
+    symmetric = torch.cat([noise, noise.flip(-1)], dim=-1)  # its mirror is itself
+    cases = {"differs": LEFT_DARK, "same": symmetric}
+    for case, pixels in cases.items():
+        subject = mirrored(pixels, lang)
+        one, two, p = both_views(subject)
+        assert (one, two) == (("red", "blue") if case == "differs" else (one, one))  # as the model was built
+        said = texts(prediction.describe(subject, {}))
+        values = {"pred": class_label(two, lang), "p": f"{p:.1%}", "one": class_label(one, lang)}
+        role = "info" if case == "differs" else "caption"
+        assert blocks.Text(t(f"prediction.mirror_{case}", lang, **values), role) in said
+        other = "same" if case == "differs" else "differs"
+        assert t(f"prediction.mirror_{other}", lang, **values) not in [b.text for b in said]
+    # the same model without the mirror: its one pass is the lab's answer, and nothing is said
+    start = t("prediction.mirror_same", lang).split("{")[0][:30]
+    assert not any(b.text.startswith(start) for b in texts(prediction.describe(mirrored(LEFT_DARK, lang, False), {})))
