@@ -18,7 +18,6 @@ would travel against the limit, and fails where it would not fit.
 from __future__ import annotations
 
 import fnmatch
-import logging
 import os
 import subprocess
 import sys
@@ -26,8 +25,6 @@ import tarfile
 from pathlib import Path
 
 from vitviz import commandline
-
-log = logging.getLogger(__name__)
 
 LIMIT = 64 * 2**20  # the device tool's limit on what one call sends
 LEFT_BEHIND = ("vitviz/assets/models/*.safetensors",)  # the shipped weights and their analyses
@@ -163,7 +160,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--back", action="store_true", help="put the left-behind weights back, before any commit")
     parser.add_argument("--repo", type=Path, default=Path("."))
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
     repo = args.repo
     try:
         if args.back:
