@@ -25,7 +25,10 @@ from tests.app.test_app_grayscale import FASHION
 from tests.browser.test_browser import ARGS, CHROMIUM, ROOT, SHOTS, server  # noqa: F401 - server is a fixture
 from vitviz.app import tour
 from vitviz.models import zoo
+from vitviz.models.data import class_members, encode_png, load_image, load_split, to_tensor
 from vitviz.models.model import VisionTransformer
+from vitviz.render.i18n import t
+from vitviz.server import values
 
 pytestmark = pytest.mark.cifar10  # the journeys use test_browser's server
 
@@ -512,3 +515,32 @@ def test_k_a_point_on_the_test_set_map_opens_its_image_in_the_tour(server, page)
     assert page.get_by_role("radio", name=re.compile("Test image")).is_checked()
     cls, _, _ = test.rpartition("/")
     assert f"the true class is {cls}" in picked  # the tour opened the image the map showed
+
+
+def test_m_a_lab_mistake_opened_in_the_tour_says_the_lab_s_answer_under_its_one_pass(server, page):  # noqa: F811
+    """The lab lists the shipped grey ViT's mistakes by its answer, the mean of its logits for the
+    image and its mirror image; "Open in the tour", then step 7 by the sidebar: under the one pass
+    the tour explains, the page says the lab's answer, in a box where the two differ (both computed
+    here, from the shipped model and the test image the tour opened)."""
+    page.goto(f"{server}/?model={zoo.SHIPPED_FASHION}&lang=en", wait_until="domcontentloaded")
+    settle(page)
+    sidebar_link(page, len(tour.TOUR))  # the lab
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    click_button(page, "^Open in the tour$")
+    cls, index = values.test_image(query(page)["test"])
+    sidebar_link(page, 7)
+    assert title(page).startswith("7.") and problems(page) == []
+    model, _ = zoo.load(zoo.SHIPPED_FASHION)
+    data = load_split("fashion-mnist", "test")
+    image = load_image(encode_png(data.images[int(class_members(data, cls)[index])]))
+    pixels = to_tensor(image, model.config.preprocess, model.config.in_chans)
+    with torch.inference_mode():
+        one, both = model.forward_one_view(pixels)[0], model(pixels)[0]
+    names = model.config.class_names
+    lab_answer, tour_answer = names[int(both.argmax())], names[int(one.argmax())]
+    filled = {"pred": lab_answer, "p": f"{float(both.softmax(-1).max()):.1%}", "one": tour_answer}
+    key = "prediction.mirror_same" if lab_answer == tour_answer else "prediction.mirror_differs"
+    shown = " ".join(page.locator("[data-testid='stMain']").inner_text().split())
+    assert " ".join(t(key, "en", **filled).replace("**", "").split()) in shown, (cls, index, key)
+    if lab_answer != tour_answer:  # in a box
+        assert page.locator("[data-testid='stAlert']", has_text="that answer is another").count() == 1
