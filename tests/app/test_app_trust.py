@@ -31,9 +31,10 @@ def test_the_trust_page_reads_this_image_s_curves_and_the_switched_off_heads():
     skipped = list(range(model.config.depth))  # every layer skipped: the answer comes from the embeddings
     at.multiselect(key="trust_layers").set_value(skipped).run()
     assert errors(at) == []
-    with torch.no_grad():
-        before = model(pixels)[0].softmax(-1).numpy()
-        after = ablation.ablated(model, ablation.Ablation.of(layers=skipped))(pixels)[0].softmax(-1).numpy()
+    with torch.no_grad():  # the page's explained pass: one view, the image as it is
+        before = model.forward_one_view(pixels)[0].softmax(-1).numpy()
+        switched = ablation.ablated(model, ablation.Ablation.of(layers=skipped))
+        after = switched.forward_one_view(pixels)[0].softmax(-1).numpy()
     said = claims.text(claims.ablation_answer(before, after, model.config.class_names, 0, len(skipped)))
     assert said in _markdown(at)
     assert np.argmax(before) != np.argmax(after) or "stays" in said
