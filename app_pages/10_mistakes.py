@@ -21,7 +21,6 @@ from vitviz.app import (
     state,
     tabular,
     testset,
-    text,
     turns,
 )
 from vitviz.app.charts import draw
@@ -93,10 +92,7 @@ m1, m2, m3 = st.columns(3)
 m1.metric(tr("mistakes.accuracy"), f"{result.accuracy:.1%}")
 m2.metric(tr("mistakes.misclassified", n=f"{result.n:,}"), tr("mistakes.of", m=f"{result.misclassified:,}"))
 m3.metric(tr("mistakes.speed"), tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}"))
-st.caption(
-    tr("mistakes.data", dataset=text.dataset_text(vdata.dataset_label(data)), n=f"{len(data):,}")
-    + (" " + tr("mistakes.stored") if result.cached else "")
-)
+st.caption(mistakes.caption_of_data(subject, result, data))
 
 # ---- a click on the confusion matrix sets the two class filters --------------------------------
 # The chart's key names the cell the filters show, so a chart drawn for other filters is a new

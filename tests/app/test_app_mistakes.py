@@ -522,3 +522,9 @@ def test_the_shipped_vit_opens_the_lab_beside_the_shipped_cnn(monkeypatch):
     _, *rows = agreement_table(at)  # rows: the ViT right / wrong
     shown = [row[1:] for row in rows]
     assert shown == counts and sum(map(sum, counts)) == 10_000
+    # the shipped ViT averages its mirror image: the caption says so, with its card's one-view figure
+    card = zoo.REGISTRY[zoo.SHIPPED].card
+    caption = " ".join(c.value for c in at.caption)
+    assert "mean of its logits for each image and its mirror image" in caption
+    assert f"{card.one_view_accuracy:.2%} right ({card.evaluated['one_view_misclassified']:,} wrong)" in caption
+    assert f"{shipped(zoo.SHIPPED).accuracy:.1%}" in [m.value for m in at.metric]  # the mean's: 87.5%, not 87.2%

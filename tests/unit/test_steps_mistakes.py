@@ -16,7 +16,7 @@ from vitviz.analyses.evaluate import evaluate
 from vitviz.models import zoo
 from vitviz.models.config import ViTConfig
 from vitviz.models.model import VisionTransformer
-from vitviz.render.i18n import plain
+from vitviz.render.i18n import plain, t
 from vitviz.steps import blocks, mistakes
 from vitviz.steps.subject import Compute, Subject
 
@@ -119,3 +119,35 @@ def test_no_image_matches_and_no_data_say_so(lab_subject):
 
     step = mistakes.describe(dataclasses.replace(lab_subject, compute=Nowhere()), {})
     assert step.figures() == [] and len(step.slides()) == 1
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_model_that_averages_its_mirror_says_so_in_the_lab_with_its_card_s_one_view_figure(tmp_path, lang):
+    """The lab counts what the model answers: for a model that averages its mirror image, that mean,
+    and it says so; its card's one-view figure follows where the card measured these very images."""
+    root = make_image_folder(tmp_path / "data", per_class=10, splits=("test",))
+    split = lab.test_split_for(CLASSES, root)
+
+    class Here(Compute):
+        def test_split(self, subject):
+            return split
+
+    def captions(flip: bool, card_images: str | None) -> str:
+        torch.manual_seed(0)
+        path = tmp_path / f"tiny-{flip}-{card_images}.safetensors"
+        model = VisionTransformer(dataclasses.replace(TINY, test_flip=flip)).eval()
+        zoo.save(model, path)
+        loaded, spec = zoo.load(str(path), device="cpu")
+        data = Here().test_set(None, split.location)
+        if card_images is not None:
+            spec.card.evaluated = {"one_view_accuracy": 0.625, "one_view_misclassified": 12}
+            spec.card.tested_on = {"fingerprint": data.fingerprint if card_images == "these" else "other images"}
+        subject = Subject(loaded, None, None, name=str(path), compute=Here(), spec=spec, lang=lang)
+        step = mistakes.describe(subject, {})
+        return " ".join(b.text for b in step.blocks if isinstance(b, blocks.Text) and b.role == "caption")
+
+    said = t("mistakes.mirror", lang)
+    one_view = t("mistakes.mirror_one_view", lang, accuracy="62.50%", wrong="12")
+    assert said in captions(True, "these") and one_view in captions(True, "these")
+    assert said in captions(True, "other") and "62.50%" not in captions(True, "other")  # not these images
+    assert said not in captions(False, "these") and "62.50%" not in captions(False, "these")  # one view already

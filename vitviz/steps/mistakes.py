@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from vitviz.analyses import claims, lab
-from vitviz.analyses.evaluate import EvalResult
+from vitviz.analyses.evaluate import EvalResult, inference
 from vitviz.models import zoo
 from vitviz.models.data import ImageSet, dataset_label
 from vitviz.models.prediction import verdict
@@ -65,11 +65,41 @@ def overview(subject: Subject, result: EvalResult, data: ImageSet) -> list:
             (tr("mistakes.speed"), tr("mistakes.speed_value", speed=f"{result.images_per_s:,.0f}")),
         )
     )
-    said = tr("mistakes.data", dataset=dataset_text(dataset_label(data), subject.lang), n=f"{len(data):,}")
-    said += " " + tr("mistakes.stored") if result.cached else ""
+    said = caption_of_data(subject, result, data)
     # a slide each (the page sets them side by side): ten classes' names and a 10 x 10 matrix's numbers
     # need a slide's width
     return [metrics, Text(said, role="caption"), *class_figures(subject, result, slide=True)]
+
+
+def caption_of_data(subject: Subject, result: EvalResult, data: ImageSet) -> str:
+    """Under the numbers: the test split, whether they were stored, and for a model that averages
+    its mirror image that it does (``_mirror``)."""
+    tr = subject.tr
+    said = tr("mistakes.data", dataset=dataset_text(dataset_label(data), subject.lang), n=f"{len(data):,}")
+    said += " " + tr("mistakes.stored") if result.cached else ""
+    return said + _mirror(subject, data)
+
+
+def _mirror(subject: Subject, data: ImageSet) -> str:
+    """For a model that answers with the mean of its logits for each image and its mirror image
+    (what the lab counts), that it does, and, from its card where the card measured these very
+    images, its accuracy looking once at each: the figure model cards compare."""
+    if inference(subject.model) == "image":
+        return ""
+    said = " " + subject.tr("mistakes.mirror")
+    card = subject.spec.card if subject.spec is not None else None
+    if (
+        card is not None
+        and card.one_view_accuracy is not None
+        and card.tested_on.get("fingerprint") == data.fingerprint
+    ):
+        wrong = card.evaluated.get("one_view_misclassified")
+        said += " " + subject.tr(
+            "mistakes.mirror_one_view",
+            accuracy=f"{card.one_view_accuracy:.2%}",
+            wrong=f"{wrong:,}" if isinstance(wrong, int) else "?",
+        )
+    return said
 
 
 def class_figures(
