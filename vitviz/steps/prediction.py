@@ -13,6 +13,7 @@ import torch
 
 from vitviz.analyses import analysis, claims, faithfulness
 from vitviz.models.data import denormalize
+from vitviz.models.model import on_weights
 from vitviz.models.prediction import top_k
 from vitviz.render import plots, tables
 from vitviz.steps import answers
@@ -85,30 +86,26 @@ def _answer(subject: Subject, choices: Choices) -> list:
         Controls((Control("topk", "int_slider", label, tuple(range(1, most + 1)), k, f"{label}: {k}"),)),
         Figure("prediction_topk", bars, subject.says(claims.top_answer(names, probabilities))),
         *answers.verdict(subject, subject.verdict),
-        *_mirror(subject, names[0]),
+        *_mirror(subject),
         *answers.known_classes(subject, subject.verdict),
     ]
 
 
-def _mirror(subject: Subject, one_pass: str) -> list[Text]:
+def _mirror(subject: Subject) -> list[Text]:
     """For a model that answers with the mean of its logits for the image and its mirror image
     (``config.test_flip``: the lab's answer, and the card's), that answer beside the one pass the
     tour explains, and whether the two differ."""
     model, trace = subject.model, subject.trace
     if not getattr(model.config, "test_flip", False):
         return []
-    with torch.inference_mode():
-        logits = model(trace.pixels[:1].float())  # (1, K): in eval mode, the mean of both views' logits
-    ((name, probability),) = top_k(model.config.class_names, logits, 1)
-    filled = {"pred": class_name_of(subject, name), "p": f"{probability:.1%}", "one": class_name_of(subject, one_pass)}
-    if name == one_pass:
+    with torch.inference_mode():  # (1, K): in eval mode, the mean of both views' logits
+        logits = model(on_weights(trace.pixels[:1], model)).float().cpu()
+    lab, one = int(logits[0].argmax()), int(trace.logits[0].argmax())
+    probability = float(logits[0].softmax(dim=-1)[lab])
+    filled = {"pred": class_name(subject, lab), "p": f"{probability:.1%}", "one": class_name(subject, one)}
+    if lab == one:
         return [Text(subject.tr("prediction.mirror_same", **filled), role="caption")]
     return [Text(subject.tr("prediction.mirror_differs", **filled), role="info")]
-
-
-def class_name_of(subject: Subject, name: str) -> str:
-    """A name ``top_k`` gave, in the reader's language ("class 3" as it is)."""
-    return subject.label(name) if subject.config.class_names else name
 
 
 def _after(subject: Subject) -> list[str]:
