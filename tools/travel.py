@@ -51,6 +51,10 @@ def git_path(repo: Path, name: str) -> Path:
     return Path(repo) / git(repo, "rev-parse", "--git-path", name).strip()
 
 
+def matches(name: str, patterns: tuple[str, ...]) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+
+
 def travelling(repo: Path, carry: tuple[Path, ...] = (), leaving: tuple[str, ...] = ()) -> dict[str, int]:
     """Every file a device call would send, with its size in bytes: the tracked and the untracked
     files git does not ignore (those that exist), and every file under the carried paths, less the
@@ -60,7 +64,7 @@ def travelling(repo: Path, carry: tuple[Path, ...] = (), leaving: tuple[str, ...
     sizes = {}
     for name in filter(None, listed):
         path = repo / name
-        if path.is_file() and not any(fnmatch.fnmatch(name, pattern) for pattern in leaving):
+        if path.is_file() and not matches(name, leaving):
             sizes[name] = path.stat().st_size
     for carried in carry:
         top = repo / carried
@@ -72,7 +76,7 @@ def travelling(repo: Path, carry: tuple[Path, ...] = (), leaving: tuple[str, ...
 def tracked_left_behind(repo: Path) -> list[str]:
     """The files HEAD tracks that ``LEFT_BEHIND`` names."""
     names = git(repo, "ls-tree", "-r", "-z", "--name-only", "HEAD").split("\0")
-    return sorted(name for name in names if any(fnmatch.fnmatch(name, pattern) for pattern in LEFT_BEHIND))
+    return sorted(name for name in names if matches(name, LEFT_BEHIND))
 
 
 def is_left_behind(repo: Path) -> bool:
@@ -116,7 +120,8 @@ def take_back(repo: Path) -> list[str]:
     exclude = git_path(repo, "info/exclude")
     lines = exclude.read_text().splitlines()
     start = lines.index(MARK)
-    names = [line for line in lines[start + 1 :] if line in tracked_left_behind(repo)]
+    tracked = set(tracked_left_behind(repo))  # one git call, not one a line
+    names = [line for line in lines[start + 1 :] if line in tracked]
     end = start + 1 + len(names)
     exclude.write_text("".join(line + "\n" for line in lines[:start] + lines[end:]))
     git(repo, "reset", "-q", "HEAD", "--", *names)
