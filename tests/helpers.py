@@ -8,6 +8,7 @@ import io
 from pathlib import Path
 
 import numpy as np
+import torch
 from PIL import Image
 
 from vitviz.models import zoo
@@ -16,6 +17,7 @@ from vitviz.models.model import VisionTransformer
 from vitviz.training.train import TrainConfig
 
 CLASSES = ("blue", "green", "red")
+MIRROR_CLASSES = ("red", "green", "blue")  # left_right_vit's
 
 
 TINY = {"embed_dim": 32, "depth": 1, "num_heads": 2, "drop_path_rate": 0.0}
@@ -86,3 +88,37 @@ def lossless_webp(side: int) -> bytes:
     buffer = io.BytesIO()
     Image.fromarray(picture).save(buffer, "WEBP", lossless=True, quality=0, method=0)
     return buffer.getvalue()
+
+
+def left_right_vit(test_flip: bool = True) -> VisionTransformer:
+    """A ViT built to tell left from right (32 x 32, 8 x 8 patches, ``MIRROR_CLASSES``): each patch
+    embeds its mean brightness along ``u``, the position embeddings add ``+v`` to the left half's
+    patches and ``-v`` to the right's, the block adds nothing, and the mean of the normed patch
+    tokens goes to a head that reads ``v``: red where the left half is the darker, green where the
+    right is, blue (a small bias) where neither. The mirror image turns red into green, so with
+    ``test_flip`` the mean of both views answers blue where one view answers red (``LEFT_DARK``)."""
+    config = ViTConfig(
+        image_size=32, patch_size=8, num_classes=3, embed_dim=16, depth=1, num_heads=2, class_names=MIRROR_CLASSES,
+        global_pool="avg", test_flip=test_flip,
+    )  # fmt: skip
+    model = VisionTransformer(config).eval()
+    u = torch.tensor([1.0, -1.0] * 8) / 4  # zero mean, unit length
+    v = torch.tensor([1.0, 1.0, -1.0, -1.0] * 4) / 4  # and orthogonal to u
+    side = torch.tensor([1.0 if col < 2 else -1.0 for row in range(4) for col in range(4)])  # (16,) row-major
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.zero_()
+        model.patch_embed.proj.weight.copy_(u[:, None, None, None].expand(16, 3, 8, 8) / (3 * 8 * 8))
+        model.pos_embed[0, -16:].copy_(side[:, None] * v)
+        model.norm.weight.fill_(1.0)
+        model.head.weight.copy_(torch.stack([v, -v, torch.zeros(16)]))
+        model.head.bias.copy_(torch.tensor([0.0, 0.0, 0.1]))
+        for block in model.blocks:
+            block.norm1.weight.fill_(1.0)
+            block.norm2.weight.fill_(1.0)
+    return model
+
+
+LEFT_DARK = torch.cat(
+    [torch.zeros(1, 3, 32, 16), torch.full((1, 3, 32, 16), 3.0)], dim=-1
+)  # (1, 3, 32, 32): red, one view

@@ -58,6 +58,7 @@ CLAIMS, FAITHFULNESS, ABLATION = (
 PROJECTION, HANDOUT = "vitviz/analyses/projection.py", "vitviz/render/handout.py"
 PREDICTION, MISTAKES = "vitviz/steps/prediction.py", "vitviz/steps/mistakes.py"
 T_PREDICTION, T_MISTAKES = "tests/unit/test_steps_prediction.py", "tests/unit/test_steps_mistakes.py"
+T_EXPLAINED = ("tests/unit/test_explained_pass.py",)
 VALUES, ACCESS, STATE, BUDGET = (
     "vitviz/server/values.py",
     "vitviz/server/access.py",
@@ -676,6 +677,49 @@ MUTANTS = (
         'and card.tested_on.get("fingerprint") == data.fingerprint',
         'and card.tested_on.get("fingerprint") is not None',
         (T_MISTAKES, "-k", "averages_its_mirror"),
+    ),
+    # ---- ... and every curve and experiment beside a map follows the one pass the map explains
+    Mutant(
+        "explained-pass-is-the-lab-s-answer",
+        "vitviz/models/model.py",
+        "return model.forward_one_view if isinstance(model, VisionTransformer) else model",
+        "return model",
+        T_EXPLAINED,
+    ),
+    Mutant(
+        "occlusion-curve-of-the-lab-s-answer",
+        "vitviz/analyses/analysis.py",
+        "probs = explained_pass(model)(images).float()",
+        "probs = model(images).float()",
+        T_EXPLAINED,
+    ),
+    Mutant(
+        "faithfulness-of-the-lab-s-answer",
+        "vitviz/analyses/faithfulness.py",
+        "probs.append(explained_pass(model)(images)",
+        "probs.append(model(images)",
+        T_EXPLAINED,
+    ),
+    Mutant(
+        "integrated-gradients-of-the-lab-s-answer",
+        "vitviz/analyses/compare.py",
+        "IntegratedGradients(explained_pass(model))",
+        "IntegratedGradients(model)",
+        T_EXPLAINED,
+    ),
+    Mutant(
+        "experiments-on-the-lab-s-answer",
+        "vitviz/analyses/compare.py",
+        "one_pass = explained_pass(vit)",
+        "one_pass = vit",
+        T_EXPLAINED,
+    ),
+    Mutant(
+        "tables-of-the-lab-s-answer-read",
+        "vitviz/analyses/evaluate.py",
+        'return "image" if isinstance(model, VisionTransformer) else inference(model)',
+        "return inference(model)",
+        T_EXPLAINED,
     ),
 )
 

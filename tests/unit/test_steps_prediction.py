@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.helpers import LEFT_DARK, left_right_vit
+from tests.helpers import MIRROR_CLASSES as CLASSES
 from vitviz.analyses import analysis, claims
 from vitviz.models.config import ViTConfig
 from vitviz.models.model import VisionTransformer
@@ -18,7 +20,6 @@ from vitviz.steps import blocks, prediction
 from vitviz.steps.subject import Subject
 
 torch.set_num_threads(1)
-CLASSES = ("red", "green", "blue")
 
 
 def subject(bias: tuple[float, ...] | None = None, num_classes: int = 3, lang: str = "en") -> Subject:
@@ -115,36 +116,12 @@ def test_the_handout_draws_every_figure_and_takeaway_and_no_download_or_link():
 
 
 def mirrored(pixels: torch.Tensor, lang: str = "en", test_flip: bool = True) -> Subject:
-    """A ViT built to tell left from right: each patch embeds its mean brightness along ``u``, the
-    position embeddings add ``+v`` to the left half's patches and ``-v`` to the right's, the block
-    adds nothing, and the mean of the normed patch tokens goes to a head that reads ``v``: red
-    where the left half is the darker, green where the right is, blue (a small bias) where neither.
-    The mirror image turns red into green, so the mean of both views answers blue."""
-    config = ViTConfig(
-        image_size=32, patch_size=8, num_classes=3, embed_dim=16, depth=1, num_heads=2, class_names=CLASSES,
-        global_pool="avg", test_flip=test_flip,
-    )  # fmt: skip
-    model = VisionTransformer(config).eval()
-    u = torch.tensor([1.0, -1.0] * 8) / 4  # zero mean, unit length
-    v = torch.tensor([1.0, 1.0, -1.0, -1.0] * 4) / 4  # and orthogonal to u
-    side = torch.tensor([1.0 if col < 2 else -1.0 for row in range(4) for col in range(4)])  # (16,) row-major
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.zero_()
-        model.patch_embed.proj.weight.copy_(u[:, None, None, None].expand(16, 3, 8, 8) / (3 * 8 * 8))
-        model.pos_embed[0, -16:].copy_(side[:, None] * v)
-        model.norm.weight.fill_(1.0)
-        model.head.weight.copy_(torch.stack([v, -v, torch.zeros(16)]))
-        model.head.bias.copy_(torch.tensor([0.0, 0.0, 0.1]))
-        for block in model.blocks:
-            block.norm1.weight.fill_(1.0)
-            block.norm2.weight.fill_(1.0)
+    """``helpers.left_right_vit``'s subject: red where the left half is the darker, green where the
+    right is; the mean with the mirror image answers blue."""
+    model = left_right_vit(test_flip)
     with torch.inference_mode():
         trace = model.explain(pixels)
     return Subject(model, np.zeros((32, 32, 3), dtype=np.uint8), trace, lang)
-
-
-LEFT_DARK = torch.cat([torch.zeros(1, 3, 32, 16), torch.full((1, 3, 32, 16), 3.0)], dim=-1)  # red, one pass
 
 
 def both_views(subject: Subject) -> tuple[str, str, float]:

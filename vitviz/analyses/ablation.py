@@ -258,7 +258,8 @@ def switched_off(model: VisionTransformer, pixels: Tensor, ablation: Ablation) -
 
 def forward_from(model: nn.Module, hidden: Tensor, layer: int) -> Tensor:
     """The logits of a residual stream (B, T, D) entering block ``layer``: the rest of the forward
-    pass. From layer 0 with the embedded tokens it is ``model(pixels)``, exactly."""
+    pass. From layer 0 with the embedded tokens it is ``model.forward_one_view(pixels)``, exactly (the
+    tour's one pass, also for a ViT that averages its mirror image in)."""
     x = hidden
     for block in model.blocks[layer:]:
         x = block(x)

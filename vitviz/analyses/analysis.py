@@ -27,7 +27,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from vitviz.models.model import VisionTransformer, flops_per_image, on_weights, sincos_1d, sincos_2d
+from vitviz.models.model import (
+    VisionTransformer,
+    explained_pass,
+    flops_per_image,
+    on_weights,
+    sincos_1d,
+    sincos_2d,
+)
 from vitviz.models.trace import Trace
 
 logger = logging.getLogger(__name__)
@@ -993,7 +1000,8 @@ def occlusion_curve(
 ) -> Tensor:
     """The probability of one class as more and more patches are hidden (an occlusion test).
 
-    The occluded copies go through the fast path ``model(...)`` in one batch.
+    The occluded copies go through the fast path of the pass the trace explains
+    (``explained_pass``: one view, even for a ViT that averages its mirror image in) in one batch.
 
     Args:
         model: the classifier (its mode is left as it is: pass a model in eval mode).
@@ -1023,7 +1031,7 @@ def occlusion_curve(
     if start is not None:
         hidden = hidden[1:]  # (S, N): the unoccluded image's answer is known
     images = occlude(on_weights(pixels, model), hidden, model.config.token_size, fill)  # (S or S+1, C, H, W)
-    probs = model(images).float().softmax(dim=-1).cpu()  # (S or S+1, K)
+    probs = explained_pass(model)(images).float().softmax(dim=-1).cpu()  # (S or S+1, K)
     if start is not None:
         probs = torch.cat([start.float().cpu()[None], probs])  # (S+1, K)
     if target is None:

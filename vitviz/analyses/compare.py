@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from vitviz.analyses.analysis import grad_rollout, occlude, rollout_map
 from vitviz.models.cnn import ConvNet
 from vitviz.models.config import check_pixels
-from vitviz.models.model import VisionTransformer, on_weights
+from vitviz.models.model import VisionTransformer, explained_pass, on_weights
 from vitviz.models.patches import grid_size, patchify, unpatchify
 from vitviz.models.trace import Trace
 
@@ -112,7 +112,7 @@ def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, ste
     from captum.attr import IntegratedGradients
 
     pixels = on_weights(_one_image(pixels).detach(), model)
-    attribution = IntegratedGradients(model).attribute(
+    attribution = IntegratedGradients(explained_pass(model)).attribute(
         pixels, target=class_index, n_steps=steps, internal_batch_size=steps
     )
     return attribution[0].sum(dim=0).abs().detach().float().cpu()  # (H, W)
@@ -250,7 +250,9 @@ def run_experiment(
     - "hide": the patches ``hidden`` (indices on the ViT's grid) set to 0, the dataset's mean
       colour, in both inputs (the CNN's cut into the same grid).
 
-    Inputs go to each model's device; what comes back is on the CPU.
+    The ViT's logits are its one pass (``explained_pass``), as the page's bars before the experiment
+    are; the CNN's are its answer, as its Grad-CAM. Inputs go to each model's device; what comes
+    back is on the CPU.
     """
     vit_pixels, cnn_pixels = on_weights(vit_pixels, vit), on_weights(cnn_pixels, cnn)
     outcome = _experiment(kind, vit, vit_pixels, cnn, cnn_pixels, shift, seed, hidden)
@@ -294,21 +296,22 @@ def _experiment(
 ) -> Experiment:
     patch = vit.config.token_size  # pixels per token
     grid = grid_size(tuple(vit_pixels.shape[-2:]), patch)
+    one_pass = explained_pass(vit)  # what the page's maps and bars explain
     cnn_patch = _same_grid(cnn_pixels, grid)
     if kind == "shuffle":
         permutation = shuffle_order(grid, seed)
         vit_input = shuffle_patches(vit_pixels, patch, permutation)
         cnn_logits = cnn(shuffle_patches(cnn_pixels, cnn_patch, permutation)) if cnn_patch else None
-        return Experiment(vit(vit_input), cnn_logits, vit_input)
+        return Experiment(one_pass(vit_input), cnn_logits, vit_input)
     if kind == "hide":
         mask = torch.zeros(1, grid[0] * grid[1], dtype=torch.bool)
         mask[0, list(hidden)] = True
         vit_input = occlude(vit_pixels, mask, patch)
         cnn_logits = cnn(occlude(cnn_pixels, mask, cnn_patch)) if cnn_patch else None
-        return Experiment(vit(vit_input), cnn_logits, vit_input)
+        return Experiment(one_pass(vit_input), cnn_logits, vit_input)
     if kind == "shift":
         vit_input = shift_image(vit_pixels, shift, shift)
-        return Experiment(vit(vit_input), cnn(shift_image(cnn_pixels, shift, shift)), vit_input)
+        return Experiment(one_pass(vit_input), cnn(shift_image(cnn_pixels, shift, shift)), vit_input)
     if kind == "no_position":
         return Experiment(logits_without_position(vit, vit_pixels, "zero"), None, vit_pixels)
     raise ValueError(f"Unknown experiment {kind!r}: choose one of {', '.join(EXPERIMENTS)}.")

@@ -32,7 +32,7 @@ from torch import Tensor
 from vitviz import commandline
 from vitviz.analyses import compare
 from vitviz.analyses.analysis import grad_rollout
-from vitviz.analyses.evaluate import inference, read_tensors, shipped_path, weights_hash
+from vitviz.analyses.evaluate import explained_inference, inference, read_tensors, shipped_path, weights_hash
 from vitviz.analyses.occlusion import DIGEST_BYTES, every_test_image, image_digest
 from vitviz.models import data as vdata
 from vitviz.models import zoo
@@ -111,6 +111,7 @@ def write(
     metadata = {
         "weights_sha256": weights_hash(vit),
         "cnn_weights_sha256": weights_hash(cnn),
+        "inference": explained_inference(vit),
         "cnn_inference": inference(cnn),
         "seed": str(seed),
         "precision": "float32",
@@ -127,6 +128,7 @@ def read_stored(path: Path | None, vit: torch.nn.Module, cnn: torch.nn.Module) -
     made_by = {
         "weights_sha256": weights_hash(vit),
         "cnn_weights_sha256": weights_hash(cnn),
+        "inference": explained_inference(vit),
         "cnn_inference": inference(cnn),
     }
     found = read_tensors(path, "comparisons", made_by, ("digests", "classes", *FIELDS))

@@ -149,6 +149,14 @@ def inference(model: torch.nn.Module) -> str:
     return "image and mirror" if getattr(model.config, "test_flip", False) else "image"
 
 
+def explained_inference(model: torch.nn.Module) -> str:
+    """What the pass the app explains looks at (``explained_pass``): "image" for a ViT (its one
+    pass, as the tour traces it), else ``inference``. The files of analyses that follow that pass
+    (the faithfulness table, the head-ablation grid, the occlusion curves, page 8's rows) are keyed
+    by it, so a table measured on the mean with the mirror image is stale for a ViT."""
+    return "image" if isinstance(model, VisionTransformer) else inference(model)
+
+
 def shipped_path(weights: Path, suffix: str) -> Path:
     """Where a file made from the weights file ``weights`` ships: beside it, named after it
     ("cifar10-vit.safetensors" + ".predictions.safetensors" -> "cifar10-vit.predictions.safetensors").
@@ -161,12 +169,12 @@ def save_table(
     table: dict[str, Any], path: Path, model: torch.nn.Module, data: ImageSet, settings: dict[str, Any]
 ) -> None:
     """Write a table measured with ``model`` on ``data`` (the faithfulness table, the head-ablation
-    grid) as JSON, with what makes it stale: the weights hash, what the model looks at
-    (``inference``), the images (dataset and fingerprint), then ``settings``."""
+    grid) as JSON, with what makes it stale: the weights hash, what the explained pass looks at
+    (``explained_inference``), the images (dataset and fingerprint), then ``settings``."""
     stored = {
         **table,
         "weights_sha256": weights_hash(model),
-        "inference": inference(model),
+        "inference": explained_inference(model),
         "dataset": dataset_label(data),
         "fingerprint": data.fingerprint,
         **settings,
@@ -177,7 +185,7 @@ def save_table(
 
 def read_table(path: Path | None, model: torch.nn.Module) -> dict[str, Any] | None:
     """The table ``save_table`` wrote at ``path`` when these weights made it (same hash, same
-    inference; a file without an inference is one view's); else None, and the caller computes (or
+    ``explained_inference``; a file without an inference is one view's); else None, and the caller computes (or
     says it is not there)."""
     if path is None or not Path(path).is_file():
         return None
@@ -186,7 +194,8 @@ def read_table(path: Path | None, model: torch.nn.Module) -> dict[str, Any] | No
     except (OSError, ValueError) as err:
         log.warning("ignoring %s: %s", path, err)
         return None
-    if stored.get("weights_sha256") != weights_hash(model) or stored.get("inference", "image") != inference(model):
+    made_by = (weights_hash(model), explained_inference(model))
+    if (stored.get("weights_sha256"), stored.get("inference", "image")) != made_by:
         return None
     return stored
 

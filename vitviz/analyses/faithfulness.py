@@ -10,7 +10,9 @@ Sampling for Explanation of Black-box Models", BMVC 2018). A *removed* patch bec
 dataset's mean colour, 0 after normalisation, as the occlusion step of the tour removes them
 (``analysis.occlude``). The area under a curve is its mean over the ``steps + 1`` evenly spaced
 points (the reading of ``analysis.occlusion_reading``): low for deletion and high for insertion
-is faithful.
+is faithful. Every probability is the one the maps explain (``explained_pass``): a ViT's one pass,
+as the tour traces it, even where the model answers elsewhere with the mean of the image and its
+mirror image; a CNN's answer, as its Grad-CAM.
 
 The rankings, each from what the app already computes:
 
@@ -51,7 +53,7 @@ from vitviz.analyses.evaluate import check_classes, read_table, save_table, ship
 from vitviz.models import zoo
 from vitviz.models.cnn import ConvNet
 from vitviz.models.data import ImageSet, load_split, preprocess_batch, spread_subset
-from vitviz.models.model import VisionTransformer, on_weights
+from vitviz.models.model import VisionTransformer, explained_pass, on_weights
 from vitviz.models.trace import Trace
 
 log = logging.getLogger(__name__)
@@ -191,7 +193,7 @@ def probabilities(
     """The probability of one class for copies of an image with some patches removed.
 
     Identical masks (every curve's full and blank image, the first steps two rankings share) go
-    through the model once.
+    through the model once, by the pass its maps explain (``explained_pass``).
 
     Args:
         model: the classifier in eval mode.
@@ -209,7 +211,7 @@ def probabilities(
     probs = []
     for start in range(0, len(unique), batch_size):
         images = analysis.occlude(pixels, unique[start : start + batch_size], patch_size, FILL)  # (b, C, H, W)
-        probs.append(model(images).float().softmax(dim=-1).cpu())  # (b, K)
+        probs.append(explained_pass(model)(images).float().softmax(dim=-1).cpu())  # (b, K)
     table = torch.cat(probs)  # (U, K)
     table = table if target is None else table[:, target]
     return table[inverse]

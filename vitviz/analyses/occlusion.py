@@ -29,7 +29,7 @@ from torch import Tensor
 
 from vitviz import commandline
 from vitviz.analyses import analysis
-from vitviz.analyses.evaluate import inference, read_tensors, shipped_path, weights_hash
+from vitviz.analyses.evaluate import explained_inference, read_tensors, shipped_path, weights_hash
 from vitviz.models import data as vdata
 from vitviz.models import precision, zoo
 from vitviz.models.model import VisionTransformer, on_weights
@@ -121,7 +121,7 @@ def write(model: VisionTransformer, images: Sequence[bytes], path: Path, progres
             progress(done, len(images))
     metadata = {
         "weights_sha256": weights_hash(model),
-        "inference": inference(model),
+        "inference": explained_inference(model),
         "kinds": ",".join(analysis.OCCLUSION_ORDERS),
         "steps": str(steps),
         "precision": "float32",
@@ -137,7 +137,7 @@ def write(model: VisionTransformer, images: Sequence[bytes], path: Path, progres
 
 def read_stored(path: Path | None, model: torch.nn.Module) -> Table | None:
     """The curves stored at ``path`` when these weights made them; else None, and the page computes."""
-    made_by = {"weights_sha256": weights_hash(model), "inference": inference(model)}
+    made_by = {"weights_sha256": weights_hash(model), "inference": explained_inference(model)}
     found = read_tensors(path, "occlusion curves", made_by, ("digests", "curves"))
     if found is None:
         return None

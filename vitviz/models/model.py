@@ -8,6 +8,8 @@ ViT that averages its mirror image in, ``config.test_flip``, it equals ``forward
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 from einops import rearrange
@@ -343,6 +345,16 @@ class VisionTransformer(nn.Module):
     def params_by_module(self) -> dict[str, int]:
         """Parameter count of every top-level module, blocks listed one by one."""
         return params_by_module(self, "blocks")
+
+
+def explained_pass(model: nn.Module) -> Callable[[Tensor], Tensor]:
+    """What the app explains of ``model``, (B, C, H, W) -> logits (B, num_classes): a ViT's one
+    pass (``forward_one_view``: the tour's trace, its maps and its bars, even where
+    ``config.test_flip`` makes ``model(pixels)`` the mean with the mirror image), any other
+    classifier's ``model(pixels)`` (a mirror-averaging CNN's Grad-CAM averages both views too).
+    Every curve and experiment set beside a map follows it, so the map and the curve explain one
+    answer."""
+    return model.forward_one_view if isinstance(model, VisionTransformer) else model
 
 
 def flops_per_image(config: ModelConfig) -> int:
