@@ -5,9 +5,9 @@
     python tools/mutants.py -k ig,grid   # only the mutants whose name contains "ig" or "grid"
 
 Each mutant is one plausible bug written as a text replacement in the code that computes what a
-class sees (vitviz/analyses/analysis.py and compare.py, vitviz/models/patches.py) or writes what it reads (claims.py,
-faithfulness.py, ablation.py, projection.py, handout.py, and the mirror sentences of
-vitviz/steps/prediction.py and mistakes.py), with the unit tests that should catch it. The work tree is never touched: its files (tracked and untracked, not ignored) are copied to
+class sees (vitviz/analyses/analysis.py and compare.py, vitviz/models/patches.py and the pass a map explains in
+model.py) or writes what it reads (claims.py, faithfulness.py, ablation.py, projection.py, handout.py,
+and the mirror sentences of vitviz/steps/answers.py and mistakes.py), with the unit tests that should catch it. The work tree is never touched: its files (tracked and untracked, not ignored) are copied to
 a temporary folder once, the tests every chosen mutant runs are run there without any mutant,
 then every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
 put back. A mutant is "killed" when a test fails, "survived" when every test passes, and
@@ -56,7 +56,7 @@ CLAIMS, FAITHFULNESS, ABLATION = (
     "vitviz/analyses/ablation.py",
 )
 PROJECTION, HANDOUT = "vitviz/analyses/projection.py", "vitviz/render/handout.py"
-PREDICTION, MISTAKES = "vitviz/steps/prediction.py", "vitviz/steps/mistakes.py"
+MISTAKES = "vitviz/steps/mistakes.py"
 T_PREDICTION, T_MISTAKES = "tests/unit/test_steps_prediction.py", "tests/unit/test_steps_mistakes.py"
 T_EXPLAINED = ("tests/unit/test_explained_pass.py",)
 VALUES, ACCESS, STATE, BUDGET = (
@@ -659,16 +659,16 @@ MUTANTS = (
     # ---- a model that averages its mirror image: the lab's answer beside the tour's one pass
     Mutant(
         "prediction-lab-answer-from-one-view",
-        PREDICTION,
+        "vitviz/steps/answers.py",
         "logits = model(on_weights(trace.pixels[:1], model)).float().cpu()",
         "logits = model.forward_one_view(on_weights(trace.pixels[:1], model)).float().cpu()",
         (T_PREDICTION, "-k", "averages_its_mirror"),
     ),
     Mutant(
         "prediction-differing-answers-without-a-box",
-        PREDICTION,
-        'return [Text(subject.tr("prediction.mirror_differs", **filled), role="info")]',
-        'return [Text(subject.tr("prediction.mirror_differs", **filled), role="caption")]',
+        "vitviz/steps/answers.py",
+        'return [Text(subject.tr(differs, **filled), role="info")]',
+        'return [Text(subject.tr(differs, **filled), role="caption")]',
         (T_PREDICTION, "-k", "averages_its_mirror"),
     ),
     Mutant(

@@ -1,5 +1,6 @@
 """Step 7 as data (vitviz.steps.prediction): its takeaways read its numbers, its top-k control
-holds only valid values, its slides follow its figure blocks, and the handout draws all of it."""
+holds only valid values, its slides follow its figure blocks, and the handout draws all of it; it
+and the trust page say the lab's answer of a model that averages its mirror image in."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from vitviz.models.config import ViTConfig
 from vitviz.models.model import VisionTransformer
 from vitviz.render import handout
 from vitviz.render.i18n import class_label, plain, t
-from vitviz.steps import blocks, prediction
+from vitviz.steps import blocks, prediction, trust
 from vitviz.steps.subject import Subject
 
 torch.set_num_threads(1)
@@ -138,7 +139,10 @@ def texts(step: blocks.Step) -> list[blocks.Text]:
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
-def test_a_model_that_averages_its_mirror_says_the_lab_s_answer_and_whether_it_differs(lang):
+@pytest.mark.parametrize("page", ["prediction", "trust"])
+def test_a_model_that_averages_its_mirror_says_the_lab_s_answer_and_whether_it_differs(page, lang):
+    """Step 7 and the trust page (which explain the one pass: ``explained_pass``) say the lab's answer."""
+    describe = {"prediction": prediction.describe, "trust": trust.describe}[page]
     noise = torch.randn(1, 3, 32, 16, generator=torch.Generator().manual_seed(0))
     symmetric = torch.cat([noise, noise.flip(-1)], dim=-1)  # its mirror is itself
     cases = {"differs": LEFT_DARK, "same": symmetric}
@@ -146,12 +150,12 @@ def test_a_model_that_averages_its_mirror_says_the_lab_s_answer_and_whether_it_d
         subject = mirrored(pixels, lang)
         one, two, p = both_views(subject)
         assert (one, two) == (("red", "blue") if case == "differs" else (one, one))  # as the model was built
-        said = texts(prediction.describe(subject, {}))
+        said = texts(describe(subject, {}))
         values = {"pred": class_label(two, lang), "p": f"{p:.1%}", "one": class_label(one, lang)}
         role = "info" if case == "differs" else "caption"
-        assert blocks.Text(t(f"prediction.mirror_{case}", lang, **values), role) in said
+        assert blocks.Text(t(f"{page}.mirror_{case}", lang, **values), role) in said
         other = "same" if case == "differs" else "differs"
-        assert t(f"prediction.mirror_{other}", lang, **values) not in [b.text for b in said]
+        assert t(f"{page}.mirror_{other}", lang, **values) not in [b.text for b in said]
     # the same model without the mirror: its one pass is the lab's answer, and nothing is said
-    start = t("prediction.mirror_same", lang).split("{")[0][:30]
-    assert not any(b.text.startswith(start) for b in texts(prediction.describe(mirrored(LEFT_DARK, lang, False), {})))
+    start = t(f"{page}.mirror_same", lang).split("{")[0][:30]
+    assert not any(b.text.startswith(start) for b in texts(describe(mirrored(LEFT_DARK, lang, False), {})))

@@ -1,10 +1,15 @@
 """What steps say about an answer: its top-k bars, right or wrong against the image's known
-class, the classes a model knows, and the hover of a patch map (steps 7 and 8)."""
+class, the classes a model knows, the lab's answer of a model that averages its mirror image in,
+and the hover of a patch map (steps 7 and 8, the trust page)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
+import torch
+
+from vitviz.models.model import on_weights
 from vitviz.models.prediction import Verdict
 from vitviz.render import plots
 from vitviz.steps import bars
@@ -12,6 +17,10 @@ from vitviz.steps.blocks import Text
 from vitviz.steps.subject import Subject
 
 MOST_LISTED_CLASSES = 20  # a model with more classes gets no list of them under its answer
+MIRROR_KEYS = {  # what a page that explains one pass says of the lab's answer: the same, or another
+    "prediction": ("prediction.mirror_same", "prediction.mirror_differs"),
+    "trust": ("trust.mirror_same", "trust.mirror_differs"),
+}
 
 
 def grid_hover(subject: Subject) -> str:
@@ -60,3 +69,28 @@ def known_classes(subject: Subject, found: Verdict | None) -> list[Text]:
         return []
     listed = ", ".join(subject.label(name) for name in names)
     return [Text(subject.tr("prediction.known_classes", n=len(names), names=listed), role="caption")]
+
+
+def class_name(subject: Subject, index: int) -> str:
+    """Class ``index`` in the reader's language ("class 3" for a model without names)."""
+    names = subject.config.class_names
+    return subject.label(names[index]) if names else subject.tr("prediction.class_n", n=index)
+
+
+def mirror(subject: Subject, page: Literal["prediction", "trust"]) -> list[Text]:
+    """For a model that answers with the mean of its logits for the image and its mirror image
+    (``config.test_flip``: the lab's answer, and the card's), that answer beside the one pass the
+    page explains (``explained_pass``), and whether the two differ: a caption where they agree, a
+    box where they do not (``MIRROR_KEYS[page]``)."""
+    model, trace = subject.model, subject.trace
+    if not getattr(model.config, "test_flip", False):
+        return []
+    with torch.inference_mode():  # (1, K): in eval mode, the mean of both views' logits
+        logits = model(on_weights(trace.pixels[:1], model)).float().cpu()
+    lab, one = int(logits[0].argmax()), int(trace.logits[0].argmax())
+    probability = float(logits[0].softmax(dim=-1)[lab])
+    filled = {"pred": class_name(subject, lab), "p": f"{probability:.1%}", "one": class_name(subject, one)}
+    same, differs = MIRROR_KEYS[page]
+    if lab == one:
+        return [Text(subject.tr(same, **filled), role="caption")]
+    return [Text(subject.tr(differs, **filled), role="info")]

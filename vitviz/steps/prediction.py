@@ -13,7 +13,6 @@ import torch
 
 from vitviz.analyses import analysis, claims, faithfulness
 from vitviz.models.data import denormalize
-from vitviz.models.model import on_weights
 from vitviz.models.prediction import top_k
 from vitviz.render import plots, tables
 from vitviz.steps import answers
@@ -53,12 +52,6 @@ def describe(subject: Subject, choices: Choices) -> Step:
     return Step(title, intro, (*shown, *_downloads(subject, lens, occlusion)), shape=shape)
 
 
-def class_name(subject: Subject, index: int) -> str:
-    """Class ``index`` in the reader's language ("class 3" for a model without names)."""
-    names = subject.config.class_names
-    return subject.label(names[index]) if names else subject.tr("prediction.class_n", n=index)
-
-
 def _answer(subject: Subject, choices: Choices) -> list:
     tr, model, trace = subject.tr, subject.model, subject.trace
     config = model.config
@@ -86,26 +79,9 @@ def _answer(subject: Subject, choices: Choices) -> list:
         Controls((Control("topk", "int_slider", label, tuple(range(1, most + 1)), k, f"{label}: {k}"),)),
         Figure("prediction_topk", bars, subject.says(claims.top_answer(names, probabilities))),
         *answers.verdict(subject, subject.verdict),
-        *_mirror(subject),
+        *answers.mirror(subject, "prediction"),
         *answers.known_classes(subject, subject.verdict),
     ]
-
-
-def _mirror(subject: Subject) -> list[Text]:
-    """For a model that answers with the mean of its logits for the image and its mirror image
-    (``config.test_flip``: the lab's answer, and the card's), that answer beside the one pass the
-    tour explains, and whether the two differ."""
-    model, trace = subject.model, subject.trace
-    if not getattr(model.config, "test_flip", False):
-        return []
-    with torch.inference_mode():  # (1, K): in eval mode, the mean of both views' logits
-        logits = model(on_weights(trace.pixels[:1], model)).float().cpu()
-    lab, one = int(logits[0].argmax()), int(trace.logits[0].argmax())
-    probability = float(logits[0].softmax(dim=-1)[lab])
-    filled = {"pred": class_name(subject, lab), "p": f"{probability:.1%}", "one": class_name(subject, one)}
-    if lab == one:
-        return [Text(subject.tr("prediction.mirror_same", **filled), role="caption")]
-    return [Text(subject.tr("prediction.mirror_differs", **filled), role="info")]
 
 
 def _after(subject: Subject) -> list[str]:
@@ -123,7 +99,7 @@ def _lens(subject: Subject, lens: torch.Tensor) -> list:
     tracked, scores = analysis.logit_lens_tracks(lens, k=min(5, config.num_classes))  # (m,), (depth + 1, m)
     chart = plots.multi_line(
         blocks,
-        {class_name(subject, int(c)): scores[:, j].numpy() for j, c in enumerate(tracked)},
+        {answers.class_name(subject, int(c)): scores[:, j].numpy() for j, c in enumerate(tracked)},
         title=tr("prediction.lens_chart"),
         x_title=tr("prediction.x_block"),
         y_title=tr("prediction.y_prob"),
@@ -136,9 +112,9 @@ def _lens(subject: Subject, lens: torch.Tensor) -> list:
     rows = tuple(
         {
             tr("prediction.col.after"): after[i],
-            tr("prediction.col.top1"): class_name(subject, int(top1[i])),
+            tr("prediction.col.top1"): answers.class_name(subject, int(top1[i])),
             tr("prediction.col.prob"): f"{float(top1_prob[i]):.1%}",
-            tr("prediction.col.rank", name=class_name(subject, final_class)): int(final_rank[i]) + 1,
+            tr("prediction.col.rank", name=answers.class_name(subject, final_class)): int(final_rank[i]) + 1,
         }
         for i in blocks
     )
@@ -166,7 +142,7 @@ def _occlusion(subject: Subject, occlusion: Occlusion) -> list:
     curves = plots.multi_line(
         fractions,
         {curve_names[kind]: curve for kind, (_, curve) in occlusion.items()},
-        title=tr("prediction.occlusion_chart", name=class_name(subject, final_class)),
+        title=tr("prediction.occlusion_chart", name=answers.class_name(subject, final_class)),
         x_title=tr("prediction.x_hidden"),
         y_title=tr("prediction.y_prob"),
         percent=True,

@@ -10,6 +10,7 @@ import numpy as np
 
 from vitviz.analyses import ablation, claims, faithfulness
 from vitviz.render import plots, tables
+from vitviz.steps import answers
 from vitviz.steps.bars import class_bars
 from vitviz.steps.blocks import Choices, Control, Controls, Figure, Figures, Heading, Step, Table, Text
 from vitviz.steps.names import dataset_text, model_title
@@ -39,6 +40,7 @@ def _this_image(subject: Subject) -> list:
         Heading(tr("trust.image_title")),
         Text(subject.says(faithfulness.sentences(reading))),
         Text(removed, role="caption"),
+        *answers.mirror(subject, "trust"),
     ]
     x = result.fractions.numpy()
     chance = result.methods[faithfulness.RANDOM]
