@@ -10,6 +10,7 @@ from vitviz.analyses import ablation, claims, faithfulness
 from vitviz.app import caches
 from vitviz.models import zoo
 from vitviz.models.data import load_image, to_tensor
+from vitviz.render.i18n import class_label, t
 
 PAGE = "app_pages/11_trust.py"
 
@@ -27,6 +28,13 @@ def test_the_trust_page_reads_this_image_s_curves_and_the_switched_off_heads():
     expected = claims.text(faithfulness.sentences(faithfulness.read(faithfulness.faithfulness(model, pixels))))
     assert expected in _markdown(at)  # the sentence is the one this image's curves make
     assert any("Nothing is switched off" in m for m in _markdown(at))
+    with torch.no_grad():  # the lab's answer: the mean of the image's and its mirror image's logits
+        one = model.forward_one_view(pixels)[0]
+        mean = (one + model.forward_one_view(pixels.flip(-1))[0]) / 2
+    names, lab, first = model.config.class_names, int(mean.argmax()), int(one.argmax())
+    filled = {"pred": class_label(names[lab], "en"), "p": f"{float(mean.softmax(-1)[lab]):.1%}"}
+    key = "trust.mirror_same" if lab == first else "trust.mirror_differs"
+    assert t(key, "en", **filled, one=class_label(names[first], "en")) in [c.value for c in (*at.caption, *at.info)]
 
     skipped = list(range(model.config.depth))  # every layer skipped: the answer comes from the embeddings
     at.multiselect(key="trust_layers").set_value(skipped).run()
