@@ -250,9 +250,12 @@ def test_the_command_prints_the_grid_and_stores_it_with_the_hash(folder, classif
     assert ablation.read_stored(out, classifier) is None
 
 
-def test_the_shipped_grid_was_made_by_the_shipped_weights():
-    model, _ = zoo.load(zoo.SHIPPED, device="cpu")
-    path = ablation.ablation_path(zoo.MODELS_DIR / f"{zoo.SHIPPED}.safetensors")
+@pytest.mark.parametrize(
+    ("name", "dataset"), [(zoo.SHIPPED, "CIFAR-10 (JPEG copy)"), (zoo.SHIPPED_FASHION, "Fashion-MNIST")]
+)
+def test_the_shipped_grid_was_made_by_the_shipped_weights(name, dataset):
+    model, _ = zoo.load(name, device="cpu")
+    path = ablation.ablation_path(zoo.MODELS_DIR / f"{name}.safetensors")
     stored = ablation.read_stored(path, model)
     assert stored is not None, (
         f"{path.name} is missing or was made by other weights: python -m tools.ship --analyses-only"
@@ -260,7 +263,7 @@ def test_the_shipped_grid_was_made_by_the_shipped_weights():
     depth, heads = model.config.depth, model.config.num_heads
     for mode in ablation.MODES:
         assert len(stored["head_drop"][mode]) == depth and all(len(row) == heads for row in stored["head_drop"][mode])
-    assert stored["dataset"] == "CIFAR-10 (JPEG copy)"
+    assert stored["dataset"] == dataset
 
 
 def test_docs_trust_md_says_how_far_zero_and_mean_ablation_agree_as_the_shipped_grid_does():

@@ -372,15 +372,22 @@ def test_the_command_prints_the_table_last(folder, tiny_config, tmp_path, capsys
     assert faithfulness.main(["--model", "nope", "--data", str(folder)]) == 2
 
 
-@pytest.mark.parametrize("name", [zoo.SHIPPED, zoo.SHIPPED_CNN])
-def test_the_shipped_tables_were_made_by_the_shipped_weights(name):
+@pytest.mark.parametrize(
+    ("name", "dataset"),
+    [
+        (zoo.SHIPPED, "CIFAR-10 (JPEG copy)"),
+        (zoo.SHIPPED_CNN, "CIFAR-10 (JPEG copy)"),
+        (zoo.SHIPPED_FASHION, "Fashion-MNIST"),
+    ],
+)
+def test_the_shipped_tables_were_made_by_the_shipped_weights(name, dataset):
     model, _ = zoo.load(name, device="cpu")
     path = faithfulness.faithfulness_path(zoo.MODELS_DIR / f"{name}.safetensors")
     stored = faithfulness.read_stored(path, model)
     assert stored is not None, (
         f"{path.name} is missing or was made by other weights: python -m tools.ship --analyses-only"
     )
-    assert stored["images"] == 500 and stored["dataset"] == "CIFAR-10 (JPEG copy)"
+    assert stored["images"] == 500 and stored["dataset"] == dataset
     assert list(stored["methods"]) == list(faithfulness.methods_for(model))
 
 

@@ -82,12 +82,30 @@ def test_a_model_without_a_head_is_refused_with_a_sentence(tiny_config, tmp_path
 SHIPPED_WEIGHTS = zoo.MODELS_DIR / f"{zoo.SHIPPED}.safetensors"
 
 
-def test_the_shipped_curves_were_made_by_the_shipped_weights():
-    model, _ = zoo.load(zoo.SHIPPED, device="cpu")
-    table = occlusion.read_stored(occlusion.occlusion_path(SHIPPED_WEIGHTS), model)
+@pytest.mark.parametrize("name", [zoo.SHIPPED, zoo.SHIPPED_FASHION])
+def test_the_shipped_curves_were_made_by_the_shipped_weights(name):
+    model, _ = zoo.load(name, device="cpu")
+    table = occlusion.read_stored(occlusion.occlusion_path(zoo.MODELS_DIR / f"{name}.safetensors"), model)
     assert table is not None, "the curves are missing or stale: python -m tools.ship --analyses-only"
     assert len(table.rows) == 10_000 and table.steps == analysis.occlusion_steps(model)
     assert table.kinds == analysis.OCCLUSION_ORDERS
+
+
+@pytest.mark.fashion_mnist
+def test_the_grey_vit_s_shipped_curves_are_what_the_library_computes_for_its_test_images():
+    model, _ = zoo.load(zoo.SHIPPED_FASHION, device="cpu")
+    table = occlusion.read_stored(
+        occlusion.occlusion_path(zoo.MODELS_DIR / f"{zoo.SHIPPED_FASHION}.safetensors"), model
+    )
+    steps = analysis.occlusion_steps(model)
+    chosen = {0, 517, 4_999, 9_999}  # positions in the lab's order
+    images = [found for i, found in enumerate(occlusion.every_test_image("fashion-mnist")) if i in chosen]
+    assert len(images) == len(chosen)
+    for name, image_bytes in images:
+        trace = _explained(model, image_bytes)
+        for kind in analysis.OCCLUSION_ORDERS:
+            expected = occlusion.curve(model, trace, kind, steps)[1]
+            np.testing.assert_allclose(table.curve(image_bytes, kind, steps), expected, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.cifar10

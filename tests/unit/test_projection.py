@@ -138,9 +138,10 @@ def test_the_command_writes_the_map(folder, model, tmp_path, capsys):
     assert projection.read_stored(out, model) is not None
 
 
-def test_the_shipped_map_was_made_by_the_shipped_weights():
-    model, _ = zoo.load(zoo.SHIPPED, device="cpu")
-    path = projection.projection_path(zoo.MODELS_DIR / f"{zoo.SHIPPED}.safetensors")
+@pytest.mark.parametrize("name", [zoo.SHIPPED, zoo.SHIPPED_FASHION])
+def test_the_shipped_map_was_made_by_the_shipped_weights(name):
+    model, _ = zoo.load(name, device="cpu")
+    path = projection.projection_path(zoo.MODELS_DIR / f"{name}.safetensors")
     stored = projection.read_stored(path, model)
     assert stored is not None, (
         f"{path.name} is missing or was made by other weights: python -m tools.ship --analyses-only"
