@@ -54,3 +54,13 @@ def test_the_trust_page_in_korean_has_no_error():
     assert any("무작위" in m for m in _markdown(at))
     captions = " ".join(c.value for c in at.caption)
     assert "CIFAR-10 (JPEG 사본)" in captions and "JPEG copy" not in captions  # the set's name, in Korean
+
+
+def test_the_map_counts_the_one_pass_it_shows_and_says_so_for_a_model_that_averages_its_mirror():
+    at = open_page("app_pages/12_map.py")
+    assert errors(at) == []
+    card = zoo.REGISTRY[zoo.SHIPPED].card  # its one-view accuracy, measured on the whole test split when it shipped
+    assert card.views == "image and mirror" and zoo.default_name() == zoo.SHIPPED
+    right = round(card.one_view_accuracy * card.tested_on["images"])
+    shown = " ".join(_markdown(at) + [c.value for c in at.caption])
+    assert f"{right:,} of {card.tested_on['images']:,} images are answered right by one pass" in shown

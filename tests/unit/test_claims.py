@@ -481,8 +481,11 @@ def test_the_map_reads_how_often_a_neighbour_shares_the_class():
     mixed = rng.normal(0, 1, (100, 2))
     assert claims.neighbour_agreement(apart, labels) == 1.0
     assert claims.neighbour_agreement(mixed, labels) < 0.8
-    said = claims.text(claims.test_set_map(apart, labels, np.where(np.arange(100) < 90, labels, 1 - labels)))
-    assert "90 of 100 images" in said and "100%" in said
+    predictions = np.where(np.arange(100) < 90, labels, 1 - labels)
+    said = claims.text(claims.test_set_map(apart, labels, predictions))
+    assert "90 of 100 images" in said and "100%" in said and "mirror" not in said
+    said = claims.text(claims.test_set_map(apart, labels, predictions, mirrored=True))  # the lab counts another answer
+    assert "90 of 100 images are answered right by one pass" in said and "mirror image" in said and "100%" in said
 
 
 def curves(method: str, deletion: list[list[float]], insertion: list[list[float]]):

@@ -76,7 +76,8 @@ def describe(subject: Subject, choices: Choices) -> Step:
     # the classes' legend in rows under the map: beside it, ten classes ran past a slide's height
     chart = plots.built_copy(chart)  # a copy to change: the app shares the built figure
     chart.update_layout(legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0))
-    said = subject.says(claims.test_set_map(points, labels, predictions))
+    mirrored = bool(getattr(subject.config, "test_flip", False))  # the lab counts another answer
+    said = subject.says(claims.test_set_map(points, labels, predictions, mirrored))
     clickable = Select("map_point", len(labels)) if data is not None else None
     blocks.append(Figure("map_points", chart, said, select=clickable))
     seconds = ", ".join(f"{tr(f'map.method.{m}')}: {s:.0f} s" for m, s in found.seconds.items())
