@@ -5,10 +5,11 @@
     python tools/mutants.py -k ig,grid   # only the mutants whose name contains "ig" or "grid"
 
 Each mutant is one plausible bug written as a text replacement in the code that computes what a
-class sees (vitviz/analyses/analysis.py and compare.py, vitviz/models/patches.py and the pass a map explains in
-model.py) or writes what it reads (claims.py, faithfulness.py, ablation.py, projection.py, handout.py,
-and the mirror sentences of vitviz/steps/answers.py and mistakes.py), with the unit tests that should catch it. The work tree is never touched: its files (tracked and untracked, not ignored) are copied to
-a temporary folder once, the tests every chosen mutant runs are run there without any mutant,
+class sees (vitviz/analyses/analysis.py and compare.py, vitviz/models/patches.py, the pass a map
+explains in model.py) or writes what it reads (claims.py, faithfulness.py, ablation.py, projection.py,
+handout.py, the mirror sentences of vitviz/steps/answers.py and mistakes.py), with the unit tests
+that should catch it. The work tree is never touched: its files (tracked and untracked, not
+ignored) are copied to a temporary folder once, the tests every chosen mutant runs are run there without any mutant,
 then every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
 put back. A mutant is "killed" when a test fails, "survived" when every test passes, and
 "stale" when its text is no longer in the file (the code moved on: mend the list).
@@ -696,8 +697,8 @@ MUTANTS = (
     Mutant(
         "faithfulness-of-the-lab-s-answer",
         "vitviz/analyses/faithfulness.py",
-        "probs.append(explained_pass(model)(images)",
-        "probs.append(model(images)",
+        "explained = explained_pass(model)",
+        "explained = model",
         T_EXPLAINED,
     ),
     Mutant(
@@ -717,7 +718,7 @@ MUTANTS = (
     Mutant(
         "tables-of-the-lab-s-answer-read",
         "vitviz/analyses/evaluate.py",
-        'return "image" if isinstance(model, VisionTransformer) else inference(model)',
+        'return inference(model) if explained_pass(model) is model else "image"',
         "return inference(model)",
         T_EXPLAINED,
     ),

@@ -42,12 +42,17 @@ def one():
     return left_right_vit(test_flip=False)
 
 
-def test_the_model_s_two_answers_differ_so_these_tests_can_fail(flip, one):
+@pytest.fixture(scope="module")
+def cnn():
+    """A CNN that averages its mirror image in: its Grad-CAM explains that mean, its answer."""
+    return ConvNet(CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), test_flip=True)).eval()
+
+
+def test_the_model_s_two_answers_differ_so_these_tests_can_fail(flip, one, cnn):
     with torch.inference_mode():
         assert int(flip(LEFT_DARK).argmax()) == MIRROR_CLASSES.index("blue")
         assert int(one(LEFT_DARK).argmax()) == RED
         torch.testing.assert_close(explained_pass(flip)(LEFT_DARK), one(LEFT_DARK))
-    cnn = ConvNet(CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), test_flip=True)).eval()
     assert explained_pass(cnn) is cnn  # a CNN's Grad-CAM explains its answer, the mean of both views
 
 
@@ -78,8 +83,7 @@ def test_the_faithfulness_curves_and_every_ranking_follow_the_one_pass(flip, one
         torch.testing.assert_close(curves.insertion, other.insertion)
 
 
-def test_page_8_s_experiments_change_the_vit_s_one_pass(flip, one):
-    cnn = ConvNet(CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), test_flip=True)).eval()
+def test_page_8_s_experiments_change_the_vit_s_one_pass(flip, one, cnn):
     pixels = LEFT_DARK + 0.1 * torch.randn(LEFT_DARK.shape, generator=torch.Generator().manual_seed(0))
     for kind in compare.EXPERIMENTS:
         found = compare.run_experiment(kind, flip, pixels, cnn, pixels, seed=3, hidden=(0, 5))
@@ -87,13 +91,12 @@ def test_page_8_s_experiments_change_the_vit_s_one_pass(flip, one):
         torch.testing.assert_close(found.vit_logits, expected.vit_logits)
 
 
-def test_a_table_measured_on_the_mean_with_the_mirror_is_stale_for_a_vit(flip, tmp_path):
+def test_a_table_measured_on_the_mean_with_the_mirror_is_stale_for_a_vit(flip, cnn, tmp_path):
     assert (inference(flip), explained_inference(flip)) == ("image and mirror", "image")
     path = tmp_path / "table.json"
     for said, fresh in (("image", True), ("image and mirror", False)):
         path.write_text(json.dumps({"weights_sha256": weights_hash(flip), "inference": said, "rows": [1]}))
         assert (read_table(path, flip) is not None) == fresh
-    cnn = ConvNet(CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), test_flip=True)).eval()
     assert explained_inference(cnn) == inference(cnn) == "image and mirror"
 
 

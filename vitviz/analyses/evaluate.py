@@ -39,7 +39,7 @@ from vitviz.models.data import (
     save_atomic,
     spread_subset,
 )
-from vitviz.models.model import VisionTransformer
+from vitviz.models.model import VisionTransformer, explained_pass
 
 log = logging.getLogger(__name__)
 
@@ -150,11 +150,11 @@ def inference(model: torch.nn.Module) -> str:
 
 
 def explained_inference(model: torch.nn.Module) -> str:
-    """What the pass the app explains looks at (``explained_pass``): "image" for a ViT (its one
-    pass, as the tour traces it), else ``inference``. The files of analyses that follow that pass
+    """What the pass the app explains looks at (``explained_pass``): "image" where that pass is not
+    the model's answer (a ViT's one pass, as the tour traces it), else ``inference``. The files of analyses that follow that pass
     (the faithfulness table, the head-ablation grid, the occlusion curves, page 8's rows) are keyed
     by it, so a table measured on the mean with the mirror image is stale for a ViT."""
-    return "image" if isinstance(model, VisionTransformer) else inference(model)
+    return inference(model) if explained_pass(model) is model else "image"
 
 
 def shipped_path(weights: Path, suffix: str) -> Path:

@@ -208,10 +208,11 @@ def probabilities(
     """
     unique, inverse = torch.unique(hidden.cpu(), dim=0, return_inverse=True)  # (U, N), (M,)
     pixels = on_weights(pixels, model)
+    explained = explained_pass(model)
     probs = []
     for start in range(0, len(unique), batch_size):
         images = analysis.occlude(pixels, unique[start : start + batch_size], patch_size, FILL)  # (b, C, H, W)
-        probs.append(explained_pass(model)(images).float().softmax(dim=-1).cpu())  # (b, K)
+        probs.append(explained(images).float().softmax(dim=-1).cpu())  # (b, K)
     table = torch.cat(probs)  # (U, K)
     table = table if target is None else table[:, target]
     return table[inverse]

@@ -9,6 +9,7 @@ from typing import Literal
 
 import torch
 
+from vitviz.analyses.evaluate import inference
 from vitviz.models.model import on_weights
 from vitviz.models.prediction import Verdict
 from vitviz.render import plots
@@ -83,7 +84,7 @@ def mirror(subject: Subject, page: Literal["prediction", "trust"]) -> list[Text]
     page explains (``explained_pass``), and whether the two differ: a caption where they agree, a
     box where they do not (``MIRROR_KEYS[page]``)."""
     model, trace = subject.model, subject.trace
-    if not getattr(model.config, "test_flip", False):
+    if inference(model) == "image":
         return []
     with torch.inference_mode():  # (1, K): in eval mode, the mean of both views' logits
         logits = model(on_weights(trace.pixels[:1], model)).float().cpu()

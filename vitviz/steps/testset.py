@@ -6,6 +6,7 @@ it is the shipped map without its pictures."""
 from __future__ import annotations
 
 from vitviz.analyses import claims, lab, projection
+from vitviz.analyses.evaluate import inference
 from vitviz.render import plots
 from vitviz.render.i18n import plain
 from vitviz.steps.blocks import Choices, Control, Controls, Figure, OpenInTour, Select, Step, Text
@@ -76,7 +77,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
     # the classes' legend in rows under the map: beside it, ten classes ran past a slide's height
     chart = plots.built_copy(chart)  # a copy to change: the app shares the built figure
     chart.update_layout(legend=dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0))
-    mirrored = bool(getattr(subject.config, "test_flip", False))  # the lab counts another answer
+    mirrored = inference(subject.model) != "image"  # the lab counts another answer than the map's one pass
     said = subject.says(claims.test_set_map(points, labels, predictions, mirrored))
     clickable = Select("map_point", len(labels)) if data is not None else None
     blocks.append(Figure("map_points", chart, said, select=clickable))
