@@ -8,13 +8,16 @@ after a warm-up, and each figure is the median of the timed runs, so a machine t
 part-way slows both contenders alike.
 
 1. explain / forward: ``model.explain(x)`` (explicit attention, every intermediate kept) over
-   ``model(x)`` (fused attention): ViT-B/16 at 224 px, batch 1; the default CIFAR model, batch 256.
+   the pass it explains (``explained_forward``: fused attention, one view of the image, where a
+   model's answer is the mean with the mirror image): ViT-B/16 at 224 px, batch 1; the default
+   CIFAR model, batch 256.
 2. Peers with the same weights: our ``explain`` over timm's forward with its attention maps
    extracted (``timm.utils.AttentionExtract``, or hooks on ``attn.attn_drop``), and over Hugging
    Face's ViTModel (eager attention) with ``output_attentions=True``. Below 1: we are faster.
 3. The hardware: GFLOP/s of our ViT-B/16 forward at batch 1 over those of one float32 matmul of the
    same number of FLOPs.
-4. Test-set evaluation throughput of the default CIFAR model, and its fraction of the FLOP bound.
+4. Test-set evaluation throughput of the default CIFAR model, and its fraction of the FLOP bound
+   (the FLOPs of its answer: both views where it averages the mirror image, ``flops_per_answer``).
 5. The app: a cached rerun of the attention page after changing the head, the server's cold start
    to its first healthy answer, and the server's peak resident memory after a browser has visited
    every page; a 6900 px WebP uploaded on step 1 until its picture is drawn. A class
@@ -66,9 +69,9 @@ from torch import Tensor, nn
 from benchmarks.light_client import Expected, LightStudent
 from vitviz.app import STARTUP_DONE, tour
 from vitviz.models import precision, zoo
-from vitviz.models.config import ViTConfig, cifar10_vit_config
+from vitviz.models.config import ModelConfig, ViTConfig, cifar10_vit_config
 from vitviz.models.data import ImageSet, load_image, to_tensor
-from vitviz.models.model import VisionTransformer, flops_per_image, set_fused_attention
+from vitviz.models.model import VisionTransformer, explained_pass, flops_per_image, set_fused_attention
 
 log = logging.getLogger(__name__)
 
@@ -473,15 +476,29 @@ def check_same_attention(report: Report, label: str, ours: list[Tensor], theirs:
 # ---------------------------------------------------------------------------------------------
 
 
+def explained_forward(model: nn.Module, pixels: Tensor) -> Tensor:
+    """The forward pass that ``model.explain`` keeps every intermediate of: one fused pass of the
+    image as it is (``explained_pass``), not the mean with its mirror image that ``model(pixels)``
+    computes for a ViT with ``test_flip`` (the shipped ones), which is two passes."""
+    return explained_pass(model)(pixels)
+
+
+def flops_per_answer(config: ModelConfig) -> int:
+    """The FLOPs of ``model(pixels)`` per image, what the lab's evaluation runs: one forward pass,
+    or two where ``config.test_flip`` averages the logits of the image and its mirror image."""
+    return flops_per_image(config) * (2 if config.test_flip else 1)
+
+
 def explain_vs_forward(report: Report, plan: Plan) -> None:
     """explain / forward at batch 1 on the plan's ViT, and at the CIFAR batch on the default model."""
     model = contender_model(plan)
     pixels = random_pixels(model.config, 1)
-    times = race(report, "vit_b1", {"forward": lambda: model(pixels), "explain": lambda: model.explain(pixels)}, plan)
+    contenders = {"forward": lambda: explained_forward(model, pixels), "explain": lambda: model.explain(pixels)}
+    times = race(report, "vit_b1", contenders, plan)
     report.figures["explain_over_forward"] = times["explain"] / times["forward"]
     cifar = zoo.load(zoo.default_name(), device=DEVICE).model
     batch = random_pixels(cifar.config, plan.cifar_batch)
-    contenders = {"forward": lambda: cifar(batch), "explain": lambda: cifar.explain(batch)}
+    contenders = {"forward": lambda: explained_forward(cifar, batch), "explain": lambda: cifar.explain(batch)}
     times = race(report, "cifar_batch", contenders, plan)
     report.figures["explain_over_forward_cifar_b256"] = times["explain"] / times["forward"]
 
@@ -528,10 +545,10 @@ def bf16_vs_fp32(report: Report, plan: Plan) -> None:
 
 
 def bf16_forward(model: nn.Module, pixels: Tensor) -> Tensor:
-    """The fused forward pass under bf16 autocast, without gradients: what ``precision.explain``
-    in bf16 is compared with."""
+    """The fused forward pass that ``precision.explain`` in bf16 is compared with
+    (``explained_forward``), under bf16 autocast, without gradients."""
     with torch.no_grad(), torch.autocast(pixels.device.type, dtype=torch.bfloat16):
-        return model(pixels)
+        return explained_forward(model, pixels)
 
 
 def bf16_explain_vs_forward(report: Report, plan: Plan) -> None:
@@ -690,8 +707,10 @@ def _random_image_set(config: ViTConfig, count: int) -> ImageSet:
 
 def eval_throughput(report: Report, plan: Plan) -> None:
     """The lab's evaluation (``evaluate``, no stored predictions) of the default CIFAR model, after
-    a one-batch warm-up, against the forward pass alone at the same batch, alternated with a
-    square matmul of the batch's FLOPs (tall matrices: the peak the evaluation can approach)."""
+    a one-batch warm-up, against the model alone at the same batch (``model(pixels)``: both views
+    of a model that averages the mirror image, as the evaluation runs it), alternated with a square
+    matmul of the batch's FLOPs (``flops_per_answer``; tall matrices: the peak the evaluation can
+    approach)."""
     from vitviz.analyses.evaluate import evaluate
     from vitviz.models.data import preprocess_batch
 
@@ -705,7 +724,7 @@ def eval_throughput(report: Report, plan: Plan) -> None:
         result = evaluate(model, data, name=name, batch_size=batch_size, use_cache=False)
     batch = min(batch_size, len(data))
     pixels = preprocess_batch(data.images[:batch], model.config.preprocess, model.config.in_chans)
-    flops = flops_per_image(model.config)
+    flops = flops_per_answer(model.config)
     matmul, matmul_flops = square_matmul(flops * batch)
     times = race(report, "eval_batch", {"forward": lambda: model(pixels), "matmul": matmul}, plan)
     forward_images_per_s = batch / times["forward"]

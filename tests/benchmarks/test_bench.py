@@ -16,11 +16,13 @@ import torch
 
 from benchmarks import bench
 from benchmarks.light_client import Expected, LightStudent, Run, button_key
+from tests.helpers import LEFT_DARK, MIRROR_CLASSES, left_right_vit
 from vitviz.app import tour
 from vitviz.models import precision, zoo
 from vitviz.models.config import ViTConfig
 from vitviz.models.convert import from_hf, from_timm
 from vitviz.models.data import find_cifar_test_folder
+from vitviz.models.model import flops_per_image
 
 REPO = Path(__file__).resolve().parents[2]
 RATIOS = (
@@ -109,6 +111,23 @@ def test_bf16_explain_is_timed_against_the_bf16_forward_on_both_vits(monkeypatch
     assert set(explained) == {torch.bfloat16} and len(explained) == (2 + 1) + (10 + 1)  # the CIFAR ViT: 5x the runs
     assert {"bf16_b1.forward", "bf16_b1.explain", "bf16_cifar_b1.explain"} <= report.medians_ms.keys()
     assert {name for name, _, _ in bench.TARGETS} >= {"explain_bf16_over_forward_bf16"}
+
+
+def test_the_forward_pass_explain_is_timed_against_is_the_one_it_explains() -> None:
+    """A ViT whose mean with the mirror image answers blue where its one pass answers red: the
+    forward pass the bench sets against ``explain`` (in float32 and in bf16) answers red, as the
+    trace does, and costs one pass; the evaluation's FLOPs count both views."""
+    model = left_right_vit(test_flip=True)
+    red = MIRROR_CLASSES.index("red")
+    with torch.inference_mode():
+        assert model(LEFT_DARK).argmax().item() != red  # the mean: not the pass explain keeps
+        explained = model.explain(LEFT_DARK).logits
+        assert explained.argmax().item() == red
+        torch.testing.assert_close(bench.explained_forward(model, LEFT_DARK), explained)
+        assert bench.bf16_forward(model, LEFT_DARK).argmax().item() == red
+    one_view = left_right_vit(test_flip=False).config
+    assert bench.flops_per_answer(one_view) == flops_per_image(one_view)
+    assert bench.flops_per_answer(model.config) == 2 * flops_per_image(model.config)
 
 
 def test_square_matmul_has_about_the_flops_asked_for() -> None:
