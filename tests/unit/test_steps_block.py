@@ -108,6 +108,23 @@ def test_a_narrow_mlp_is_said_to_squeeze():
     assert "squeezes every token from 16 to 8 numbers" in takeaways["block_diagram"]
 
 
+def _box_labels(step: blocks.Step) -> list[str]:
+    diagram = next(figure for figure in step.figures() if figure.key == "block_diagram")
+    layout = diagram.figure.to_dict()["layout"]
+    return [a["text"] for a in layout["annotations"] if not a.get("showarrow", True) and a.get("x") == 0]
+
+
+@pytest.mark.parametrize(("mlp_ratio", "width"), [(4.0, "4D"), (2.0, "2D"), (0.5, "0.5D"), (1.0, "D")])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_diagram_s_mlp_boxes_say_the_model_s_own_width(mlp_ratio, width, lang):
+    labels = _box_labels(block.describe(_subject(lang, mlp_ratio=mlp_ratio), {}))
+    assert f"fc1: Linear D → {width}" in labels and f"fc2: Linear {width} → D" in labels, labels
+
+
+def test_the_mlp_width_is_a_multiple_of_d_where_it_is_one():
+    assert [block.mlp_width(h, 768) for h in (3072, 1536, 384, 768, 1000)] == ["4D", "2D", "0.5D", "D", "1000"]
+
+
 @pytest.mark.parametrize(
     ("choices", "layer", "query"),
     [({}, 0, 11), ({"layer": 99, "query": 5000}, 1, 16), ({"layer": -1, "query": -4}, 0, 0),

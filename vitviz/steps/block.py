@@ -62,12 +62,25 @@ def describe(subject: Subject, choices: Choices) -> Step:
     )
 
 
+def mlp_width(hidden: int, dim: int) -> str:
+    """The MLP's hidden width as the diagram's boxes write it against the token's D: "4D" (ViT-B/16's
+    3072 of 768), "2D" (the shipped CIFAR ViT's 384 of 192), "0.5D", "D"; the number itself where
+    it is no such simple multiple (1000 of 768)."""
+    ratio = hidden / dim
+    if abs(round(ratio, 2) - ratio) > 1e-9:
+        return str(hidden)
+    return "D" if ratio == 1 else f"{ratio:g}D"
+
+
 def _diagram(subject: Subject) -> list:
     tr, trace = subject.tr, subject.trace
     steps = analysis.block_shapes(subject.model, trace)
-    boxes = [(tr(f"block.step.{step}"), shape_text(shape), plots.BLOCK_KINDS[step]) for step, shape in steps]
-    add1, add2 = analysis.BLOCK_STEPS.index("add1"), analysis.BLOCK_STEPS.index("add2")
     hidden, dim = dict(steps)["fc1"][-1], trace.hidden_states[0].shape[-1]
+    width = mlp_width(hidden, dim)
+    boxes = [
+        (tr(f"block.step.{step}", width=width), shape_text(shape), plots.BLOCK_KINDS[step]) for step, shape in steps
+    ]
+    add1, add2 = analysis.BLOCK_STEPS.index("add1"), analysis.BLOCK_STEPS.index("add2")
     figure = plots.block_diagram(
         boxes, residuals=[(0, add1), (add1, add2)], title=tr("block.diagram_title", depth=trace.depth)
     )
