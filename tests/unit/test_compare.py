@@ -81,8 +81,9 @@ def test_integrated_gradients_add_up_to_the_logit_change(family, cnn):
 
 
 def hand_integrated_gradients(model: torch.nn.Module, pixels: torch.Tensor, target: int, steps: int) -> torch.Tensor:
-    """IG from the black (all-zero) baseline by Gauss-Legendre quadrature with ``steps`` nodes (Captum's
-    default rule): (x - 0) * sum_k w_k * d logit / d x at a_k x, summed over channels, absolute. (H, W)."""
+    """IG from the all-zero baseline (the dataset's mean colour after normalisation, not black) by
+    Gauss-Legendre quadrature with ``steps`` nodes (Captum's default rule): (x - 0) * sum_k w_k *
+    d logit / d x at a_k x, summed over channels, absolute. (H, W)."""
     import numpy as np
 
     nodes, weights = np.polynomial.legendre.leggauss(steps)  # on [-1, 1]

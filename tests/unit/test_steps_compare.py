@@ -148,3 +148,16 @@ def test_the_handout_draws_every_figure_and_the_cnn_it_used(subject):
     assert f"CNN to compare with: {CNN}" in markup and "Shuffle number (another order): 0" in markup
     assert "Shift right" not in markup  # the shift's slider is not in use: paper says nothing of it
     assert markup.count('class="figure"') == len(step.figures()) == 7
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_toggle_says_the_steps_integrated_gradients_take(subject, monkeypatch, lang):
+    from vitviz.analyses import compare as analyses
+
+    labels = {}
+    for steps in (analyses.IG_STEPS, 7):
+        monkeypatch.setattr(analyses, "IG_STEPS", steps)
+        translated = Subject(subject.model, subject.image, subject.trace, lang, compute=subject.compute)
+        by_key = {control.key: control for control in describe(translated).controls()}
+        labels[steps] = plain(by_key["compare_ig"].label)
+    assert "32" in labels[32] and "7" in labels[7] and "32" not in labels[7], labels

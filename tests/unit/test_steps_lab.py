@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz.analyses import claims
+from vitviz.analyses import ablation, claims
 from vitviz.analyses.faithfulness import Reading
 from vitviz.analyses.projection import Projection
 from vitviz.models.config import ViTConfig
@@ -247,3 +247,17 @@ def test_a_click_on_the_map_chooses_the_point_s_image():
     assert clicks.patch_from_selection({"selection": {"points": [{"customdata": 9}]}}, 6) is None  # no such image
     assert clicks.patch_from_selection({"selection": {"points": [{"customdata": True}]}}, 6) is None
     assert clicks.cell_from_selection({"selection": {"points": [{"customdata": 1}]}}, 3) is None  # a cell needs two
+
+
+@pytest.mark.parametrize("paper", [False, True])
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_ablation_s_intro_says_how_many_images_the_mean_is_taken_over(monkeypatch, lang, paper):
+    said = {}
+    for images in (ablation.MEAN_REFERENCE_IMAGES, 100):
+        monkeypatch.setattr(ablation, "MEAN_REFERENCE_IMAGES", images)
+        subject = _subject(lang, paper)
+        step = trust.describe(subject, {})
+        title = subject.tr("trust.ablation_title")
+        heading = next(i for i, b in enumerate(step.blocks) if isinstance(b, blocks.Heading) and b.text == title)
+        said[images] = plain(step.blocks[heading + 1].text)
+    assert "256" in said[256] and "100" in said[100] and "256" not in said[100], said

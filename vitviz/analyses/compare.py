@@ -99,10 +99,14 @@ def gradcam_from_maps(maps: Tensor, size: tuple[int, int], mirrored: bool) -> Te
     return cam.float().cpu()
 
 
-def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, steps: int = 32) -> Tensor:
-    """Integrated gradients (Sundararajan et al. 2017) of one class, from a black baseline.
+IG_STEPS = 32  # integrated gradients' steps from the baseline to the image (page 8's toggle says it)
 
-    The baseline is the all-zero normalised input, the dataset's mean colour. The attribution of
+
+def integrated_gradients(model: nn.Module, pixels: Tensor, class_index: int, steps: int = IG_STEPS) -> Tensor:
+    """Integrated gradients (Sundararajan et al. 2017) of one class, from a plain image of the
+    dataset's mean colour.
+
+    That baseline is the all-zero normalised input (Captum's default), not a black image. The attribution of
     every pixel is summed over the channels and taken in absolute value: how much the pixel
     mattered, whichever way.
 

@@ -70,7 +70,7 @@ ANY_MODEL_METHODS = ("occlusion", "integrated_gradients")  # what needs nothing 
 # images, one image's explanation within a 2 s budget on two CPU cores (docs/trust.md).
 STEPS = 8
 RANDOM_ORDERS = 8
-IG_STEPS = 32  # the ViT-vs-CNN page's integrated gradients, so the app's cached maps can be reused
+IG_STEPS = compare.IG_STEPS  # the ViT-vs-CNN page's integrated gradients, so the app's cached maps can be reused
 CNN_GRID = 8  # a CNN has no patches: its input is cut into about 8 x 8 squares, like the CIFAR ViT's
 BATCH = 128  # images per forward pass: the fastest batch on 1-2 CPU threads for the CIFAR ViT
 FILL = 0.0  # a removed patch in normalised space: the dataset's mean colour

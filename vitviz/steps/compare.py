@@ -187,7 +187,7 @@ def _maps(subject: Subject, cnn, arrays: dict[str, np.ndarray], class_index: int
     blocks: list = [Heading(tr("compare.maps_title")), Text(tr("compare.maps_intro"))]
     if cnn.config.test_flip:
         blocks.append(Text(tr("compare.gradcam_mirror"), "caption"))
-    class_label, ig_label = tr("compare.class"), tr("compare.ig_toggle")
+    class_label, ig_label = tr("compare.class"), tr("compare.ig_toggle", steps=compare.IG_STEPS)
     shown_class = subject.label(names[class_index])
     blocks.append(
         Controls(

@@ -105,7 +105,9 @@ def _switched_off(subject: Subject, choices: Choices) -> list:
     of the test accuracy each head costs alone."""
     tr, config = subject.tr, subject.config
     depth, heads = config.depth, config.num_heads
-    intro = tr("trust.ablation_intro_paper" if subject.paper else "trust.ablation_intro")  # paper: nothing to choose
+    intro = tr(  # paper: nothing to choose
+        "trust.ablation_intro_paper" if subject.paper else "trust.ablation_intro", images=ablation.MEAN_REFERENCE_IMAGES
+    )
     shown: list = [Heading(tr("trust.ablation_title")), Text(intro)]
     picked = [i for i in _numbers(choices.get("trust_heads")) if 0 <= i < depth * heads]
     skipped = [i for i in _numbers(choices.get("trust_layers")) if 0 <= i < depth]
