@@ -308,7 +308,9 @@ st.markdown(tr("mistakes.maps_intro"))
 if model.num_prefix_tokens == 0:
     st.caption(tr("mistakes.maps_no_cls"))
 inspected = testset.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
-maps, lens = mistakes.where_and_when(subject, result, data, index, inspected)
+*one_pass, maps, lens = mistakes.where_and_when(subject, result, data, index, inspected)
+for said in one_pass:  # a model that averages its mirror image: the maps and the lens follow one pass
+    render.draw(said)
 render.draw(maps)
 
 # When the true class lost: the logit lens of this image (its caption says when).

@@ -528,3 +528,16 @@ def test_the_shipped_vit_opens_the_lab_beside_the_shipped_cnn(monkeypatch):
     assert "mean of its logits for each image and its mirror image" in caption
     assert f"{card.one_view_accuracy:.2%} right ({card.evaluated['one_view_misclassified']:,} wrong)" in caption
     assert f"{shipped(zoo.SHIPPED).accuracy:.1%}" in [m.value for m in at.metric]  # the mean's: 87.5%, not 87.2%
+    # the first mistake up close: its maps and lens follow one pass, whose answer is computed here
+    result, model = shipped(zoo.SHIPPED), zoo.load(zoo.SHIPPED)[0]
+    first = int(lab.filter_mistakes(result)[0])
+    pixels = vdata.preprocess_batch(test.images[first : first + 1], model.config.preprocess, model.config.in_chans)
+    with torch.inference_mode():
+        one = int(model.forward_one_view(pixels).argmax())
+    lab_answer, one_answer = result.classes[int(result.predictions[first])], result.classes[one]
+    if one == int(result.predictions[first]):
+        expected = i18n.plain(i18n.t("mistakes.one_pass_same", pred=lab_answer))
+        assert expected in [i18n.plain(c.value) for c in at.caption]
+    else:
+        expected = i18n.plain(i18n.t("mistakes.one_pass_differs", pred=lab_answer, one=one_answer))
+        assert expected in [i18n.plain(i.value) for i in at.info]

@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers import CLASSES, make_image_folder
+from tests.helpers import CLASSES, MIRROR_CLASSES, left_right_vit, make_image_folder
 from vitviz.analyses import claims, lab
 from vitviz.analyses.evaluate import evaluate
 from vitviz.models import zoo
 from vitviz.models.config import ViTConfig
+from vitviz.models.data import ImageSet
 from vitviz.models.model import VisionTransformer
 from vitviz.render.i18n import plain, t
 from vitviz.steps import blocks, mistakes
@@ -151,3 +152,33 @@ def test_a_model_that_averages_its_mirror_says_so_in_the_lab_with_its_card_s_one
     assert said in captions(True, "these") and one_view in captions(True, "these")
     assert said in captions(True, "other") and "62.50%" not in captions(True, "other")  # not these images
     assert said not in captions(False, "these") and "62.50%" not in captions(False, "these")  # one view already
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_close_up_says_its_maps_and_lens_follow_one_pass_and_that_pass_s_answer(lang):
+    """The left-right ViT's mean with the mirror image answers blue where its one pass answers red:
+    the lab counts blue; its close-up's lens ends on red, and it says so. The same weights without
+    the mirror say nothing; an image both passes answer alike gets the caption."""
+    left_dark = torch.zeros(1, 3, 32, 32, dtype=torch.uint8)
+    left_dark[..., 16:] = 255
+    even = torch.full((1, 3, 32, 32), 128, dtype=torch.uint8)
+    red, blue = MIRROR_CLASSES.index("red"), MIRROR_CLASSES.index("blue")
+
+    def close_up(model, images: torch.Tensor, label: int) -> tuple[int, list[blocks.Text]]:
+        data = ImageSet(images, torch.tensor([label]), list(MIRROR_CLASSES), ["made.png"], "made", "made")
+        result = evaluate(model, data, use_cache=False)
+        predicted = int(result.predictions[0])
+        inspected = lab.inspect_mistake(model, data.images[:1], predicted, label)
+        shown = mistakes.where_and_when(Subject(model, None, None, lang), result, data, 0, inspected)
+        return predicted, [b for b in shown if isinstance(b, blocks.Text)]
+
+    predicted, said = close_up(left_right_vit(test_flip=True), left_dark, red)
+    assert predicted == blue  # the lab's answer: a mistake
+    label = {name: Subject(left_right_vit(), None, None, lang).label(name) for name in MIRROR_CLASSES}
+    expected = t("mistakes.one_pass_differs", lang, pred=label["blue"], one=label["red"])
+    assert [(b.role, plain(b.text)) for b in said] == [("info", plain(expected))]
+    assert close_up(left_right_vit(test_flip=False), left_dark, blue)[1] == []  # one pass: nothing to say
+    predicted, said = close_up(left_right_vit(test_flip=True), even, red)
+    assert predicted == blue and [(b.role, plain(b.text)) for b in said] == [
+        ("caption", plain(t("mistakes.one_pass_same", lang, pred=label["blue"])))
+    ]

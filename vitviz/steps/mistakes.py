@@ -248,7 +248,22 @@ def where_and_when(
         ],
     )
     lost = claims.lens_lost([int(r) for r in rank_true], len(lens) - 1, classes[true_class])
-    return [Figures(tuple(maps)), Figure("mistakes_lens", chart, subject.says(lost))]
+    lens_figure = Figure("mistakes_lens", chart, subject.says(lost))
+    return [*_one_pass(subject, classes, predicted_class, lens), Figures(tuple(maps)), lens_figure]
+
+
+def _one_pass(subject: Subject, classes: list[str], predicted: int, lens: np.ndarray) -> list[Text]:
+    """For a model whose answer in the lab is the mean with the mirror image: that the maps and the
+    lens follow one pass of the image as it is (``lab.inspect_mistake``, as the tour does), and
+    that pass's answer (the lens's last point) where it is not the lab's ``predicted``: a caption
+    where they agree, a box where they do not."""
+    if inference(subject.model) == "image":
+        return []
+    one = int(np.argmax(lens[-1]))  # (K,) the last layer's read: the one pass's probabilities
+    filled = {"pred": subject.label(classes[predicted]), "one": subject.label(classes[one])}
+    if one == predicted:
+        return [Text(subject.tr("mistakes.one_pass_same", **filled), role="caption")]
+    return [Text(subject.tr("mistakes.one_pass_differs", **filled), role="info")]
 
 
 def _shape(result: EvalResult) -> str:
