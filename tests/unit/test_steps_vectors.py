@@ -146,3 +146,22 @@ def test_the_handout_draws_every_figure_takeaway_and_the_equation():
         assert html.escape(plain(figure.takeaway)) in markup
     assert "Patch shown: patch 37 (row 5, col 5)" in markup
     assert '<p class="formula"><code>z_p (16) = W (16 x 48) x_p (48) + b (16)</code></p>' in markup
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_grey_model_s_filters_are_grey_pictures_and_a_colour_model_s_colour_ones(lang):
+    torch.manual_seed(0)
+    config = ViTConfig(image_size=28, patch_size=7, in_chans=1, num_classes=3, embed_dim=16, depth=1, num_heads=2)
+    model = VisionTransformer(config).eval()
+    image = np.random.default_rng(0).integers(0, 256, (28, 28), dtype=np.uint8)
+    with torch.inference_mode():
+        trace = model.explain(torch.rand(1, 1, 28, 28))
+    grey = vectors.describe(Subject(model, image, trace, lang), {})
+    colour = vectors.describe(subject(lang), {})
+
+    def said(step: blocks.Step) -> str:
+        return " ".join(plain(b.text) for b in step.blocks if isinstance(b, blocks.Text))
+
+    grey_word, colour_word = ("grey picture", "colour picture") if lang == "en" else ("흑백 그림", "컬러 그림")
+    assert said(grey).count(grey_word) == 2 and colour_word not in said(grey)
+    assert said(colour).count(colour_word) == 2 and grey_word not in said(colour)

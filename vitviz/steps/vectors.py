@@ -52,6 +52,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
     tr, config, trace = subject.tr, subject.config, subject.trace
     p, chans, dim = config.patch_size, config.feature_dim, config.embed_dim  # chans: a hybrid's ResNet channels
     length = chans * p * p
+    gray = "_gray" if chans == 1 else ""  # one channel: the filters are grey pictures, not colour ones
     grid_h, grid_w = trace.grid_size
     count = grid_h * grid_w
     names = ["R", "G", "B"] if chans == 3 else ["L"] if chans == 1 else [f"c{c}" for c in range(1, chans + 1)]
@@ -104,7 +105,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
             f"z_p ({dim}) = W ({dim} x {length}) x_p ({length}) + b ({dim})",
         )
     )
-    note = "vectors.formula_note_hybrid" if config.is_hybrid else "vectors.formula_note"
+    note = "vectors.formula_note_hybrid" if config.is_hybrid else f"vectors.formula_note{gray}"
     blocks.append(Text(tr(note, dim=dim, length=length, p=p), role="caption"))
     bars = plots.vector_bars(
         token, index_word=tr("hover.channel"), title=tr("vectors.token", dim=dim), x_title=tr("vectors.token_axis")
@@ -133,7 +134,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
         reading = claims.filter_components(ratios, p)
         blocks += [
             Heading(subject.says(reading["title"])),
-            Text(tr("vectors.filters_intro", dim=dim)),
+            Text(tr(f"vectors.filters_intro{gray}", dim=dim)),
             Text(subject.says([reading["spread"], reading["size"]])),
         ]
         if not subject.trained:
@@ -144,6 +145,6 @@ def describe(subject: Subject, choices: Choices) -> Step:
         blocks.append(
             Download("vectors.download_components", "patch_embed_components.npz", "vectors_components_npz", arrays)
         )
-    intro = tr("vectors.intro_gray" if chans == 1 else "vectors.intro")
+    intro = tr(f"vectors.intro{gray}")
     shape = f"patch_tokens {shape_text(trace.patch_tokens.shape)}  ·  x_p: {chans} x {p} x {p} = {length}"
     return Step(tr("page.vectors"), intro, tuple(blocks), shape=shape)
