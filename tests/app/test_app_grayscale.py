@@ -210,3 +210,18 @@ def test_no_fashion_mnist_on_the_server_gets_a_sentence_and_a_download_button(fa
     (said,) = [info.value for info in at.info]
     assert "Fashion-MNIST" in said and "dataset-fashion-mnist" in said and str(tmp_path) not in said
     assert at.button(key="mistakes_download").label == "Download Fashion-MNIST with torchvision"
+
+
+def test_a_failed_fashion_mnist_download_names_its_own_package_not_a_cifar_folder(fashion, monkeypatch, tmp_path):
+    monkeypatch.setenv("VITVIZ_CACHE", str(tmp_path))
+    testset.cached_test_set.clear()
+
+    def offline(*args, **kwargs):
+        raise FileNotFoundError("Fashion-MNIST could not be downloaded (no network).")
+
+    monkeypatch.setattr(vdata, "load_split", offline)
+    at = open_page("app_pages/10_mistakes.py", custom_model=str(fashion[1]))
+    at.button(key="mistakes_download").click().run()
+    assert errors(at) == []
+    (failed,) = [info.value for info in at.info if "did not work" in info.value]
+    assert "no network" in failed and "dataset-fashion-mnist" in failed and "CIFAR-10" not in failed

@@ -15,7 +15,7 @@ import torch
 from vitviz.analyses import ablation, claims
 from vitviz.analyses.faithfulness import Reading
 from vitviz.analyses.projection import Projection
-from vitviz.models.config import ViTConfig
+from vitviz.models.config import FASHION_MNIST_CLASSES, ViTConfig
 from vitviz.models.data import ImageSet
 from vitviz.models.model import VisionTransformer
 from vitviz.render import handout
@@ -261,3 +261,24 @@ def test_the_ablation_s_intro_says_how_many_images_the_mean_is_taken_over(monkey
         heading = next(i for i, b in enumerate(step.blocks) if isinstance(b, blocks.Heading) and b.text == title)
         said[images] = plain(step.blocks[heading + 1].text)
     assert "256" in said[256] and "100" in said[100] and "256" not in said[100], said
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_map_without_pictures_says_how_its_own_dataset_s_images_are_had(lang):
+    fashion = ViTConfig(
+        image_size=16, patch_size=8, in_chans=1, num_classes=10, embed_dim=16, depth=1, num_heads=2,
+        class_names=FASHION_MNIST_CLASSES,
+    )  # fmt: skip
+    cifar = dataclasses.replace(_subject(lang), compute=Mapped(with_images=False))
+    fashion_model = VisionTransformer(fashion).eval()
+    with torch.no_grad():
+        trace = fashion_model.explain(torch.rand(1, 1, 16, 16))
+    grey = Subject(fashion_model, np.zeros((16, 16), np.uint8), trace, lang, name="grey", compute=Mapped(False))
+
+    def box(subject: Subject) -> str:
+        step = testset.describe(subject, {})
+        return next(plain(b.text) for b in step.blocks if isinstance(b, blocks.Text) and b.role == "info")
+
+    assert box(cifar) == plain(cifar.tr("map.no_images")) and "CIFAR-10" in box(cifar)
+    assert box(grey) == plain(grey.tr("map.no_images_named", dataset="Fashion-MNIST"))
+    assert "CIFAR-10" not in box(grey) and "dataset-fashion-mnist" in box(grey)

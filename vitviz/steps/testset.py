@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from vitviz.analyses import claims, lab, projection
 from vitviz.analyses.evaluate import inference
+from vitviz.models.data import named_dataset, named_label
 from vitviz.render import plots
 from vitviz.render.i18n import plain
 from vitviz.steps.blocks import Choices, Control, Controls, Figure, OpenInTour, Select, Step, Text
@@ -24,7 +25,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
     found, data, total = subject.compute.projection(subject)
     if found is None:
         return Step(title, intro, (Text(tr(f"map.missing{paper}"), role="info"),))
-    blocks: list = [] if data is not None else [Text(tr(f"map.no_images{paper}"), role="info")]
+    blocks: list = [] if data is not None else [_no_images(subject, paper)]
     classes = found.classes or list(subject.config.class_names)
     methods = tuple(sorted({m for m, _, _ in found.points}, key=projection.METHODS.index))
     tokens = tuple(t for t in projection.TOKENS if any(k == t for _, k, _ in found.points))
@@ -94,6 +95,15 @@ def describe(subject: Subject, choices: Choices) -> Step:
     blocks.append(Figure("map_picked", plots.image(picture, height=PICTURE_HEIGHT), about(index, "map.picked")))
     blocks.append(OpenInTour("map_open_tour", *lab.class_position(data, index)))
     return Step(title, intro, tuple(blocks))
+
+
+def _no_images(subject: Subject, paper: str) -> Text:
+    """The map without its pictures, and how the server gets them: a folder of CIFAR-10's images,
+    or a named dataset's own package or download (Fashion-MNIST's is Debian's)."""
+    named = named_dataset(subject.config.class_names)
+    if named is None or paper:
+        return Text(subject.tr(f"map.no_images{paper}"), role="info")
+    return Text(subject.tr("map.no_images_named", dataset=named_label(named)), role="info")
 
 
 def _one_of(value, options: tuple):
