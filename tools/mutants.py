@@ -7,8 +7,8 @@
 Each mutant is one plausible bug written as a text replacement in the code that computes what a
 class sees (vitviz/analyses/analysis.py and compare.py, vitviz/models/patches.py, the pass a map
 explains in model.py) or writes what it reads (claims.py, faithfulness.py, ablation.py, projection.py,
-handout.py, the mirror sentences of vitviz/steps/answers.py and mistakes.py), with the unit tests
-that should catch it. The work tree is never touched: its files (tracked and untracked, not
+handout.py, the mirror sentences of vitviz/steps/answers.py and mistakes.py, step 6's MLP boxes),
+with the unit tests that should catch it. The work tree is never touched: its files (tracked and untracked, not
 ignored) are copied to a temporary folder once, the tests every chosen mutant runs are run there without any mutant,
 then every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
 put back. A mutant is "killed" when a test fails, "survived" when every test passes, and
@@ -678,6 +678,35 @@ MUTANTS = (
         'and card.tested_on.get("fingerprint") == data.fingerprint',
         'and card.tested_on.get("fingerprint") is not None',
         (T_MISTAKES, "-k", "averages_its_mirror"),
+    ),
+    Mutant(
+        "mistakes-close-up-one-pass-is-the-lab-s-answer",
+        MISTAKES,
+        "    if one == predicted:\n",
+        "    if True:\n",
+        (T_MISTAKES, "-k", "close_up"),
+    ),
+    Mutant(
+        "mistakes-close-up-silent-on-the-pass",
+        MISTAKES,
+        '    if inference(subject.model) == "image":\n        return []\n    one = ',
+        "    if True:\n        return []\n    one = ",
+        (T_MISTAKES, "-k", "close_up"),
+    ),
+    Mutant(
+        "mistakes-close-up-first-point-of-the-lens",
+        MISTAKES,
+        "one = int(np.argmax(lens[-1]))",
+        "one = int(np.argmax(lens[0]))",
+        (T_MISTAKES, "-k", "close_up"),
+    ),
+    # ---- the block diagram's MLP boxes say the model's own width
+    Mutant(
+        "block-diagram-mlp-always-4d",
+        "vitviz/steps/block.py",
+        '    return "D" if ratio == 1 else f"{ratio:g}D"',
+        '    return "4D"',
+        ("tests/unit/test_steps_block.py", "-k", "width"),
     ),
     # ---- ... and every curve and experiment beside a map follows the one pass the map explains
     Mutant(
