@@ -456,6 +456,21 @@ def test_a_long_title_wraps_and_the_top_margin_makes_room_for_it():
     assert all(plots.ems(line) <= 14 for line in korean.split("<br>")) and korean.count("<br>") >= 1
 
 
+@pytest.mark.parametrize("presenter", [False, True])
+def test_a_figure_across_the_page_wraps_its_title_at_the_page_s_width_not_half_of_it(presenter):
+    title = "[CLS] token, layer 9 (10,000 test images), a title for the whole width"  # 36 ems: over half
+    assert plots.TITLE_EMS < plots.ems(title) <= plots.WIDE_TITLE_EMS
+    half = plots.theme(plots.image(_picture(), title), presenter).to_dict()["layout"]
+    points = np.random.default_rng(0).normal(size=(6, 2))
+    wide = plots.theme(
+        plots.test_set_map(points, [0, 1, 2, 0, 1, 2], ["a", "b", "c"], ["p"] * 6, title=title), presenter
+    ).to_dict()["layout"]
+    assert "<br>" in half["title"]["text"] and wide["title"]["text"] == title
+    boxes = [("x", "(1, 65, 192)", "input"), ("LayerNorm", "(1, 65, 192)", "norm1")]
+    diagram = plots.theme(plots.block_diagram(boxes, residuals=[(0, 1)], title=title), presenter).to_dict()["layout"]
+    assert diagram["title"]["text"] == title
+
+
 def test_bar_numbers_sit_level_beside_their_bars_on_a_scale_that_stops_at_the_longest():
     fig = plots.bars(["cat", "dog"], [0.93, 0.07])
     bar = fig.data[0]

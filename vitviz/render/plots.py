@@ -116,6 +116,10 @@ TITLE_PX = {False: 18, True: 23}  # a figure's title
 # A title longer than this many ems (a Latin letter is about half an em, a Hangul syllable one)
 # wraps: it fits the half of the page that most figures get, at 1280 pixels, in either mode.
 TITLE_EMS = 22
+# A figure drawn across the page's whole width (the block diagram, the map of the test set) says so
+# in its layout's meta, and its title wraps at twice that.
+WIDE_TITLE_EMS = 2 * TITLE_EMS
+WIDE = {"title_ems": WIDE_TITLE_EMS}
 MIN_TEXT_PX = {False: 14, True: 18}  # no text in a figure is smaller
 PRESENTER_SCALE = 1.25  # presenter mode draws every figure this much taller (its pictures grow with it)
 FONT_FAMILY = '"Source Sans", "Source Sans Pro", "Noto Sans CJK KR", sans-serif'  # Streamlit's own text
@@ -238,7 +242,10 @@ def themed(spec: dict, presenter: bool = False) -> dict:
         top = round(top * PRESENTER_SCALE) if top else top  # room for the larger titles above
     title = _get(layout, ("title", "text"))
     if title:  # a long title wraps instead of running past its column's edge; figures leave room for one line
-        changes[0, ("title", "text")] = wrap(title, TITLE_EMS)
+        meta = layout.get("meta")  # a figure across the page's width says so (WIDE)
+        changes[0, ("title", "text")] = wrap(
+            title, meta.get("title_ems", TITLE_EMS) if isinstance(meta, dict) else TITLE_EMS
+        )
         changes[0, ("title", "font", "size")] = TITLE_PX[presenter]
         more = round(1.3 * TITLE_PX[presenter] * changes[0, ("title", "text")].count("<br>"))
         top = (top or 0) + more
@@ -1595,6 +1602,7 @@ def block_diagram(
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 8, b=4),
         **LOOK,
         title=_title(title),
+        meta=WIDE,  # drawn across the page
         plot_bgcolor="white",
         showlegend=False,
         dragmode=False,
@@ -2274,6 +2282,7 @@ def test_set_map(
         margin=dict(l=4, r=4, t=TITLE_TOP if title else 10, b=4),
         **LOOK,
         title=_title(title),
+        meta=WIDE,  # drawn across the page
         legend=dict(itemsizing="constant"),
         clickmode="event+select",
         dragmode="pan",
