@@ -69,8 +69,8 @@ if split is None:
             try:  # torchvision's download: MNIST or Fashion-MNIST into the cache folder, else CIFAR-10
                 vdata.load_split(named or lab.default_test_root(), "test")
             except FileNotFoundError as err:
-                failed = tr("mistakes.download_failed_named", message=str(err), dataset=shown) if named else None
-                st.info(failed or tr("mistakes.download_failed", message=str(err)))
+                failed = "mistakes.download_failed_named" if named else "mistakes.download_failed"
+                st.info(tr(failed, message=str(err), dataset=shown))
             else:
                 st.rerun()
     st.stop()
