@@ -243,15 +243,15 @@ MUTANTS = (
     Mutant(
         "gradcam-without-relu",
         COMPARE,
-        "cams = F.relu((alpha * features.detach()).sum(dim=1, keepdim=True))",
-        "cams = (alpha * features.detach()).sum(dim=1, keepdim=True)",
+        "cams = F.relu((alpha * features.detach()).sum(dim=1))",
+        "cams = (alpha * features.detach()).sum(dim=1)",
         (T_COMPARE, "-k", "gradcam"),
     ),
     Mutant(
         "gradcam-mirror-not-flipped-back",
         COMPARE,
-        "cam, answer = (cam + cams[1].flip(-1)) / 2",
-        "cam, answer = (cam + cams[1]) / 2",
+        "cam = (cams[0] + cams[1].flip(-1)) / 2 if mirrored else cams[0]",
+        "cam = (cams[0] + cams[1]) / 2 if mirrored else cams[0]",
         (T_COMPARE, "-k", "gradcam"),
     ),
     Mutant(
