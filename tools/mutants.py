@@ -3,14 +3,16 @@
     python tools/mutants.py              # every mutant (a few minutes on 2 cores)
     python tools/mutants.py --list       # their names, files and tests
     python tools/mutants.py -k ig,grid   # only the mutants whose name contains "ig" or "grid"
+    python tools/mutants.py --file vitviz/steps/prediction.py   # only those planted in that file
 
 Each mutant is one plausible bug written as a text replacement in the code that computes what a
 class sees (vitviz/analyses/analysis.py and compare.py, vitviz/models/patches.py, the pass a map
-explains in model.py) or writes what it reads (claims.py, faithfulness.py, ablation.py, projection.py,
-handout.py, the mirror sentences of vitviz/steps/answers.py and mistakes.py, step 6's MLP boxes),
-with the unit tests that should catch it. The work tree is never touched: its files (tracked and untracked, not
-ignored) are copied to a temporary folder once, the tests every chosen mutant runs are run there without any mutant,
-then every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
+explains in model.py) or writes what it reads (claims.py, faithfulness.py, ablation.py,
+projection.py, the handout's numbers as steps 3 and 7 write them, the mirror sentences of
+vitviz/steps/answers.py and mistakes.py, step 6's MLP boxes), with the unit tests that should catch
+it. The work tree is never touched: its files (tracked and untracked, not ignored) are copied to a
+temporary folder once, the tests every chosen mutant runs are run there without any mutant, then
+every mutant is planted there in turn, its tests run there (``pytest -x``), and the file is
 put back. A mutant is "killed" when a test fails, "survived" when every test passes, and
 "stale" when its text is no longer in the file (the code moved on: mend the list).
 
@@ -56,8 +58,9 @@ CLAIMS, FAITHFULNESS, ABLATION = (
     "vitviz/analyses/faithfulness.py",
     "vitviz/analyses/ablation.py",
 )
-PROJECTION, HANDOUT = "vitviz/analyses/projection.py", "vitviz/render/handout.py"
+PROJECTION = "vitviz/analyses/projection.py"
 MISTAKES = "vitviz/steps/mistakes.py"
+VECTORS, PREDICTION = "vitviz/steps/vectors.py", "vitviz/steps/prediction.py"
 T_PREDICTION, T_MISTAKES = "tests/unit/test_steps_prediction.py", "tests/unit/test_steps_mistakes.py"
 T_EXPLAINED = ("tests/unit/test_explained_pass.py",)
 VALUES, ACCESS, STATE, BUDGET = (
@@ -549,38 +552,24 @@ MUTANTS = (
     # ---- handout: the file a student takes home
     Mutant(
         "handout-centre-patch-one-left",
-        HANDOUT,
-        "index = (grid_h // 2) * grid_w + grid_w // 2",
-        "index = (grid_h // 2) * grid_w + grid_w // 2 - 1",
+        VECTORS,
+        "return (grid_h // 2) * grid_w + grid_w // 2",
+        "return (grid_h // 2) * grid_w + grid_w // 2 - 1",
         (T_HANDOUT, "-k", "numbers_in_the_file"),
     ),
     Mutant(
         "handout-lens-rank-from-zero",
-        HANDOUT,
-        'page.tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]) + 1,',
-        'page.tr("prediction.col.rank", name=class_name(final_class)): int(final_rank[i]),',
+        PREDICTION,
+        "name=answers.class_name(subject, final_class)): int(final_rank[i]) + 1,",
+        "name=answers.class_name(subject, final_class)): int(final_rank[i]),",
         (T_HANDOUT, "-k", "numbers_in_the_file or lens"),
     ),
     Mutant(
         "handout-occlusion-share-of-the-tokens",
-        HANDOUT,
+        PREDICTION,
         "fractions = counts / num_patches",
         "fractions = counts / config.num_tokens",
         (T_HANDOUT, "-k", "numbers_in_the_file or occlusion"),
-    ),
-    Mutant(
-        "handout-maps-rounded-to-decimals",
-        HANDOUT,
-        'lambda v: float(f"{v:.{digits}g}")',
-        "lambda v: round(v, digits)",
-        (T_HANDOUT, "-k", "numbers_in_the_file"),
-    ),
-    Mutant(
-        "handout-selected-head-one-before-the-mean",
-        HANDOUT,
-        '{" selected" if i == heads else ""}',
-        '{" selected" if i == heads - 1 else ""}',
-        (T_HANDOUT, "-k", "selector"),
     ),
     # ---- what a visitor sends (values, the URL's state) and what the server allows (access, budget)
     Mutant(
@@ -859,15 +848,22 @@ def run_tests(tree: Path, tests: tuple[str, ...], timeout: float = TIMEOUT_S) ->
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="", help="only the mutants whose name contains this (or one of a,b,c)")
+    parser.add_argument(
+        "--file", default="", help="only the mutants planted in a file whose path contains this (or one of a,b,c)"
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     args = parser.parse_args(argv)
-    chosen = [m for m in MUTANTS if any(part in m.name for part in args.k.split(","))]
+    chosen = [
+        m
+        for m in MUTANTS
+        if any(part in m.name for part in args.k.split(",")) and any(part in m.path for part in args.file.split(","))
+    ]
     if args.list:
         for m in chosen:
             print(f"{m.name:42} {m.path:20} {' '.join(m.tests)}")
         return 0
     if not chosen:
-        raise SystemExit(f"No mutant's name contains {args.k!r}.")
+        raise SystemExit(f"No mutant's name contains {args.k!r} and its file's path {args.file!r}.")
 
     started = time.perf_counter()
     warm_up()
