@@ -80,6 +80,38 @@ def test_bars_mark_the_true_class_green():
     assert plots.bars(["b", "d"], [0.6, 0.4], highlight=0, correct=0).data[0].marker.color[0] == plots.TRUE_COLOUR
 
 
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_true_class_below_the_top_k_gets_a_green_bar_of_its_own_with_its_rank(lang):
+    import torch
+
+    from vitviz.models.prediction import top_k, verdict
+    from vitviz.render import plots
+    from vitviz.render.i18n import class_label, t
+    from vitviz.steps.bars import class_bars
+
+    names = tuple("abcdefgh")
+    probs = torch.tensor([0.02, 0.3, 0.25, 0.2, 0.1, 0.08, 0.03, 0.02])  # "a" ranks 7th (tied with "h", below it)
+    ranked = top_k(names, probs.log()[None], k=3)
+    shown, values = [n for n, _ in ranked], [p for _, p in ranked]
+    found = verdict(probs, names, "a")
+    assert found.rank == 7 and "a" not in shown
+    chart = class_bars(lang, shown, values, "top 3", found, height=90 + 36 * 3)
+    bar = chart.data[0]
+    assert list(bar.y) == [class_label(n, lang) for n in ("b", "c", "d", "a")]
+    assert list(bar.marker.color) == [plots.PREDICTED_COLOUR, *[plots.OTHER_COLOUR] * 2, plots.TRUE_COLOUR]
+    assert bar.x[-1] == pytest.approx(0.02)
+    assert bar.text[-1] == f"2.0% · {t('verdict.rank_bar', lang, rank=7, n=8)}" and bar.text[0] == "30.0%"
+    assert chart.layout.height == 90 + 36 * 4  # one bar's height more: the bars keep their thickness
+    assert chart.layout.xaxis.range[1] > 0.02 + 0.3 * 0.06 * len(bar.text[-1]) - 1e-9  # room for its words
+
+    inside = verdict(probs, names, "c")  # among the bars: green where it is, no bar more
+    chart = class_bars(lang, shown, values, "top 3", inside, height=90 + 36 * 3)
+    assert list(chart.data[0].marker.color) == [plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR]
+    assert len(chart.data[0].y) == 3 and chart.layout.height == 90 + 36 * 3
+    unknown = class_bars(lang, shown, values, "top 3", None, height=90 + 36 * 3)  # a photo: the top 3 alone
+    assert len(unknown.data[0].y) == 3 and plots.TRUE_COLOUR not in unknown.data[0].marker.color
+
+
 # ---- what a newcomer reads on the command line (issue 55) ----
 
 

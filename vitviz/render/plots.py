@@ -817,26 +817,30 @@ def bars(
     x_title: str | None = None,
     correct: int | None = None,
     every_label: bool = False,
+    notes: Sequence[str] = (),
 ) -> go.Figure:
     """Horizontal bars, largest on top (top-k probabilities, counts ...).
 
     ``highlight`` marks one bar in red (the prediction); ``correct`` marks the bar of the known
     true class in green (it wins over ``highlight`` when both are the same bar). ``every_label``:
     every bar named, however short the figure (Plotly leaves some out where the labels crowd).
+    ``notes``: words after a bar's number, bar by bar ("" for none).
     """
-    return _figure(*_bars(labels, values, title, height, highlight, percent, x_title, correct, every_label))
+    return _figure(*_bars(labels, values, title, height, highlight, percent, x_title, correct, every_label, notes))
 
 
 def _bars(
     labels: Sequence[str], values: Sequence[float], title: str | None, height: int, highlight: int | None,
-    percent: bool, x_title: str | None, correct: int | None, every_label: bool = False,
+    percent: bool, x_title: str | None, correct: int | None, every_label: bool = False, notes: Sequence[str] = (),
 ) -> tuple[list[dict], dict]:  # fmt: skip
     """``bars``' trace and layout."""
     colours = [
         TRUE_COLOUR if i == correct else PREDICTED_COLOUR if i == highlight else OTHER_COLOUR
         for i in range(len(values))
     ]
-    text = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
+    notes = [*notes[: len(values)], *[""] * (len(values) - len(notes))]
+    numbers = [f"{v:.1%}" if percent else f"{v:g}" for v in values]
+    text = [f"{number} · {note}" if note else number for number, note in zip(numbers, notes, strict=True)]
     top = max(max(values, default=0), 1e-9)
     bar = dict(
         type="bar",
@@ -852,7 +856,12 @@ def _bars(
         constraintext="none",
         cliponaxis=False,
     )
-    axis = _axis(x_title, range=[0, top * 1.3])  # from 0, with room for the longest bar's number
+    # from 0, with room for the longest bar's number (0.3 of the axis for about 5 characters) and
+    # for the words after a shorter bar's
+    room = max(
+        [top * 1.3] + [v + top * 0.06 * len(said) for v, said, note in zip(values, text, notes, strict=True) if note]
+    )
+    axis = _axis(x_title, range=[0, room])
     if percent:  # ticks up to the longest bar: no "120%" in the room left for its number
         step = next(s for s in (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.25) if top / s <= 5)
         axis |= dict(

@@ -8,6 +8,9 @@ from vitviz.models.prediction import Verdict, legend_key
 from vitviz.render import plots
 from vitviz.render.i18n import class_label, t
 
+FRAME_PX = 90  # a top-k chart's title, axis and margins: callers size theirs as 90 + a bar's height * k
+MIN_BAR_PX = 28  # the least a bar's row is given, for its label at presenter sizes
+
 
 def class_bars(
     lang: str,
@@ -21,9 +24,19 @@ def class_bars(
     """Top-k probabilities, best first, as bars labelled in ``lang``: the answer in red and, when the
     image's class is known, the true class in green. The title says what the colours mean
     (``prediction.legend_key``), for this chart and the charts set ``beside`` it, so that charts
-    side by side share one legend, wrap their titles alike and start their bars level."""
-    correct = names.index(found.true_class) if found is not None and found.true_class in names else None
+    side by side share one legend, wrap their titles alike and start their bars level.
+
+    A true class below the top k gets one bar more under them, with its rank beside its number: the
+    legend promises a green bar, and a class reading a mistake off the projector sees what the
+    image was without opening the notes."""
+    names, values, notes = list(names), list(values), [""] * len(names)
+    if found is not None and found.true_class not in names:
+        height += max(MIN_BAR_PX, (height - FRAME_PX) // max(len(names), 1))  # as tall as the others
+        names.append(found.true_class)
+        values.append(found.probability)
+        notes.append(t("verdict.rank_bar", lang, rank=found.rank, n=found.num_classes))
+    correct = names.index(found.true_class) if found is not None else None
     key = legend_key([found, *beside])
     title = f"{title} ({t(key, lang)})" if key else title
     labels = [class_label(n, lang) for n in names]
-    return plots.bars(labels, values, title=title, height=height, highlight=0, correct=correct)
+    return plots.bars(labels, values, title=title, height=height, highlight=0, correct=correct, notes=notes)
