@@ -13,7 +13,7 @@ from torch import Tensor, nn
 from tests.helpers import CLASSES, make_image_folder
 from vitviz.analyses import analysis, claims, compare, faithfulness
 from vitviz.analyses.evaluate import weights_hash
-from vitviz.models import zoo
+from vitviz.models import patches, zoo
 from vitviz.models.cnn import ConvNet
 from vitviz.models.config import CNNConfig
 from vitviz.models.data import ImageSet, load_split
@@ -58,7 +58,15 @@ def test_occlusion_ranks_the_known_patches_first_and_its_deletion_falls_faster_t
     assert (occlusion.deletion_curve[1:-1] <= random.deletion_curve[1:-1] + 1e-6).all()
     reading = faithfulness.read(result)
     assert reading.verdicts == {"occlusion": "better", "integrated_gradients": "better"}
-    assert reading.best in ("occlusion", "integrated_gradients")
+    # both rank the evidence by its pixels' sum, the largest first (the probe's logit is linear in
+    # it), so their curves are the same, and the best is the highest margin read off the curves
+    sums = {patch: float(p.sum()) for patch, p in enumerate(patches.patchify(probe_image, 4)[0])}
+    by_sum = sorted(EVIDENCE, key=sums.get, reverse=True)
+    assert occlusion.order[:3].tolist() == result.methods["integrated_gradients"].order[:3].tolist() == by_sum
+    margins = {m: float(c.insertion.mean() - c.deletion.mean()) for m, c in result.methods.items() if m != "random"}
+    assert margins["occlusion"] == pytest.approx(margins["integrated_gradients"])
+    chance = float((random.insertion.mean(-1) - random.deletion.mean(-1)).max())  # the best random order's
+    assert margins[reading.best] == max(margins.values()) > chance
 
 
 def test_a_ranking_that_puts_the_evidence_last_is_worse_than_chance(probe_image):

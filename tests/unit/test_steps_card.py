@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 import torch
 
@@ -105,7 +104,8 @@ def test_the_card_picker_holds_the_model_and_the_registry_s_cnns_only():
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_the_handout_draws_every_figure_of_the_card(lang):
-    step = card.describe(_subject(_trained(), lang), {})
+    subject = _subject(_trained(), lang)
+    step = card.describe(subject, {})
     page = handout._Page(lang)
     page.described(9, 9, step)
     markup = page.html()
@@ -113,7 +113,9 @@ def test_the_handout_draws_every_figure_of_the_card(lang):
         assert f'id="fig-{figure.key.replace("_", "-")}"' in markup
         assert plain(figure.takeaway) in markup
     assert "Download" not in markup and "다운로드" not in markup
-    assert np.isfinite(len(markup))
+    # the card's numbers on paper: the parameters counted here, and the accuracy the card records
+    parameters = sum(p.numel() for p in subject.model.parameters())
+    assert f"<td>{parameters:,}</td>" in markup and "<td>50.00%</td>" in markup
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
