@@ -5,50 +5,25 @@ VITVIZ_REDIS, as ``--redis`` makes it), which the test then kills by its process
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import socket
-import subprocess
-import time
 
 import pytest
 
+from tests import redis_server
 from tests.app.test_app_class import _button, _student, _teacher
 from tests.apptest import errors
 from vitviz.app import classroom, where
 from vitviz.render import i18n
 from vitviz.server import classes
 
-REDIS = shutil.which("redis-server", path="/usr/bin:/usr/sbin:" + os.environ.get("PATH", ""))
-REDIS_PORTS = range(8700, 8710)
-
-
-def _free_port() -> int:
-    for port in REDIS_PORTS:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) != 0:
-                return port
-    pytest.skip(f"no free port for redis-server in {REDIS_PORTS.start}-{REDIS_PORTS.stop - 1}")
-
 
 @pytest.fixture
 def redis_class(monkeypatch):
     """A redis-server of this test's own, and the app's store of classes made from its URL; yields
     the server's process (the test kills it)."""
-    if REDIS is None:
-        pytest.skip("needs Debian's redis-server (apt-get install -y redis-server; .ci/run installs it)")
-    port = _free_port()
-    server = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    port = redis_server.free_port()
+    server = redis_server.start(port)
     try:
-        deadline = time.monotonic() + 10
-        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
         monkeypatch.setenv("VITVIZ_REDIS", f"redis://127.0.0.1:{port}/0")
         monkeypatch.setattr(where, "_server", None)  # made again, from VITVIZ_REDIS
         yield server

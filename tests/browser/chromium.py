@@ -6,15 +6,15 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-import pytest
+from playwright import sync_api
 
 from benchmarks.bench import CHROMIUM, CHROMIUM_ARGS
 
 
 @contextlib.contextmanager
 def launched() -> Iterator[Any]:
-    """A Chromium launched for the block and closed after it; the test is skipped without Playwright."""
-    sync_api = pytest.importorskip("playwright.sync_api")
+    """A Chromium launched for the block and closed after it (Playwright is a requirement of the tests:
+    requirements-dev.txt)."""
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser

@@ -289,7 +289,6 @@ def test_offline_a_hub_name_fails_in_under_5_s_with_a_sentence(name, network, mo
 
 
 def test_a_hub_model_larger_than_the_server_allows_is_refused_before_downloading(monkeypatch):
-    pytest.importorskip("timm")
     monkeypatch.setattr(access, "hub_reachable", lambda *a, **k: pytest.fail("no download may be tried"))
     err = _refusal("timm:vit_large_patch16_224", access.Policy(allow_hub=True, max_model_mb=400))
     assert err.key == "model.hub_too_large" and "1161 MB" in str(err)

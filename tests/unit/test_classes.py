@@ -4,19 +4,13 @@ where Debian's is installed), with a clock the tests move."""
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import socket
-import subprocess
 import threading
 import time
 
 import pytest
 
+from tests import redis_server
 from vitviz.server import classes, values
-
-REDIS = shutil.which("redis-server", path="/usr/bin:/usr/sbin:" + os.environ.get("PATH", ""))
-REDIS_PORTS = range(6390, 6400)
 
 
 class Clock:
@@ -27,36 +21,11 @@ class Clock:
         return self.now
 
 
-def _free_port() -> int:
-    for port in REDIS_PORTS:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) != 0:
-                return port
-    pytest.skip("no free port for redis-server in 6390-6399")
-
-
-def start_redis(port: int) -> subprocess.Popen:
-    server = subprocess.Popen(
-        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return server
-        time.sleep(0.05)
-    server.kill()
-    raise RuntimeError(f"redis-server did not start on {port}")
-
-
 @pytest.fixture(scope="module")
-def redis_server():
-    if REDIS is None:
-        pytest.skip("needs Debian's redis-server (apt-get install -y redis-server; .ci/run installs it)")
-    port = _free_port()
-    server = start_redis(port)
+def redis_process():
+    """One redis-server for the module's tests: its port and process."""
+    port = redis_server.free_port()
+    server = redis_server.start(port)
     yield port, server
     server.kill()
     server.wait()
@@ -67,7 +36,7 @@ def make(request):
     """A function that makes an empty store of this backend: make(clock=..., max_classes=...)."""
     if request.param == "memory":
         return lambda **kw: classes.MemoryStore(**kw)
-    port, _ = request.getfixturevalue("redis_server")
+    port, _ = request.getfixturevalue("redis_process")
     import redis
 
     redis.Redis(port=port).flushall()
@@ -237,9 +206,9 @@ def test_bad_teacher_input_is_refused(make):
             store.ask(started.code, started.teacher_token, "class", options, answer)
 
 
-def test_a_redis_that_goes_away_mid_class_raises_one_error_and_comes_back(redis_server):
-    port = _free_port()
-    server = start_redis(port)
+def test_a_redis_that_goes_away_mid_class_raises_one_error_and_comes_back():
+    port = redis_server.free_port()
+    server = redis_server.start(port)
     try:
         store = classes.RedisStore(f"redis://127.0.0.1:{port}/0")
         started = store.start()
@@ -258,7 +227,7 @@ def test_a_redis_that_goes_away_mid_class_raises_one_error_and_comes_back(redis_
             with pytest.raises(classes.StoreDown):
                 call()
         assert time.monotonic() - began < 5  # each says so at once, it does not hang a page
-        server = start_redis(port)  # an empty Redis again (--save ''): the class is gone, the store works
+        server = redis_server.start(port)  # an empty Redis again (--save ''): the class is gone, the store works
         assert store.position(started.code) is None
         assert store.position(store.start().code) == classes.Position()
     finally:

@@ -9,16 +9,15 @@ import re
 from collections.abc import Iterator
 
 import pytest
+import timm
 import torch
+import transformers
+from timm.models.vision_transformer import VisionTransformer as TimmViT
 from torch import Tensor, nn
 
 from vitviz.models.config import ViTConfig
 from vitviz.models.convert import CheckpointError, from_hf, from_timm, load_state_dict_strict
 from vitviz.models.model import VisionTransformer, resample_pos_embed
-
-timm = pytest.importorskip("timm")
-transformers = pytest.importorskip("transformers")
-from timm.models.vision_transformer import VisionTransformer as TimmViT  # noqa: E402
 
 TINY = dict(img_size=32, patch_size=4, embed_dim=32, depth=2, num_heads=4, num_classes=10)
 TIMM_CASES = {

@@ -197,7 +197,8 @@ def test_the_server_makes_its_turns_once_from_its_options(monkeypatch) -> None:
 
 
 def test_torch_threads_are_set_for_the_calling_thread_only() -> None:
-    torch = pytest.importorskip("torch")
+    import torch
+
     if "OpenMP" not in torch.__config__.parallel_info():
         pytest.skip("torch without OpenMP: its thread count is one for the whole process")
     main_before, seen = torch.get_num_threads(), {}
