@@ -697,6 +697,21 @@ MUTANTS = (
         '    return "4D"',
         ("tests/unit/test_steps_block.py", "-k", "width"),
     ),
+    # ---- a true class below the top k still gets its green bar, and its rank
+    Mutant(
+        "bars-true-class-below-the-top-k-left-out",
+        "vitviz/steps/bars.py",
+        "    if found is not None and found.true_class not in names:",
+        "    if found is not None and found.true_class not in names and found.rank <= len(names) + 1:",
+        ("tests/unit/test_explain.py", "-k", "green"),
+    ),
+    Mutant(
+        "bars-true-class-rank-from-zero",
+        "vitviz/steps/bars.py",
+        'notes.append(t("verdict.rank_bar", lang, rank=found.rank, n=found.num_classes))',
+        'notes.append(t("verdict.rank_bar", lang, rank=found.rank - 1, n=found.num_classes))',
+        ("tests/unit/test_explain.py", "-k", "green"),
+    ),
     # ---- ... and every curve and experiment beside a map follows the one pass the map explains
     Mutant(
         "explained-pass-is-the-lab-s-answer",
