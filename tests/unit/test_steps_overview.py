@@ -13,7 +13,7 @@ from vitviz.models.config import ViTConfig
 from vitviz.models.model import VisionTransformer
 from vitviz.models.prediction import top_k, verdict
 from vitviz.render import handout
-from vitviz.render.i18n import plain
+from vitviz.render.i18n import TEXT, plain
 from vitviz.steps import blocks, overview
 from vitviz.steps.subject import Subject
 
@@ -100,3 +100,26 @@ def test_the_handout_draws_every_figure_and_takeaway():
         assert f'id="fig-{figure.key.replace("_", "-")}"' in markup
         assert html.escape(plain(figure.takeaway)) in markup
     assert 'class="verdict' in markup and "Overview, then 9 steps" in markup
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_intro_says_what_this_model_reads_its_answer_from(lang):
+    """The paper's ViT reads its [CLS] token; a model that averages its patch tokens, with or without
+    a [CLS] token, or one without a head, is told as it is (not "the [CLS] token's final vector")."""
+
+    def intro(num_classes: int = 3, **pooling) -> str:
+        torch.manual_seed(0)
+        config = ViTConfig(
+            image_size=32, patch_size=4, num_classes=num_classes, embed_dim=16, depth=1, num_heads=2, **pooling
+        )
+        model = VisionTransformer(config).eval()
+        with torch.inference_mode():
+            trace = model.explain(torch.rand(1, 3, 32, 32))
+        return overview.describe(Subject(model, None, trace, lang, paper=True), {}).intro
+
+    t = lambda key: plain(TEXT[key][lang])  # noqa: E731
+    assert intro() == f"{t('home.intro')} {t('home.readout_cls')}"  # the paper's ViT: as before
+    assert intro(global_pool="avg") == f"{t('home.intro')} {t('home.readout_avg_cls')}"
+    assert intro(global_pool="avg", class_token=False) == f"{t('home.intro_no_cls')} {t('home.readout_avg')}"
+    assert intro(num_classes=0) == f"{t('home.intro')} {t('home.readout_none')}"
+    assert "[CLS]" in t("home.intro") and "[CLS]" not in t("home.readout_avg")

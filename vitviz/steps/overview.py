@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vitviz.analyses import claims
+from vitviz.models.config import ViTConfig
 from vitviz.models.data import denormalize
 from vitviz.models.prediction import top_k
 from vitviz.models.trace import forward_steps
@@ -14,11 +15,21 @@ from vitviz.steps.subject import Subject
 TOP = 5
 
 
+def readout_key(config: ViTConfig) -> str:
+    """What becomes the prediction, said of this model: the [CLS] token's vector, the patch
+    tokens' average (with a [CLS] token it does not read, or with none), or nothing (no head)."""
+    if not config.num_classes:
+        return "home.readout_none"
+    if config.global_pool == "token":
+        return "home.readout_cls"
+    return "home.readout_avg_cls" if config.class_token else "home.readout_avg"
+
+
 def describe(subject: Subject, choices: Choices) -> Step:
     """The image cut into its patches beside the model's top-5 answer, then every step of the
     forward pass with its shape. Presenter mode (``present``) says how to go on with its keys."""
     tr, config, trace = subject.tr, subject.config, subject.trace
-    intro = tr("home.intro")
+    intro = f"{tr('home.intro' if config.class_token else 'home.intro_no_cls')} {tr(readout_key(config))}"
     if not subject.paper:  # presenter mode hides the menu
         intro += " " + tr("home.go_on_present" if choices.get("present") else "home.go_on")
     grid_h, grid_w = trace.grid_size
