@@ -3,6 +3,7 @@ sentences that read a prediction against the image's known class."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,8 +186,12 @@ class CachedCompute(Compute):
     def snapshot_model(self, epoch: int) -> VisionTransformer:
         return cached_snapshot_model(epoch)
 
+    def busy(self, key: str) -> contextlib.AbstractContextManager:
+        """What a page shows while a long computation runs: a spinner saying ``key``'s sentence."""
+        return st.spinner(tr(key))
+
     def occlusion(self, subject: Subject, kind: str, steps: int) -> tuple[np.ndarray, np.ndarray]:
-        with st.spinner(tr("prediction.occlusion_running")):
+        with self.busy("prediction.occlusion_running"):
             return cached_occlusion(subject.name, subject.image_bytes, kind, steps)
 
     def comparison(self, subject: Subject, cnn_name: str, class_index: int, with_ig: bool) -> dict[str, np.ndarray]:
@@ -216,7 +221,7 @@ class CachedCompute(Compute):
         return testset.test_split(subject.name)
 
     def faithfulness(self, subject: Subject):
-        with st.spinner(tr("trust.computing")):
+        with self.busy("trust.computing"):
             return analyses.cached_faithfulness(subject.name, subject.image_bytes)
 
     def stored(self, subject: Subject, kind: str) -> dict | None:

@@ -24,6 +24,7 @@ with the rest of the work ahead.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import threading
@@ -127,10 +128,8 @@ class AheadCompute(CachedCompute):
             raise NotAhead(name)
         return cached_model(name)
 
-    def occlusion(self, subject: Subject, kind: str, steps: int):
-        from vitviz.app.caches import cached_occlusion
-
-        return cached_occlusion(subject.name, subject.image_bytes, kind, steps)
+    def busy(self, key: str) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()  # no page to show a spinner on
 
 
 def subject_key(subject: Subject) -> tuple:
