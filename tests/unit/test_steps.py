@@ -9,7 +9,7 @@ import torch
 
 from vitviz.models.config import ViTConfig
 from vitviz.models.model import VisionTransformer
-from vitviz.render import handout
+from vitviz.render import handout, plots
 from vitviz.render.i18n import plain
 from vitviz.steps import blocks, patches
 from vitviz.steps.subject import Subject
@@ -74,6 +74,30 @@ def test_slides_are_the_figure_blocks_with_the_paragraphs_as_notes():
 def test_a_step_without_figures_is_one_slide_of_notes():
     step = blocks.Step("T", "intro", (blocks.Text("a"), blocks.Heading("b")))
     assert step.slides() == [blocks.Slide((), ("intro", "a", "b"), ())]
+
+
+def test_captions_and_boxes_after_a_figure_are_its_slide_s_and_a_slide_box_is_shown_on_it():
+    """What follows a figure before anything else (its verdict, what it leaves out) belongs to that
+    figure's slide, not to the next one's notes; a box marked ``slide`` is shown under the
+    takeaways, where the figure alone would mislead a class."""
+    figure = blocks.Figure("a", plots.bars(["x"], [1.0]), "takeaway a")
+    other = blocks.Figure("b", plots.bars(["y"], [1.0]), "takeaway b")
+    verdict, shown = blocks.Text("wrong", role="warning"), blocks.Text("the lab answers y", role="info", slide=True)
+    before = blocks.Text("about the maps", role="info", slide=True)
+    step = blocks.Step(
+        "T",
+        "intro",
+        (figure, verdict, shown, blocks.Text("caption a", role="caption"), blocks.Text("on to b"), before, other),
+    )
+    first, second = step.slides()
+    assert first.notes == ("intro", "wrong", "caption a") and first.callouts == (shown,)
+    assert second.notes == ("on to b",) and second.callouts == (before,)  # a box before a figure: its slide
+    # a paragraph (role body) after a figure is the next figure's introduction, as before
+    step = blocks.Step("T", "intro", (figure, blocks.Text("on to b"), blocks.Text("note", role="caption"), other))
+    assert [slide.notes for slide in step.slides()] == [("intro",), ("on to b", "note")]
+    # no figure: the boxes are notes, as everything else
+    alone = blocks.Step("T", "intro", (blocks.Text("a"), shown))
+    assert alone.slides() == [blocks.Slide((), ("intro", "a", "the lab answers y"), ())]
 
 
 def test_korean_takeaways_are_written_in_korean():

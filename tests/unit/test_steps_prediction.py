@@ -152,8 +152,15 @@ def test_a_model_that_averages_its_mirror_says_the_lab_s_answer_and_whether_it_d
         assert (one, two) == (("red", "blue") if case == "differs" else (one, one))  # as the model was built
         said = texts(describe(subject, {}))
         values = {"pred": class_label(two, lang), "p": f"{p:.1%}", "one": class_label(one, lang)}
-        role = "info" if case == "differs" else "caption"
-        assert blocks.Text(t(f"{page}.mirror_{case}", lang, **values), role) in said
+        said_here = t(f"{page}.mirror_{case}", lang, **values)
+        if case == "differs":  # a box the slide shows under the bars: they draw the one pass alone
+            assert blocks.Text(said_here, "info", slide=True) in said
+            shown = [slide for slide in describe(subject, {}).slides() if slide.callouts]
+            assert len(shown) == 1 and [c.text for c in shown[0].callouts] == [said_here]
+            assert said_here not in shown[0].notes
+            assert page == "trust" or shown[0].figures[0].key == "prediction_topk"  # the bars' own slide
+        else:
+            assert blocks.Text(said_here, "caption") in said
         other = "same" if case == "differs" else "differs"
         assert t(f"{page}.mirror_{other}", lang, **values) not in [b.text for b in said]
     # the same model without the mirror: its one pass is the lab's answer, and nothing is said

@@ -248,3 +248,5 @@ def _slide(slide: Slide) -> None:
     with st.container(key="vitviz-takeaway"):
         for column, figure in zip(st.columns(widths), slide.figures, strict=False):
             column.markdown(figure.takeaway)
+        for callout in slide.callouts:  # under the takeaways: the figures shrink to leave it room
+            _text(callout, st)

@@ -94,4 +94,4 @@ def mirror(subject: Subject, page: Literal["prediction", "trust"]) -> list[Text]
     same, differs = MIRROR_KEYS[page]
     if lab == one:
         return [Text(subject.tr(same, **filled), role="caption")]
-    return [Text(subject.tr(differs, **filled), role="info")]
+    return [Text(subject.tr(differs, **filled), role="info", slide=True)]  # the bars alone would mislead

@@ -5,6 +5,7 @@ Nothing here imports Streamlit."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,11 +18,14 @@ Choices = Mapping[str, Any]  # the session's choices by key (vitviz.app.state.CH
 @dataclass(frozen=True)
 class Text:
     """A paragraph of Markdown. ``role``: "body" (a paragraph), "caption" (small print under what it
-    describes), or a coloured box: "info", "success", "warning", "error"."""
+    describes), or a coloured box: "info", "success", "warning", "error". ``slide``: a box a slide
+    shows under its takeaways, not only in the notes, where the figure alone would mislead a class
+    (the lab answers another class than the pass drawn)."""
 
     text: str
     role: str = "body"
     paper: str | None = None  # what paper says instead, where ``text`` asks for a click or a key ("" : nothing)
+    slide: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +201,7 @@ class Slide:
     notes: tuple[str, ...]
     controls: tuple[Control, ...]
     widths: tuple[float, ...] = ()  # the figures' relative widths (a ``Figures`` row's)
+    callouts: tuple[Text, ...] = ()  # boxes shown under the takeaways (``Text.slide``)
 
 
 @dataclass(frozen=True)
@@ -225,12 +230,26 @@ class Step:
         """One slide per figure block (a ``Figures`` row is one slide, or a slide a figure when
         ``apart``), each with the paragraphs since the last figure as notes (the intro on the
         first) and every control declared before it (a later figure may depend on an earlier
-        control). A step with no figure is one slide of notes."""
+        control). Captions and boxes right after a figure (its verdict, what it leaves out) are
+        that figure's: they join its slide's notes, not the next one's. A box marked ``slide`` is
+        shown on its slide, under the takeaways. A step with no figure is one slide of notes."""
         slides: list[Slide] = []
         notes: list[str] = [self.intro, *self.notes]
+        callouts: list[Text] = []
         controls: list[Control] = []
+        after_figure = False  # the blocks since the last figure are its captions and boxes so far
         for block in self.blocks:
-            if isinstance(block, Text | Heading):
+            if isinstance(block, Text) and after_figure and block.role != "body":
+                last = slides[-1]
+                more = (
+                    dict(callouts=last.callouts + (block,)) if block.slide else dict(notes=last.notes + (block.text,))
+                )
+                slides[-1] = dataclasses.replace(last, **more)
+                continue
+            after_figure = isinstance(block, Figure | Figures)
+            if isinstance(block, Text) and block.slide:
+                callouts.append(block)
+            elif isinstance(block, Text | Heading):
                 notes.append(block.text)
             elif isinstance(block, Metrics):
                 notes.append(" · ".join(f"{label}: {value}" for label, value in block.items))
@@ -242,13 +261,15 @@ class Step:
                 shown, widths = ((block,), ()) if isinstance(block, Figure) else (block.figures, block.widths)
                 rows = [((figure,), ()) for figure in shown] if getattr(block, "apart", False) else [(shown, widths)]
                 for row, row_widths in rows:
-                    slides.append(Slide(tuple(row), tuple(notes), tuple(controls), row_widths))
-                    notes = []
+                    slides.append(Slide(tuple(row), tuple(notes), tuple(controls), row_widths, tuple(callouts)))
+                    notes, callouts = [], []
         if not slides:
-            return [Slide((), tuple(notes), tuple(controls))]
-        if notes:  # paragraphs after the last figure belong to it
+            return [Slide((), (*notes, *(callout.text for callout in callouts)), tuple(controls))]
+        if notes or callouts:  # paragraphs after the last figure belong to it
             last = slides[-1]
-            slides[-1] = Slide(last.figures, last.notes + tuple(notes), last.controls, last.widths)
+            slides[-1] = dataclasses.replace(
+                last, notes=last.notes + tuple(notes), callouts=last.callouts + tuple(callouts)
+            )
         return slides
 
 

@@ -263,7 +263,7 @@ def _one_pass(subject: Subject, classes: list[str], predicted: int, lens: np.nda
     filled = {"pred": subject.label(classes[predicted]), "one": subject.label(classes[one])}
     if one == predicted:
         return [Text(subject.tr("mistakes.one_pass_same", **filled), role="caption")]
-    return [Text(subject.tr("mistakes.one_pass_differs", **filled), role="info")]
+    return [Text(subject.tr("mistakes.one_pass_differs", **filled), role="info", slide=True)]
 
 
 def _shape(result: EvalResult) -> str:
