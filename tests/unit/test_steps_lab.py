@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz.analyses import ablation, claims
+from vitviz.analyses import ablation, analysis, claims
 from vitviz.analyses.faithfulness import Reading
 from vitviz.analyses.projection import Projection
 from vitviz.models.config import FASHION_MNIST_CLASSES, ViTConfig
@@ -121,10 +121,21 @@ def test_the_trust_step_reads_its_figures_and_clips_its_controls():
 
     reading = faithfulness.read(result)
     assert takeaways["trust_deletion"] == plain(claims.text(claims.trust_curve(reading, "deletion")))
+    assert takeaways["trust_insertion"] == plain(claims.text(claims.trust_curve(reading, "insertion")))
     before = subject.compute.ablated(subject, (), (), "zero", None)
     after = subject.compute.ablated(subject, ((0, 1),), (0,), "zero", None)
+    # "before" is the model as it is: its one pass and the trace's rollout, computed here without the ablation code
+    with torch.no_grad():
+        probs = subject.model.forward_one_view(subject.trace.pixels)[0].softmax(dim=-1).numpy()
+    rollout = analysis.rollout_map(subject.trace)[0].numpy()
+    assert np.allclose(before["probs"], probs, atol=1e-6) and np.allclose(before["rollout"], rollout, atol=1e-6)
+    assert takeaways["trust_bars_before"] == plain(claims.text(claims.top_two(probs, CLASSES)))
     assert takeaways["trust_bars_after"] == plain(claims.text(claims.top_two(after["probs"], CLASSES)))
-    assert takeaways["trust_rollout_after"] == plain(claims.text(claims.map_shift(before["rollout"], after["rollout"])))
+    assert takeaways["trust_rollout_before"] == plain(claims.text(claims.map_peak(rollout)))
+    assert takeaways["trust_rollout_after"] == plain(claims.text(claims.map_shift(rollout, after["rollout"])))
+    # the switches change this model's answer and map: a step that drew "after" in both columns would show it
+    assert takeaways["trust_bars_before"] != takeaways["trust_bars_after"]
+    assert takeaways["trust_rollout_before"] != plain(claims.text(claims.map_peak(after["rollout"])))
     said = plain(claims.text(claims.ablation_answer(before["probs"], after["probs"], CLASSES, 1, 1)))
     assert any(isinstance(b, blocks.Text) and plain(b.text) == said for b in step.blocks)
     # nothing ships beside a model without weights on disk: the page says so instead of the table and grid
@@ -182,7 +193,7 @@ def test_the_map_step_reads_its_points_and_clips_its_controls():
     assert plain(figure.takeaway).startswith("4 of 6 images are answered right.")
     assert figure.select == blocks.Select("map_point", 6)
     texts = [b.text for b in step.blocks if isinstance(b, blocks.Text)]
-    assert any("on 6 test images" in t or "6" in t for t in texts if "PCA on" in t)  # a subset of the 10: said
+    assert subject.tr("map.subset", count="6") in texts  # a subset of the 10: said, with how many it shows
     assert texts[-1] == subject.tr("map.pick")
 
 

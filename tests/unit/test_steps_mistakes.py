@@ -11,11 +11,11 @@ import pytest
 import torch
 
 from tests.helpers import CLASSES, MIRROR_CLASSES, left_right_vit, make_image_folder
-from vitviz.analyses import claims, lab
+from vitviz.analyses import analysis, claims, lab
 from vitviz.analyses.evaluate import evaluate
 from vitviz.models import zoo
 from vitviz.models.config import ViTConfig
-from vitviz.models.data import ImageSet
+from vitviz.models.data import ImageSet, preprocess_batch
 from vitviz.models.model import VisionTransformer
 from vitviz.render.i18n import plain, t
 from vitviz.steps import blocks, mistakes
@@ -86,12 +86,60 @@ def test_the_lab_s_slides_are_the_overview_a_gallery_page_and_one_image(lab_subj
         ["mistakes_lens"],
     ]
     takeaways = {figure.key: plain(figure.takeaway) for figure in step.figures()}
+    labels, predictions = result.labels.numpy(), result.predictions.numpy()
+    # accuracy per true class counted here from the answers, not read from EvalResult.per_class_accuracy
+    accuracy = {name: float(np.mean(predictions[labels == c] == c)) for c, name in enumerate(CLASSES)}
+    assert takeaways["mistakes_per_class"] == plain(claims.text(claims.class_accuracy(accuracy)))
     assert takeaways["mistakes_confusion"] == plain(
         claims.text(claims.most_confused(result.confusion().numpy(), CLASSES))
     )
-    first = int(lab.filter_mistakes(result)[0])  # the most confident mistake is #1, up close
-    assert result.files[first] in takeaways["mistakes_picture"]
+    # the first gallery page: the mistakes, the most confident first (equal confidences in the set's order)
+    confidence = result.confidence.numpy()
+    wrong = np.flatnonzero(predictions != labels)
+    page = wrong[np.argsort(-confidence[wrong], kind="stable")][: lab.PER_PAGE]
+    on_page = claims.gallery_page(
+        [CLASSES[labels[i]] for i in page], [CLASSES[predictions[i]] for i in page], confidence[page].tolist()
+    )
+    assert takeaways["mistakes_gallery_page"] == plain(claims.text(on_page))
+    first = int(page[0])  # the most confident mistake is #1, up close
+    assert takeaways["mistakes_picture"] == plain(
+        lab_subject.tr(
+            "mistakes.verdict",
+            file=result.files[first],
+            true=lab_subject.label(CLASSES[labels[first]]),
+            predicted=lab_subject.label(CLASSES[predictions[first]]),
+            confidence=f"{confidence[first]:.1%}",
+        )
+    )
     assert step.shape == f"({result.n}, 3)"
+
+
+def test_the_close_up_s_figures_read_the_image_s_own_numbers(lab_subject):
+    """#1's top 5, maps and lens, each computed here from the image (a one-view model: its one pass,
+    which the maps and the lens follow, is the lab's answer)."""
+    model = lab_subject.model
+    data = lab_subject.compute.test_set(lab_subject, lab_subject.compute.test_split(lab_subject).location)
+    result = evaluate(model, data, use_cache=False)
+    labels, predictions, confidence = result.labels.numpy(), result.predictions.numpy(), result.confidence.numpy()
+    wrong = np.flatnonzero(predictions != labels)
+    first = int(wrong[np.argsort(-confidence[wrong], kind="stable")][0])
+    true, predicted = int(labels[first]), int(predictions[first])
+    pixels = preprocess_batch(data.images[first : first + 1], model.config.preprocess, model.config.in_chans)
+    with torch.no_grad():
+        probs = model(pixels).softmax(dim=-1)[0]  # (K,)
+        lens = analysis.logit_lens(model, model.explain(pixels))[:, 0]  # (depth + 1, K)
+    assert int(probs.argmax()) == predicted and int(lens[-1].argmax()) == predicted  # the lab's answer, one pass
+    takeaways = {figure.key: plain(figure.takeaway) for figure in mistakes.describe(lab_subject, {}).figures()}
+    rank = 1 + int((probs > probs[true]).sum())
+    assert takeaways["mistakes_top5"] == plain(
+        lab_subject.tr("mistakes.true_rank", name=lab_subject.label(CLASSES[true]), rank=rank, k=len(CLASSES))
+    )
+    for which, index in (("predicted", predicted), ("true", true)):
+        peak = claims.map_peak(analysis.grad_rollout(model, pixels, index).numpy())
+        assert takeaways[f"mistakes_map_{which}"] == plain(claims.text(peak)), which
+    ranks = [int((row > row[true]).sum()) for row in lens]  # 0 = the top answer, after each layer
+    lost = claims.lens_lost(ranks, TINY.depth, CLASSES[true])
+    assert takeaways["mistakes_lens"] == plain(claims.text(lost))
 
 
 @pytest.mark.parametrize(

@@ -107,11 +107,20 @@ def test_the_input_step_reads_its_photo():
 def test_the_histograms_read_the_arrays_they_draw():
     shown = subject()
     step = model_input.describe(shown, {})
-    after = shown.trace.pixels[0].numpy()
-    hist_after = step.figures()[4]
+    after = shown.trace.pixels[0].numpy()  # (C, H, W)
+    pre = shown.config.preprocess
+    # the pixels in [0, 1] undone from the input here, not read from the step's resized picture
+    before = after * np.array(pre.std)[:, None, None] + np.array(pre.mean)[:, None, None]
+    channels, hist_before, hist_after = step.figures()[2:]
+
+    def drawn(figure) -> np.ndarray:
+        return np.sort(np.concatenate([np.asarray(trace.x, dtype=np.float64) for trace in figure.figure.data]))
+
+    assert np.allclose(drawn(hist_before), np.sort(before.ravel()), atol=1e-6)
+    assert plain(hist_before.takeaway) == plain(claims.text(claims.pixel_range(before)))
     assert f"to {after.mean():.2f}" in plain(hist_after.takeaway)
-    drawn = np.concatenate([np.asarray(trace.x, dtype=np.float64) for trace in hist_after.figure.data])
-    assert np.allclose(np.sort(drawn), np.sort(after.ravel()), atol=1e-6)
+    assert np.allclose(drawn(hist_after), np.sort(after.ravel()), atol=1e-6)
+    assert plain(channels.takeaway) == plain(claims.text(claims.channel_means(["R", "G", "B"], after)))
 
 
 def test_the_recipe_table_lists_the_models_preprocessing():

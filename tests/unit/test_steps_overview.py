@@ -60,9 +60,15 @@ def test_the_verdict_is_said_for_a_known_class_only():
     unknown = overview.describe(subject(), {})
     roles = [block.role for block in unknown.blocks if isinstance(block, blocks.Text)]
     assert roles == ["caption"]  # the model's 3 classes, and no verdict
-    known = overview.describe(subject(truth="cat"), {})
-    said = [block for block in known.blocks if isinstance(block, blocks.Text)]
-    assert len(said) == 1 and said[0].role in ("success", "warning") and "CIFAR-10 test set" in said[0].text
+    shown = subject()
+    with torch.no_grad():  # the model's answer, from its forward pass rather than the trace the step reads
+        answer = shown.config.class_names[int(shown.model(shown.trace.pixels).argmax())]
+    other = next(name for name in shown.config.class_names if name != answer)
+    for truth, role, start in ((answer, "success", "Right."), (other, "warning", "Wrong.")):
+        said = [block for block in overview.describe(subject(truth=truth), {}).blocks if isinstance(block, blocks.Text)]
+        assert [block.role for block in said] == [role], truth
+        assert said[0].text.startswith(start) and "CIFAR-10 test set" in said[0].text
+        assert f"True class (CIFAR-10 test set): **{truth}**; the model says **{answer}**" in said[0].text
 
 
 def test_a_model_without_classes_has_no_answer_to_draw():

@@ -11,7 +11,7 @@ import torch
 
 from vitviz.analyses import analysis, claims
 from vitviz.models.config import ViTConfig
-from vitviz.models.model import VisionTransformer, sincos_2d
+from vitviz.models.model import VisionTransformer, sincos_1d, sincos_2d
 from vitviz.render import handout
 from vitviz.render.i18n import plain
 from vitviz.steps import blocks, tokens
@@ -112,15 +112,26 @@ def test_the_figures_and_what_they_say():
     tokens_length = np.linalg.norm(shown.trace.patch_tokens[0].numpy(), axis=-1)
     positions_length = np.linalg.norm(shown.model.pos_embed.detach()[0, 1:].numpy(), axis=-1)
     assert f"{np.mean(positions_length / tokens_length):.0%}" in said[2]
+    # the similarities made here from the table and the two fixed schemes; the shown position is the centre, 37
+    own = grid_similarity(shown.model.pos_embed.detach()[0, 1:], (8, 8))
+    one = grid_similarity(sincos_1d(64, 16), (8, 8))
+    two = grid_similarity(sincos_2d((8, 8), 16), (8, 8))
+    assert said[3] == plain(claims.text(claims.position_layout(own)))
+    assert said[4] == plain(claims.text(claims.nearest_position(own[4, 4], (4, 4))))
+    assert said[5] == plain(claims.text(claims.closest_scheme(own[4, 4], one[4, 4], two[4, 4])))
     (formula,) = [block for block in step.blocks if isinstance(block, blocks.Formula)]
     assert formula.text == "z_0 = [x_class; x_p^1 W; x_p^2 W; ...; x_p^64 W] + E_pos"
     assert step.shape == "(1, 64, 16) → (1, 65, 16)"
 
 
 def test_a_model_without_cls_and_with_fixed_positions():
-    step = tokens.describe(subject(class_token=False, global_pool="avg", pos_embed="sincos2d"), {})
+    shown = subject(class_token=False, global_pool="avg", pos_embed="sincos2d")
+    step = tokens.describe(shown, {})
     said = takeaways(step)
     assert said[1].startswith("No [CLS] row")
+    own = grid_similarity(shown.model.pos_embed.detach()[0], (8, 8))  # no [CLS] row to leave out
+    assert said[3] == plain(claims.text(claims.position_layout(own)))
+    assert said[3].endswith("the embeddings hold the 2D layout.")  # a fixed 2D table holds it by construction
     assert said[-1].startswith("Here the model's map follows the 2D sine-cosine one (correlation 1.00)")
     assert any(
         block.role == "info" and "no [CLS]" in block.text for block in step.blocks if isinstance(block, blocks.Text)
