@@ -17,7 +17,7 @@ from vitviz.models.config import ViTConfig
 from vitviz.models.model import VisionTransformer
 from vitviz.render import handout
 from vitviz.render.i18n import plain, t
-from vitviz.steps import attention, blocks
+from vitviz.steps import attention, attention_worked, blocks
 from vitviz.steps.subject import Subject
 
 torch.set_num_threads(1)
@@ -34,6 +34,24 @@ def _subject(lang: str = "en", class_token: bool = True, depth: int = 2) -> Subj
     with torch.inference_mode():
         trace = model.explain(torch.rand(1, 3, 32, 32))
     return Subject(model, image, trace, lang)
+
+
+def _peaked_subject() -> Subject:
+    """4 heads in 2 blocks with clear peaks (q and k scaled up 30 times), heads 1 to 3 sharing their q and k: every
+    map's takeaway names its own patch and share, and the heads' sentence names the patch 3 of them look at."""
+    torch.manual_seed(0)
+    config = ViTConfig(image_size=32, patch_size=8, num_classes=3, embed_dim=16, depth=2, num_heads=4)
+    model = VisionTransformer(config).eval()
+    with torch.no_grad():
+        for block in model.blocks:
+            weight = block.attn.qkv.weight  # rows: q of heads 1..4, k of heads 1..4, v; 4 rows a head
+            for start in (0, 16):
+                weight[start + 4 : start + 12] = weight[start : start + 4].repeat(2, 1)
+            weight[:32] *= 30
+    image = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    with torch.inference_mode():
+        trace = model.explain(torch.rand(1, 3, 32, 32))
+    return Subject(model, image, trace, "en")
 
 
 # ---- the takeaways' claims: numbers made so that each sentence must change --------------------
@@ -78,35 +96,66 @@ def _takeaways(step: blocks.Step) -> dict[str, str]:
     return {figure.key: plain(figure.takeaway) for figure in step.figures()}
 
 
+def _said(claim: claims.Claim) -> str:
+    return plain(claims.text(claim))
+
+
 def test_every_figure_has_a_takeaway_read_from_its_own_numbers():
-    subject = _subject()
-    step = attention.describe(subject, {"layer": 1, "head": 1, "query": 0})
+    subject = _peaked_subject()
+    step = attention.describe(subject, {"layer": 1, "head": 3, "query": 15})  # token 15: patch 15 (row 4, col 3)
     figures = {figure.key: figure for figure in step.figures()}
     assert list(figures) == [
         "attention_readout", "attention_query", "attention_heads", "attention_rollout", "attention_last_layer",
         "attention_distance", "attention_worked_bars",
     ]  # fmt: skip
-    trace = subject.trace
-    readout = analysis.readout_attention(trace, 1)[0, 1].numpy()  # layer 2, head 2
-    expected = claims.attention_focus(readout, plain(t("claims.who.cls", where="Layer 2, Head 2")))
-    assert _takeaways(step)["attention_readout"] == plain(claims.text(expected))
-    np.testing.assert_allclose(np.asarray(figures["attention_readout"].figure.data[1].z), readout)
+    said, trace = _takeaways(step), subject.trace
+    readout = analysis.readout_attention(trace, 1)[0].numpy()  # layer 2: (heads, 4, 4)
+    query = analysis.query_attention(trace, 1, 15)[0].numpy()
+    # a patch query: its map is not the readout's, so a takeaway that read the other map would say another patch
+    assert not np.allclose(readout[3], query[3])
+    assert said["attention_readout"] == _said(claims.attention_focus(readout[3], "[CLS] in Layer 2, Head 4"))
+    np.testing.assert_allclose(np.asarray(figures["attention_readout"].figure.data[1].z), readout[3])
+    assert said["attention_query"] == _said(claims.attention_focus(query[3], "Token 15 in Layer 2, Head 4", own=14))
+    assert "looks most at itself" in said["attention_query"]  # so the query's own patch is passed on
+    np.testing.assert_allclose(np.asarray(figures["attention_query"].figure.data[1].z), query[3])
+    assert said["attention_heads"] == _said(claims.head_peaks(readout, "Layer 2"))
+    rollout, rolled = analysis.rollout_map(trace, head_fusion="mean")[0].numpy(), "Rollout of the [CLS] vector"
+    assert said["attention_rollout"] == _said(claims.attention_focus(rollout, rolled))
+    last = readout.mean(axis=0)  # the last layer with its heads averaged, whatever head is chosen
+    assert said["attention_last_layer"] == _said(claims.attention_focus(last, "[CLS] in Layer 2, Mean of heads"))
     distances = analysis.mean_attention_distance(trace, 8).numpy()
     uniform = analysis.uniform_attention_distance(trace.grid_size, 8)
-    assert _takeaways(step)["attention_distance"] == plain(
-        claims.text(claims.attention_distance(distances, uniform, 32)[-1])
+    assert said["attention_distance"] == _said(claims.attention_distance(distances, uniform, 32)[-1])
+    # the bars: the query's heaviest keys in its softmax row as the trace holds it (not the worked recomputation)
+    weights, tokens = trace.attentions[1][0, 3, 15].topk(attention_worked.TOP_KEYS)
+    assert said["attention_worked_bars"] == _said(claims.key_weights(weights.tolist(), tokens.tolist(), 17))
+    assert step.shape == "(1, 4, 17, 17)"
+    # the small multiples of the query instead, and rollout by the heads' maximum
+    other = attention.describe(
+        subject, {"layer": 1, "head": 3, "query": 15, "attention_heads_of": "query", "attention_fusion": "max"}
     )
-    assert step.shape == "(1, 2, 17, 17)"
-    # the query is [CLS] here: its map is the readout map, and its takeaway says so in its own words
-    assert "Token 0 in Layer 2, Head 2" in _takeaways(step)["attention_query"]
+    assert _takeaways(other)["attention_heads"] == _said(claims.head_peaks(query, "Layer 2"))
+    assert _takeaways(other)["attention_heads"] != said["attention_heads"]
+    rollout = analysis.rollout_map(trace, head_fusion="max")[0].numpy()
+    assert _takeaways(other)["attention_rollout"] == _said(claims.attention_focus(rollout, rolled))
+    assert _takeaways(other)["attention_rollout"] != said["attention_rollout"]
 
 
 def test_another_query_changes_the_query_map_and_its_takeaway_not_the_readout():
-    subject = _subject()
-    corner, centre = attention.describe(subject, {"query": 1}), attention.describe(subject, {})
+    subject = _peaked_subject()
+    corner, centre = attention.describe(subject, {"query": 16}), attention.describe(subject, {})
     assert _takeaways(corner)["attention_readout"] == _takeaways(centre)["attention_readout"]
-    assert _takeaways(corner)["attention_query"].startswith("Token 1 in Layer 1, Head 1")
-    assert _takeaways(centre)["attention_query"].startswith("Token 11 in Layer 1, Head 1")  # 4 x 4: the centre
+    drawn = {}
+    for step, token in ((corner, 16), (centre, 11)):  # 4 x 4: token 11 is the centre
+        query = analysis.query_attention(subject.trace, 0, token, 0)[0].numpy()  # layer 1, head 1
+        figure = next(figure for figure in step.figures() if figure.key == "attention_query")
+        drawn[token] = np.asarray(figure.figure.data[1].z)
+        np.testing.assert_allclose(drawn[token], query)
+        who = f"Token {token} in Layer 1, Head 1"
+        assert _takeaways(step)["attention_query"] == _said(claims.attention_focus(query, who, own=token - 1))
+    assert not np.allclose(drawn[16], drawn[11])
+    assert "looks most at itself, patch 16" in _takeaways(corner)["attention_query"]
+    assert "looks most at patch 16" in _takeaways(centre)["attention_query"]  # the same patch, not its own
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,14 @@ import html
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 
-from vitviz.analyses import claims
+from vitviz.analyses import analysis, claims
+from vitviz.analyses import compare as analyses
 from vitviz.models import zoo
-from vitviz.models.cnn import ConvNet
+from vitviz.models.cnn import ConvNet, receptive_fields
 from vitviz.models.config import CNNConfig, ViTConfig
+from vitviz.models.data import to_tensor
 from vitviz.models.model import VisionTransformer
 from vitviz.render import handout
 from vitviz.render.i18n import plain
@@ -38,6 +41,9 @@ def subject() -> Subject:
         image_size=32, patch_size=8, num_classes=3, embed_dim=16, depth=2, num_heads=2, class_names=CLASSES
     )
     vit = VisionTransformer(config).eval()
+    with torch.no_grad():
+        for block in vit.blocks:  # q and k scaled up: attention with peaks, so that its maps and reach differ
+            block.attn.qkv.weight[:32] *= 30
     cnn_config = CNNConfig(image_size=32, num_classes=3, stem_width=4, widths=(8, 8), class_names=CLASSES)
     cnn = ConvNet(cnn_config).eval()
     image = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
@@ -58,13 +64,33 @@ def test_every_figure_of_the_page_has_a_takeaway_read_from_its_numbers(subject):
         "compare_vit_top", "compare_cnn_top", "compare_map_rollout", "compare_map_grad_rollout",
         "compare_map_gradcam", "compare_reach", "compare_input",
     ]  # fmt: skip
-    arrays = subject.compute.comparison(subject, CNN, int(subject.trace.logits[0].argmax()), False)
-    gradcam = arrays["gradcam"] / arrays["gradcam"].max()
-    assert said["compare_map_gradcam"] == plain(claims.text(claims.map_focus(gradcam)))
-    outcome = subject.compute.experiment(subject, CNN, "shuffle", 0, 0, ())
+    vit, trace = subject.model, subject.trace
     cnn = subject.compute.model(CNN).model
+    pixels = compare_pixels(subject, cnn)
     with torch.inference_mode():
-        cnn_before = cnn(compare_pixels(subject, cnn))
+        cnn_before = cnn(pixels)
+    # both answers: every class by its probability, best first, from each model's own logits
+    for key, logits in (("compare_vit_top", trace.logits), ("compare_cnn_top", cnn_before)):
+        probs = logits[0].softmax(-1)
+        order = probs.argsort(descending=True).tolist()
+        expected = claims.top_answer([CLASSES[i] for i in order], [float(probs[i]) for i in order])
+        assert said[key] == plain(claims.text(expected))
+    assert said["compare_vit_top"] != said["compare_cnn_top"]  # the two answer differently: a swap would show
+    # the maps, computed here rather than by the step's comparison, each on its own 0..1 scale; no true class,
+    # so they explain the ViT's answer
+    explained = int(trace.logits[0].argmax())
+    maps = {
+        "rollout": analysis.rollout_map(trace)[0].numpy(),
+        "grad_rollout": analysis.grad_rollout(vit, trace.pixels.clone(), explained).numpy(),
+        "gradcam": analyses.gradcam(cnn, pixels, explained).numpy(),
+    }
+    for key, values in maps.items():
+        assert said[f"compare_map_{key}"] == plain(claims.text(claims.map_focus(values / values.max())))
+    assert len({said[f"compare_map_{key}"] for key in maps}) == 3  # a takeaway under another map would show
+    fields = [(field.name, field.size) for field in receptive_fields(cnn)]
+    distances = analysis.mean_attention_distance(trace, 8).numpy()  # both read 32 x 32: nothing to scale
+    assert said["compare_reach"] == plain(claims.text(claims.reach(fields, distances, 32)))
+    outcome = subject.compute.experiment(subject, CNN, "shuffle", 0, 0, ())
     answer = lambda logits: (CLASSES[int(logits[0].argmax())], float(logits[0].softmax(-1).max()))  # noqa: E731
     expected = claims.experiment(
         answer(subject.trace.logits), answer(outcome.vit_logits), answer(cnn_before), answer(outcome.cnn_logits)
@@ -73,9 +99,8 @@ def test_every_figure_of_the_page_has_a_takeaway_read_from_its_numbers(subject):
 
 
 def compare_pixels(subject: Subject, cnn) -> torch.Tensor:
-    from vitviz.steps.subject import _cnn_pixels
-
-    return _cnn_pixels(subject, cnn)
+    """The image as the CNN reads it, (1, C, H, W)."""
+    return to_tensor(Image.fromarray(subject.image), cnn.config.preprocess, cnn.config.in_chans)
 
 
 def test_an_experiment_the_cnn_cannot_take_says_so(subject):
@@ -152,8 +177,6 @@ def test_the_handout_draws_every_figure_and_the_cnn_it_used(subject):
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
 def test_the_toggle_says_the_steps_integrated_gradients_take(subject, monkeypatch, lang):
-    from vitviz.analyses import compare as analyses
-
     labels = {}
     for steps in (analyses.IG_STEPS, 7):
         monkeypatch.setattr(analyses, "IG_STEPS", steps)
