@@ -405,7 +405,8 @@ def test_the_reach_sentence_names_the_first_covering_layer_or_never():
     covered = claims.text(claims.reach(fields, np.array([[5.0, 9.5]]), 32))
     never = claims.text(claims.reach(fields[:2], np.array([[5.0, 9.5]]), 32))
     assert "9.5 px" in covered and "`pool`" in covered
-    assert "never" in never and "`pool`" not in never
+    assert never.endswith("never covers the whole 32 px image: its last layer's sees 10 px.") and "`pool`" not in never
+    assert " at never" not in never  # a word dropped into another sentence's slot, as it was
     assert english_words(claims.text(claims.reach(fields[:2], np.array([[5.0, 9.5]]), 32), "ko")) == []
 
     exactly = claims.text(claims.reach([("conv1", 3), ("conv2", 32), ("pool", 40)], np.array([[5.0]]), 32))

@@ -430,13 +430,10 @@ def reach(fields: Sequence[tuple[str, int]], distances: np.ndarray, side: int) -
     """The ViT's farthest-looking head of layer 1 against the CNN's first receptive field, and the
     first CNN layer whose receptive field covers the image (page 8's reach chart)."""
     covering = next((name for name, size in fields if size >= side), None)
-    values = {
-        "vit": float(np.asarray(distances, dtype=np.float64)[0].max()),
-        "cnn": fields[0][1],
-        "side": side,
-        "layer": Markdown(f"`{covering}`") if covering else Claim("compare.reach_never"),
-    }
-    return Claim("compare.reach_reading", values)
+    values = {"vit": float(np.asarray(distances, dtype=np.float64)[0].max()), "cnn": fields[0][1], "side": side}
+    if covering is None:  # the last layer's field, the widest, short of the image
+        return Claim("compare.reach_reading_never", values | {"last": fields[-1][1]})
+    return Claim("compare.reach_reading", values | {"layer": Markdown(f"`{covering}`")})
 
 
 # --------------------------------------------------------------------------------------------
