@@ -657,8 +657,15 @@ MUTANTS = (
     Mutant(
         "prediction-differing-answers-without-a-box",
         "vitviz/steps/answers.py",
+        'return [Text(subject.tr(differs, **filled), role="info", slide=True)]',
+        'return [Text(subject.tr(differs, **filled), role="caption", slide=True)]',
+        (T_PREDICTION, "-k", "averages_its_mirror"),
+    ),
+    Mutant(
+        "prediction-differing-answers-kept-off-the-slide",
+        "vitviz/steps/answers.py",
+        'return [Text(subject.tr(differs, **filled), role="info", slide=True)]',
         'return [Text(subject.tr(differs, **filled), role="info")]',
-        'return [Text(subject.tr(differs, **filled), role="caption")]',
         (T_PREDICTION, "-k", "averages_its_mirror"),
     ),
     Mutant(
@@ -696,6 +703,28 @@ MUTANTS = (
         '    return "D" if ratio == 1 else f"{ratio:g}D"',
         '    return "4D"',
         ("tests/unit/test_steps_block.py", "-k", "width"),
+    ),
+    # ---- a slide's captions and boxes: the figure's own, and a box marked for the slide on it
+    Mutant(
+        "slides-a-figure-s-captions-to-the-next-slide",
+        "vitviz/steps/blocks.py",
+        'if isinstance(block, Text) and after_figure and block.role != "body":',
+        "if False:",
+        ("tests/unit/test_steps.py", "-k", "captions_and_boxes"),
+    ),
+    Mutant(
+        "slides-a-slide-box-left-in-the-notes",
+        "vitviz/steps/blocks.py",
+        "dict(callouts=last.callouts + (block,)) if block.slide else dict(notes=last.notes + (block.text,))",
+        "dict(notes=last.notes + (block.text,))",
+        ("tests/unit/test_steps.py", "-k", "captions_and_boxes"),
+    ),
+    Mutant(
+        "mistakes-one-pass-box-kept-off-the-slide",
+        "vitviz/steps/mistakes.py",
+        'Text(subject.tr("mistakes.one_pass_differs", **filled), role="info", slide=True)',
+        'Text(subject.tr("mistakes.one_pass_differs", **filled), role="info")',
+        ("tests/unit/test_steps_mistakes.py", "-k", "close_up_says"),
     ),
     # ---- a true class below the top k still gets its green bar, and its rank
     Mutant(

@@ -226,6 +226,7 @@ def test_the_close_up_says_its_maps_and_lens_follow_one_pass_and_that_pass_s_ans
     label = {name: Subject(left_right_vit(), None, None, lang).label(name) for name in MIRROR_CLASSES}
     expected = t("mistakes.one_pass_differs", lang, pred=label["blue"], one=label["red"])
     assert [(b.role, plain(b.text)) for b in said] == [("info", plain(expected))]
+    assert said[0].slide  # on the maps' slide too: a class would read the lens's red against the lab's blue
     assert close_up(left_right_vit(test_flip=False), left_dark, blue)[1] == []  # one pass: nothing to say
     predicted, said = close_up(left_right_vit(test_flip=True), even, red)
     assert predicted == blue and [(b.role, plain(b.text)) for b in said] == [
