@@ -766,7 +766,10 @@ def test_every_batch_of_a_run_is_its_own_and_augmented(dataset):
     assert first[0].shape == plain.shape and not torch.equal(first[0], plain)  # augmented, not the raw images
 
 
-@pytest.mark.skipif(not hasattr(signal, "SIGTSTP"), reason="SIGTSTP is a POSIX signal")
+@pytest.mark.skipif(
+    not hasattr(signal, "SIGTSTP") or not os.path.exists("/proc/self/stat"),
+    reason="SIGTSTP is a POSIX signal, and the test reads the child's state from /proc (Linux)",
+)
 def test_the_work_clock_leaves_out_the_time_a_run_was_paused():
     child = textwrap.dedent("""
         import sys, time
