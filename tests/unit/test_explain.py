@@ -102,12 +102,14 @@ def test_a_true_class_below_the_top_k_gets_a_green_bar_of_its_own_with_its_rank(
     assert bar.x[-1] == pytest.approx(0.02)
     assert bar.text[-1] == f"2.0% · {t('verdict.rank_bar', lang, rank=7, n=8)}" and bar.text[0] == "30.0%"
     assert chart.layout.height == 90 + 36 * 4  # one bar's height more: the bars keep their thickness
+    (line,) = chart.layout.shapes  # a dotted line sets it apart: it is not 4th
+    assert (line.y0, line.y1, line.xref, line.line.dash) == (2.5, 2.5, "x domain", "dot")
     assert chart.layout.xaxis.range[1] > 0.02 + 0.3 * 0.06 * len(bar.text[-1]) - 1e-9  # room for its words
 
     inside = verdict(probs, names, "c")  # among the bars: green where it is, no bar more
     chart = class_bars(lang, shown, values, "top 3", inside, height=90 + 36 * 3)
     assert list(chart.data[0].marker.color) == [plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR]
-    assert len(chart.data[0].y) == 3 and chart.layout.height == 90 + 36 * 3
+    assert len(chart.data[0].y) == 3 and chart.layout.height == 90 + 36 * 3 and not chart.layout.shapes
     unknown = class_bars(lang, shown, values, "top 3", None, height=90 + 36 * 3)  # a photo: the top 3 alone
     assert len(unknown.data[0].y) == 3 and plots.TRUE_COLOUR not in unknown.data[0].marker.color
 

@@ -818,15 +818,21 @@ def bars(
     correct: int | None = None,
     every_label: bool = False,
     notes: Sequence[str] = (),
+    apart: int | None = None,
 ) -> go.Figure:
     """Horizontal bars, largest on top (top-k probabilities, counts ...).
 
     ``highlight`` marks one bar in red (the prediction); ``correct`` marks the bar of the known
     true class in green (it wins over ``highlight`` when both are the same bar). ``every_label``:
     every bar named, however short the figure (Plotly leaves some out where the labels crowd).
-    ``notes``: words after a bar's number, bar by bar ("" for none).
+    ``notes``: words after a bar's number, bar by bar ("" for none). ``apart``: the first bar set
+    apart from those above it by a dotted line (a bar that is not the next in rank).
     """
-    return _figure(*_bars(labels, values, title, height, highlight, percent, x_title, correct, every_label, notes))
+    data, layout = _bars(labels, values, title, height, highlight, percent, x_title, correct, every_label, notes)
+    if apart is not None and 0 < apart < len(values):  # y counts the bars from 0, top down
+        line = dict(color=AXIS["linecolor"], width=1.5, dash="dot")
+        layout["shapes"] = [dict(type="line", x0=0, x1=1, xref="x domain", y0=apart - 0.5, y1=apart - 0.5, line=line)]
+    return _figure(data, layout)
 
 
 def _bars(

@@ -29,8 +29,9 @@ def class_bars(
     A true class below the top k gets one bar more under them, with its rank beside its number: the
     legend promises a green bar, and a class reading a mistake off the projector sees what the
     image was without opening the notes."""
-    names, values, notes = list(names), list(values), [""] * len(names)
+    names, values, notes, apart = list(names), list(values), [""] * len(names), None
     if found is not None and found.true_class not in names:
+        apart = len(names)  # under a dotted line: it is not the next in rank
         height += max(MIN_BAR_PX, (height - FRAME_PX) // max(len(names), 1))  # as tall as the others
         names.append(found.true_class)
         values.append(found.probability)
@@ -39,4 +40,6 @@ def class_bars(
     key = legend_key([found, *beside])
     title = f"{title} ({t(key, lang)})" if key else title
     labels = [class_label(n, lang) for n in names]
-    return plots.bars(labels, values, title=title, height=height, highlight=0, correct=correct, notes=notes)
+    return plots.bars(
+        labels, values, title=title, height=height, highlight=0, correct=correct, notes=notes, apart=apart
+    )
