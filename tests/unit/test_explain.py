@@ -106,12 +106,16 @@ def test_a_true_class_below_the_top_k_gets_a_green_bar_of_its_own_with_its_rank(
     assert (line.y0, line.y1, line.xref, line.line.dash) == (2.5, 2.5, "x domain", "dot")
     assert chart.layout.xaxis.range[1] > 0.02 + 0.3 * 0.06 * len(bar.text[-1]) - 1e-9  # room for its words
 
-    inside = verdict(probs, names, "c")  # among the bars: green where it is, no bar more
+    inside = verdict(probs, names, "c")  # among the bars: green where it is, and said, no bar more
     chart = class_bars(lang, shown, values, "top 3", inside, height=90 + 36 * 3)
     assert list(chart.data[0].marker.color) == [plots.PREDICTED_COLOUR, plots.TRUE_COLOUR, plots.OTHER_COLOUR]
+    assert list(chart.data[0].text) == ["30.0%", f"25.0% · {t('verdict.true_bar', lang)}", "20.0%"]
+    right = class_bars(lang, shown, values, "top 3", verdict(probs, names, "b"), height=90 + 36 * 3)
+    assert list(right.data[0].text) == ["30.0%", "25.0%", "20.0%"]  # right: the top bar, and the verdict says so
     assert len(chart.data[0].y) == 3 and chart.layout.height == 90 + 36 * 3 and not chart.layout.shapes
     unknown = class_bars(lang, shown, values, "top 3", None, height=90 + 36 * 3)  # a photo: the top 3 alone
     assert len(unknown.data[0].y) == 3 and plots.TRUE_COLOUR not in unknown.data[0].marker.color
+    assert list(unknown.data[0].text) == ["30.0%", "25.0%", "20.0%"]
 
 
 # ---- what a newcomer reads on the command line (issue 55) ----

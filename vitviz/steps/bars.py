@@ -26,9 +26,10 @@ def class_bars(
     (``prediction.legend_key``), for this chart and the charts set ``beside`` it, so that charts
     side by side share one legend, wrap their titles alike and start their bars level.
 
-    A true class below the top k gets one bar more under them, with its rank beside its number: the
-    legend promises a green bar, and a class reading a mistake off the projector sees what the
-    image was without opening the notes."""
+    A wrong answer's true class says so beside its number ("true class"), as well as being green. A true
+    class below the top k gets one bar more under them, with its rank: the legend promises a green
+    bar, and a class reading a mistake off the projector sees what the image was without opening
+    the notes."""
     names, values, notes, apart = list(names), list(values), [""] * len(names), None
     if found is not None and found.true_class not in names:
         apart = len(names)  # under a dotted line: it is not the next in rank
@@ -36,6 +37,8 @@ def class_bars(
         names.append(found.true_class)
         values.append(found.probability)
         notes.append(t("verdict.rank_bar", lang, rank=found.rank, n=found.num_classes))
+    elif found is not None and not found.correct:  # said as well as coloured: a sliver shows no colour
+        notes[names.index(found.true_class)] = t("verdict.true_bar", lang)
     correct = names.index(found.true_class) if found is not None else None
     key = legend_key([found, *beside])
     title = f"{title} ({t(key, lang)})" if key else title
