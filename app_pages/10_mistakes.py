@@ -303,21 +303,12 @@ with left:
     navigation.open_in_tour_button(st, "mistakes_open_tour", *lab.class_position(data, index))
 render.draw(mistakes.top5(subject, result, index), right)  # its caption: where the true class ranks
 
-# Where the model looked for the predicted class and for the true class.
-st.markdown(f"#### {tr('mistakes.maps_title')}")
-st.markdown(tr("mistakes.maps_intro"))
-if model.num_prefix_tokens == 0:
-    st.caption(tr("mistakes.maps_no_cls"))
+# Where the model looked for the predicted class and for the true class (for a model that averages
+# its mirror image: the maps and the lens follow one pass), and when the true class lost: the logit
+# lens of this image (its caption says when).
 inspected = testset.cached_mistake(chosen.name, location, index)  # maps and logit lens, once per image
-*one_pass, maps, lens = mistakes.where_and_when(subject, result, data, index, inspected)
-for said in one_pass:  # a model that averages its mirror image: the maps and the lens follow one pass
-    render.draw(said)
-render.draw(maps)
-
-# When the true class lost: the logit lens of this image (its caption says when).
-st.markdown(f"#### {tr('mistakes.lens_title')}")
-st.markdown(tr("mistakes.lens_intro"))
-render.draw(lens)
+for block in mistakes.where_and_when(subject, result, data, index, inspected):
+    render.draw(block)
 furniture.download_npz(
     "download.npz",
     "mistake.npz",

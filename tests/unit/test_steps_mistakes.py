@@ -17,6 +17,7 @@ from vitviz.models import zoo
 from vitviz.models.config import ViTConfig
 from vitviz.models.data import ImageSet, preprocess_batch
 from vitviz.models.model import VisionTransformer
+from vitviz.render import plots
 from vitviz.render.i18n import plain, t
 from vitviz.steps import blocks, mistakes
 from vitviz.steps.subject import Compute, Subject
@@ -219,7 +220,8 @@ def test_the_close_up_says_its_maps_and_lens_follow_one_pass_and_that_pass_s_ans
         inspected = lab.inspect_mistake(model, data.images[:1], predicted, label)
         inspected["logit_lens"][0] = np.eye(3)[MIRROR_CLASSES.index("green")]  # the embeddings' read: not the answer
         shown = mistakes.where_and_when(Subject(model, None, None, lang), result, data, 0, inspected)
-        return predicted, [b for b in shown if isinstance(b, blocks.Text)]
+        intros = {t(f"mistakes.{part}_intro", lang) for part in ("maps", "lens")}  # the sections' own paragraphs
+        return predicted, [b for b in shown if isinstance(b, blocks.Text) and b.text not in intros]
 
     predicted, said = close_up(left_right_vit(test_flip=True), left_dark, red)
     assert predicted == blue  # the lab's answer: a mistake
@@ -227,6 +229,19 @@ def test_the_close_up_says_its_maps_and_lens_follow_one_pass_and_that_pass_s_ans
     expected = t("mistakes.one_pass_differs", lang, pred=label["blue"], one=label["red"])
     assert [(b.role, plain(b.text)) for b in said] == [("info", plain(expected))]
     assert said[0].slide  # on the maps' slide too: a class would read the lens's red against the lab's blue
+    model = left_right_vit(test_flip=True)  # the box is the maps' slide's, under their heading, not the picture's
+    data = ImageSet(left_dark, torch.tensor([red]), list(MIRROR_CLASSES), ["made.png"], "made", "made")
+    result = evaluate(model, data, use_cache=False)
+    inspected = lab.inspect_mistake(model, data.images[:1], int(result.predictions[0]), red)
+    shown = mistakes.where_and_when(Subject(model, None, None, lang), result, data, 0, inspected)
+    slides = blocks.Step("lab", "intro", (blocks.Figure("picture", plots.bars(["x"], [1.0]), "x"), *shown)).slides()
+    assert [[f.key for f in slide.figures] for slide in slides] == [
+        ["picture"],
+        ["mistakes_map_predicted", "mistakes_map_true"],
+        ["mistakes_lens"],
+    ]
+    assert [[c.text for c in slide.callouts] for slide in slides] == [[], [expected], []]
+    assert t("mistakes.maps_intro", lang) in slides[1].notes and t("mistakes.lens_intro", lang) in slides[2].notes
     assert close_up(left_right_vit(test_flip=False), left_dark, blue)[1] == []  # one pass: nothing to say
     predicted, said = close_up(left_right_vit(test_flip=True), even, red)
     assert predicted == blue and [(b.role, plain(b.text)) for b in said] == [

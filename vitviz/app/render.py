@@ -96,7 +96,7 @@ def draw(block: Block, where=st) -> None:
     if isinstance(block, Text):
         _text(block, where)
     elif isinstance(block, Heading):
-        where.subheader(block.text)
+        where.markdown(f"#### {block.text}") if block.minor else where.subheader(block.text)
     elif isinstance(block, Metrics):
         helps = block.helps or ("",) * len(block.items)
         for start in range(0, len(block.items), METRICS_PER_ROW):

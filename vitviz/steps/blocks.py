@@ -30,9 +30,10 @@ class Text:
 
 @dataclass(frozen=True)
 class Heading:
-    """A section's heading within a step."""
+    """A section's heading within a step (``minor``: a part of the section above it)."""
 
     text: str
+    minor: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from vitviz.models.data import ImageSet, dataset_label
 from vitviz.models.prediction import verdict
 from vitviz.render import plots
 from vitviz.steps.bars import class_bars
-from vitviz.steps.blocks import Choices, Figure, Figures, Metrics, Step, Text
+from vitviz.steps.blocks import Choices, Figure, Figures, Heading, Metrics, Step, Text
 from vitviz.steps.names import dataset_text
 from vitviz.steps.subject import Subject
 
@@ -196,8 +196,7 @@ def top5(subject: Subject, result: EvalResult, index: int) -> Figure:
     """The image's top classes (its answer red, its true class green), and where the true class ranks."""
     classes = result.classes
     probs = result.probs[index]  # (K,)
-    k = min(5, len(classes))
-    values, top = probs.topk(k)
+    values, top = probs.topk(k := min(5, len(classes)))
     found = verdict(probs, classes, classes[int(result.labels[index])])
     names = [classes[c] for c in top.tolist()]
     chart = class_bars(subject.lang, names, values.tolist(), subject.tr("mistakes.top5_title"), found, 90 + 40 * k)
@@ -209,7 +208,7 @@ def where_and_when(
     subject: Subject, result: EvalResult, data: ImageSet, index: int, inspected: dict[str, np.ndarray]
 ) -> list:
     """The two classes' maps (gradient-weighted rollout) and the logit lens of the true and the
-    predicted class, layer by layer."""
+    predicted class, layer by layer, each under its heading and introduction."""
     tr, classes = subject.tr, result.classes
     true_class, predicted_class = int(result.labels[index]), int(result.predictions[index])
     names = {"true": subject.label(classes[true_class]), "predicted": subject.label(classes[predicted_class])}
@@ -249,7 +248,10 @@ def where_and_when(
     )
     lost = claims.lens_lost([int(r) for r in rank_true], len(lens) - 1, classes[true_class])
     lens_figure = Figure("mistakes_lens", chart, subject.says(lost))
-    return [*_one_pass(subject, classes, predicted_class, lens), Figures(tuple(maps)), lens_figure]
+    said = [Heading(tr("mistakes.maps_title"), minor=True), Text(tr("mistakes.maps_intro"))]
+    said += [Text(tr("mistakes.maps_no_cls"), role="caption")] if subject.model.num_prefix_tokens == 0 else []
+    when = [Heading(tr("mistakes.lens_title"), minor=True), Text(tr("mistakes.lens_intro"))]
+    return [*said, *_one_pass(subject, classes, predicted_class, lens), Figures(tuple(maps)), *when, lens_figure]
 
 
 def _one_pass(subject: Subject, classes: list[str], predicted: int, lens: np.ndarray) -> list[Text]:
@@ -277,8 +279,7 @@ def _class_choice(value: object, count: int) -> int | None:
 
 def _range(value: object) -> tuple[float, float]:
     if isinstance(value, list | tuple) and len(value) == 2 and all(isinstance(v, int | float) for v in value):
-        low, high = sorted(min(max(float(v), 0.0), 1.0) for v in value)
-        return low, high
+        return tuple(sorted(min(max(float(v), 0.0), 1.0) for v in value))
     return 0.0, 1.0
 
 
