@@ -502,6 +502,22 @@ def test_a_hostile_link_opens_the_tour(query, cifar_classes_folder):
     assert not errors(at), errors(at)
 
 
+@pytest.mark.parametrize(
+    ("page", "sentence"),
+    [
+        ("app_pages/12_map.py", "This model answers 1000 classes, not the classes of the test images"),
+        ("app_pages/10_mistakes.py", "This lab needs a model that predicts the dataset's classes."),
+        ("app_pages/11_trust.py", "No table of the test set ships for R26+ViT-S/32, untrained"),
+    ],
+)
+def test_a_link_to_a_model_of_other_classes_than_the_test_images_gets_a_sentence(page, sentence, cifar_classes_folder):
+    """/map?model=untrained-vit-r26-s32: ImageNet's 1,000 classes beside the server's CIFAR-10
+    test images. The map raised the projection's ValueError; each lab page says why instead."""
+    at = open_page(page, query={"model": "untrained-vit-r26-s32"})
+    assert not errors(at), errors(at)
+    assert any(e.value.startswith(sentence) for e in (*at.info, *at.warning, *at.error))
+
+
 def test_a_visitors_model_stops_at_the_servers_time_limit_with_a_sentence(tmp_path, monkeypatch):
     """A run with an uploaded model computes within --max-run-s (VITVIZ_MAX_RUN_S): over it, the
     page ends with one sentence, no traceback; the registry's models have no such limit."""

@@ -249,6 +249,22 @@ def test_the_steps_leave_the_built_figures_as_they_were(monkeypatch):
         assert fig.to_plotly_json()["layout"] == layout
 
 
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_model_of_other_classes_than_the_test_images_gets_a_sentence_not_a_traceback(lang):
+    """/map?model=untrained-vit-r26-s32 (ImageNet's 1,000 classes beside CIFAR-10's test images)
+    raised projection's ValueError on the page: a link a visitor can send."""
+
+    class OtherClasses(Mapped):
+        def projection(self, subject):
+            raise ValueError("The model predicts 1000 classes but the dataset has 10")
+
+    subject = dataclasses.replace(_subject(lang=lang), compute=OtherClasses())
+    step = testset.describe(subject, {})
+    assert step.figures() == [] and step.controls() == []
+    (said,) = step.blocks
+    assert said == blocks.Text(subject.tr("map.other_classes", n=subject.config.num_classes), role="info")
+
+
 def test_a_click_on_the_map_chooses_the_point_s_image():
     """The map's points carry their image index as a 1-D customdata: the browser sends one number
     a point, which the map's Select reads (a list or {"0": ...} for the patch figures)."""

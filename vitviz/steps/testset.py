@@ -22,7 +22,10 @@ def describe(subject: Subject, choices: Choices) -> Step:
     tr = subject.tr
     paper = "_paper" if subject.paper else ""  # paper: no point to click, no server to start
     title, intro = tr("page.map"), tr(f"map.intro{paper}")
-    found, data, total = subject.compute.projection(subject)
+    try:
+        found, data, total = subject.compute.projection(subject)
+    except ValueError:  # the server's test images are not this model's classes (an ImageNet model's 1,000)
+        return Step(title, intro, (Text(tr("map.other_classes", n=subject.config.num_classes), role="info"),))
     if found is None:
         return Step(title, intro, (Text(tr(f"map.missing{paper}"), role="info"),))
     blocks: list = [] if data is not None else [_no_images(subject, paper)]
