@@ -59,3 +59,14 @@ def test_next_walks_every_slide_of_a_step_before_the_next_step():
     for shown in ("Step 1 of 9 · slide 3 of 3", "slide 2 of 3", "Step 1 of 9 · slide 1 of 3"):  # and back
         at.button(key="nav_prev").click().run()
         assert errors(at) == [] and shown in slide_counter(at)
+
+
+def test_a_slide_kept_in_other_digits_opens_the_step_s_first_slide():
+    """The session's slide is "step:index"; an index in digits int() refuses ("²", which
+    str.isdigit() accepts) or too long for a slide crashed the page: it opens the first slide."""
+    for index in ("²", "٣", "9" * 5000, "1.5"):
+        at = open_page("app_pages/5_attention.py", present=True, slide=f"5:{index}")
+        assert errors(at) == [], index
+        assert slide_counter(at).startswith("Step 5 of 9 · slide 1 of"), index
+    at = open_page("app_pages/5_attention.py", present=True, slide="5:-1")  # -1: the step's last, as Previous keeps it
+    assert errors(at) == [] and not slide_counter(at).startswith("Step 5 of 9 · slide 1 of")

@@ -8,6 +8,7 @@ import streamlit as st
 from vitviz.app import internals, state, web
 from vitviz.app.text import tr
 from vitviz.app.tour import TOUR
+from vitviz.server import values
 
 ASKED_STEP = "_asked_step"  # session state: the step the next whole run of the app opens (``ask_step``)
 
@@ -106,9 +107,8 @@ def slide_place(script: str) -> int | str:
 def slide_of(place: int | str) -> int:
     """The slide presenter mode shows of ``place`` (a step, or a lab page's script:
     ``slide_place``): 0 unless the session moved within it (-1: the last)."""
-    kept = str(state.get("slide", ""))
-    shown, _, index = kept.rpartition(":")
-    return int(index) if shown == str(place) and index.lstrip("-").isdigit() and len(index) < 4 else 0
+    shown, _, index = str(state.get("slide", "")).rpartition(":")
+    return number if shown == str(place) and (number := values.integer(index)) is not None else 0  # not "²"
 
 
 def _next_slide(step: int, index: int, count: int) -> int | None:
