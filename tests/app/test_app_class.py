@@ -106,6 +106,16 @@ def test_a_wrong_code_gets_a_sentence_and_the_tour_goes_on():
         assert not [i for i in at.info if "class" in i.value.lower()]
 
 
+def test_a_code_in_a_link_is_never_drawn_as_a_link_or_an_image():
+    """?class=[Log](//e.c) put a live link into the "no class has the code" sentence, and
+    ![](//x.io) an image fetched from an outside host: the sentence repeats only letters and digits."""
+    for code in ("[Log](//e.c)", "![](//x.io)", "<b>x</b>", "www.e.co/x"):
+        at = _student(code)
+        assert errors(at) == []
+        (said,) = [i.value for i in at.info]
+        assert not any(mark in said for mark in ("[", "](", "//", "<b>", "www.")), said
+
+
 def test_everyone_on_my_image():
     teacher = _teacher(sample="")
     code, _ = teacher.session_state[classroom.TEACHER]

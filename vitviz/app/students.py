@@ -61,7 +61,8 @@ def student_bar(within: bool = False) -> None:
     code = joined()
     if code is None:
         if teaching() is None and "class" in st.query_params:  # a code that cannot be one (state refused it)
-            leave(tr("class.no_such", code=values.echo(st.query_params["class"], 12)))
+            typed = "".join(c for c in str(st.query_params["class"]) if c.isascii() and (c.isalnum() or c == " "))
+            leave(tr("class.no_such", code=values.echo(typed, 12)))
             st.info(st.session_state.pop(GONE))
         return
     _follow(code, within)
