@@ -508,6 +508,11 @@ def test_choices_refuse_a_translated_label_in_place_of_an_option():
     assert state.is_valid("lang", "ko") and not state.is_valid("lang", "한국어")
     assert state.is_valid("layer", 2) and not state.is_valid("layer", "3층") and not state.is_valid("layer", True)
     assert state.is_valid("sample", "coffee.jpg") and not state.is_valid("sample", "../app.py")
+    # the lab's confidence range: low <= high within [0, 1]; a reversed, NaN or wider pair (a forged
+    # slider value) crashed the lab on every run until the visitor moved the slider
+    assert state.is_valid("mistakes_range", (0.1, 0.9)) and state.is_valid("mistakes_range", [0.0, 1.0])
+    for pair in ((0.9, 0.1), (float("nan"), float("nan")), (-5.0, 7.0), (0.5, 1.5)):
+        assert not state.is_valid("mistakes_range", pair), pair
     assert state.is_valid("present", True) and not state.is_valid("present", "1")
 
 

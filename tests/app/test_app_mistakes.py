@@ -541,3 +541,16 @@ def test_the_shipped_vit_opens_the_lab_beside_the_shipped_cnn(monkeypatch):
     else:
         expected = i18n.plain(i18n.t("mistakes.one_pass_differs", pred=lab_answer, one=one_answer))
         assert expected in [i18n.plain(i.value) for i in at.info]
+
+
+@pytest.mark.cifar10
+def test_a_reversed_confidence_range_keeps_the_lab_working(monkeypatch):
+    """A forged slider value (0.9, 0.1) reached lab.filter_mistakes' ValueError and broke the lab on
+    every run until the visitor moved the slider (a fuzzing helper's find): the range is a choice
+    checked as 0 <= low <= high <= 1, so the lab keeps its last valid one."""
+    monkeypatch.setenv("VITVIZ_DATA", str(SHARED_DATA))
+    at = open_page(PAGE)
+    at.slider(key="mistakes_range").set_value((0.9, 0.1)).run()
+    assert errors(at) == []
+    at.run()
+    assert errors(at) == [] and at.slider(key="mistakes_range").value == (0.0, 1.0)

@@ -106,6 +106,37 @@ def test_patch_from_selection_reads_what_the_browser_sends() -> None:
     assert clicks.patch_from_selection(state, 64) == 10
 
 
+@pytest.mark.parametrize(
+    "forged",
+    [
+        "x",
+        5,
+        [1, 2],
+        {"points": 5},
+        {"points": [1]},
+        {"points": [None]},
+        {"selection": "x"},
+        {"selection": {"points": {"0": {}}}},
+        {"points": [{"customdata": [10**400]}]},
+        {"points": [{"customdata": [float("nan")]}]},
+        {"points": [{"customdata": [float("inf")]}]},
+        {"points": [{"customdata": [True]}]},
+    ],
+)
+def test_a_forged_selection_is_no_click_not_an_error(forged) -> None:
+    """A browser sends {"selection": {"points": [{...}]}}; a hand-made websocket message can send
+    anything, and each of these crashed the visitor's run (a fuzzing helper's payloads)."""
+    assert clicks.patch_from_selection(forged, 64) is None
+    assert clicks.cell_from_selection(forged, 10) is None
+    assert (
+        clicks.patch_from_selection(
+            {"points": [{"customdata": [3]}, forged]},
+            64,  # the last point is read first: forged, then skipped
+        )
+        == 3
+    )
+
+
 def test_patch_from_selection_last_point_wins_and_bad_points_are_skipped() -> None:
     points = [{"customdata": [3]}, {"customdata": [5]}, {"x": 1, "y": 2}, {"customdata": [99]}]
     assert clicks.patch_from_selection({"selection": {"points": points}}, 64) == 5

@@ -20,6 +20,7 @@ from typing import Any
 import streamlit as st
 
 from vitviz.app import web
+from vitviz.render import clicks
 
 TRIGGER = "open"
 STREAMLIT_PRIMARY = "#ff4b4b"  # Streamlit's primary colour where the theme names none
@@ -64,9 +65,7 @@ def opened(key: str, numbers: Sequence[int]) -> int | None:
     """The number of the thumbnail the last click opened, if it is one of ``numbers``, else None."""
     found = st.session_state.get(key)
     value = found.get(TRIGGER) if hasattr(found, "get") else None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
-        return None
-    return int(value) if int(value) in numbers else None
+    return int(value) if clicks.whole(value) and int(value) in numbers else None
 
 
 def gallery(

@@ -93,7 +93,7 @@ CHOICES = (
     Choice("pos", int, scope="app_pages/4_tokens.py"),
     Choice("mistakes_true", int, scope=LAB),  # class indices, or the lab's "any"
     Choice("mistakes_predicted", int, scope=LAB),
-    Choice("mistakes_range", tuple, scope=LAB),  # the confidence range
+    Choice("mistakes_range", tuple, scope=LAB, check=lambda v: 0 <= v[0] <= v[1] <= 1),  # the confidence range
     Choice("mistakes_page", int, scope=LAB),  # the gallery page, from 1
     Choice("mistake", int, scope=LAB),  # the image up close: its # in the filtered list, from 1
     Choice("mistakes_other", str, scope=LAB),  # a second model (a registry name, or a file)

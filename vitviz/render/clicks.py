@@ -9,6 +9,7 @@ typed arrays); both are read here, once for every figure.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
@@ -25,6 +26,13 @@ def _numbers(customdata: object, count: int) -> list[object] | None:
     return None
 
 
+def whole(value: object) -> bool:
+    """A whole number, checked without converting it (``float(10**400)`` raises)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+
+
 def clicked(selection: dict | None, limits: Sequence[int], curve: int | None = None) -> tuple[int, ...] | None:
     """The numbers of the last clicked point: its customdata's first ``len(limits)`` entries,
     each a whole number in [0, limit).
@@ -39,19 +47,19 @@ def clicked(selection: dict | None, limits: Sequence[int], curve: int | None = N
     Returns:
         The numbers, or None when nothing usable was clicked.
     """
-    if not selection:
+    if not isinstance(selection, dict):  # a browser sends a dict; a forged message may send anything
         return None
-    inner = selection.get("selection", selection) or {}
-    for point in reversed(inner.get("points") or []):
+    inner = selection.get("selection", selection)
+    points = inner.get("points") if isinstance(inner, dict) else None
+    for point in reversed(points if isinstance(points, list) else []):
+        if not isinstance(point, dict):
+            continue
         values = _numbers(point.get("customdata"), len(limits))
         if values is None and curve is not None and len(limits) == 1 and point.get("curve_number") == curve:
             values = [point.get("point_index", point.get("point_number"))]
         if values is None:
             continue
-        if all(
-            isinstance(v, (int, float)) and float(v).is_integer() and 0 <= v < limit
-            for v, limit in zip(values, limits, strict=True)
-        ):
+        if all(whole(v) and 0 <= v < limit for v, limit in zip(values, limits, strict=True)):
             return tuple(int(v) for v in values)
     return None
 
