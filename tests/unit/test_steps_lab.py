@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from vitviz.analyses import ablation, analysis, claims
+from vitviz.analyses import ablation, analysis, claims, evaluate
 from vitviz.analyses.faithfulness import Reading
 from vitviz.analyses.projection import Projection
 from vitviz.models.config import FASHION_MNIST_CLASSES, ViTConfig
@@ -254,15 +254,22 @@ def test_a_model_of_other_classes_than_the_test_images_gets_a_sentence_not_a_tra
     """/map?model=untrained-vit-r26-s32 (ImageNet's 1,000 classes beside CIFAR-10's test images)
     raised projection's ValueError on the page: a link a visitor can send."""
 
-    class OtherClasses(Mapped):
-        def projection(self, subject):
-            raise ValueError("The model predicts 1000 classes but the dataset has 10")
+    class Raising(Mapped):
+        def __init__(self, error: Exception) -> None:
+            self.error = error
 
-    subject = dataclasses.replace(_subject(lang=lang), compute=OtherClasses())
+        def projection(self, subject):
+            raise self.error
+
+    wrong = evaluate.OtherClasses("The model predicts 1000 classes but the dataset has 10")
+    subject = dataclasses.replace(_subject(lang=lang), compute=Raising(wrong))
     step = testset.describe(subject, {})
     assert step.figures() == [] and step.controls() == []
     (said,) = step.blocks
     assert said == blocks.Text(subject.tr("map.other_classes", n=subject.config.num_classes), role="info")
+    # any other error is not said to be the classes: it is not caught here
+    with pytest.raises(ValueError, match="a broken file"):
+        testset.describe(dataclasses.replace(subject, compute=Raising(ValueError("a broken file"))), {})
 
 
 def test_a_click_on_the_map_chooses_the_point_s_image():

@@ -293,16 +293,20 @@ def _cache_path(model: VisionTransformer, data: ImageSet) -> Path:
     return cache_dir() / "eval" / f"{key}.pt"
 
 
+class OtherClasses(ValueError):
+    """A model scored on a dataset whose classes it does not predict (``check_classes``)."""
+
+
 def check_classes(model: VisionTransformer, data: ImageSet) -> None:
     """Refuse to score a model on a dataset whose classes it does not predict."""
     config = model.config
     if config.num_classes != len(data.classes):
-        raise ValueError(
+        raise OtherClasses(
             f"The model predicts {config.num_classes} classes but the dataset has {len(data.classes)}: "
             "choose a model trained on these classes."
         )
     if config.class_names and list(config.class_names) != list(data.classes):
-        raise ValueError(
+        raise OtherClasses(
             "The model's class names differ from the dataset's folders "
             f"({', '.join(config.class_names[:3])}... vs {', '.join(data.classes[:3])}...)."
         )

@@ -6,7 +6,7 @@ it is the shipped map without its pictures."""
 from __future__ import annotations
 
 from vitviz.analyses import claims, lab, projection
-from vitviz.analyses.evaluate import inference
+from vitviz.analyses.evaluate import OtherClasses, inference
 from vitviz.models.data import named_dataset, named_label
 from vitviz.render import plots
 from vitviz.render.i18n import plain
@@ -24,7 +24,7 @@ def describe(subject: Subject, choices: Choices) -> Step:
     title, intro = tr("page.map"), tr(f"map.intro{paper}")
     try:
         found, data, total = subject.compute.projection(subject)
-    except ValueError:  # the server's test images are not this model's classes (an ImageNet model's 1,000)
+    except OtherClasses:  # the server's test images are not this model's classes (an ImageNet model's 1,000)
         return Step(title, intro, (Text(tr("map.other_classes", n=subject.config.num_classes), role="info"),))
     if found is None:
         return Step(title, intro, (Text(tr(f"map.missing{paper}"), role="info"),))
