@@ -9,7 +9,6 @@ typed arrays); both are read here, once for every figure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 
@@ -30,7 +29,7 @@ def whole(value: object) -> bool:
     """A whole number, checked without converting it (``float(10**400)`` raises)."""
     if isinstance(value, bool):
         return False
-    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())  # not inf, not nan
 
 
 def clicked(selection: dict | None, limits: Sequence[int], curve: int | None = None) -> tuple[int, ...] | None:
